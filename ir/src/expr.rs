@@ -1,0 +1,424 @@
+//! Host-side integer/boolean expressions: launch grids, constraints, cost formulas and the
+//! shared-memory allocation plan. Evaluated by the runtime and the tuner, phase by phase.
+
+use crate::dtype::Elem;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An operator of [`Expr::Bin`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ExprOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (integer division, truncating; division by zero is an error)
+    Div,
+    /// `%`
+    Rem,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `&&`
+    And,
+    /// `||`
+    Or,
+}
+
+impl ExprOp {
+    /// The Rust / C++ spelling.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ExprOp::Add => "+",
+            ExprOp::Sub => "-",
+            ExprOp::Mul => "*",
+            ExprOp::Div => "/",
+            ExprOp::Rem => "%",
+            ExprOp::Eq => "==",
+            ExprOp::Ne => "!=",
+            ExprOp::Lt => "<",
+            ExprOp::Le => "<=",
+            ExprOp::Gt => ">",
+            ExprOp::Ge => ">=",
+            ExprOp::And => "&&",
+            ExprOp::Or => "||",
+        }
+    }
+}
+
+/// A function callable in host expressions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Func {
+    /// `cdiv(a, b)`: ceiling division.
+    Cdiv,
+    /// `min(a, b)`
+    Min,
+    /// `max(a, b)`
+    Max,
+    /// `smem_bytes()`: the shared memory the generated code allocates for this configuration.
+    SmemBytes,
+    /// `max_smem()`: the target's opt-in shared memory per block.
+    MaxSmem,
+    /// `threads()`: threads per block of the lowering plan.
+    Threads,
+    /// `registers()`: registers per thread, known after compilation.
+    Registers,
+    /// `spills()`: spill bytes, known after compilation.
+    Spills,
+}
+
+impl Func {
+    /// Looks a function up by its DSL name.
+    pub fn parse(name: &str) -> Option<Func> {
+        Some(match name {
+            "cdiv" => Func::Cdiv,
+            "min" => Func::Min,
+            "max" => Func::Max,
+            "smem_bytes" => Func::SmemBytes,
+            "max_smem" => Func::MaxSmem,
+            "threads" => Func::Threads,
+            "registers" => Func::Registers,
+            "spills" => Func::Spills,
+            _ => return None,
+        })
+    }
+
+    /// The DSL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Func::Cdiv => "cdiv",
+            Func::Min => "min",
+            Func::Max => "max",
+            Func::SmemBytes => "smem_bytes",
+            Func::MaxSmem => "max_smem",
+            Func::Threads => "threads",
+            Func::Registers => "registers",
+            Func::Spills => "spills",
+        }
+    }
+
+    /// Number of arguments.
+    pub fn arity(self) -> usize {
+        match self {
+            Func::Cdiv | Func::Min | Func::Max => 2,
+            _ => 0,
+        }
+    }
+}
+
+/// When an expression can be evaluated. Constraints are checked in this order; a later phase
+/// re-checks everything an earlier one could not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    /// Tuning values only.
+    Static,
+    /// Needs the target (`max_smem()`) and the element types (`smem_bytes()`).
+    Target,
+    /// Needs the compiled binary (`registers()`, `spills()`).
+    Compiled,
+    /// Needs the launch's arguments (tensor shapes, scalars).
+    Launch,
+}
+
+/// A host expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Expr {
+    /// Integer literal.
+    Int(i64),
+    /// Boolean literal.
+    Bool(bool),
+    /// An enumeration value such as `Swizzle128`.
+    Enum(String),
+    /// The value of a tuning parameter.
+    Tune(String),
+    /// Extent `axis` of tensor parameter `param`.
+    TensorDim {
+        /// Parameter index.
+        param: usize,
+        /// Axis.
+        axis: u8,
+    },
+    /// A scalar argument (integer or bool).
+    Scalar(usize),
+    /// A named problem dimension (`M`, `N`, ...).
+    Dim(String),
+    /// Size in bytes of an element type.
+    SizeOf(Elem),
+    /// A function call.
+    Call(Func, Vec<Expr>),
+    /// A binary operation.
+    Bin(ExprOp, Box<Expr>, Box<Expr>),
+    /// Logical not.
+    Not(Box<Expr>),
+    /// Negation.
+    Neg(Box<Expr>),
+}
+
+/// The value of a host expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EvalValue {
+    /// Integer.
+    Int(i64),
+    /// Boolean.
+    Bool(bool),
+    /// Enumeration value.
+    Enum(String),
+}
+
+impl fmt::Display for EvalValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalValue::Int(v) => write!(f, "{v}"),
+            EvalValue::Bool(v) => write!(f, "{v}"),
+            EvalValue::Enum(v) => f.write_str(v),
+        }
+    }
+}
+
+/// Why an expression could not be evaluated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    /// A leaf is not known in this phase (for example a tensor shape at tuning time).
+    #[error("`{0}` is not known yet")]
+    Unavailable(String),
+    /// Operand types do not fit the operator.
+    #[error("type error in host expression: {0}")]
+    Type(String),
+    /// Division or remainder by zero.
+    #[error("division by zero in host expression")]
+    DivByZero,
+    /// Integer overflow.
+    #[error("integer overflow in host expression")]
+    Overflow,
+}
+
+/// Supplies leaf values to [`Expr::eval`]. Every method defaults to "unknown".
+pub trait ExprEnv {
+    /// A tuning parameter's value.
+    fn tune(&self, _name: &str) -> Option<EvalValue> {
+        None
+    }
+    /// A tensor argument's extent.
+    fn tensor_dim(&self, _param: usize, _axis: u8) -> Option<i64> {
+        None
+    }
+    /// A scalar argument.
+    fn scalar(&self, _param: usize) -> Option<EvalValue> {
+        None
+    }
+    /// A named problem dimension.
+    fn dim(&self, _name: &str) -> Option<i64> {
+        None
+    }
+    /// Bytes per element of an element type.
+    fn size_of(&self, _elem: &Elem) -> Option<i64> {
+        None
+    }
+    /// A resource function (`smem_bytes()`, `max_smem()`, `threads()`, `registers()`, `spills()`).
+    fn resource(&self, _f: Func) -> Option<i64> {
+        None
+    }
+}
+
+impl Expr {
+    /// Shorthand for a binary expression.
+    pub fn bin(op: ExprOp, a: Expr, b: Expr) -> Expr {
+        Expr::Bin(op, Box::new(a), Box::new(b))
+    }
+
+    /// The earliest phase in which every leaf is known.
+    ///
+    /// ```
+    /// use tilekit_ir::{Expr, ExprOp, Func, Phase};
+    /// let e = Expr::bin(ExprOp::Le, Expr::Call(Func::SmemBytes, vec![]), Expr::Call(Func::MaxSmem, vec![]));
+    /// assert_eq!(e.phase(), Phase::Target);
+    /// ```
+    pub fn phase(&self) -> Phase {
+        match self {
+            Expr::Int(_) | Expr::Bool(_) | Expr::Enum(_) | Expr::Tune(_) => Phase::Static,
+            Expr::SizeOf(_) => Phase::Target,
+            Expr::TensorDim { .. } | Expr::Scalar(_) | Expr::Dim(_) => Phase::Launch,
+            Expr::Call(f, args) => {
+                let own = match f {
+                    Func::SmemBytes | Func::MaxSmem | Func::Threads => Phase::Target,
+                    Func::Registers | Func::Spills => Phase::Compiled,
+                    _ => Phase::Static,
+                };
+                args.iter().map(Expr::phase).fold(own, Phase::max)
+            }
+            Expr::Bin(_, a, b) => a.phase().max(b.phase()),
+            Expr::Not(a) | Expr::Neg(a) => a.phase(),
+        }
+    }
+
+    /// Evaluates under `env`.
+    ///
+    /// ```
+    /// use tilekit_ir::{EvalValue, Expr, ExprEnv, ExprOp, Func};
+    /// struct Env;
+    /// impl ExprEnv for Env {
+    ///     fn tune(&self, n: &str) -> Option<EvalValue> { (n == "BM").then_some(EvalValue::Int(64)) }
+    ///     fn tensor_dim(&self, _p: usize, _a: u8) -> Option<i64> { Some(4097) }
+    /// }
+    /// let grid = Expr::Call(Func::Cdiv, vec![Expr::TensorDim { param: 0, axis: 0 }, Expr::Tune("BM".into())]);
+    /// assert_eq!(grid.eval_int(&Env).unwrap(), 65);
+    /// ```
+    pub fn eval(&self, env: &dyn ExprEnv) -> Result<EvalValue, EvalError> {
+        use EvalValue::*;
+        let unavailable = |s: String| EvalError::Unavailable(s);
+        Ok(match self {
+            Expr::Int(v) => Int(*v),
+            Expr::Bool(v) => Bool(*v),
+            Expr::Enum(v) => Enum(v.clone()),
+            Expr::Tune(n) => env.tune(n).ok_or_else(|| unavailable(n.clone()))?,
+            Expr::TensorDim { param, axis } => Int(
+                env.tensor_dim(*param, *axis)
+                    .ok_or_else(|| unavailable(format!("shape of argument {param}")))?,
+            ),
+            Expr::Scalar(p) => env
+                .scalar(*p)
+                .ok_or_else(|| unavailable(format!("scalar argument {p}")))?,
+            Expr::Dim(n) => Int(env.dim(n).ok_or_else(|| unavailable(n.clone()))?),
+            Expr::SizeOf(e) => Int(env.size_of(e).ok_or_else(|| unavailable(format!("sizeof({e})")))?),
+            Expr::Call(f, args) => match f {
+                Func::Cdiv | Func::Min | Func::Max => {
+                    let a = args.first().ok_or_else(|| EvalError::Type("missing argument".into()))?;
+                    let b = args.get(1).ok_or_else(|| EvalError::Type("missing argument".into()))?;
+                    let (a, b) = (a.eval_int(env)?, b.eval_int(env)?);
+                    Int(match f {
+                        Func::Cdiv => {
+                            if b == 0 {
+                                return Err(EvalError::DivByZero);
+                            }
+                            a.checked_add(b - 1).ok_or(EvalError::Overflow)?.div_euclid(b)
+                        }
+                        Func::Min => a.min(b),
+                        _ => a.max(b),
+                    })
+                }
+                other => Int(env.resource(*other).ok_or_else(|| unavailable(format!("{}()", other.name())))?),
+            },
+            Expr::Not(a) => match a.eval(env)? {
+                Bool(b) => Bool(!b),
+                v => return Err(EvalError::Type(format!("`!` applied to {v}"))),
+            },
+            Expr::Neg(a) => Int(a.eval_int(env)?.checked_neg().ok_or(EvalError::Overflow)?),
+            Expr::Bin(op, a, b) => {
+                let (a, b) = (a.eval(env)?, b.eval(env)?);
+                eval_bin(*op, a, b)?
+            }
+        })
+    }
+
+    /// Evaluates to an integer.
+    pub fn eval_int(&self, env: &dyn ExprEnv) -> Result<i64, EvalError> {
+        match self.eval(env)? {
+            EvalValue::Int(v) => Ok(v),
+            v => Err(EvalError::Type(format!("expected an integer, found {v}"))),
+        }
+    }
+
+    /// Evaluates to a boolean.
+    pub fn eval_bool(&self, env: &dyn ExprEnv) -> Result<bool, EvalError> {
+        match self.eval(env)? {
+            EvalValue::Bool(v) => Ok(v),
+            v => Err(EvalError::Type(format!("expected a boolean, found {v}"))),
+        }
+    }
+
+    /// Every tuning parameter the expression reads.
+    pub fn tune_params(&self, out: &mut Vec<String>) {
+        match self {
+            Expr::Tune(n) => out.push(n.clone()),
+            Expr::Call(_, args) => args.iter().for_each(|a| a.tune_params(out)),
+            Expr::Bin(_, a, b) => {
+                a.tune_params(out);
+                b.tune_params(out);
+            }
+            Expr::Not(a) | Expr::Neg(a) => a.tune_params(out),
+            _ => {}
+        }
+    }
+}
+
+fn eval_bin(op: ExprOp, a: EvalValue, b: EvalValue) -> Result<EvalValue, EvalError> {
+    use EvalValue::*;
+    use ExprOp::*;
+    Ok(match (op, a, b) {
+        (Eq, x, y) => Bool(x == y),
+        (Ne, x, y) => Bool(x != y),
+        (And, Bool(x), Bool(y)) => Bool(x && y),
+        (Or, Bool(x), Bool(y)) => Bool(x || y),
+        (Lt, Int(x), Int(y)) => Bool(x < y),
+        (Le, Int(x), Int(y)) => Bool(x <= y),
+        (Gt, Int(x), Int(y)) => Bool(x > y),
+        (Ge, Int(x), Int(y)) => Bool(x >= y),
+        (Add, Int(x), Int(y)) => Int(x.checked_add(y).ok_or(EvalError::Overflow)?),
+        (Sub, Int(x), Int(y)) => Int(x.checked_sub(y).ok_or(EvalError::Overflow)?),
+        (Mul, Int(x), Int(y)) => Int(x.checked_mul(y).ok_or(EvalError::Overflow)?),
+        (Div, Int(_), Int(0)) | (Rem, Int(_), Int(0)) => return Err(EvalError::DivByZero),
+        (Div, Int(x), Int(y)) => Int(x.checked_div(y).ok_or(EvalError::Overflow)?),
+        (Rem, Int(x), Int(y)) => Int(x.checked_rem(y).ok_or(EvalError::Overflow)?),
+        (op, x, y) => return Err(EvalError::Type(format!("`{x} {} {y}`", op.symbol()))),
+    })
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Int(v) => write!(f, "{v}"),
+            Expr::Bool(v) => write!(f, "{v}"),
+            Expr::Enum(v) | Expr::Tune(v) | Expr::Dim(v) => f.write_str(v),
+            Expr::TensorDim { param, axis } => write!(f, "arg{param}.dim({axis})"),
+            Expr::Scalar(p) => write!(f, "arg{p}"),
+            Expr::SizeOf(e) => write!(f, "sizeof({e})"),
+            Expr::Call(func, args) => {
+                let a: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                write!(f, "{}({})", func.name(), a.join(", "))
+            }
+            Expr::Bin(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
+            Expr::Not(a) => write!(f, "!{a}"),
+            Expr::Neg(a) => write!(f, "-{a}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Env;
+    impl ExprEnv for Env {
+        fn tune(&self, n: &str) -> Option<EvalValue> {
+            match n {
+                "BLOCK" => Some(EvalValue::Int(1024)),
+                "SMEM" => Some(EvalValue::Enum("Padded".into())),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn evaluates_and_reports_missing_leaves() {
+        let e = Expr::bin(ExprOp::Le, Expr::TensorDim { param: 0, axis: 1 }, Expr::Tune("BLOCK".into()));
+        assert_eq!(e.phase(), Phase::Launch);
+        assert!(matches!(e.eval(&Env), Err(EvalError::Unavailable(_))));
+        let s = Expr::bin(ExprOp::Eq, Expr::Tune("SMEM".into()), Expr::Enum("Padded".into()));
+        assert_eq!(s.eval_bool(&Env), Ok(true));
+        let d = Expr::bin(ExprOp::Div, Expr::Int(1), Expr::Int(0));
+        assert_eq!(d.eval(&Env), Err(EvalError::DivByZero));
+        let c = Expr::Call(Func::Cdiv, vec![Expr::Int(4097), Expr::Tune("BLOCK".into())]);
+        assert_eq!(c.eval_int(&Env), Ok(5));
+    }
+}

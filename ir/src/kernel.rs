@@ -1,0 +1,183 @@
+//! A whole kernel: signature, grid, tuning space, constraints, problem description, body.
+
+use crate::dtype::{DType, Elem};
+use crate::expr::{Expr, Phase};
+use crate::op::{Block, Loc, Op};
+use crate::space::Space;
+use serde::{Deserialize, Serialize};
+
+/// What a parameter is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ParamKind {
+    /// `&TensorR<E>` (read) or `&mut TensorR<E>` (written).
+    Tensor {
+        /// Rank 1 to 3.
+        rank: u8,
+        /// Element type.
+        elem: Elem,
+        /// Written by the kernel.
+        mutable: bool,
+    },
+    /// A scalar passed by value (`f32`, `i32`, `usize`, `bool`).
+    Scalar {
+        /// Its type (`usize` is carried as `i64`).
+        dtype: DType,
+    },
+}
+
+/// A kernel parameter.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Param {
+    /// Name in the kernel's signature.
+    pub name: String,
+    /// Kind.
+    pub kind: ParamKind,
+    /// Declaration site.
+    #[serde(default)]
+    pub loc: Loc,
+}
+
+impl Param {
+    /// Tensor rank, or `None` for scalars.
+    pub fn rank(&self) -> Option<u8> {
+        match self.kind {
+            ParamKind::Tensor { rank, .. } => Some(rank),
+            ParamKind::Scalar { .. } => None,
+        }
+    }
+}
+
+/// A `#[constraint(..)]` over tuning parameters, shapes and resources.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Constraint {
+    /// The condition that must hold.
+    pub expr: Expr,
+    /// Its source text, for messages.
+    pub text: String,
+    /// Declaration site.
+    #[serde(default)]
+    pub loc: Loc,
+}
+
+impl Constraint {
+    /// When it can be checked.
+    pub fn phase(&self) -> Phase {
+        self.expr.phase()
+    }
+}
+
+/// How the tuner and tests generate valid values for one argument.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub enum InputGen {
+    /// Uniform floats in `[-1, 1)`; for integer scalars, the problem size.
+    #[default]
+    Random,
+    /// Uniform floats in `[lo, hi)`.
+    Uniform(f64, f64),
+    /// A fixed scalar value.
+    Value(f64),
+}
+
+/// The problem a kernel solves, as data: named dimensions (so `--shape 4096x4096x4096`
+/// means something), each tensor's shape in those names, and the cost of one launch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct Problem {
+    /// Named dimensions, in the order a `--shape AxBxC` lists them.
+    pub dims: Vec<String>,
+    /// For each parameter: the dimension names of a tensor (empty for scalars).
+    pub shapes: Vec<Vec<String>>,
+    /// Floating-point operations of one launch (`None`: count none; memory-bound).
+    pub flops: Option<Expr>,
+    /// Value generators, per parameter.
+    pub inputs: Vec<InputGen>,
+}
+
+/// A kernel in the tile IR.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Name (the Rust fn's).
+    pub name: String,
+    /// Source file, for generated comments (not hashed).
+    #[serde(default)]
+    pub source_file: String,
+    /// Generic element parameters (`T`), each bounded by `Float`.
+    pub generics: Vec<String>,
+    /// Parameters.
+    pub params: Vec<Param>,
+    /// Launch grid, one expression per axis (1 to 3).
+    pub grid: Vec<Expr>,
+    /// Tuning space.
+    pub space: Space,
+    /// Constraints.
+    pub constraints: Vec<Constraint>,
+    /// Problem description.
+    pub problem: Problem,
+    /// The body.
+    pub body: Block,
+    /// Debug names of values (`None` for temporaries); its length is the number of values.
+    pub value_names: Vec<Option<String>>,
+}
+
+impl Kernel {
+    /// Serializes to JSON (the form the macro embeds in the binary).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Parses the embedded JSON form.
+    pub fn from_json(s: &str) -> Result<Kernel, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+
+    /// Number of SSA values.
+    pub fn num_values(&self) -> usize {
+        self.value_names.len()
+    }
+
+    /// Parameter indices of `&mut` tensors that the kernel also reads (they must be reset
+    /// between timed runs).
+    pub fn read_written_params(&self) -> Vec<usize> {
+        let mut tensor_of = vec![None; self.num_values()];
+        let mut read = vec![false; self.params.len()];
+        fn walk(b: &Block, tensor_of: &mut Vec<Option<usize>>, read: &mut Vec<bool>) {
+            for inst in &b.insts {
+                match &inst.op {
+                    Op::TensorParam { index } => {
+                        if let Some(r) = inst.results.first() {
+                            tensor_of[r.index()] = Some(*index);
+                        }
+                    }
+                    Op::Row { tensor, .. } => {
+                        let t = tensor_of[tensor.index()];
+                        if let Some(r) = inst.results.first() {
+                            tensor_of[r.index()] = t;
+                        }
+                    }
+                    Op::Load { view, .. } => {
+                        if let Some(p) = tensor_of[view.index()] {
+                            read[p] = true;
+                        }
+                    }
+                    Op::LoadTile { tensor, .. } => {
+                        if let Some(p) = tensor_of[tensor.index()] {
+                            read[p] = true;
+                        }
+                    }
+                    Op::For { body, .. } => walk(body, tensor_of, read),
+                    Op::If { then_block, else_block, .. } => {
+                        walk(then_block, tensor_of, read);
+                        walk(else_block, tensor_of, read);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(&self.body, &mut tensor_of, &mut read);
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| matches!(p.kind, ParamKind::Tensor { mutable: true, .. }) && read[*i])
+            .map(|(i, _)| i)
+            .collect()
+    }
+}

@@ -1,0 +1,509 @@
+//! Instructions of the tile IR: SSA values, logical tile operations, structured control flow.
+
+use crate::dtype::Elem;
+use crate::shape::Dim;
+use serde::{Deserialize, Serialize};
+
+/// An SSA value. Each is defined exactly once (by an instruction result or a block argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ValueId(pub u32);
+
+impl ValueId {
+    /// Index into per-value tables.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Where an instruction came from: a span index of the front end (for diagnostics) and the
+/// source line (for the `// file.rs:LINE` comments in generated code). Not part of the spec hash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Loc {
+    /// Front-end span index (0 = none).
+    pub span: u32,
+    /// 1-based source line (0 = unknown).
+    pub line: u32,
+}
+
+/// A literal in a kernel body. Literals are weakly typed: `2.0 * x` takes `x`'s type.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Literal {
+    /// A float literal (also `T::NEG_INF` and friends).
+    Float(f64),
+    /// An integer literal.
+    Int(i64),
+    /// `true` / `false`.
+    Bool(bool),
+}
+
+impl Eq for Literal {}
+impl std::hash::Hash for Literal {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Literal::Float(v) => v.to_bits().hash(state),
+            Literal::Int(v) => v.hash(state),
+            Literal::Bool(v) => v.hash(state),
+        }
+    }
+}
+
+/// Elementwise unary operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `!x` (bool)
+    Not,
+    /// `exp(x)`
+    Exp,
+    /// `log(x)`
+    Log,
+    /// `sqrt(x)`
+    Sqrt,
+    /// `rsqrt(x)`
+    Rsqrt,
+    /// `tanh(x)`
+    Tanh,
+    /// `sigmoid(x)`
+    Sigmoid,
+    /// `abs(x)`
+    Abs,
+    /// `gelu(x)` (tanh approximation)
+    Gelu,
+    /// `relu(x)`
+    Relu,
+}
+
+impl UnaryOp {
+    /// DSL function name.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Not => "not",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::Relu => "relu",
+        }
+    }
+
+    /// Looks up a function-call spelling (`exp`, `sqrt`, ...).
+    pub fn parse(name: &str) -> Option<UnaryOp> {
+        Some(match name {
+            "exp" => UnaryOp::Exp,
+            "log" => UnaryOp::Log,
+            "sqrt" => UnaryOp::Sqrt,
+            "rsqrt" => UnaryOp::Rsqrt,
+            "tanh" => UnaryOp::Tanh,
+            "sigmoid" => UnaryOp::Sigmoid,
+            "abs" => UnaryOp::Abs,
+            "gelu" => UnaryOp::Gelu,
+            "relu" => UnaryOp::Relu,
+            _ => return None,
+        })
+    }
+
+    /// True if the operand must be floating point.
+    pub fn needs_float(self) -> bool {
+        !matches!(self, UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs | UnaryOp::Relu)
+    }
+}
+
+/// Elementwise binary arithmetic and logic, with broadcasting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum BinOp {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/` (integer division truncates)
+    Div,
+    /// `%` (integers)
+    Rem,
+    /// `maximum(a, b)`
+    Max,
+    /// `minimum(a, b)`
+    Min,
+    /// `&` / `&&` on masks
+    And,
+    /// `|` / `||` on masks
+    Or,
+}
+
+impl BinOp {
+    /// Operator or function spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Max => "maximum",
+            BinOp::Min => "minimum",
+            BinOp::And => "&",
+            BinOp::Or => "|",
+        }
+    }
+
+    /// True for `&` and `|` (bool operands).
+    pub fn is_logical(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+}
+
+/// Elementwise comparisons, producing masks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CmpOp {
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl CmpOp {
+    /// Operator spelling.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+            CmpOp::Eq => "==",
+            CmpOp::Ne => "!=",
+        }
+    }
+}
+
+/// Reductions along one axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReduceOp {
+    /// `sum(t, axis)`
+    Sum,
+    /// `max(t, axis)`
+    Max,
+    /// `min(t, axis)`
+    Min,
+}
+
+impl ReduceOp {
+    /// DSL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+}
+
+/// Precision of a `dot` on f32 operands. Never chosen silently: `dot` is IEEE, `dot_tf32`
+/// opts into TF32 tensor cores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Precision {
+    /// Exact f32 products with f32 accumulation.
+    Ieee,
+    /// TF32 tensor-core products (10-bit mantissa operands) for f32 inputs.
+    Tf32,
+}
+
+/// Which threads execute an operation in the lowered code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Scope {
+    /// Each thread on its own elements.
+    Thread,
+    /// A warp cooperatively.
+    Warp,
+    /// A warpgroup (4 warps) cooperatively.
+    Warpgroup,
+    /// The whole block (needs barriers).
+    Block,
+}
+
+/// A logical tile operation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Op {
+    /// The program's index along grid axis `axis` (from the scheduler).
+    ProgramId {
+        /// Grid axis.
+        axis: u8,
+    },
+    /// The grid's extent along `axis`.
+    NumPrograms {
+        /// Grid axis.
+        axis: u8,
+    },
+    /// `arange::<N>()`: i32 tile `[0, 1, .., N-1]`.
+    Arange {
+        /// Extent.
+        n: Dim,
+    },
+    /// A weakly typed literal scalar.
+    Lit(Literal),
+    /// The value of an integer or bool tuning parameter, as a scalar.
+    TuneValue {
+        /// Parameter name.
+        name: String,
+    },
+    /// A scalar kernel argument.
+    ScalarParam {
+        /// Parameter index.
+        index: usize,
+    },
+    /// A tensor kernel argument.
+    TensorParam {
+        /// Parameter index.
+        index: usize,
+    },
+    /// Extent of a tensor (or view) along an axis: `x.rows()`, `x.cols()`, `x.len()`, `x.dim(i)`.
+    TensorDim {
+        /// The tensor or view.
+        tensor: ValueId,
+        /// Axis.
+        axis: u8,
+    },
+    /// `x.row(i)`: fixes the leading index of a tensor, giving a view of one less rank.
+    Row {
+        /// The tensor or view.
+        tensor: ValueId,
+        /// Leading index (integer scalar).
+        index: ValueId,
+    },
+    /// Elementwise unary op.
+    Unary {
+        /// Operator.
+        op: UnaryOp,
+        /// Operand.
+        x: ValueId,
+    },
+    /// Elementwise binary op with broadcasting.
+    Binary {
+        /// Operator.
+        op: BinOp,
+        /// Left.
+        a: ValueId,
+        /// Right.
+        b: ValueId,
+    },
+    /// Elementwise comparison with broadcasting.
+    Cmp {
+        /// Operator.
+        op: CmpOp,
+        /// Left.
+        a: ValueId,
+        /// Right.
+        b: ValueId,
+    },
+    /// `where_(cond, a, b)`.
+    Select {
+        /// Mask.
+        cond: ValueId,
+        /// Taken where true.
+        a: ValueId,
+        /// Taken where false.
+        b: ValueId,
+    },
+    /// Elementwise conversion (`to_f32()`, `cast::<T>()`).
+    Cast {
+        /// Operand.
+        x: ValueId,
+        /// Target element type.
+        to: Elem,
+    },
+    /// Reduction that drops `axis`.
+    Reduce {
+        /// Operator.
+        op: ReduceOp,
+        /// Operand.
+        x: ValueId,
+        /// Axis (literal).
+        axis: u8,
+    },
+    /// Inserts an extent-1 axis at `axis`.
+    ExpandDims {
+        /// Operand.
+        x: ValueId,
+        /// New axis position.
+        axis: u8,
+    },
+    /// `zeros::<E, ..>()` / `full::<E, ..>(v)`: a tile filled with a scalar.
+    Full {
+        /// Element type.
+        elem: Elem,
+        /// Shape.
+        shape: Vec<Dim>,
+        /// The scalar value.
+        value: ValueId,
+    },
+    /// Masked gather `load(view, offsets, mask, other)` along the last axis of a rank-1 view.
+    Load {
+        /// Rank-1 tensor or view.
+        view: ValueId,
+        /// Integer tile of element offsets; the result has its shape.
+        offsets: ValueId,
+        /// Where false, nothing is read and `other` is returned.
+        mask: Option<ValueId>,
+        /// Value for masked-off lanes (default 0).
+        other: Option<ValueId>,
+    },
+    /// Masked scatter `store(view, offsets, value, mask)`.
+    Store {
+        /// Rank-1 writable tensor or view.
+        view: ValueId,
+        /// Integer tile of element offsets.
+        offsets: ValueId,
+        /// Values (broadcast to the offsets' shape).
+        value: ValueId,
+        /// Where false, nothing is written.
+        mask: Option<ValueId>,
+    },
+    /// `load_tile(t, origin, shape)`: a boundary-masked block (zero outside the tensor).
+    LoadTile {
+        /// The tensor.
+        tensor: ValueId,
+        /// Integer scalar origin, one per axis.
+        origin: Vec<ValueId>,
+        /// Tile extents.
+        shape: Vec<Dim>,
+    },
+    /// `store_tile(t, origin, value)`: writes the in-bounds part of a block.
+    StoreTile {
+        /// The writable tensor.
+        tensor: ValueId,
+        /// Integer scalar origin, one per axis.
+        origin: Vec<ValueId>,
+        /// Tile to write (rank = the tensor's rank).
+        value: ValueId,
+    },
+    /// `dot(a, b, acc)`: `acc + a @ b` with an f32 accumulator.
+    Dot {
+        /// `[M, K]`
+        a: ValueId,
+        /// `[K, N]`
+        b: ValueId,
+        /// `[M, N]`
+        acc: ValueId,
+        /// Precision for f32 operands.
+        precision: Precision,
+    },
+    /// Structured loop `for i in (start..end).step_by(step)`. Body block arguments are the
+    /// induction variable followed by the loop-carried values; the body ends in `Yield`
+    /// of the carried values; the instruction's results are their final values. `stages`
+    /// is set for `pipelined(..)` loops: the body's loads are the producer side.
+    For {
+        /// First index.
+        start: ValueId,
+        /// End (exclusive).
+        end: ValueId,
+        /// Step (positive).
+        step: ValueId,
+        /// Pipeline depth of a `pipelined` loop.
+        stages: Option<Dim>,
+        /// Initial carried values.
+        inits: Vec<ValueId>,
+        /// The body.
+        body: Block,
+    },
+    /// Structured `if`; both blocks end in `Yield` of the same types; results are the yields.
+    If {
+        /// Scalar bool.
+        cond: ValueId,
+        /// Then block.
+        then_block: Block,
+        /// Else block.
+        else_block: Block,
+    },
+    /// Terminator of a `For` or `If` block.
+    Yield {
+        /// Yielded values.
+        values: Vec<ValueId>,
+    },
+}
+
+impl Op {
+    /// The threads that execute this op in the default lowering.
+    pub fn scope(&self) -> Scope {
+        match self {
+            Op::Reduce { .. } | Op::Dot { .. } | Op::For { .. } | Op::If { .. } => Scope::Block,
+            _ => Scope::Thread,
+        }
+    }
+
+    /// Operand values (not including nested blocks).
+    pub fn operands(&self) -> Vec<ValueId> {
+        match self {
+            Op::ProgramId { .. }
+            | Op::NumPrograms { .. }
+            | Op::Arange { .. }
+            | Op::Lit(_)
+            | Op::TuneValue { .. }
+            | Op::ScalarParam { .. }
+            | Op::TensorParam { .. } => vec![],
+            Op::TensorDim { tensor, .. } => vec![*tensor],
+            Op::Row { tensor, index } => vec![*tensor, *index],
+            Op::Unary { x, .. } | Op::Cast { x, .. } | Op::Reduce { x, .. } | Op::ExpandDims { x, .. } => vec![*x],
+            Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
+            Op::Select { cond, a, b } => vec![*cond, *a, *b],
+            Op::Full { value, .. } => vec![*value],
+            Op::Load { view, offsets, mask, other } => {
+                let mut v = vec![*view, *offsets];
+                v.extend(mask.iter().chain(other.iter()));
+                v
+            }
+            Op::Store { view, offsets, value, mask } => {
+                let mut v = vec![*view, *offsets, *value];
+                v.extend(mask.iter());
+                v
+            }
+            Op::LoadTile { tensor, origin, .. } => std::iter::once(*tensor).chain(origin.iter().copied()).collect(),
+            Op::StoreTile { tensor, origin, value } => std::iter::once(*tensor)
+                .chain(origin.iter().copied())
+                .chain(std::iter::once(*value))
+                .collect(),
+            Op::Dot { a, b, acc, .. } => vec![*a, *b, *acc],
+            Op::For { start, end, step, inits, .. } => {
+                let mut v = vec![*start, *end, *step];
+                v.extend(inits.iter());
+                v
+            }
+            Op::If { cond, .. } => vec![*cond],
+            Op::Yield { values } => values.clone(),
+        }
+    }
+}
+
+/// One instruction: an op, the values it defines, and its source location.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Inst {
+    /// Values defined (one for most ops, none for stores, many for `For`/`If`).
+    pub results: Vec<ValueId>,
+    /// The operation.
+    pub op: Op,
+    /// Source location.
+    #[serde(default)]
+    pub loc: Loc,
+}
+
+/// A straight-line list of instructions with block arguments.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Block {
+    /// Values defined on entry (loop induction variable and carried values).
+    pub args: Vec<ValueId>,
+    /// Instructions.
+    pub insts: Vec<Inst>,
+}

@@ -1,0 +1,264 @@
+//! The declared tuning space of a kernel and configurations drawn from it.
+
+use crate::expr::EvalValue;
+use crate::op::Loc;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One value a tuning parameter may take.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum TuneValue {
+    /// An integer (tile extents, stages, warps).
+    Int(i64),
+    /// A switch (`PAD64 = [false, true]`).
+    Bool(bool),
+    /// An enumeration (`SMEM = [RowMajor, Padded, Swizzle128]`).
+    Enum(String),
+}
+
+impl TuneValue {
+    /// As a host-expression value.
+    pub fn to_eval(&self) -> EvalValue {
+        match self {
+            TuneValue::Int(v) => EvalValue::Int(*v),
+            TuneValue::Bool(v) => EvalValue::Bool(*v),
+            TuneValue::Enum(v) => EvalValue::Enum(v.clone()),
+        }
+    }
+
+    /// The integer value, if this is one.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            TuneValue::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// Parses `128`, `true`, or an identifier.
+    pub fn parse(s: &str) -> Option<TuneValue> {
+        let s = s.trim();
+        if let Ok(v) = s.parse::<i64>() {
+            return Some(TuneValue::Int(v));
+        }
+        match s {
+            "true" => Some(TuneValue::Bool(true)),
+            "false" => Some(TuneValue::Bool(false)),
+            _ if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                Some(TuneValue::Enum(s.to_string()))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TuneValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TuneValue::Int(v) => write!(f, "{v}"),
+            TuneValue::Bool(v) => write!(f, "{v}"),
+            TuneValue::Enum(v) => f.write_str(v),
+        }
+    }
+}
+
+/// A declared tuning parameter and its candidate values (the first is the default).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TuneParam {
+    /// The name used in the kernel (`BLOCK`).
+    pub name: String,
+    /// Candidate values, in declaration order.
+    pub values: Vec<TuneValue>,
+    /// Where it was declared.
+    #[serde(default)]
+    pub loc: Loc,
+}
+
+/// A kernel's tuning space: the product of its parameters' values.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Space {
+    /// Parameters in declaration order.
+    pub params: Vec<TuneParam>,
+}
+
+/// One point of a [`Space`]: a value for every parameter, in the space's order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Config {
+    /// `(name, value)` pairs in the space's parameter order.
+    pub values: Vec<(String, TuneValue)>,
+}
+
+impl Config {
+    /// The value of a parameter.
+    pub fn get(&self, name: &str) -> Option<&TuneValue> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// An integer parameter's value.
+    pub fn int(&self, name: &str) -> Option<i64> {
+        self.get(name).and_then(TuneValue::as_int)
+    }
+
+    /// Parses `BLOCK=1024,WARPS=4` (as printed by `Display`).
+    pub fn parse(s: &str) -> Option<Config> {
+        let mut values = Vec::new();
+        for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+            let (n, v) = part.split_once('=')?;
+            values.push((n.trim().to_string(), TuneValue::parse(v)?));
+        }
+        Some(Config { values })
+    }
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// A configuration that does not belong to a space.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpaceError {
+    /// A parameter is missing.
+    #[error("configuration has no value for tuning parameter `{0}`")]
+    Missing(String),
+    /// A parameter is not declared.
+    #[error("configuration names `{0}`, which is not a tuning parameter of this kernel")]
+    Unknown(String),
+    /// A value is not among the declared ones.
+    #[error("`{name}={value}` is not a declared value of `{name}`")]
+    NotDeclared {
+        /// Parameter.
+        name: String,
+        /// Offending value.
+        value: TuneValue,
+    },
+}
+
+impl Space {
+    /// A parameter by name.
+    pub fn param(&self, name: &str) -> Option<&TuneParam> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// Number of points (the product of the value counts).
+    pub fn len(&self) -> usize {
+        self.params.iter().map(|p| p.values.len()).product()
+    }
+
+    /// True if some parameter has no values (the space is empty).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The configuration made of every parameter's first value.
+    pub fn default_config(&self) -> Config {
+        Config {
+            values: self
+                .params
+                .iter()
+                .filter_map(|p| p.values.first().map(|v| (p.name.clone(), v.clone())))
+                .collect(),
+        }
+    }
+
+    /// The configuration at mixed-radix `indices` (one value index per parameter).
+    pub fn config_at(&self, indices: &[usize]) -> Option<Config> {
+        let mut values = Vec::with_capacity(self.params.len());
+        for (p, &i) in self.params.iter().zip(indices) {
+            values.push((p.name.clone(), p.values.get(i)?.clone()));
+        }
+        (values.len() == self.params.len()).then_some(Config { values })
+    }
+
+    /// Every configuration, in lexicographic order of value indices.
+    pub fn enumerate(&self) -> Vec<Config> {
+        let radices: Vec<usize> = self.params.iter().map(|p| p.values.len()).collect();
+        let total = self.len();
+        let mut out = Vec::with_capacity(total);
+        for mut n in 0..total {
+            let mut idx = vec![0; radices.len()];
+            for (k, r) in radices.iter().enumerate().rev() {
+                idx[k] = n % r;
+                n /= r;
+            }
+            if let Some(c) = self.config_at(&idx) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// Checks that `config` names every parameter once, with a declared value, and returns it
+    /// in the space's canonical order. This is the gate every configuration passes before it
+    /// reaches the code generator: a cache can choose a point, never add one.
+    ///
+    /// ```
+    /// use tilekit_ir::{Config, Space, TuneParam, TuneValue};
+    /// let space = Space { params: vec![TuneParam { name: "BLOCK".into(),
+    ///     values: vec![TuneValue::Int(1024), TuneValue::Int(2048)], loc: Default::default() }] };
+    /// assert!(space.validate(&Config::parse("BLOCK=2048").unwrap()).is_ok());
+    /// assert!(space.validate(&Config::parse("BLOCK=999").unwrap()).is_err());
+    /// ```
+    pub fn validate(&self, config: &Config) -> Result<Config, SpaceError> {
+        for (n, _) in &config.values {
+            if self.param(n).is_none() {
+                return Err(SpaceError::Unknown(n.clone()));
+            }
+        }
+        let mut values = Vec::with_capacity(self.params.len());
+        for p in &self.params {
+            let v = config.get(&p.name).ok_or_else(|| SpaceError::Missing(p.name.clone()))?;
+            if !p.values.contains(v) {
+                return Err(SpaceError::NotDeclared { name: p.name.clone(), value: v.clone() });
+            }
+            values.push((p.name.clone(), v.clone()));
+        }
+        Ok(Config { values })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space() -> Space {
+        let p = |n: &str, v: Vec<TuneValue>| TuneParam { name: n.into(), values: v, loc: Loc::default() };
+        Space {
+            params: vec![
+                p("BM", vec![TuneValue::Int(64), TuneValue::Int(128)]),
+                p("SMEM", vec![TuneValue::Enum("RowMajor".into()), TuneValue::Enum("Padded".into())]),
+                p("PAD64", vec![TuneValue::Bool(false), TuneValue::Bool(true)]),
+            ],
+        }
+    }
+
+    #[test]
+    fn enumerates_every_point_once() {
+        let all = space().enumerate();
+        assert_eq!(all.len(), 8);
+        let mut dedup = all.clone();
+        dedup.sort();
+        dedup.dedup();
+        assert_eq!(dedup.len(), 8);
+        assert_eq!(all[0], space().default_config());
+    }
+
+    #[test]
+    fn validate_rejects_foreign_points() {
+        let s = space();
+        assert!(s.validate(&Config::parse("BM=64,SMEM=Padded,PAD64=true").unwrap()).is_ok());
+        assert!(matches!(s.validate(&Config::parse("BM=64,SMEM=Padded").unwrap()), Err(SpaceError::Missing(_))));
+        assert!(matches!(
+            s.validate(&Config::parse("BM=64,SMEM=Evil,PAD64=true").unwrap()),
+            Err(SpaceError::NotDeclared { .. })
+        ));
+        assert!(matches!(
+            s.validate(&Config::parse("BM=64,SMEM=Padded,PAD64=true,X=1").unwrap()),
+            Err(SpaceError::Unknown(_))
+        ));
+        // Order is canonicalized.
+        let c = s.validate(&Config::parse("PAD64=true,BM=128,SMEM=Padded").unwrap()).unwrap();
+        assert_eq!(c.to_string(), "BM=128,SMEM=Padded,PAD64=true");
+    }
+}
