@@ -1,1 +1,17 @@
+//! tilekit's runtime: one [`Runtime`] with two backends (the CPU backend here, CUDA next),
+//! tensors that carry their backend, shape and strides, the kernel specs that
+//! `#[kernel]` emits, and the launch entry point the generated launchers call.
+//!
+//! Module map:
+//! - [`element`]: the element types a tensor may hold ([`Element`], [`Float`]).
+//! - [`spec`]: [`KernelSpec`], the static data `#[kernel]` emits for each kernel.
+//! - `tensor`, `runtime`, `launch`, `cpu`: tensors, the runtime handle, argument checking
+//!   and dispatch, the CPU backend (an interpreter of the tile IR, rayon over programs).
+//! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
+pub mod element;
+pub mod spec;
+
+pub use element::{Element, Float};
+pub use spec::{KernelSpec, SpecError};
+pub use tilekit_ir as ir;

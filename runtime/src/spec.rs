@@ -1,0 +1,107 @@
+//! [`KernelSpec`]: what `#[kernel]` emits for each kernel, as static data.
+
+use std::sync::OnceLock;
+use tilekit_ir::{infer, Config, Kernel, Space, Types};
+
+/// Why a spec's embedded IR could not be used (a tilekit bug or a version skew between
+/// the macro that wrote it and this runtime).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SpecError {
+    /// The embedded IR did not parse.
+    #[error("kernel `{kernel}`: embedded IR does not parse ({message}); rebuild with the matching tilekit-macros")]
+    BadIr {
+        /// Kernel name.
+        kernel: &'static str,
+        /// Parser message.
+        message: String,
+    },
+    /// The embedded IR parsed but does not type-check.
+    #[error("kernel `{kernel}`: embedded IR does not type-check: {message}")]
+    Invalid {
+        /// Kernel name.
+        kernel: &'static str,
+        /// First diagnostic.
+        message: String,
+    },
+}
+
+/// A parsed and type-checked kernel.
+#[derive(Debug)]
+pub struct Analyzed {
+    /// The IR.
+    pub kernel: Kernel,
+    /// Every value's type.
+    pub types: Types,
+}
+
+/// The static description of one `#[kernel]`: its IR (as JSON, parsed once on first use),
+/// the generated CUDA C++ template, and the spec hash of its normalized IR and space.
+///
+/// ```
+/// use tilekit_runtime::KernelSpec;
+/// static BAD: KernelSpec = KernelSpec::new("bad", "{not json", "", "", 0);
+/// assert!(BAD.analyzed().is_err());
+/// ```
+pub struct KernelSpec {
+    /// Kernel name.
+    pub name: &'static str,
+    /// The IR, as serialized by the macro.
+    pub ir_json: &'static str,
+    /// The generated CUDA C++ (a template over the configuration; see `tilekit-codegen`).
+    pub cuda_template: &'static str,
+    /// Doc comment of the kernel.
+    pub doc: &'static str,
+    /// Hash of the normalized IR and space (the tuning cache keys on it).
+    pub spec_hash: u64,
+    analyzed: OnceLock<Result<Analyzed, SpecError>>,
+}
+
+impl KernelSpec {
+    /// Used by the macro's expansion.
+    pub const fn new(
+        name: &'static str,
+        ir_json: &'static str,
+        cuda_template: &'static str,
+        doc: &'static str,
+        spec_hash: u64,
+    ) -> KernelSpec {
+        KernelSpec { name, ir_json, cuda_template, doc, spec_hash, analyzed: OnceLock::new() }
+    }
+
+    /// The parsed, type-checked IR (parsed on first call, then cached).
+    pub fn analyzed(&self) -> Result<&Analyzed, SpecError> {
+        self.analyzed
+            .get_or_init(|| {
+                let kernel = Kernel::from_json(self.ir_json)
+                    .map_err(|e| SpecError::BadIr { kernel: self.name, message: e.to_string() })?;
+                let (types, diags) = infer(&kernel);
+                if let Some(d) = diags.first() {
+                    return Err(SpecError::Invalid { kernel: self.name, message: d.to_string() });
+                }
+                Ok(Analyzed { kernel, types })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The IR.
+    pub fn kernel(&self) -> Result<&Kernel, SpecError> {
+        self.analyzed().map(|a| &a.kernel)
+    }
+
+    /// The declared tuning space.
+    pub fn space(&self) -> Result<&Space, SpecError> {
+        self.kernel().map(|k| &k.space)
+    }
+
+    /// The declared default configuration (each parameter's first value).
+    pub fn default_config(&self) -> Result<Config, SpecError> {
+        self.space().map(Space::default_config)
+    }
+}
+
+impl std::fmt::Debug for KernelSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelSpec").field("name", &self.name).field("spec_hash", &format_args!("{:016x}", self.spec_hash)).finish()
+    }
+}
