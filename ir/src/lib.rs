@@ -22,6 +22,7 @@
 pub mod builder;
 pub mod covering;
 pub mod diag;
+pub mod display;
 pub mod dtype;
 pub mod expr;
 pub mod hash;

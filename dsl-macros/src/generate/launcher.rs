@@ -1,0 +1,110 @@
+//! The module that replaces a kernel fn: `SPEC` (IR, CUDA template, hash) and the typed
+//! `launch` / `launch_with` functions.
+
+use crate::parse::signature::{launcher_type, ParamDecl, Signature};
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+use tilekit_ir::ParamKind;
+
+/// What goes into the module besides the signature.
+pub struct Payload<'a> {
+    pub ir_json: &'a str,
+    pub cuda: &'a str,
+    pub doc: &'a str,
+    pub spec_hash: u64,
+}
+
+fn param_tokens(params: &[ParamDecl]) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let decls = params
+        .iter()
+        .map(|p| {
+            let id = &p.ident;
+            let ty = match &p.kind {
+                ParamKind::Scalar { .. } => {
+                    let w = &p.written;
+                    quote!(#w)
+                }
+                k => launcher_type(k),
+            };
+            quote!(#id: #ty)
+        })
+        .collect();
+    let args = params
+        .iter()
+        .map(|p| {
+            let id = &p.ident;
+            quote!(::tilekit::Arg::from(#id))
+        })
+        .collect();
+    (decls, args)
+}
+
+/// The module. With `payload == None` (the kernel had errors) the launchers keep their
+/// signatures so that code calling them still type-checks, but the crate does not build.
+pub fn module(sig: &Signature, passthrough: &TokenStream, payload: Option<&Payload>) -> TokenStream {
+    let vis = &sig.vis;
+    let name = &sig.name;
+    let name_str = name.to_string();
+    let generics = &sig.generics;
+    let bounds = quote!(<#(#generics: ::tilekit::Float),*>);
+    let (decls, args) = param_tokens(&sig.params);
+    let generic_names: Vec<String> = generics.iter().map(|g| g.to_string()).collect();
+    let bind_calls = generics.iter().zip(&generic_names).map(|(g, n)| {
+        quote!(__b.0.insert(::std::string::String::from(#n), <#g as ::tilekit::Element>::DTYPE);)
+    });
+    let bindings_fn = format_ident!("bindings");
+    let (spec, launch_body, launch_with_body) = match payload {
+        Some(p) => {
+            let json = Literal::string(p.ir_json);
+            let cuda = Literal::string(p.cuda);
+            let doc = Literal::string(p.doc);
+            let hash = Literal::u64_suffixed(p.spec_hash);
+            (
+                quote! {
+                    /// The kernel's IR, generated CUDA template and spec hash.
+                    pub static SPEC: ::tilekit::KernelSpec = ::tilekit::KernelSpec::new(#name_str, #json, #cuda, #doc, #hash);
+
+                    fn #bindings_fn #bounds() -> ::tilekit::ir::Bindings {
+                        #[allow(unused_mut)]
+                        let mut __b = ::tilekit::ir::Bindings::default();
+                        #(#bind_calls)*
+                        __b
+                    }
+                },
+                quote! {
+                    ::tilekit::launch(rt, &SPEC, &#bindings_fn::<#(#generics),*>(), &mut [#(#args),*])
+                },
+                quote! {
+                    ::tilekit::launch_with(rt, &SPEC, config, &#bindings_fn::<#(#generics),*>(), &mut [#(#args),*])
+                },
+            )
+        }
+        None => (
+            quote!(),
+            quote!(::core::unreachable!("kernel `{}` failed to compile", #name_str)),
+            quote!(::core::unreachable!("kernel `{}` failed to compile", #name_str)),
+        ),
+    };
+    let launch_doc = format!(
+        " Launches `{name_str}` on `rt` with its tuned configuration, or the declared default.\n\n \
+         Arguments are validated first (ranks, element types, the shape contract, per-launch\n \
+         constraints); on error nothing is written."
+    );
+    quote! {
+        #passthrough
+        #[allow(non_snake_case, dead_code, unused_variables, clippy::all)]
+        #vis mod #name {
+            #spec
+
+            #[doc = #launch_doc]
+            pub fn launch #bounds(rt: &::tilekit::Runtime, #(#decls),*) -> ::core::result::Result<(), ::tilekit::LaunchError> {
+                #launch_body
+            }
+
+            /// Launches with an explicit configuration, validated against the declared space.
+            pub fn launch_with #bounds(rt: &::tilekit::Runtime, config: &::tilekit::Config, #(#decls),*) -> ::core::result::Result<(), ::tilekit::LaunchError> {
+                #launch_with_body
+            }
+        }
+    }
+}

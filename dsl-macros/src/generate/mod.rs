@@ -1,0 +1,3 @@
+//! Generation: the Rust side of a kernel (spec static and typed launchers).
+
+pub mod launcher;

@@ -1,0 +1,182 @@
+//! Host expressions (grid, constraints, cost) into `tilekit_ir::Expr`.
+
+use crate::ctxt::Ctxt;
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, UnOp};
+use tilekit_ir::{Expr as HExpr, ExprOp, Func, Kernel, ParamKind, TuneValue};
+
+/// Names visible in host expressions.
+pub struct HostScope<'a> {
+    pub kernel: &'a Kernel,
+    /// Problem dimension names (from `#[shapes]`).
+    pub dims: &'a [String],
+}
+
+impl HostScope<'_> {
+    fn param(&self, name: &str) -> Option<(usize, &ParamKind)> {
+        self.kernel.params.iter().enumerate().find(|(_, p)| p.name == name).map(|(i, p)| (i, &p.kind))
+    }
+
+    fn is_enum_value(&self, name: &str) -> bool {
+        self.kernel.space.params.iter().any(|p| p.values.contains(&TuneValue::Enum(name.to_string())))
+    }
+}
+
+fn axis_literal(e: &Expr) -> Option<u8> {
+    if let Expr::Lit(l) = e {
+        if let syn::Lit::Int(i) = &l.lit {
+            return i.base10_parse().ok();
+        }
+    }
+    None
+}
+
+/// Lowers a host expression; reports errors and returns `None` on failure.
+pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
+    match e {
+        Expr::Paren(p) => lower(&p.expr, s, cx),
+        Expr::Group(g) => lower(&g.expr, s, cx),
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => match i.base10_parse::<i64>() {
+                Ok(v) => Some(HExpr::Int(v)),
+                Err(err) => {
+                    cx.syn_error(err);
+                    None
+                }
+            },
+            syn::Lit::Bool(b) => Some(HExpr::Bool(b.value)),
+            _ => {
+                cx.error(l.span(), "host expressions take integer and bool literals only");
+                None
+            }
+        },
+        Expr::Path(p) => {
+            let Some(id) = p.path.get_ident() else {
+                cx.error(p.span(), "expected a name");
+                return None;
+            };
+            let name = id.to_string();
+            if s.kernel.space.param(&name).is_some() {
+                Some(HExpr::Tune(name))
+            } else if s.dims.contains(&name) {
+                Some(HExpr::Dim(name))
+            } else if let Some((i, ParamKind::Scalar { .. })) = s.param(&name) {
+                Some(HExpr::Scalar(i))
+            } else if s.is_enum_value(&name) {
+                Some(HExpr::Enum(name))
+            } else if s.param(&name).is_some() {
+                cx.error_help(id.span(), format!("`{name}` is a tensor"), format!("use its shape: `{name}.rows()`, `{name}.cols()`, `{name}.dim(i)`"));
+                None
+            } else {
+                unknown_name(&name, id.span(), s, cx);
+                None
+            }
+        }
+        Expr::MethodCall(m) => {
+            let Expr::Path(recv) = &*m.receiver else {
+                cx.error(m.receiver.span(), "shape queries apply to tensor parameters");
+                return None;
+            };
+            let name = recv.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let Some((param, ParamKind::Tensor { rank, .. })) = s.param(&name) else {
+                cx.error(recv.span(), format!("`{name}` is not a tensor parameter"));
+                return None;
+            };
+            let rank = *rank;
+            let axis = match (m.method.to_string().as_str(), m.args.len()) {
+                ("rows", 0) => Some(0),
+                ("cols", 0) => Some(rank - 1),
+                ("len", 0) => Some(0),
+                ("dim", 1) => axis_literal(&m.args[0]),
+                _ => {
+                    cx.error(m.method.span(), format!("unknown shape query `.{}()`; expected rows(), cols(), len() or dim(i)", m.method));
+                    return None;
+                }
+            }?;
+            if axis >= rank {
+                cx.error(m.span(), format!("rank mismatch: axis {axis} of `{name}`, which has rank {rank}"));
+                return None;
+            }
+            Some(HExpr::TensorDim { param, axis })
+        }
+        Expr::Call(c) => {
+            let Expr::Path(fp) = &*c.func else {
+                cx.error(c.func.span(), "expected a function name");
+                return None;
+            };
+            let fname = fp.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let Some(f) = Func::parse(&fname) else {
+                cx.error_help(
+                    c.func.span(),
+                    format!("unknown function `{fname}` in a host expression"),
+                    "available: cdiv, min, max, smem_bytes, max_smem, threads, registers, spills",
+                );
+                return None;
+            };
+            if c.args.len() != f.arity() {
+                cx.error(c.span(), format!("`{fname}` takes {} argument(s)", f.arity()));
+                return None;
+            }
+            let args: Option<Vec<_>> = c.args.iter().map(|a| lower(a, s, cx)).collect();
+            Some(HExpr::Call(f, args?))
+        }
+        Expr::Unary(u) => {
+            let x = lower(&u.expr, s, cx)?;
+            match u.op {
+                UnOp::Not(_) => Some(HExpr::Not(Box::new(x))),
+                UnOp::Neg(_) => Some(HExpr::Neg(Box::new(x))),
+                _ => {
+                    cx.error(u.span(), "unsupported operator in a host expression");
+                    None
+                }
+            }
+        }
+        Expr::Binary(b) => {
+            let op = match b.op {
+                BinOp::Add(_) => ExprOp::Add,
+                BinOp::Sub(_) => ExprOp::Sub,
+                BinOp::Mul(_) => ExprOp::Mul,
+                BinOp::Div(_) => ExprOp::Div,
+                BinOp::Rem(_) => ExprOp::Rem,
+                BinOp::Eq(_) => ExprOp::Eq,
+                BinOp::Ne(_) => ExprOp::Ne,
+                BinOp::Lt(_) => ExprOp::Lt,
+                BinOp::Le(_) => ExprOp::Le,
+                BinOp::Gt(_) => ExprOp::Gt,
+                BinOp::Ge(_) => ExprOp::Ge,
+                BinOp::And(_) => ExprOp::And,
+                BinOp::Or(_) => ExprOp::Or,
+                _ => {
+                    cx.error(b.op.span(), "unsupported operator in a host expression");
+                    return None;
+                }
+            };
+            let l = lower(&b.left, s, cx);
+            let r = lower(&b.right, s, cx);
+            Some(HExpr::bin(op, l?, r?))
+        }
+        _ => {
+            cx.error(e.span(), "unsupported host expression; use integers, tuning parameters, shape queries, arithmetic, comparisons and cdiv/min/max/smem_bytes/max_smem");
+            None
+        }
+    }
+}
+
+/// Reports an unknown name, suggesting declared tuning parameters for upper-case names.
+pub fn unknown_name(name: &str, span: proc_macro2::Span, s: &HostScope, cx: &mut Ctxt) {
+    let looks_tuning = name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if looks_tuning {
+        let declared: Vec<&str> = s.kernel.space.params.iter().map(|p| p.name.as_str()).collect();
+        cx.error_help(
+            span,
+            format!("tuning parameter `{name}` is used but not declared"),
+            if declared.is_empty() {
+                format!("declare it: `#[tune({name} = [..])]`")
+            } else {
+                format!("declared tuning parameters: {}; or add `{name}` to `#[tune(..)]`", declared.join(", "))
+            },
+        );
+    } else {
+        cx.error(span, format!("cannot find `{name}` in this kernel"));
+    }
+}

@@ -1,0 +1,5 @@
+//! Lowering: parsed attributes and the fn body into a `tilekit_ir::Kernel`.
+
+pub mod body;
+pub mod host;
+pub mod kernel;

@@ -1,0 +1,180 @@
+//! The kernel's attributes: `#[kernel(grid = [..])]`, `#[tune(..)]`, `#[constraint(..)]`,
+//! `#[shapes(..)]` and `#[cost(..)]`.
+
+use crate::ctxt::Ctxt;
+use proc_macro2::{Span, TokenStream};
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Attribute, Expr, Ident, Token};
+
+/// `#[kernel(grid = [..], debug)]`
+pub struct KernelArgs {
+    pub grid: Vec<Expr>,
+    pub grid_span: Span,
+    pub debug: bool,
+}
+
+impl Parse for KernelArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut grid = None;
+        let mut debug = false;
+        while !input.is_empty() {
+            let key: Ident = input.parse()?;
+            match key.to_string().as_str() {
+                "grid" => {
+                    input.parse::<Token![=]>()?;
+                    let arr: syn::ExprArray = input.parse()?;
+                    grid = Some((arr.elems.into_iter().collect::<Vec<_>>(), key.span()));
+                }
+                "debug" => debug = true,
+                other => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!("unknown `#[kernel]` argument `{other}`; expected `grid = [..]` or `debug`"),
+                    ))
+                }
+            }
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        let Some((grid, grid_span)) = grid else {
+            return Err(syn::Error::new(
+                Span::call_site(),
+                "`#[kernel]` needs a launch grid, e.g. `#[kernel(grid = [x.rows()])]`",
+            ));
+        };
+        Ok(KernelArgs { grid, grid_span, debug })
+    }
+}
+
+/// One value of a `#[tune]` list.
+pub enum TuneLit {
+    Int(i64),
+    Bool(bool),
+    Enum(String),
+}
+
+/// `NAME = [v1, v2, ..]`
+pub struct TuneEntry {
+    pub name: Ident,
+    pub values: Vec<(TuneLit, Span)>,
+    pub list_span: Span,
+}
+
+impl Parse for TuneEntry {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let arr: syn::ExprArray = input.parse()?;
+        let list_span = arr.span();
+        let mut values = Vec::new();
+        for e in arr.elems {
+            let span = e.span();
+            let v = match &e {
+                Expr::Lit(l) => match &l.lit {
+                    syn::Lit::Int(i) => TuneLit::Int(i.base10_parse()?),
+                    syn::Lit::Bool(b) => TuneLit::Bool(b.value),
+                    _ => return Err(syn::Error::new(span, "tuning values are integers, `true`/`false`, or names")),
+                },
+                Expr::Path(p) if p.path.get_ident().is_some() => {
+                    TuneLit::Enum(p.path.get_ident().map(|i| i.to_string()).unwrap_or_default())
+                }
+                _ => return Err(syn::Error::new(span, "tuning values are integers, `true`/`false`, or names")),
+            };
+            values.push((v, span));
+        }
+        Ok(TuneEntry { name, values, list_span })
+    }
+}
+
+/// `x = [M, N]`
+pub struct ShapeEntry {
+    pub param: Ident,
+    pub dims: Vec<Ident>,
+}
+
+impl Parse for ShapeEntry {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let param: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let content;
+        syn::bracketed!(content in input);
+        let dims: Punctuated<Ident, Token![,]> = content.parse_terminated(Ident::parse, Token![,])?;
+        Ok(ShapeEntry { param, dims: dims.into_iter().collect() })
+    }
+}
+
+/// `flops = expr`
+pub struct CostEntry {
+    pub key: Ident,
+    pub expr: Expr,
+}
+
+impl Parse for CostEntry {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let key: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        Ok(CostEntry { key, expr: input.parse()? })
+    }
+}
+
+/// Everything the attributes on the fn declare.
+#[derive(Default)]
+pub struct KernelAttrs {
+    pub tune: Vec<TuneEntry>,
+    pub constraints: Vec<Expr>,
+    pub shapes: Vec<ShapeEntry>,
+    pub costs: Vec<CostEntry>,
+    /// Attributes passed through to the generated module (docs, lints).
+    pub passthrough: Vec<Attribute>,
+    pub doc: String,
+}
+
+fn attr_name(a: &Attribute) -> Option<String> {
+    a.path().get_ident().map(|i| i.to_string())
+}
+
+/// Splits the fn's attributes into ours and the ones to keep.
+pub fn collect(attrs: &[Attribute], cx: &mut Ctxt) -> KernelAttrs {
+    let mut out = KernelAttrs::default();
+    for a in attrs {
+        match attr_name(a).as_deref() {
+            Some("tune") => match a.parse_args_with(Punctuated::<TuneEntry, Token![,]>::parse_terminated) {
+                Ok(list) => out.tune.extend(list),
+                Err(e) => cx.syn_error(e),
+            },
+            Some("constraint") => match a.parse_args::<Expr>() {
+                Ok(e) => out.constraints.push(e),
+                Err(e) => cx.syn_error(e),
+            },
+            Some("shapes") => match a.parse_args_with(Punctuated::<ShapeEntry, Token![,]>::parse_terminated) {
+                Ok(list) => out.shapes.extend(list),
+                Err(e) => cx.syn_error(e),
+            },
+            Some("cost") => match a.parse_args_with(Punctuated::<CostEntry, Token![,]>::parse_terminated) {
+                Ok(list) => out.costs.extend(list),
+                Err(e) => cx.syn_error(e),
+            },
+            Some("kernel") => cx.error(a.span(), "`#[kernel]` is given twice"),
+            Some("doc") => {
+                if let syn::Meta::NameValue(nv) = &a.meta {
+                    if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value {
+                        let line = s.value();
+                        out.doc.push_str(line.strip_prefix(' ').unwrap_or(&line));
+                        out.doc.push('\n');
+                    }
+                }
+                out.passthrough.push(a.clone());
+            }
+            _ => out.passthrough.push(a.clone()),
+        }
+    }
+    out
+}
+
+/// Tokens of the passthrough attributes.
+pub fn passthrough_tokens(attrs: &[Attribute]) -> TokenStream {
+    attrs.iter().map(quote::ToTokens::to_token_stream).collect()
+}

@@ -1,0 +1,4 @@
+//! Parsing: the fn item and its attributes into plain data (no IR yet).
+
+pub mod attrs;
+pub mod signature;
