@@ -1,1 +1,57 @@
+//! # tilekit
+//!
+//! Declarative, tile-level GPU kernels in Rust, with an autotuner.
+//!
+//! A kernel is a short Rust fn over *tiles* (blocks of values whose shapes are
+//! compile-time constants or tuning parameters). `#[kernel]` compiles it into tile IR,
+//! validates it (all errors at once, at your tokens), generates a CUDA C++ template and
+//! a typed launcher, and declares its tuning space. The same description runs on two
+//! backends: CUDA and a CPU backend with identical semantics (see `docs/semantics.md`).
+//!
+//! ```
+//! use tilekit::prelude::*;
+//!
+//! /// y = a * x + y, elementwise.
+//! #[kernel(grid = [cdiv(x.len(), BLOCK)])]
+//! #[tune(BLOCK = [1024, 4096], WARPS = [4, 8])]
+//! #[shapes(x = [N], y = [N])]
+//! #[cost(flops = 2 * N)]
+//! fn axpy<T: Float>(a: f32, x: &Tensor1<T>, y: &mut Tensor1<T>) {
+//!     let offs = program_id(0) * BLOCK + arange::<BLOCK>();
+//!     let mask = offs < x.len();
+//!     let xv = load(x, offs, mask, 0.0).to_f32();
+//!     let yv = load(y, offs, mask, 0.0).to_f32();
+//!     store(y, offs, (xv * a + yv).cast::<T>(), mask);
+//! }
+//!
+//! let rt = Runtime::cpu();
+//! let x = Tensor1::<f32>::from_vec(&rt, vec![1.0, 2.0, 3.0], [3])?;
+//! let mut y = Tensor1::<f32>::from_vec(&rt, vec![10.0, 20.0, 30.0], [3])?;
+//! axpy::launch(&rt, 2.0, &x, &mut y)?;
+//! assert_eq!(y.to_vec(), vec![12.0, 24.0, 36.0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The language: `program_id(axis)`, `num_programs(axis)`, `arange::<N>()`,
+//! `zeros::<E, D..>()`, `full::<E, D..>(v)`, masked `load(view, offsets, mask, other)` and
+//! `store(view, offsets, value, mask)`, `load_tile(t, [origin..], [shape..])`,
+//! `store_tile(t, [origin..], tile)`, arithmetic and comparisons with numpy broadcasting,
+//! `exp log sqrt rsqrt tanh sigmoid abs relu gelu maximum minimum where_`, casts
+//! `.to_f32()` / `.cast::<E>()`, reductions `sum/max/min(t, axis)`, `expand_dims`,
+//! `dot(a, b, acc)` / `dot_tf32`, `for` over `a..b`, `(a..b).step_by(s)` and
+//! `pipelined(a..b, STEP, STAGES)`, `if`, and `let`.
 
+pub use half::{bf16, f16};
+pub use tilekit_ir as ir;
+pub use tilekit_ir::Config;
+pub use tilekit_macros::{constraint, cost, kernel, shapes, tune};
+pub use tilekit_runtime::{
+    launch, launch_with, Arg, Element, Float, KernelSpec, LaunchError, Runtime, Tensor, Tensor1, Tensor2, Tensor3,
+};
+
+/// What a kernel file needs: `use tilekit::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        bf16, constraint, cost, f16, kernel, shapes, tune, Config, Float, Runtime, Tensor, Tensor1, Tensor2, Tensor3,
+    };
+}
