@@ -1,0 +1,6 @@
+use tilekit::prelude::*;
+
+#[kernel]
+fn k(x: &Tensor1<f32>) {}
+
+fn main() {}
