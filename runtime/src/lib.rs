@@ -10,8 +10,10 @@
 //! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
 pub mod element;
+pub mod nvrtc;
 pub mod spec;
 
 pub use element::{Element, Float};
+pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
 pub use spec::{KernelSpec, SpecError};
 pub use tilekit_ir as ir;

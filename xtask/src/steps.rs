@@ -1,0 +1,107 @@
+//! `test` and `ci`: cargo invocations with the CUDA environment, each timed.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+/// The cargo that runs xtask (`$CARGO`), or `cargo` from `PATH`.
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo")))
+}
+
+/// A command as a shell-like line, for logs.
+pub fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs `cmd` in the workspace root, printing the command line and its wall time.
+fn run(step: &str, mut cmd: Command) -> Result<f64> {
+    cmd.current_dir(super::workspace_root()?);
+    println!("xtask[{step}]: $ {}", describe(&cmd));
+    let start = Instant::now();
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start `{}`", describe(&cmd)))?;
+    let seconds = start.elapsed().as_secs_f64();
+    println!("xtask[{step}]: {status} after {seconds:.1} s wall");
+    if !status.success() {
+        bail!("step `{step}` failed ({status}) after {seconds:.1} s");
+    }
+    Ok(seconds)
+}
+
+/// `LD_LIBRARY_PATH` with `<root>/lib` in front.
+fn ld_library_path(root: &Path) -> Result<OsString> {
+    let mut paths = vec![root.join("lib")];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    std::env::join_paths(paths).context("joining LD_LIBRARY_PATH")
+}
+
+/// `cuda-setup`, then the workspace tests in release mode with the CUDA environment.
+///
+/// Release, so the CPU backend's tests run at full speed.
+pub fn test(extra: &[String]) -> Result<()> {
+    let root = super::cuda::setup()?;
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--release"])
+        .args(extra)
+        .env("TILEKIT_CUDA_ROOT", &root)
+        .env("LD_LIBRARY_PATH", ld_library_path(&root)?);
+    println!(
+        "xtask[test]: TILEKIT_CUDA_ROOT={} LD_LIBRARY_PATH={}",
+        root.display(),
+        root.join("lib").display()
+    );
+    run("test", cmd).map(|_| ())
+}
+
+/// fmt --check, clippy -D warnings, test; every step runs, each is timed, and the first
+/// failure makes the whole run fail.
+pub fn ci() -> Result<()> {
+    let start = Instant::now();
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    let mut clippy = cargo();
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    let mut results: Vec<(&str, Result<f64>)> =
+        vec![("fmt", run("fmt", fmt)), ("clippy", run("clippy", clippy))];
+    let test_start = Instant::now();
+    let test = test(&[]).map(|()| test_start.elapsed().as_secs_f64());
+    results.push(("test", test));
+
+    println!("xtask[ci]: summary");
+    let mut failed = Vec::new();
+    for (step, result) in &results {
+        match result {
+            Ok(s) => println!("  {step:<7} ok      {s:>7.1} s"),
+            Err(e) => {
+                println!("  {step:<7} FAILED  {e:#}");
+                failed.push(*step);
+            }
+        }
+    }
+    println!(
+        "xtask[ci]: total {:.1} s wall",
+        start.elapsed().as_secs_f64()
+    );
+    if !failed.is_empty() {
+        bail!("CI failed: {}", failed.join(", "));
+    }
+    Ok(())
+}
