@@ -166,3 +166,36 @@ fn never_panics_on_odd_input() {
         assert!(!c.errors.is_empty());
     }
 }
+
+/// Stage snapshots: the IR text of the brief's softmax and the launcher module of a kernel
+/// with a scalar parameter (payload stubbed so the snapshot shows only the generated Rust).
+#[test]
+fn snapshots_of_ir_and_launcher() {
+    let k = ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [1024, 2048], WARPS = [4, 8])]
+            #[constraint(x.cols() <= BLOCK)]
+            #[shapes(x = [M, N], y = [M, N])]
+            pub fn softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+                let row = program_id(0);
+                let cols = arange::<BLOCK>();
+                let v = load(x.row(row), cols, cols < x.cols(), T::NEG_INF).to_f32();
+                let e = exp(v - max(v, 0));
+                store(y.row(row), cols, (e / sum(e, 0)).cast::<T>(), cols < x.cols());
+            }
+        },
+    );
+    insta::assert_snapshot!("softmax_ir", k.to_string());
+
+    let item: syn::ItemFn = syn::parse2(quote! {
+        pub fn scale<T: Float>(x: &Tensor1<T>, y: &mut Tensor1<T>, factor: f32, n: usize) {}
+    })
+    .expect("fn");
+    let mut cx = crate::ctxt::Ctxt::new();
+    let sig = crate::parse::signature::parse(&item, &mut cx);
+    let payload = crate::generate::launcher::Payload { ir_json: "<ir>", cuda: "<cuda>", doc: "", spec_hash: 42 };
+    let tokens = crate::generate::launcher::module(&sig, &quote!(), Some(&payload));
+    let file: syn::File = syn::parse2(tokens).expect("generated module parses");
+    insta::assert_snapshot!("scale_launcher", prettyplease::unparse(&file));
+}
