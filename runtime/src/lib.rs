@@ -9,11 +9,23 @@
 //!   and dispatch, the CPU backend (an interpreter of the tile IR, rayon over programs).
 //! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
+pub mod cpu;
 pub mod element;
+pub mod error;
+pub mod launch;
 pub mod nvrtc;
+pub mod runtime;
 pub mod spec;
+pub mod tensor;
 
+pub use cpu::CpuOptions;
 pub use element::{Element, Float};
+pub use error::{CpuError, LaunchError, TensorError};
+pub use launch::{
+    launch, launch_cpu_with_options, launch_with, Arg, ScalarValue, TensorArg, TensorArgMut,
+};
 pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
+pub use runtime::{Backend, Runtime};
 pub use spec::{KernelSpec, SpecError};
+pub use tensor::{Tensor, Tensor1, Tensor2, Tensor3};
 pub use tilekit_ir as ir;

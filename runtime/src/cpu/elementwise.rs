@@ -1,0 +1,371 @@
+//! Elementwise ops: unary math, binary arithmetic with broadcasting, comparisons, `where_`.
+//!
+//! Float math is computed in f32 (f64 in exact mode) and rounded to the result's dtype
+//! after every op; integer arithmetic wraps to the result's width; `/` and `%` truncate
+//! toward zero.
+
+use super::tile::{adopt, broadcast_shape, round, source, wrap, Data, Tile};
+use tilekit_ir::{BinOp, CmpOp, DType, UnaryOp};
+
+/// Rounds a float result unless it is weak or the mode is exact.
+fn finish(dtype: DType, weak: bool, exact: bool, v: Vec<f64>) -> Data {
+    if weak || exact {
+        Data::F(v)
+    } else {
+        Data::F(v.into_iter().map(|x| round(dtype, x)).collect())
+    }
+}
+
+fn unary_f32(op: UnaryOp, x: f32) -> f32 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Not => x,
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Gelu => 0.5 * x * (1.0 + (0.797_884_6_f32 * (x + 0.044715 * x * x * x)).tanh()),
+        UnaryOp::Relu => x.max(0.0),
+    }
+}
+
+fn unary_f64(op: UnaryOp, x: f64) -> f64 {
+    match op {
+        UnaryOp::Neg => -x,
+        UnaryOp::Not => x,
+        UnaryOp::Exp => x.exp(),
+        UnaryOp::Log => x.ln(),
+        UnaryOp::Sqrt => x.sqrt(),
+        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Tanh => x.tanh(),
+        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Abs => x.abs(),
+        UnaryOp::Gelu => {
+            0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
+        }
+        UnaryOp::Relu => x.max(0.0),
+    }
+}
+
+/// A unary op; the result has the operand's dtype.
+pub(crate) fn unary(op: UnaryOp, x: &Tile, exact: bool) -> Result<Tile, String> {
+    let data = match (&x.data, op) {
+        (Data::F(v), _) if exact || x.weak || x.dtype == DType::F64 => finish(
+            x.dtype,
+            x.weak,
+            exact,
+            v.iter().map(|&a| unary_f64(op, a)).collect(),
+        ),
+        (Data::F(v), _) => finish(
+            x.dtype,
+            false,
+            false,
+            v.iter()
+                .map(|&a| f64::from(unary_f32(op, a as f32)))
+                .collect(),
+        ),
+        (Data::I(v), UnaryOp::Neg) => {
+            Data::I(v.iter().map(|&a| wrap(x.dtype, a.wrapping_neg())).collect())
+        }
+        (Data::I(v), UnaryOp::Abs) => {
+            Data::I(v.iter().map(|&a| wrap(x.dtype, a.wrapping_abs())).collect())
+        }
+        (Data::I(v), UnaryOp::Relu) => Data::I(v.iter().map(|&a| a.max(0)).collect()),
+        (Data::B(v), UnaryOp::Not) => Data::B(v.iter().map(|&a| !a).collect()),
+        _ => {
+            return Err(format!(
+                "malformed IR: `{}` of a {} tile",
+                op.name(),
+                x.dtype
+            ))
+        }
+    };
+    Ok(Tile {
+        dtype: x.dtype,
+        weak: x.weak,
+        shape: x.shape.clone(),
+        data,
+    })
+}
+
+/// Brings two operands to one type: a weak operand adopts the strong one's dtype.
+fn unify(a: &Tile, b: &Tile, exact: bool) -> (Tile, Tile) {
+    match (a.weak, b.weak) {
+        (true, false) => (adopt(a, b.dtype, exact), b.clone()),
+        (false, true) => (a.clone(), adopt(b, a.dtype, exact)),
+        _ => (a.clone(), b.clone()),
+    }
+}
+
+fn int_op(op: BinOp, x: i64, y: i64) -> Result<i64, String> {
+    Ok(match op {
+        BinOp::Add => x.wrapping_add(y),
+        BinOp::Sub => x.wrapping_sub(y),
+        BinOp::Mul => x.wrapping_mul(y),
+        BinOp::Div | BinOp::Rem if y == 0 => return Err("integer division by zero".into()),
+        BinOp::Div => x.wrapping_div(y),
+        BinOp::Rem => x.wrapping_rem(y),
+        BinOp::Max => x.max(y),
+        BinOp::Min => x.min(y),
+        BinOp::And | BinOp::Or => return Err("malformed IR: `&`/`|` of integers".into()),
+    })
+}
+
+fn float_op(op: BinOp, x: f64, y: f64) -> f64 {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Rem => x % y,
+        BinOp::Max => x.max(y),
+        BinOp::Min => x.min(y),
+        BinOp::And | BinOp::Or => f64::NAN,
+    }
+}
+
+/// A binary op with broadcasting. `dtype` is the result's (inferred) element type; the
+/// result is weak only if both operands are.
+pub(crate) fn binary(
+    op: BinOp,
+    a: &Tile,
+    b: &Tile,
+    dtype: DType,
+    exact: bool,
+) -> Result<Tile, String> {
+    let weak = a.weak && b.weak;
+    let (a, b) = if weak {
+        (a.clone(), b.clone())
+    } else {
+        (adopt(a, dtype, exact), adopt(b, dtype, exact))
+    };
+    let shape = broadcast_shape(&a.shape, &b.shape)?;
+    let (sa, sb) = (source(&a.shape, &shape)?, source(&b.shape, &shape)?);
+    let n: usize = shape.iter().product();
+    let data = match (&a.data, &b.data) {
+        (Data::F(x), Data::F(y)) => {
+            if op.is_logical() {
+                return Err(format!("malformed IR: `{}` of floats", op.name()));
+            }
+            finish(
+                dtype,
+                weak,
+                exact,
+                (0..n)
+                    .map(|i| float_op(op, x[sa.at(i)], y[sb.at(i)]))
+                    .collect(),
+            )
+        }
+        // Two weak literals of different kinds: compute in f64.
+        (Data::F(x), Data::I(y)) => Data::F(
+            (0..n)
+                .map(|i| float_op(op, x[sa.at(i)], y[sb.at(i)] as f64))
+                .collect(),
+        ),
+        (Data::I(x), Data::F(y)) => Data::F(
+            (0..n)
+                .map(|i| float_op(op, x[sa.at(i)] as f64, y[sb.at(i)]))
+                .collect(),
+        ),
+        (Data::I(x), Data::I(y)) => {
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                out.push(wrap(dtype, int_op(op, x[sa.at(i)], y[sb.at(i)])?));
+            }
+            Data::I(out)
+        }
+        (Data::B(x), Data::B(y)) => match op {
+            BinOp::And => Data::B((0..n).map(|i| x[sa.at(i)] & y[sb.at(i)]).collect()),
+            BinOp::Or => Data::B((0..n).map(|i| x[sa.at(i)] | y[sb.at(i)]).collect()),
+            _ => return Err(format!("malformed IR: `{}` of masks", op.name())),
+        },
+        _ => {
+            return Err(format!(
+                "malformed IR: `{}` between {} and {}",
+                op.name(),
+                a.dtype,
+                b.dtype
+            ))
+        }
+    };
+    Ok(Tile {
+        dtype,
+        weak,
+        shape,
+        data,
+    })
+}
+
+fn cmp<T: PartialOrd>(op: CmpOp, x: T, y: T) -> bool {
+    match op {
+        CmpOp::Lt => x < y,
+        CmpOp::Le => x <= y,
+        CmpOp::Gt => x > y,
+        CmpOp::Ge => x >= y,
+        CmpOp::Eq => x == y,
+        CmpOp::Ne => x != y,
+    }
+}
+
+/// A comparison with broadcasting, giving a mask.
+pub(crate) fn compare(op: CmpOp, a: &Tile, b: &Tile, exact: bool) -> Result<Tile, String> {
+    let (a, b) = unify(a, b, exact);
+    let shape = broadcast_shape(&a.shape, &b.shape)?;
+    let (sa, sb) = (source(&a.shape, &shape)?, source(&b.shape, &shape)?);
+    let n: usize = shape.iter().product();
+    let out: Vec<bool> = match (&a.data, &b.data) {
+        (Data::F(x), Data::F(y)) => (0..n).map(|i| cmp(op, x[sa.at(i)], y[sb.at(i)])).collect(),
+        (Data::I(x), Data::I(y)) => (0..n).map(|i| cmp(op, x[sa.at(i)], y[sb.at(i)])).collect(),
+        (Data::F(x), Data::I(y)) => (0..n)
+            .map(|i| cmp(op, x[sa.at(i)], y[sb.at(i)] as f64))
+            .collect(),
+        (Data::I(x), Data::F(y)) => (0..n)
+            .map(|i| cmp(op, x[sa.at(i)] as f64, y[sb.at(i)]))
+            .collect(),
+        (Data::B(x), Data::B(y)) => (0..n).map(|i| cmp(op, x[sa.at(i)], y[sb.at(i)])).collect(),
+        _ => {
+            return Err(format!(
+                "malformed IR: `{}` between {} and {}",
+                op.symbol(),
+                a.dtype,
+                b.dtype
+            ))
+        }
+    };
+    Ok(Tile::new(DType::Bool, shape, Data::B(out)))
+}
+
+/// `where_(cond, a, b)` with broadcasting; `dtype` is the result's element type.
+pub(crate) fn select(
+    cond: &Tile,
+    a: &Tile,
+    b: &Tile,
+    dtype: DType,
+    exact: bool,
+) -> Result<Tile, String> {
+    let weak = a.weak && b.weak;
+    let (a, b) = if weak {
+        unify(a, b, exact)
+    } else {
+        (adopt(a, dtype, exact), adopt(b, dtype, exact))
+    };
+    let Data::B(c) = &cond.data else {
+        return Err("malformed IR: the condition of `where_` is not a mask".into());
+    };
+    let shape = broadcast_shape(&cond.shape, &broadcast_shape(&a.shape, &b.shape)?)?;
+    let (sc, sa, sb) = (
+        source(&cond.shape, &shape)?,
+        source(&a.shape, &shape)?,
+        source(&b.shape, &shape)?,
+    );
+    let n: usize = shape.iter().product();
+    let pick = |i: usize| c[sc.at(i)];
+    let data = match (&a.data, &b.data) {
+        (Data::F(x), Data::F(y)) => Data::F(
+            (0..n)
+                .map(|i| if pick(i) { x[sa.at(i)] } else { y[sb.at(i)] })
+                .collect(),
+        ),
+        (Data::I(x), Data::I(y)) => Data::I(
+            (0..n)
+                .map(|i| if pick(i) { x[sa.at(i)] } else { y[sb.at(i)] })
+                .collect(),
+        ),
+        (Data::B(x), Data::B(y)) => Data::B(
+            (0..n)
+                .map(|i| if pick(i) { x[sa.at(i)] } else { y[sb.at(i)] })
+                .collect(),
+        ),
+        _ => {
+            return Err(format!(
+                "malformed IR: `where_` between {} and {}",
+                a.dtype, b.dtype
+            ))
+        }
+    };
+    Ok(Tile {
+        dtype: if weak { a.dtype } else { dtype },
+        weak,
+        shape,
+        data,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(dtype: DType, v: Vec<f64>) -> Tile {
+        Tile::new(dtype, vec![v.len()], Data::F(v))
+    }
+
+    fn lit(v: f64) -> Tile {
+        Tile {
+            dtype: DType::F32,
+            weak: true,
+            shape: vec![],
+            data: Data::F(vec![v]),
+        }
+    }
+
+    #[test]
+    fn bf16_rounds_after_every_op() {
+        // 1 + 2^-8 is exact in f32 but rounds to 1 in bf16 (8 bits of precision).
+        let x = f(DType::BF16, vec![1.0, 256.0]);
+        let y = binary(BinOp::Add, &x, &lit(2f64.powi(-8)), DType::BF16, false).unwrap();
+        assert_eq!(y.data, Data::F(vec![1.0, 256.0]));
+        let e = binary(BinOp::Add, &x, &lit(2f64.powi(-8)), DType::BF16, true).unwrap();
+        assert_eq!(
+            e.data,
+            Data::F(vec![1.0 + 2f64.powi(-8), 256.0 + 2f64.powi(-8)])
+        );
+        // The literal adopts bf16: 0.1 becomes bf16(0.1) before the multiply.
+        let z = binary(
+            BinOp::Mul,
+            &f(DType::BF16, vec![1.0]),
+            &lit(0.1),
+            DType::BF16,
+            false,
+        )
+        .unwrap();
+        assert_eq!(z.data, Data::F(vec![half::bf16::from_f64(0.1).to_f64()]));
+    }
+
+    #[test]
+    fn integer_semantics() {
+        let a = Tile::new(
+            DType::I32,
+            vec![4],
+            Data::I(vec![7, -7, 7, i64::from(i32::MAX)]),
+        );
+        let b = Tile::new(DType::I32, vec![4], Data::I(vec![2, 2, -2, 1]));
+        assert_eq!(
+            binary(BinOp::Div, &a, &b, DType::I32, false).unwrap().data,
+            Data::I(vec![3, -3, -3, i64::from(i32::MAX)])
+        );
+        assert_eq!(
+            binary(BinOp::Rem, &a, &b, DType::I32, false).unwrap().data,
+            Data::I(vec![1, -1, 1, 0])
+        );
+        let s = binary(BinOp::Add, &a, &b, DType::I32, false).unwrap();
+        assert_eq!(s.data, Data::I(vec![9, -5, 5, i64::from(i32::MIN)]));
+        let zero = Tile::int(DType::I32, 0);
+        assert!(binary(BinOp::Div, &a, &zero, DType::I32, false).is_err());
+    }
+
+    #[test]
+    fn compare_and_select_broadcast() {
+        let cols = Tile::new(DType::I32, vec![4], Data::I(vec![0, 1, 2, 3]));
+        let n = Tile::int(DType::I64, 3);
+        let m = compare(CmpOp::Lt, &cols, &n, false).unwrap();
+        assert_eq!(m.data, Data::B(vec![true, true, true, false]));
+        let x = f(DType::F32, vec![1.0, 2.0, 3.0, 4.0]);
+        let s = select(&m, &x, &lit(f64::NEG_INFINITY), DType::F32, false).unwrap();
+        assert_eq!(s.data, Data::F(vec![1.0, 2.0, 3.0, f64::NEG_INFINITY]));
+        let g = unary(UnaryOp::Gelu, &f(DType::F32, vec![1.0]), false).unwrap();
+        assert!(matches!(g.data, Data::F(ref v) if (v[0] - 0.841_192).abs() < 1e-5));
+    }
+}

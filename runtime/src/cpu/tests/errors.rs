@@ -1,0 +1,504 @@
+//! Launch validation and faults: every refusal is typed, names the kernel and the
+//! parameter, and leaves the outputs untouched.
+
+use super::*;
+use crate::error::LaunchError;
+use crate::launch::{launch, launch_with, Arg};
+use crate::runtime::Runtime;
+use crate::tensor::{Tensor1, Tensor2};
+use half::f16;
+use tilekit_ir::{Bindings, Config, Constraint, ExprOp, Func};
+
+/// `y[r, :] = x[r, :] + 1` over rows, BLOCK columns, with a configurable grid and constraints.
+fn row_copy(grid: Vec<Expr>, constraints: Vec<(Expr, &str)>, masked: bool) -> &'static KernelSpec {
+    let mut k = K::new(
+        "row_copy",
+        vec![
+            tensor("x", 2, t(), false),
+            tensor("y", 2, t(), true),
+            scalar("n", DType::I64),
+        ],
+        grid,
+        &[("BLOCK", &[8, 16])],
+        &[&["M", "N"], &["M", "N"], &[]],
+    );
+    k.b.kernel_mut().constraints = constraints
+        .into_iter()
+        .map(|(expr, text)| Constraint {
+            expr,
+            text: text.into(),
+            loc: Loc::default(),
+        })
+        .collect();
+    let (x, y) = (k.param(0), k.param(1));
+    let row = k.pid(0);
+    let cols = k.arange("BLOCK");
+    let n = k.dim(x, 1);
+    let mask = k.cmp(CmpOp::Lt, cols, n);
+    let xr = k.op(Op::Row {
+        tensor: x,
+        index: row,
+    });
+    let mask = masked.then_some(mask);
+    let v = k.op(Op::Load {
+        view: xr,
+        offsets: cols,
+        mask,
+        other: None,
+    });
+    let one = k.float(1.0);
+    let v = k.bin(BinOp::Add, v, one);
+    let yr = k.op(Op::Row {
+        tensor: y,
+        index: row,
+    });
+    k.void(Op::Store {
+        view: yr,
+        offsets: cols,
+        value: v,
+        mask,
+    });
+    k.spec()
+}
+
+fn f32s() -> Bindings {
+    Bindings::single("T", DType::F32)
+}
+
+struct Io {
+    rt: Runtime,
+    x: Tensor2<f32>,
+    y: Tensor2<f32>,
+}
+
+fn io(rows: usize, cols: usize) -> Io {
+    let rt = Runtime::cpu();
+    let x = Tensor2::from_fn(&rt, [rows, cols], |[i, j]| (i * cols + j) as f32).unwrap();
+    let y = Tensor2::full(&rt, [rows, cols], -7.0f32).unwrap();
+    Io { rt, x, y }
+}
+
+fn untouched(y: &Tensor2<f32>) -> bool {
+    y.to_vec().iter().all(|&v| v == -7.0)
+}
+
+#[test]
+fn argument_checks() {
+    let spec = row_copy(vec![dim(0, 0)], vec![], true);
+    let mut s = io(4, 5);
+    let (rt, b) = (s.rt.clone(), f32s());
+
+    let e = launch(&rt, spec, &b, &mut [Arg::from(&s.x), Arg::from(&mut s.y)]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LaunchError::ArgCount {
+                expected: 3,
+                found: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+
+    let e = launch(
+        &rt,
+        spec,
+        &b,
+        &mut [Arg::from(&s.x), Arg::from(&s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::ArgKind { param, .. } if param == "y"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("&mut Tensor2<T>"), "{e}");
+
+    let e = launch(
+        &rt,
+        spec,
+        &b,
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5i32)],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::ArgKind { param, .. } if param == "n"),
+        "{e}"
+    );
+
+    let v = Tensor1::<f32>::zeros(&rt, [5]).unwrap();
+    let e = launch(
+        &rt,
+        spec,
+        &b,
+        &mut [Arg::from(&v), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Rank { param, expected: 2, found: 1, .. } if param == "x"),
+        "{e}"
+    );
+
+    let h = Tensor2::<f16>::zeros(&rt, [4, 5]).unwrap();
+    let e = launch(
+        &rt,
+        spec,
+        &b,
+        &mut [Arg::from(&h), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::DType { param, expected: DType::F32, found: DType::F16, .. } if param == "x"),
+        "{e}"
+    );
+
+    let e = launch(
+        &rt,
+        spec,
+        &Bindings::default(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::Bindings { .. }), "{e}");
+    let e = launch(
+        &rt,
+        spec,
+        &Bindings::single("T", DType::I32),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::Bindings { .. }), "{e}");
+
+    let e = launch_with(
+        &rt,
+        spec,
+        &Config::parse("BLOCK=12").unwrap(),
+        &b,
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::Config { .. }), "{e}");
+    assert!(untouched(&s.y));
+    assert!(e.to_string().contains("row_copy"));
+}
+
+#[test]
+fn shape_contract() {
+    let spec = row_copy(vec![dim(0, 0)], vec![], true);
+    let mut s = io(4, 5);
+    let mut y = Tensor2::full(&s.rt, [4, 6], -7.0f32).unwrap();
+    let e = launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    match &e {
+        LaunchError::Shape {
+            dim,
+            first_param,
+            param,
+            first_extent: 5,
+            extent: 6,
+            axis: 1,
+            ..
+        } => {
+            assert_eq!(
+                (dim.as_str(), first_param.as_str(), param.as_str()),
+                ("N", "x", "y")
+            );
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(untouched(&y));
+    // Matching shapes run.
+    launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap();
+    assert_eq!(
+        s.y.to_vec(),
+        s.x.to_vec().iter().map(|v| v + 1.0).collect::<Vec<f32>>()
+    );
+}
+
+#[test]
+fn constraints_are_checked_before_running() {
+    // x.cols() <= BLOCK (a launch-phase constraint) and `n` positive (a scalar).
+    let fits = Expr::bin(ExprOp::Le, dim(0, 1), Expr::Tune("BLOCK".into()));
+    let n_pos = Expr::bin(ExprOp::Gt, Expr::Scalar(2), Expr::Int(0));
+    let smem = Expr::bin(
+        ExprOp::Le,
+        Expr::Call(Func::SmemBytes, vec![]),
+        Expr::Call(Func::MaxSmem, vec![]),
+    );
+    let named = Expr::bin(
+        ExprOp::Eq,
+        Expr::bin(ExprOp::Rem, Expr::Dim("M".into()), Expr::Int(2)),
+        Expr::Int(0),
+    );
+    let mixed = Expr::bin(
+        ExprOp::And,
+        smem.clone(),
+        Expr::bin(ExprOp::Ge, Expr::SizeOf(t()), Expr::Int(4)),
+    );
+    let spec = row_copy(
+        vec![dim(0, 0)],
+        vec![
+            (fits, "x.cols() <= BLOCK"),
+            (n_pos, "n > 0"),
+            (smem, "smem_bytes() <= max_smem()"),
+            (named, "M % 2 == 0"),
+            (mixed, "smem_bytes() <= max_smem() && size_of::<T>() >= 4"),
+        ],
+        true,
+    );
+    let mut s = io(4, 12);
+    let big = Config::parse("BLOCK=16").unwrap();
+    let small = Config::parse("BLOCK=8").unwrap();
+    let run = |s: &mut Io, c: &Config, n: usize, b: &Bindings| {
+        launch_with(
+            &s.rt,
+            spec,
+            c,
+            b,
+            &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(n)],
+        )
+    };
+    let e = run(&mut s, &small, 1, &f32s()).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Constraint { constraint, .. } if constraint == "x.cols() <= BLOCK"),
+        "{e}"
+    );
+    let e = run(&mut s, &big, 0, &f32s()).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Constraint { constraint, .. } if constraint == "n > 0"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("BLOCK=16"), "{e}");
+    assert!(untouched(&s.y));
+    // smem_bytes()/max_smem() are unknown on the CPU: not checked here. Everything else holds.
+    run(&mut s, &big, 1, &f32s()).unwrap();
+    assert_eq!(
+        s.y.to_vec(),
+        s.x.to_vec().iter().map(|v| v + 1.0).collect::<Vec<f32>>()
+    );
+    // A named dimension: M = 3 is odd.
+    let mut odd = io(3, 12);
+    let e = run(&mut odd, &big, 1, &f32s()).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Constraint { constraint, .. } if constraint == "M % 2 == 0"),
+        "{e}"
+    );
+}
+
+#[test]
+fn conjunction_with_a_false_known_part_is_refused() {
+    let smem = Expr::bin(
+        ExprOp::Le,
+        Expr::Call(Func::SmemBytes, vec![]),
+        Expr::Call(Func::MaxSmem, vec![]),
+    );
+    let mixed = Expr::bin(
+        ExprOp::And,
+        smem,
+        Expr::bin(ExprOp::Ge, Expr::Tune("BLOCK".into()), Expr::Int(16)),
+    );
+    let spec = row_copy(
+        vec![dim(0, 0)],
+        vec![(mixed, "smem_bytes() <= max_smem() && BLOCK >= 16")],
+        true,
+    );
+    let mut s = io(2, 3);
+    let e = launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(1usize)],
+    )
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::Constraint { .. }), "{e}");
+    assert!(untouched(&s.y));
+}
+
+#[test]
+fn out_of_bounds_fault_writes_nothing() {
+    // Unmasked: every program loads BLOCK = 8 lanes of a row with 5 columns.
+    let spec = row_copy(vec![dim(0, 0)], vec![], false);
+    let mut s = io(6, 5);
+    let e = launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(1usize)],
+    )
+    .unwrap_err();
+    match &e {
+        LaunchError::Fault {
+            kernel,
+            program,
+            message,
+        } => {
+            assert_eq!(kernel, "row_copy");
+            assert_eq!(program.len(), 1);
+            assert!(
+                message.contains("out of bounds") && message.contains("`x`"),
+                "{message}"
+            );
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(untouched(&s.y));
+}
+
+#[test]
+fn fault_in_one_program_discards_every_program_s_writes() {
+    // Program `pid` copies row `pid` of x to row `n - pid` of y; with n = 64, program 0
+    // indexes row 64 of y, out of range, while the other 63 programs succeed.
+    let mut k = K::new(
+        "rev",
+        vec![
+            tensor("x", 2, t(), false),
+            tensor("y", 2, t(), true),
+            scalar("n", DType::I64),
+        ],
+        vec![dim(0, 0)],
+        &[("BLOCK", &[8])],
+        &[&["M", "N"], &["M", "N"], &[]],
+    );
+    let (x, y) = (k.param(0), k.param(1));
+    let n = k.scalar(2);
+    let p = k.pid(0);
+    let row = k.bin(BinOp::Sub, n, p);
+    let cols = k.arange("BLOCK");
+    let w = k.dim(x, 1);
+    let mask = k.cmp(CmpOp::Lt, cols, w);
+    let xr = k.op(Op::Row {
+        tensor: x,
+        index: p,
+    });
+    let v = k.op(Op::Load {
+        view: xr,
+        offsets: cols,
+        mask: Some(mask),
+        other: None,
+    });
+    let yr = k.op(Op::Row {
+        tensor: y,
+        index: row,
+    });
+    k.void(Op::Store {
+        view: yr,
+        offsets: cols,
+        value: v,
+        mask: Some(mask),
+    });
+    let spec = k.spec();
+    let mut s = io(64, 5);
+    let e = launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(64usize)],
+    )
+    .unwrap_err();
+    match &e {
+        LaunchError::Fault {
+            program, message, ..
+        } => {
+            assert_eq!(program, &vec![0]);
+            assert!(message.contains("row index 64"), "{message}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(untouched(&s.y));
+    // With n = 63 every row is in range and the rows come out reversed.
+    launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(63usize)],
+    )
+    .unwrap();
+    let (xv, yv) = (s.x.to_vec(), s.y.to_vec());
+    for r in 0..64 {
+        assert_eq!(yv[r * 5..r * 5 + 5], xv[(63 - r) * 5..(63 - r) * 5 + 5]);
+    }
+}
+
+#[test]
+fn non_positive_loop_step_faults() {
+    let mut k = K::new(
+        "steps",
+        vec![tensor("y", 1, t(), true), scalar("step", DType::I64)],
+        vec![Expr::Int(1)],
+        &[("BLOCK", &[4])],
+        &[&["N"], &[]],
+    );
+    let y = k.param(0);
+    let step = k.scalar(1);
+    let (start, end) = (k.int(0), k.int(8));
+    let zero = k.float(0.0);
+    let acc0 = k.op(Op::Full {
+        elem: t(),
+        shape: vec![Dim::param("BLOCK")],
+        value: zero,
+    });
+    let acc = k.for_(start, end, step, vec![acc0], |k, _, c| {
+        let one = k.float(1.0);
+        vec![k.bin(BinOp::Add, c[0], one)]
+    });
+    let lanes = k.arange("BLOCK");
+    k.void(Op::Store {
+        view: y,
+        offsets: lanes,
+        value: acc[0],
+        mask: None,
+    });
+    let spec = k.spec();
+    let rt = Runtime::cpu();
+    let mut y = Tensor1::full(&rt, [4], -7.0f32).unwrap();
+    for bad in [0i64, -2] {
+        let e = launch(&rt, spec, &f32s(), &mut [Arg::from(&mut y), Arg::from(bad)]).unwrap_err();
+        assert!(
+            matches!(&e, LaunchError::Fault { message, .. } if message.contains("step")),
+            "{e}"
+        );
+        assert_eq!(y.to_vec(), vec![-7.0; 4]);
+    }
+    launch(
+        &rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&mut y), Arg::from(3i64)],
+    )
+    .unwrap();
+    assert_eq!(y.to_vec(), vec![3.0; 4]); // i = 0, 3, 6
+}
+
+#[test]
+fn empty_grid_is_a_no_op_and_negative_grid_an_error() {
+    let spec = row_copy(vec![Expr::Scalar(2)], vec![], false);
+    let mut s = io(4, 5);
+    // Unmasked loads would fault (5 columns < BLOCK): a zero grid runs nothing at all.
+    launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(0usize)],
+    )
+    .unwrap();
+    assert!(untouched(&s.y));
+    let e = launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(-1i64)],
+    )
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::Grid { axis: 0, .. }), "{e}");
+}

@@ -1,0 +1,555 @@
+//! The launch entry points that `#[kernel]`'s generated launchers call: arguments ([`Arg`]),
+//! validation of arguments, bindings, shapes, constraints and grid against the kernel's IR,
+//! and dispatch to the runtime's backend.
+//!
+//! Every check runs before anything is executed, and each failure is a typed
+//! [`LaunchError`] naming the kernel and the parameter. Aliasing needs no check: an `&mut`
+//! tensor argument borrows its tensor exclusively, so safe Rust cannot pass the same tensor
+//! twice when one of the uses is writable.
+
+use crate::cpu::{self, CpuOptions};
+use crate::element::Element;
+use crate::error::LaunchError;
+use crate::runtime::{Backend, Runtime};
+use crate::spec::KernelSpec;
+use crate::tensor::{HostSlice, HostSliceMut, Tensor};
+use std::collections::HashMap;
+use tilekit_ir::{
+    Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Kernel,
+    ParamKind, Types,
+};
+
+/// A scalar kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarValue {
+    /// `f32`
+    F32(f32),
+    /// `i32`
+    I32(i32),
+    /// `i64`
+    I64(i64),
+    /// `usize` (passed to the kernel as `i64`; values above `i64::MAX` are refused).
+    Usize(usize),
+    /// `bool`
+    Bool(bool),
+}
+
+impl ScalarValue {
+    /// The type a kernel sees, or `None` for a `usize` that does not fit in `i64`.
+    pub fn dtype(&self) -> Option<DType> {
+        Some(match self {
+            ScalarValue::F32(_) => DType::F32,
+            ScalarValue::I32(_) => DType::I32,
+            ScalarValue::I64(_) => DType::I64,
+            ScalarValue::Usize(v) => {
+                i64::try_from(*v).ok()?;
+                DType::I64
+            }
+            ScalarValue::Bool(_) => DType::Bool,
+        })
+    }
+
+    /// The value of an integer or boolean scalar in host expressions (`None` for floats).
+    pub fn to_eval(&self) -> Option<EvalValue> {
+        match self {
+            ScalarValue::F32(_) => None,
+            ScalarValue::I32(v) => Some(EvalValue::Int(i64::from(*v))),
+            ScalarValue::I64(v) => Some(EvalValue::Int(*v)),
+            ScalarValue::Usize(v) => i64::try_from(*v).ok().map(EvalValue::Int),
+            ScalarValue::Bool(v) => Some(EvalValue::Bool(*v)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            ScalarValue::Usize(_) => "a usize scalar".into(),
+            other => match other.dtype() {
+                Some(d) => format!("a {d} scalar"),
+                None => "a scalar".into(),
+            },
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($t:ty, $v:ident) => {
+        impl From<$t> for ScalarValue {
+            fn from(v: $t) -> ScalarValue {
+                ScalarValue::$v(v)
+            }
+        }
+        impl From<$t> for Arg<'_> {
+            fn from(v: $t) -> Self {
+                Arg::Scalar(ScalarValue::$v(v))
+            }
+        }
+    };
+}
+scalar_from!(f32, F32);
+scalar_from!(i32, I32);
+scalar_from!(i64, I64);
+scalar_from!(usize, Usize);
+scalar_from!(bool, Bool);
+
+/// Shape, strides (in elements), offset and element type of a tensor argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub dtype: DType,
+    pub backend: Backend,
+    pub shape: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub offset: usize,
+}
+
+impl Layout {
+    fn of<T: Element, const R: usize>(t: &Tensor<T, R>) -> Layout {
+        Layout {
+            dtype: T::DTYPE,
+            backend: t.backend(),
+            shape: t.shape().to_vec(),
+            strides: t.strides().to_vec(),
+            offset: t.offset(),
+        }
+    }
+}
+
+/// A tensor passed by shared reference: the kernel reads it.
+#[derive(Clone, Debug)]
+pub struct TensorArg<'a> {
+    pub(crate) layout: Layout,
+    pub(crate) data: Option<HostSlice<'a>>,
+}
+
+/// A tensor passed by exclusive reference: the kernel may write it.
+#[derive(Debug)]
+pub struct TensorArgMut<'a> {
+    pub(crate) layout: Layout,
+    pub(crate) data: Option<HostSliceMut<'a>>,
+}
+
+impl TensorArg<'_> {
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.layout.dtype
+    }
+}
+
+impl TensorArgMut<'_> {
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.layout.shape
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.layout.dtype
+    }
+}
+
+/// One argument of a launch, in the order of the kernel's parameters.
+///
+/// ```
+/// use tilekit_runtime::{Arg, Runtime, Tensor1};
+/// let rt = Runtime::cpu();
+/// let x = Tensor1::<f32>::zeros(&rt, [4]).unwrap();
+/// let mut y = Tensor1::<f32>::zeros(&rt, [4]).unwrap();
+/// let args = [Arg::from(&x), Arg::from(&mut y), Arg::from(2.0f32), Arg::from(7usize)];
+/// assert!(matches!(args[1], Arg::TensorMut(_)));
+/// ```
+#[derive(Debug)]
+pub enum Arg<'a> {
+    /// A `&TensorR<T>` parameter.
+    Tensor(TensorArg<'a>),
+    /// A `&mut TensorR<T>` parameter.
+    TensorMut(TensorArgMut<'a>),
+    /// A scalar parameter.
+    Scalar(ScalarValue),
+}
+
+impl<'a, T: Element, const R: usize> From<&'a Tensor<T, R>> for Arg<'a> {
+    fn from(t: &'a Tensor<T, R>) -> Self {
+        Arg::Tensor(TensorArg {
+            layout: Layout::of(t),
+            data: t.host_parts(),
+        })
+    }
+}
+
+impl<'a, T: Element, const R: usize> From<&'a mut Tensor<T, R>> for Arg<'a> {
+    fn from(t: &'a mut Tensor<T, R>) -> Self {
+        let layout = Layout::of(t);
+        Arg::TensorMut(TensorArgMut {
+            layout,
+            data: t.host_parts_mut(),
+        })
+    }
+}
+
+impl Arg<'_> {
+    pub(crate) fn layout(&self) -> Option<&Layout> {
+        match self {
+            Arg::Tensor(t) => Some(&t.layout),
+            Arg::TensorMut(t) => Some(&t.layout),
+            Arg::Scalar(_) => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Arg::Tensor(t) => format!("&Tensor{}<{}>", t.layout.shape.len(), t.layout.dtype),
+            Arg::TensorMut(t) => format!("&mut Tensor{}<{}>", t.layout.shape.len(), t.layout.dtype),
+            Arg::Scalar(s) => s.describe(),
+        }
+    }
+}
+
+/// Launches `spec` with its default configuration (every tuning parameter's first value).
+///
+/// See [`launch_with`] for what is checked.
+pub fn launch(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    bindings: &Bindings,
+    args: &mut [Arg<'_>],
+) -> Result<(), LaunchError> {
+    let config = spec.default_config()?;
+    launch_with(rt, spec, &config, bindings, args)
+}
+
+/// Launches `spec` with `config` on `rt`'s backend.
+///
+/// Before anything runs: the configuration must be a point of the kernel's space; the
+/// bindings must bind every generic parameter to `f32`, `f16` or `bf16`; the arguments must
+/// match the parameters in number, kind (`&` tensor, `&mut` tensor, scalar type), rank and
+/// element type, and live on `rt`'s backend; extents the problem description names alike
+/// must be equal; every `#[constraint]` that can be evaluated must hold; and the grid must
+/// evaluate to non-negative extents. A grid with a zero extent makes the launch a no-op.
+///
+/// Constraints that read `smem_bytes()`, `max_smem()`, `threads()`, `registers()` or
+/// `spills()` describe a GPU lowering; on the CPU backend those parts are unknown and are not
+/// checked here (the CUDA backend and the tuner check them per target). A conjunction is
+/// still refused when one of its known parts is false.
+pub fn launch_with(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    config: &Config,
+    bindings: &Bindings,
+    args: &mut [Arg<'_>],
+) -> Result<(), LaunchError> {
+    match rt.backend() {
+        Backend::Cpu => {
+            launch_cpu_with_options(spec, config, bindings, args, &CpuOptions::default())
+        }
+    }
+}
+
+/// Launches `spec` on the CPU backend with explicit [`CpuOptions`] (for example the exact
+/// f64 mode that serves as the tuner's reference). Checks as [`launch_with`].
+pub fn launch_cpu_with_options(
+    spec: &KernelSpec,
+    config: &Config,
+    bindings: &Bindings,
+    args: &mut [Arg<'_>],
+    options: &CpuOptions,
+) -> Result<(), LaunchError> {
+    let analyzed = spec.analyzed()?;
+    let checked = check(
+        &analyzed.kernel,
+        &analyzed.types,
+        config,
+        bindings,
+        args,
+        Backend::Cpu,
+    )?;
+    if checked.grid.contains(&0) {
+        return Ok(());
+    }
+    cpu::execute(&checked, args, options).map_err(|e| LaunchError::fault(&analyzed.kernel.name, e))
+}
+
+/// A launch that passed every check: what a backend needs to run it.
+pub(crate) struct Checked<'k> {
+    pub kernel: &'k Kernel,
+    pub types: &'k Types,
+    pub config: Config,
+    pub bindings: Bindings,
+    /// Extent of each grid axis (1 to 3 entries, each `>= 0`).
+    pub grid: Vec<i64>,
+    /// Scalar arguments by parameter index.
+    pub scalars: Vec<Option<ScalarValue>>,
+}
+
+/// The values host expressions see at launch: configuration, argument shapes and scalars,
+/// named problem dimensions, element sizes under the bindings.
+pub(crate) struct LaunchEnv<'a> {
+    config: &'a Config,
+    bindings: &'a Bindings,
+    shapes: Vec<Option<Vec<usize>>>,
+    scalars: Vec<Option<ScalarValue>>,
+    dims: HashMap<String, i64>,
+}
+
+impl ExprEnv for LaunchEnv<'_> {
+    fn tune(&self, name: &str) -> Option<EvalValue> {
+        self.config.get(name).map(|v| v.to_eval())
+    }
+    fn tensor_dim(&self, param: usize, axis: u8) -> Option<i64> {
+        let s = self.shapes.get(param)?.as_ref()?;
+        s.get(usize::from(axis))
+            .and_then(|&d| i64::try_from(d).ok())
+    }
+    fn scalar(&self, param: usize) -> Option<EvalValue> {
+        self.scalars.get(param)?.as_ref()?.to_eval()
+    }
+    fn dim(&self, name: &str) -> Option<i64> {
+        self.dims.get(name).copied()
+    }
+    fn size_of(&self, elem: &Elem) -> Option<i64> {
+        elem.resolve(self.bindings)
+            .and_then(|d| i64::try_from(d.size_bytes()).ok())
+    }
+    fn resource(&self, _f: Func) -> Option<i64> {
+        None
+    }
+}
+
+/// Three-valued evaluation of a constraint: `Ok(None)` when it depends on something unknown
+/// on this backend (and no known part of a conjunction or disjunction decides it).
+fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalError> {
+    match e {
+        Expr::Bin(op @ (ExprOp::And | ExprOp::Or), a, b) => {
+            let (x, y) = (eval_constraint(a, env)?, eval_constraint(b, env)?);
+            let decisive = *op == ExprOp::Or;
+            Ok(match (x, y) {
+                (Some(v), _) | (_, Some(v)) if v == decisive => Some(decisive),
+                (Some(_), Some(_)) => Some(!decisive),
+                _ => None,
+            })
+        }
+        Expr::Not(a) => Ok(eval_constraint(a, env)?.map(|v| !v)),
+        _ => match e.eval_bool(env) {
+            Ok(v) => Ok(Some(v)),
+            Err(EvalError::Unavailable(_)) => Ok(None),
+            Err(err) => Err(err),
+        },
+    }
+}
+
+pub(crate) fn check<'k>(
+    kernel: &'k Kernel,
+    types: &'k Types,
+    config: &Config,
+    bindings: &Bindings,
+    args: &[Arg<'_>],
+    backend: Backend,
+) -> Result<Checked<'k>, LaunchError> {
+    let name = || kernel.name.clone();
+    let config = kernel
+        .space
+        .validate(config)
+        .map_err(|source| LaunchError::Config {
+            kernel: name(),
+            source,
+        })?;
+
+    for g in &kernel.generics {
+        match bindings.get(g) {
+            Some(d) if DType::FLOATS.contains(&d) => {}
+            Some(d) => {
+                return Err(LaunchError::Bindings {
+                    kernel: name(),
+                    message: format!("generic `{g}` is bound to {d}; it must be f32, f16 or bf16"),
+                })
+            }
+            None => {
+                return Err(LaunchError::Bindings {
+                    kernel: name(),
+                    message: format!("generic `{g}` is not bound to an element type"),
+                })
+            }
+        }
+    }
+    if let Some(extra) = bindings.0.keys().find(|k| !kernel.generics.contains(k)) {
+        return Err(LaunchError::Bindings {
+            kernel: name(),
+            message: format!("`{extra}` is bound but is not a generic parameter of the kernel"),
+        });
+    }
+
+    if args.len() != kernel.params.len() {
+        return Err(LaunchError::ArgCount {
+            kernel: name(),
+            expected: kernel.params.len(),
+            found: args.len(),
+        });
+    }
+    let mut scalars = vec![None; args.len()];
+    let mut shapes = vec![None; args.len()];
+    for (i, (p, arg)) in kernel.params.iter().zip(args.iter()).enumerate() {
+        let kind_err = |expected: String| LaunchError::ArgKind {
+            kernel: name(),
+            param: p.name.clone(),
+            expected,
+            found: arg.describe(),
+        };
+        match (&p.kind, arg) {
+            (ParamKind::Scalar { dtype }, Arg::Scalar(s)) => {
+                if s.dtype() != Some(*dtype) {
+                    let expected = if *dtype == DType::I64 {
+                        "an i64 or usize scalar".into()
+                    } else {
+                        format!("a {dtype} scalar")
+                    };
+                    return Err(kind_err(expected));
+                }
+                scalars[i] = Some(*s);
+            }
+            (ParamKind::Scalar { dtype }, _) => return Err(kind_err(format!("a {dtype} scalar"))),
+            (
+                ParamKind::Tensor {
+                    rank,
+                    elem,
+                    mutable,
+                },
+                arg,
+            ) => {
+                let expected_ref = if *mutable { "&mut" } else { "&" };
+                let layout = match (mutable, arg) {
+                    (false, Arg::Tensor(t)) => &t.layout,
+                    (true, Arg::TensorMut(t)) => &t.layout,
+                    _ => return Err(kind_err(format!("{expected_ref} Tensor{rank}<{elem}>"))),
+                };
+                if layout.shape.len() != usize::from(*rank) {
+                    return Err(LaunchError::Rank {
+                        kernel: name(),
+                        param: p.name.clone(),
+                        expected: usize::from(*rank),
+                        found: layout.shape.len(),
+                    });
+                }
+                let want = elem
+                    .resolve(bindings)
+                    .ok_or_else(|| LaunchError::Bindings {
+                        kernel: name(),
+                        message: format!("element type `{elem}` of `{}` is not bound", p.name),
+                    })?;
+                if layout.dtype != want {
+                    return Err(LaunchError::DType {
+                        kernel: name(),
+                        param: p.name.clone(),
+                        expected: want,
+                        found: layout.dtype,
+                    });
+                }
+                if layout.backend != backend {
+                    return Err(kind_err(format!(
+                        "a tensor on the {backend} backend (found one on {})",
+                        layout.backend
+                    )));
+                }
+                shapes[i] = Some(layout.shape.clone());
+            }
+        }
+    }
+
+    // The shape contract: dimensions named alike have equal extents.
+    let mut dims: HashMap<String, i64> = HashMap::new();
+    let mut first: HashMap<&str, (usize, u8, usize)> = HashMap::new();
+    for (i, names) in kernel.problem.shapes.iter().enumerate() {
+        let Some(Some(shape)) = shapes.get(i) else {
+            continue;
+        };
+        for (axis, (dim, &extent)) in (0u8..).zip(names.iter().zip(shape)) {
+            match first.get(dim.as_str()) {
+                Some(&(p0, a0, e0)) if e0 != extent => {
+                    return Err(LaunchError::Shape {
+                        kernel: name(),
+                        dim: dim.clone(),
+                        first_param: kernel.params[p0].name.clone(),
+                        first_axis: a0,
+                        first_extent: e0,
+                        param: kernel.params[i].name.clone(),
+                        axis,
+                        extent,
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    first.insert(dim, (i, axis, extent));
+                    dims.insert(dim.clone(), i64::try_from(extent).unwrap_or(i64::MAX));
+                }
+            }
+        }
+    }
+
+    let env = LaunchEnv {
+        config: &config,
+        bindings,
+        shapes,
+        scalars: scalars.clone(),
+        dims,
+    };
+    for c in &kernel.constraints {
+        match eval_constraint(&c.expr, &env) {
+            Ok(Some(true)) | Ok(None) => {}
+            Ok(Some(false)) => {
+                return Err(LaunchError::Constraint {
+                    kernel: name(),
+                    constraint: c.text.clone(),
+                    config: config.to_string(),
+                })
+            }
+            Err(source) => {
+                return Err(LaunchError::ConstraintEval {
+                    kernel: name(),
+                    constraint: c.text.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    if kernel.grid.is_empty() || kernel.grid.len() > 3 {
+        return Err(LaunchError::Grid {
+            kernel: name(),
+            axis: 0,
+            message: format!(
+                "the grid has {} axes; it must have 1 to 3",
+                kernel.grid.len()
+            ),
+        });
+    }
+    let mut grid = Vec::with_capacity(kernel.grid.len());
+    let mut total: i64 = 1;
+    for (axis, g) in kernel.grid.iter().enumerate() {
+        let v = g.eval_int(&env).map_err(|e| LaunchError::Grid {
+            kernel: name(),
+            axis,
+            message: format!("`{g}`: {e}"),
+        })?;
+        if v < 0 {
+            return Err(LaunchError::Grid {
+                kernel: name(),
+                axis,
+                message: format!("`{g}` is negative ({v})"),
+            });
+        }
+        total = total.checked_mul(v).ok_or_else(|| LaunchError::Grid {
+            kernel: name(),
+            axis,
+            message: "the number of programs overflows i64".into(),
+        })?;
+        grid.push(v);
+    }
+    Ok(Checked {
+        kernel,
+        types,
+        config,
+        bindings: bindings.clone(),
+        grid,
+        scalars,
+    })
+}
