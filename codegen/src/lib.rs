@@ -1,1 +1,47 @@
+//! CUDA C++ generation from tilekit IR, and the tile prelude.
+//!
+//! Stages: [`generate`] type-checks a [`tilekit_ir::Kernel`] and lowers it to one readable
+//! C++ struct template (configuration only as template parameters) that includes the
+//! prelude (`prelude/tilekit/tilekit.cuh`, embedded: [`prelude_headers`]).
+//! [`variant_source`] appends the `extern "C"` entry point for one [`Variant`];
+//! [`launch_plan`] gives its block size and dynamic shared memory.
+//!
+//! Module map:
+//! - `abi`: the kernel's argument layout (documented there), shared with the GPU runtime.
+//! - `target`: [`Target`] and its limits table.
+//! - `plan`: threads, the layout's vector width, the shared-memory plan, [`LaunchPlan`],
+//!   [`ResourceEnv`] for constraints.
+//! - `params`: the template parameter list and a variant's arguments.
+//! - `emit`: the lowering of each op (`emit/inst.rs`, `emit/control.rs`).
+//! - `variant`: [`Variant`], [`variant_source`].
+//! - `prelude`: the embedded headers.
+//!
+//! **Layout (v1):** scalars are replicated in every thread. A tile of N elements is
+//! distributed over the block's THREADS threads by its flat row-major index, in groups of
+//! VEC: element e lives in thread (e / VEC) % THREADS, slot (e / (VEC * THREADS)) * VEC +
+//! e % VEC. VEC is one per variant (16 bytes of the narrowest tensor element type, reduced
+//! for small tiles), so elementwise ops between equal shapes are thread-local and
+//! contiguous loads and stores are 16-byte, coalesced accesses. Reductions, broadcasts of
+//! non-scalar tiles and `dot` are block-scope ops through warp shuffles and shared memory.
+//!
+//! **Architecture invariants:** the configuration never enters generated text except as
+//! validated template arguments; `smem_bytes` is always the size of the plan the code
+//! uses (checked by a `static_assert` in every variant); generated code never names
+//! `threadIdx` (only the prelude does).
 
+pub mod abi;
+mod emit;
+pub mod error;
+mod names;
+mod params;
+pub mod plan;
+pub mod prelude;
+pub mod target;
+pub mod variant;
+
+pub use emit::generate;
+pub use error::CodegenError;
+pub use plan::{launch_plan, LaunchPlan, ResourceEnv, DEFAULT_THREADS};
+pub use prelude::{prelude_headers, PRELUDE_ENTRY};
+pub use target::{Target, TargetLimits};
+pub use variant::{variant_source, Variant};

@@ -1,0 +1,42 @@
+// tilekit/common/base.cuh: macros, the no-host switch, and the few type traits the
+// prelude needs (NVRTC compiles it without any host or standard library header).
+#pragma once
+
+// TILEKIT_NO_HOST: the prelude never includes host headers. It is always on; the macro
+// exists so that code can test for it (ThunderKittens' KITTENS_NO_HOST).
+#ifndef TILEKIT_NO_HOST
+#define TILEKIT_NO_HOST 1
+#endif
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+/// Every prelude function is a forced-inline device function.
+#define TK_DEVICE __device__ __forceinline__
+/// Constexpr helpers usable in static_asserts and in device code.
+#define TK_HD __host__ __device__ __forceinline__ constexpr
+
+namespace tk {
+
+/// `is_same<A, B>::value` (no <type_traits> under NVRTC).
+template <class A, class B> struct is_same { static constexpr bool value = false; };
+template <class A> struct is_same<A, A> { static constexpr bool value = true; };
+
+/// `conditional<C, A, B>::type`.
+template <bool C, class A, class B> struct conditional { using type = A; };
+template <class A, class B> struct conditional<false, A, B> { using type = B; };
+
+/// Larger of two sizes (used by the shared-memory plan).
+TK_HD long long cmax(long long a, long long b) { return a > b ? a : b; }
+/// Rounds a byte count up to a multiple of 16 (every shared-memory part starts 16-byte aligned).
+TK_HD long long align16(long long x) { return (x + 15) / 16 * 16; }
+/// Ceiling division.
+TK_HD long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+
+/// The calling thread's rank in the block. Generated kernels never name threadIdx; only
+/// the prelude does, through this function.
+TK_DEVICE int thread_rank() { return (int)threadIdx.x; }
+/// Block-wide barrier.
+TK_DEVICE void sync() { __syncthreads(); }
+
+} // namespace tk

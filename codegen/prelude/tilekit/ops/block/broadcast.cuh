@@ -1,0 +1,44 @@
+// tilekit/ops/block/broadcast.cuh: numpy broadcasting of a tile to a larger shape
+// (scope: block). Shapes align on the right; source extents are equal or 1.
+//
+// Shared memory: S::size * sizeof(T) bytes (unused when the sizes agree: then the flat
+// order is identical and the copy is thread-local). Ends with a barrier.
+#pragma once
+#include "tilekit/types/tile.cuh"
+
+namespace tk {
+
+/// Broadcasts `x` to shape DS.
+template <class DS, class T, class S, class L> TK_DEVICE rt<T, DS, L> broadcast_to(const rt<T, S, L>& x, char* smem) {
+    static_assert(DS::rank >= S::rank, "tk::broadcast_to: the target rank must not be smaller");
+    using In = rt<T, S, L>;
+    using Out = rt<T, DS, L>;
+    Out r;
+    if constexpr (S::size == DS::size) {
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[s];
+    } else {
+        T* buf = reinterpret_cast<T*>(smem);
+#pragma unroll
+        for (int s = 0; s < In::SLOTS; ++s)
+            if (In::valid(s)) buf[In::flat(s)] = x.v[s];
+        sync();
+        constexpr int shift = DS::rank - S::rank;
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) {
+            if (!Out::valid(s)) continue;
+            long long e = Out::flat(s), src = 0;
+#pragma unroll
+            for (int a = 0; a < DS::rank; ++a) {
+                const long long i = (e / DS::stride(a)) % DS::dim(a);
+                const int sa = a - shift;
+                if (sa >= 0 && S::dim(sa) != 1) src += i * S::stride(sa);
+            }
+            r.v[s] = buf[src];
+        }
+        sync();
+    }
+    return r;
+}
+
+} // namespace tk

@@ -1,0 +1,99 @@
+// tilekit/ops/block/reduce.cuh: reductions (scope: block). Float tiles accumulate in f32
+// (acc_t) and round the result to the tile's type once.
+//
+// Shared memory (bytes), as the code generator's plan reserves it:
+//   reduce_all:  (THREADS / 32) * sizeof(acc_t<T>)
+//   reduce_axis: S::size * sizeof(acc_t<T>)
+// Both end with a barrier, so the scratch region is free again on return.
+#pragma once
+#include "tilekit/types/tile.cuh"
+
+namespace tk {
+namespace red {
+/// `sum`
+struct sum {
+    template <class A> TK_DEVICE static A identity() { return A(0); }
+    template <class A> TK_DEVICE static A combine(A a, A b) { return a + b; }
+};
+/// `max`
+struct max {
+    template <class A> TK_DEVICE static A identity() { return lowest<A>(); }
+    template <class A> TK_DEVICE static A combine(A a, A b) {
+        if constexpr (is_same<A, float>::value) return fmaxf(a, b);
+        else if constexpr (is_same<A, double>::value) return fmax(a, b);
+        else return a > b ? a : b;
+    }
+};
+/// `min`
+struct min {
+    template <class A> TK_DEVICE static A identity() { return highest<A>(); }
+    template <class A> TK_DEVICE static A combine(A a, A b) {
+        if constexpr (is_same<A, float>::value) return fminf(a, b);
+        else if constexpr (is_same<A, double>::value) return fmin(a, b);
+        else return a < b ? a : b;
+    }
+};
+} // namespace red
+
+/// Butterfly reduction over the 32 lanes of a warp; every lane gets the result.
+template <class R, class A> TK_DEVICE A warp_reduce(A v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = R::combine(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/// Reduces a whole tile (rank 1: `sum(t, 0)`) to a scalar replicated in every thread:
+/// thread-local over the slots, warp shuffles, one partial per warp in shared memory.
+template <class R, class T, class S, class L> TK_DEVICE T reduce_all(const rt<T, S, L>& x, char* smem) {
+    using A = acc_t<T>;
+    using Tile = rt<T, S, L>;
+    A acc = R::template identity<A>();
+#pragma unroll
+    for (int s = 0; s < Tile::SLOTS; ++s)
+        if (Tile::valid(s)) acc = R::combine(acc, (A)to_compute(x.v[s]));
+    acc = warp_reduce<R>(acc);
+    A* part = reinterpret_cast<A*>(smem);
+    const int t = thread_rank();
+    if ((t & 31) == 0) part[t >> 5] = acc;
+    sync();
+    A total = part[0];
+#pragma unroll
+    for (int w = 1; w < L::warps; ++w) total = R::combine(total, part[w]);
+    sync();
+    return cast<T>(total);
+}
+
+/// Reduces axis AXIS of a tile, giving a tile of shape OS (S without AXIS): the tile is
+/// staged in shared memory, then each thread combines the inputs of its own outputs.
+template <class R, int AXIS, class OS, class T, class S, class L>
+TK_DEVICE rt<T, OS, L> reduce_axis(const rt<T, S, L>& x, char* smem) {
+    static_assert(AXIS >= 0 && AXIS < S::rank, "tk::reduce_axis: axis out of range");
+    static_assert(OS::rank == S::rank - 1, "tk::reduce_axis: the result drops one axis");
+    static_assert(OS::size * S::dim(AXIS) == S::size, "tk::reduce_axis: result shape does not match");
+    using A = acc_t<T>;
+    using In = rt<T, S, L>;
+    using Out = rt<T, OS, L>;
+    A* buf = reinterpret_cast<A*>(smem);
+#pragma unroll
+    for (int s = 0; s < In::SLOTS; ++s)
+        if (In::valid(s)) buf[In::flat(s)] = (A)to_compute(x.v[s]);
+    sync();
+    constexpr long long n = S::dim(AXIS);
+    constexpr long long inner = S::stride(AXIS);
+    Out r;
+#pragma unroll
+    for (int s = 0; s < Out::SLOTS; ++s) {
+        if (!Out::valid(s)) continue;
+        const long long e = Out::flat(s);
+        // Output flat index e = outer * inner + rest: the input index is outer * n * inner + k * inner + rest.
+        const long long outer = e / inner, rest = e % inner;
+        const A* p = buf + outer * n * inner + rest;
+        A acc = R::template identity<A>();
+        for (long long k = 0; k < n; ++k) acc = R::combine(acc, p[k * inner]);
+        r.v[s] = cast<T>(acc);
+    }
+    sync();
+    return r;
+}
+
+} // namespace tk

@@ -1,0 +1,115 @@
+// tilekit/ops/memory/gather.cuh: masked `load`/`store` through a rank-1 view with a tile
+// (or scalar) of element offsets (scope: thread). Masked-off lanes and slots past the end
+// of a tile touch no memory. ALIGNED (16-byte aligned base, unit stride, 16-byte aligned
+// rows) is a promise of the launcher; the `_contig` variants use VEC-wide vector accesses
+// where the offsets are `base + arange` with base % VEC == 0 and the whole group is unmasked.
+#pragma once
+#include "tilekit/types/tile.cuh"
+#include "tilekit/types/view.cuh"
+#include "tilekit/ops/memory/vec.cuh"
+
+namespace tk {
+
+/// Tag for an absent mask.
+struct no_mask {};
+/// Lane `s` of a mask (true for `no_mask`).
+TK_DEVICE bool mask_at(no_mask, int) { return true; }
+template <class M> TK_DEVICE bool mask_at(const M& m, int s) { return at(m, s); }
+
+/// Stride of a rank-1 view's elements (1 when the variant is specialized as aligned).
+template <bool ALIGNED, class T, int R> TK_DEVICE long long last_stride(const view<T, R>& v) {
+    if constexpr (ALIGNED) return 1;
+    else return v.stride[R - 1];
+}
+
+/// `load(view, offsets, mask, other)` with arbitrary offsets (a gather).
+template <bool ALIGNED, class T, class O, class M, class Oth>
+TK_DEVICE auto load(const view<T, 1>& v, const O& off, const M& mask, const Oth& other) {
+    const long long st = last_stride<ALIGNED>(v);
+    if constexpr (is_tile<O>::value) {
+        using R = typename O::template with_elem<T>;
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s) {
+            if (R::valid(s) && mask_at(mask, s)) r.v[s] = v.ptr[(long long)off.v[s] * st];
+            else r.v[s] = at(other, s);
+        }
+        return r;
+    } else {
+        T r = at(other, 0);
+        if (mask_at(mask, 0)) r = v.ptr[(long long)off * st];
+        return r;
+    }
+}
+
+/// `load(view, base + arange(S), mask, other)`: vectorized where aligned and unmasked.
+template <bool ALIGNED, class S, class L, class T, class M, class Oth>
+TK_DEVICE rt<T, S, L> load_contig(const view<T, 1>& v, long long base, const M& mask, const Oth& other) {
+    using R = rt<T, S, L>;
+    constexpr int VEC = L::vec;
+    const long long st = last_stride<ALIGNED>(v);
+    const bool vec_ok = ALIGNED && (base % VEC) == 0;
+    R r;
+#pragma unroll
+    for (int g = 0; g < R::SLOTS / VEC; ++g) {
+        const long long e0 = R::flat(g * VEC);
+        bool whole = vec_ok && e0 + VEC <= S::size;
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) whole = whole && mask_at(mask, g * VEC + i);
+        if (whole) {
+            vcopy<VEC * (int)sizeof(T)>(&r.v[g * VEC], v.ptr + base + e0);
+        } else {
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) {
+                const int s = g * VEC + i;
+                if (R::valid(s) && mask_at(mask, s)) r.v[s] = v.ptr[(base + e0 + i) * st];
+                else r.v[s] = at(other, s);
+            }
+        }
+    }
+    return r;
+}
+
+/// `store(view, offsets, value, mask)` with arbitrary offsets (a scatter). With scalar
+/// offsets only thread 0 writes.
+template <bool ALIGNED, class T, class O, class X, class M>
+TK_DEVICE void store(const view<T, 1>& v, const O& off, const X& value, const M& mask) {
+    const long long st = last_stride<ALIGNED>(v);
+    if constexpr (is_tile<O>::value) {
+#pragma unroll
+        for (int s = 0; s < O::SLOTS; ++s)
+            if (O::valid(s) && mask_at(mask, s)) v.ptr[(long long)off.v[s] * st] = at(value, s);
+    } else {
+        if (thread_rank() == 0 && mask_at(mask, 0)) v.ptr[(long long)off * st] = at(value, 0);
+    }
+}
+
+/// `store(view, base + arange(S), value, mask)`: vectorized where aligned and unmasked.
+template <bool ALIGNED, class S, class L, class T, class X, class M>
+TK_DEVICE void store_contig(const view<T, 1>& v, long long base, const X& value, const M& mask) {
+    using R = rt<T, S, L>;
+    constexpr int VEC = L::vec;
+    const long long st = last_stride<ALIGNED>(v);
+    const bool vec_ok = ALIGNED && (base % VEC) == 0;
+#pragma unroll
+    for (int g = 0; g < R::SLOTS / VEC; ++g) {
+        const long long e0 = R::flat(g * VEC);
+        bool whole = vec_ok && e0 + VEC <= S::size;
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) whole = whole && mask_at(mask, g * VEC + i);
+        if (whole) {
+            alignas(16) T tmp[VEC];
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) tmp[i] = at(value, g * VEC + i);
+            vcopy<VEC * (int)sizeof(T)>(v.ptr + base + e0, tmp);
+        } else {
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) {
+                const int s = g * VEC + i;
+                if (R::valid(s) && mask_at(mask, s)) v.ptr[(base + e0 + i) * st] = at(value, s);
+            }
+        }
+    }
+}
+
+} // namespace tk

@@ -1,0 +1,93 @@
+// tilekit/ops/memory/tile_io.cuh: `load_tile` / `store_tile` (scope: thread). Element
+// (i, j, ..) is t[origin + (i, j, ..)] when inside the tensor on every axis; loads zero-fill
+// outside and stores skip it. A group of VEC elements along the last axis is one vector
+// access when the variant is ALIGNED, VEC divides the tile's last extent, the origin's last
+// coordinate is a multiple of VEC and the whole group is in bounds.
+#pragma once
+#include "tilekit/types/tile.cuh"
+#include "tilekit/types/view.cuh"
+#include "tilekit/ops/memory/vec.cuh"
+
+namespace tk {
+
+/// A tile origin (unused axes 0).
+struct coord {
+    long long c[3];
+};
+
+namespace detail {
+/// Element offset of flat tile index `e` and whether it is inside the tensor.
+template <class S, class T, int R>
+TK_DEVICE bool tile_offset(const view<T, R>& v, const coord& o, long long e, long long last_st, long long& off) {
+    bool in = true;
+    off = 0;
+#pragma unroll
+    for (int a = 0; a < R; ++a) {
+        const long long p = o.c[a] + (e / S::stride(a)) % S::dim(a);
+        in = in && p >= 0 && p < v.shape[a];
+        off += p * (a == R - 1 ? last_st : v.stride[a]);
+    }
+    return in;
+}
+} // namespace detail
+
+/// `load_tile(t, origin, S)` with zero fill.
+template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> load_tile(const view<T, R>& v, coord o) {
+    static_assert(S::rank == R, "tk::load_tile: the tile's rank must equal the tensor's");
+    using Tl = rt<T, S, L>;
+    constexpr int VEC = L::vec;
+    constexpr bool can_vec = ALIGNED && (S::dim(R - 1) % VEC == 0);
+    const long long last_st = ALIGNED ? 1 : v.stride[R - 1];
+    const bool origin_ok = (o.c[R - 1] % VEC) == 0;
+    Tl r;
+#pragma unroll
+    for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
+        const long long e0 = Tl::flat(g * VEC);
+        long long off = 0;
+        if constexpr (can_vec) {
+            const bool in = e0 < S::size && detail::tile_offset<S>(v, o, e0, 1, off);
+            const long long j0 = o.c[R - 1] + e0 % S::dim(R - 1);
+            if (origin_ok && in && j0 + VEC <= v.shape[R - 1]) {
+                vcopy<VEC * (int)sizeof(T)>(&r.v[g * VEC], v.ptr + off);
+                continue;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+            const int s = g * VEC + i;
+            if (Tl::valid(s) && detail::tile_offset<S>(v, o, e0 + i, last_st, off)) r.v[s] = v.ptr[off];
+            else r.v[s] = cast<T>(0);
+        }
+    }
+    return r;
+}
+
+/// `store_tile(t, origin, x)`: writes the in-bounds elements.
+template <bool ALIGNED, class T, int R, class S, class L> TK_DEVICE void store_tile(const view<T, R>& v, coord o, const rt<T, S, L>& x) {
+    static_assert(S::rank == R, "tk::store_tile: the tile's rank must equal the tensor's");
+    using Tl = rt<T, S, L>;
+    constexpr int VEC = L::vec;
+    constexpr bool can_vec = ALIGNED && (S::dim(R - 1) % VEC == 0);
+    const long long last_st = ALIGNED ? 1 : v.stride[R - 1];
+    const bool origin_ok = (o.c[R - 1] % VEC) == 0;
+#pragma unroll
+    for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
+        const long long e0 = Tl::flat(g * VEC);
+        long long off = 0;
+        if constexpr (can_vec) {
+            const bool in = e0 < S::size && detail::tile_offset<S>(v, o, e0, 1, off);
+            const long long j0 = o.c[R - 1] + e0 % S::dim(R - 1);
+            if (origin_ok && in && j0 + VEC <= v.shape[R - 1]) {
+                vcopy<VEC * (int)sizeof(T)>(v.ptr + off, &x.v[g * VEC]);
+                continue;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+            const int s = g * VEC + i;
+            if (Tl::valid(s) && detail::tile_offset<S>(v, o, e0 + i, last_st, off)) v.ptr[off] = x.v[s];
+        }
+    }
+}
+
+} // namespace tk

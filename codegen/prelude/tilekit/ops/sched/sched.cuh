@@ -1,0 +1,3 @@
+// tilekit/ops/sched/sched.cuh: program scheduling.
+#pragma once
+#include "tilekit/ops/sched/program_id.cuh"

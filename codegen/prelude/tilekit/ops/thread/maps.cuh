@@ -1,0 +1,113 @@
+// tilekit/ops/thread/maps.cuh: thread-local tile operations (scope: thread). Operands are
+// tiles of one type (shape and layout) or replicated scalars; the generator casts and
+// broadcasts operands first, so nothing here moves data between threads.
+#pragma once
+#include "tilekit/types/tile.cuh"
+#include "tilekit/ops/thread/math.cuh"
+
+namespace tk {
+
+/// `Op` on one element: widen, apply, round back to `T`.
+template <class Op, class T> TK_DEVICE T apply1(T x) { return from_compute<T>(Op::f(to_compute(x))); }
+/// Binary `Op` on one pair of elements of type `T`.
+template <class Op, class T> TK_DEVICE T apply2(T a, T b) {
+    return from_compute<T>(Op::f(to_compute(a), to_compute(b)));
+}
+
+/// Elementwise unary op on a tile or a scalar.
+template <class Op, class X> TK_DEVICE X unary(const X& x) {
+    if constexpr (is_tile<X>::value) {
+        X r;
+#pragma unroll
+        for (int s = 0; s < X::SLOTS; ++s) r.v[s] = apply1<Op>(x.v[s]);
+        return r;
+    } else {
+        return apply1<Op>(x);
+    }
+}
+
+/// Elementwise binary op; tile operands must have one type, scalars broadcast.
+template <class Op, class A, class B> TK_DEVICE auto binary(const A& a, const B& b) {
+    using E = typename elem_of<A>::type;
+    static_assert(is_same<E, typename elem_of<B>::type>::value, "tk::binary: operands must have one element type (cast first)");
+    static_assert(!is_tile<A>::value || !is_tile<B>::value || is_same<A, B>::value,
+                  "tk::binary: tile operands must have one shape and layout (broadcast first)");
+    using R = typename result_of<E, A, B>::type;
+    if constexpr (is_tile<R>::value) {
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s) r.v[s] = apply2<Op>(at(a, s), at(b, s));
+        return r;
+    } else {
+        return apply2<Op>(a, b);
+    }
+}
+
+/// Elementwise comparison, giving a mask.
+template <class Op, class A, class B> TK_DEVICE auto compare(const A& a, const B& b) {
+    using E = typename elem_of<A>::type;
+    static_assert(is_same<E, typename elem_of<B>::type>::value, "tk::compare: operands must have one element type (cast first)");
+    static_assert(!is_tile<A>::value || !is_tile<B>::value || is_same<A, B>::value,
+                  "tk::compare: tile operands must have one shape and layout (broadcast first)");
+    using R = typename result_of<bool, A, B>::type;
+    if constexpr (is_tile<R>::value) {
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s) r.v[s] = Op::f(to_compute(at(a, s)), to_compute(at(b, s)));
+        return r;
+    } else {
+        return Op::f(to_compute(a), to_compute(b));
+    }
+}
+
+/// `where_(c, a, b)`; every tile operand has the result's shape.
+template <class C, class A, class B> TK_DEVICE auto select(const C& c, const A& a, const B& b) {
+    using E = typename elem_of<A>::type;
+    static_assert(is_same<E, typename elem_of<B>::type>::value, "tk::select: operands must have one element type (cast first)");
+    using R = typename result_of<E, C, A, B>::type;
+    if constexpr (is_tile<R>::value) {
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s) r.v[s] = at(c, s) ? at(a, s) : at(b, s);
+        return r;
+    } else {
+        return c ? a : b;
+    }
+}
+
+/// Elementwise conversion of a tile (scalars use `tk::cast` from dtype.cuh).
+template <class To, class T, class S, class L> TK_DEVICE rt<To, S, L> cast(const rt<T, S, L>& x) {
+    rt<To, S, L> r;
+#pragma unroll
+    for (int s = 0; s < rt<To, S, L>::SLOTS; ++s) r.v[s] = cast<To>(x.v[s]);
+    return r;
+}
+
+/// A tile filled with `value`.
+template <class T, class S, class L> TK_DEVICE rt<T, S, L> full(T value) {
+    rt<T, S, L> r;
+#pragma unroll
+    for (int s = 0; s < rt<T, S, L>::SLOTS; ++s) r.v[s] = value;
+    return r;
+}
+
+/// `arange::<N>()`: the i32 tile [0, 1, .., N-1].
+template <class S, class L> TK_DEVICE rt<int, S, L> arange() {
+    static_assert(S::rank == 1, "tk::arange: the tile is rank 1");
+    rt<int, S, L> r;
+#pragma unroll
+    for (int s = 0; s < rt<int, S, L>::SLOTS; ++s) r.v[s] = (int)rt<int, S, L>::flat(s);
+    return r;
+}
+
+/// Reinterprets a tile with a shape of equal size (`expand_dims`): the flat row-major
+/// order, hence the layout, is unchanged.
+template <class NS, class T, class S, class L> TK_DEVICE rt<T, NS, L> reshape(const rt<T, S, L>& x) {
+    static_assert(NS::size == S::size, "tk::reshape: shapes must have the same number of elements");
+    rt<T, NS, L> r;
+#pragma unroll
+    for (int s = 0; s < rt<T, NS, L>::SLOTS; ++s) r.v[s] = x.v[s];
+    return r;
+}
+
+} // namespace tk

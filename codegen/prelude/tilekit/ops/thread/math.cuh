@@ -1,0 +1,97 @@
+// tilekit/ops/thread/math.cuh: elementwise operators on compute types.
+//
+// Each operator is a struct with a static `f` on the compute type (f32 for f16/bf16/f32,
+// f64 for weak double literals, the integer type for integers, bool for masks). The maps
+// in maps.cuh widen operands, call `f` and round the result back after every op.
+#pragma once
+#include "tilekit/common/dtype.cuh"
+
+namespace tk {
+namespace op {
+
+#define TK_FLOAT_UNARY(NAME, F32, F64)                                              \
+    struct NAME {                                                                  \
+        template <class C> TK_DEVICE static C f(C x) {                             \
+            static_assert(dtype<C>::is_float, "tk::op::" #NAME " needs a float operand"); \
+            if constexpr (is_same<C, double>::value) return F64;                   \
+            else return F32;                                                       \
+        }                                                                          \
+    };
+
+TK_FLOAT_UNARY(exp, expf(x), ::exp(x))
+TK_FLOAT_UNARY(log, logf(x), ::log(x))
+TK_FLOAT_UNARY(sqrt, sqrtf(x), ::sqrt(x))
+TK_FLOAT_UNARY(rsqrt, 1.0f / sqrtf(x), 1.0 / ::sqrt(x))
+TK_FLOAT_UNARY(tanh, tanhf(x), ::tanh(x))
+TK_FLOAT_UNARY(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)))
+TK_FLOAT_UNARY(gelu, 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))),
+               0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))))
+#undef TK_FLOAT_UNARY
+
+/// `-x`
+struct neg { template <class C> TK_DEVICE static C f(C x) { return -x; } };
+/// `!x` on masks.
+struct lnot { template <class C> TK_DEVICE static C f(C x) { return !x; } };
+/// `abs(x)`
+struct abs {
+    template <class C> TK_DEVICE static C f(C x) {
+        if constexpr (is_same<C, float>::value) return fabsf(x);
+        else if constexpr (is_same<C, double>::value) return fabs(x);
+        else return x < C(0) ? -x : x;
+    }
+};
+/// `relu(x) = max(x, 0)`
+struct relu {
+    template <class C> TK_DEVICE static C f(C x) {
+        if constexpr (is_same<C, float>::value) return fmaxf(x, 0.0f);
+        else if constexpr (is_same<C, double>::value) return fmax(x, 0.0);
+        else return x > C(0) ? x : C(0);
+    }
+};
+
+/// `a + b`
+struct add { template <class C> TK_DEVICE static C f(C a, C b) { return a + b; } };
+/// `a - b`
+struct sub { template <class C> TK_DEVICE static C f(C a, C b) { return a - b; } };
+/// `a * b`
+struct mul { template <class C> TK_DEVICE static C f(C a, C b) { return a * b; } };
+/// `a / b` (integers truncate toward zero)
+struct div { template <class C> TK_DEVICE static C f(C a, C b) { return a / b; } };
+/// `a % b` (integers)
+struct rem {
+    template <class C> TK_DEVICE static C f(C a, C b) {
+        static_assert(dtype<C>::is_int, "tk::op::rem needs integer operands");
+        return a % b;
+    }
+};
+/// `maximum(a, b)`
+struct max {
+    template <class C> TK_DEVICE static C f(C a, C b) {
+        if constexpr (is_same<C, float>::value) return fmaxf(a, b);
+        else if constexpr (is_same<C, double>::value) return fmax(a, b);
+        else return a > b ? a : b;
+    }
+};
+/// `minimum(a, b)`
+struct min {
+    template <class C> TK_DEVICE static C f(C a, C b) {
+        if constexpr (is_same<C, float>::value) return fminf(a, b);
+        else if constexpr (is_same<C, double>::value) return fmin(a, b);
+        else return a < b ? a : b;
+    }
+};
+/// `a & b` on masks.
+struct land { template <class C> TK_DEVICE static C f(C a, C b) { return a && b; } };
+/// `a | b` on masks.
+struct lor { template <class C> TK_DEVICE static C f(C a, C b) { return a || b; } };
+
+/// Comparisons (computed on the compute type, exact for every storage type).
+struct lt { template <class C> TK_DEVICE static bool f(C a, C b) { return a < b; } };
+struct le { template <class C> TK_DEVICE static bool f(C a, C b) { return a <= b; } };
+struct gt { template <class C> TK_DEVICE static bool f(C a, C b) { return a > b; } };
+struct ge { template <class C> TK_DEVICE static bool f(C a, C b) { return a >= b; } };
+struct eq { template <class C> TK_DEVICE static bool f(C a, C b) { return a == b; } };
+struct ne { template <class C> TK_DEVICE static bool f(C a, C b) { return a != b; } };
+
+} // namespace op
+} // namespace tk

@@ -1,0 +1,6 @@
+// tilekit/types/types.cuh: shapes, layouts, register tiles, tensor views.
+#pragma once
+#include "tilekit/types/shape.cuh"
+#include "tilekit/types/layout.cuh"
+#include "tilekit/types/tile.cuh"
+#include "tilekit/types/view.cuh"

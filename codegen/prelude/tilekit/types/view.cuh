@@ -1,0 +1,42 @@
+// tilekit/types/view.cuh: typed views of tensor arguments (global memory).
+#pragma once
+#include "tilekit/common/abi.cuh"
+
+namespace tk {
+
+/// A rank-R view of a tensor of `T`: base pointer, extents and strides (elements), 64-bit.
+template <class T, int R> struct view {
+    static_assert(R >= 1 && R <= 3, "tk::view: tensors have rank 1 to 3");
+    T* ptr;
+    long long shape[3];
+    long long stride[3];
+};
+
+/// The view of a kernel argument.
+template <class T, int R> TK_DEVICE view<T, R> make_view(const TensorArg& a) {
+    view<T, R> v;
+    v.ptr = reinterpret_cast<T*>(a.data);
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        v.shape[i] = a.shape[i];
+        v.stride[i] = a.stride[i];
+    }
+    return v;
+}
+
+/// `x.row(i)`: fixes the leading index, giving a view of one less rank.
+template <class T, int R> TK_DEVICE view<T, R - 1> row(const view<T, R>& x, long long i) {
+    static_assert(R >= 2, "tk::row: a rank-1 view has no rows");
+    view<T, R - 1> v;
+    v.ptr = x.ptr + i * x.stride[0];
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+        v.shape[a] = x.shape[a + 1];
+        v.stride[a] = x.stride[a + 1];
+    }
+    v.shape[2] = 1;
+    v.stride[2] = 0;
+    return v;
+}
+
+} // namespace tk

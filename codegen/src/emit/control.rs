@@ -1,0 +1,151 @@
+//! Structured control flow: `for` with loop-carried values as mutable C++ variables, `if`
+//! with results assigned in both branches, and `yield`.
+//!
+//! Loop bounds and `if` conditions are scalars, which every thread holds the same value
+//! of, so barriers inside a loop or a branch are reached by the whole block.
+
+use super::{Emitter, Val};
+use crate::error::CodegenError;
+use crate::names::dim_expr;
+use tilekit_ir::{Elem, Inst, Op, Shape};
+
+impl<'k> Emitter<'k> {
+    pub(super) fn control(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::For {
+                start,
+                end,
+                step,
+                stages,
+                inits,
+                body,
+            } => {
+                let (s, e, st) = (self.index(*start)?, self.index(*end)?, self.index(*step)?);
+                let Some((iv, carried)) = body.args.split_first() else {
+                    return Err(CodegenError::Unsupported(
+                        "a `for` body without an induction variable".into(),
+                    ));
+                };
+                if carried.len() != inits.len() || inst.results.len() != inits.len() {
+                    return Err(CodegenError::Unsupported(
+                        "a `for` whose carried values do not match its inits".into(),
+                    ));
+                }
+                if let Some(d) = stages {
+                    self.w.line(&format!(
+                        "// pipelined(stages = {}): v1 runs the stages in order",
+                        dim_expr(d)
+                    ));
+                }
+                let mut targets = Vec::new();
+                for ((arg, init), res) in carried.iter().zip(inits).zip(&inst.results) {
+                    let (elem, shape) = self.ty(*arg)?;
+                    let init_e = self.coerce(*init, &elem, &shape)?;
+                    let name = self.cname(*arg);
+                    self.w.line(&format!(
+                        "{} {name} = {init_e};",
+                        Self::ctype(&elem, &shape)
+                    ));
+                    let v = Val::Tile {
+                        name: name.clone(),
+                        elem: elem.clone(),
+                        shape: shape.clone(),
+                        lit: None,
+                    };
+                    self.define(*arg, v.clone());
+                    self.define(*res, v);
+                    targets.push((name, elem, shape));
+                }
+                let ivn = self.cname(*iv);
+                self.define(
+                    *iv,
+                    Val::Tile {
+                        name: ivn.clone(),
+                        elem: Elem::Concrete(tilekit_ir::DType::I64),
+                        shape: Shape::scalar(),
+                        lit: None,
+                    },
+                );
+                self.w.open(&format!(
+                    "for (long long {ivn} = {s}; {ivn} < {e}; {ivn} += {st})"
+                ));
+                self.yield_targets.push(targets);
+                let r = self.block(body);
+                self.yield_targets.pop();
+                r?;
+                self.w.close("}");
+                Ok(())
+            }
+            Op::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let c = self.cast_to(*cond, &Elem::Concrete(tilekit_ir::DType::Bool))?;
+                let mut targets = Vec::new();
+                for r in &inst.results {
+                    let (elem, shape) = self.ty(*r)?;
+                    let name = self.cname(*r);
+                    self.w
+                        .line(&format!("{} {name};", Self::ctype(&elem, &shape)));
+                    targets.push((name.clone(), elem.clone(), shape.clone()));
+                    self.define(
+                        *r,
+                        Val::Tile {
+                            name,
+                            elem,
+                            shape,
+                            lit: None,
+                        },
+                    );
+                }
+                self.w.open(&format!("if ({c})"));
+                self.yield_targets.push(targets.clone());
+                let r = self.block(then_block);
+                r?;
+                self.w.close("} else {");
+                self.w.open_indent();
+                let r = self.block(else_block);
+                self.yield_targets.pop();
+                r?;
+                self.w.close("}");
+                Ok(())
+            }
+            Op::Yield { values } => {
+                let targets = self.yield_targets.last().cloned().unwrap_or_default();
+                if targets.len() != values.len() {
+                    return Err(CodegenError::Unsupported(format!(
+                        "`yield` of {} values where {} are expected",
+                        values.len(),
+                        targets.len()
+                    )));
+                }
+                let mut exprs = Vec::new();
+                for (v, (name, elem, shape)) in values.iter().zip(&targets) {
+                    let e = self.coerce(*v, elem, shape)?;
+                    if &e != name {
+                        exprs.push((name.clone(), e));
+                    }
+                }
+                if exprs.len() <= 1 {
+                    for (name, e) in exprs {
+                        self.w.line(&format!("{name} = {e};"));
+                    }
+                } else {
+                    let mut temps = Vec::new();
+                    for (name, e) in exprs {
+                        self.tmp += 1;
+                        let t = format!("t{}", self.tmp);
+                        self.w.line(&format!("const auto {t} = {e};"));
+                        temps.push((name, t));
+                    }
+                    for (name, t) in temps {
+                        self.w.line(&format!("{name} = {t};"));
+                    }
+                }
+                Ok(())
+            }
+            _ => self.op(inst),
+        }
+    }
+}

@@ -1,0 +1,525 @@
+//! Lowering of straight-line ops, one function per op family.
+
+use super::{param_name, Emitter, Val};
+use crate::error::CodegenError;
+use crate::names::{elem_ctype, f64_literal, i64_literal, shape_type};
+use crate::plan::Factor;
+use tilekit_ir::{
+    BinOp, CmpOp, DType, Dim, Elem, Inst, Literal, Op, ParamKind, Precision, ReduceOp, Shape, Ty,
+    UnaryOp, ValueId,
+};
+
+fn unary_op(op: UnaryOp) -> &'static str {
+    match op {
+        UnaryOp::Neg => "neg",
+        UnaryOp::Not => "lnot",
+        UnaryOp::Exp => "exp",
+        UnaryOp::Log => "log",
+        UnaryOp::Sqrt => "sqrt",
+        UnaryOp::Rsqrt => "rsqrt",
+        UnaryOp::Tanh => "tanh",
+        UnaryOp::Sigmoid => "sigmoid",
+        UnaryOp::Abs => "abs",
+        UnaryOp::Gelu => "gelu",
+        UnaryOp::Relu => "relu",
+    }
+}
+
+fn binary_op(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::Rem => "rem",
+        BinOp::Max => "max",
+        BinOp::Min => "min",
+        BinOp::And => "land",
+        BinOp::Or => "lor",
+    }
+}
+
+fn cmp_op(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "ne",
+    }
+}
+
+fn reduce_op(op: ReduceOp) -> &'static str {
+    match op {
+        ReduceOp::Sum => "sum",
+        ReduceOp::Max => "max",
+        ReduceOp::Min => "min",
+    }
+}
+
+fn i64e() -> Elem {
+    Elem::Concrete(DType::I64)
+}
+
+fn boole() -> Elem {
+    Elem::Concrete(DType::Bool)
+}
+
+impl<'k> Emitter<'k> {
+    fn result(inst: &Inst) -> Result<ValueId, CodegenError> {
+        inst.results
+            .first()
+            .copied()
+            .ok_or_else(|| CodegenError::Unsupported("an op without a result value".into()))
+    }
+
+    /// `const auto <result> = <expr>;` with the inferred type.
+    fn assign(&mut self, r: ValueId, expr: &str) -> Result<(), CodegenError> {
+        let name = self.define_typed(r)?;
+        self.w.line(&format!("const auto {name} = {expr};"));
+        Ok(())
+    }
+
+    /// The element type both operands of a comparison are converted to.
+    fn unified(&self, a: ValueId, b: ValueId) -> Result<Elem, CodegenError> {
+        let parts = |v: ValueId| match self.types.of(v) {
+            Ty::Tile { elem, weak, .. } => Ok((elem.clone(), *weak)),
+            t => Err(CodegenError::Unsupported(format!(
+                "comparison operand is {t:?}"
+            ))),
+        };
+        let ((ea, wa), (eb, wb)) = (parts(a)?, parts(b)?);
+        Ok(match (wa, wb) {
+            (true, true) if ea.is_float() || eb.is_float() => Elem::Concrete(DType::F32),
+            (true, true) => ea,
+            (true, false) => eb,
+            (false, true) => ea,
+            (false, false) if ea == eb => ea,
+            (false, false) => i64e(),
+        })
+    }
+
+    pub(super) fn op(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::ProgramId { axis } => self.assign(
+                Self::result(inst)?,
+                &format!("tk::program_id(grid, {axis})"),
+            ),
+            Op::NumPrograms { axis } => self.assign(
+                Self::result(inst)?,
+                &format!("tk::num_programs(grid, {axis})"),
+            ),
+            Op::Arange { n } => {
+                let s = Shape::new(vec![n.clone()]);
+                self.assign(
+                    Self::result(inst)?,
+                    &format!("tk::arange<{}, TK_L>()", shape_type(&s)),
+                )
+            }
+            Op::Lit(l) => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let name = self.cname(r);
+                let (ct, text) = match l {
+                    Literal::Float(v) => ("double", f64_literal(*v)),
+                    Literal::Int(v) => ("long long", i64_literal(*v)),
+                    Literal::Bool(v) => ("bool", v.to_string()),
+                };
+                self.w.line(&format!("const {ct} {name} = {text};"));
+                self.define(
+                    r,
+                    Val::Tile {
+                        name,
+                        elem,
+                        shape,
+                        lit: Some(*l),
+                    },
+                );
+                Ok(())
+            }
+            Op::TuneValue { name } => {
+                let r = Self::result(inst)?;
+                let (elem, _) = self.ty(r)?;
+                let expr = if elem == boole() {
+                    name.clone()
+                } else {
+                    format!("(long long){name}")
+                };
+                self.assign(r, &expr)
+            }
+            Op::ScalarParam { index } => {
+                let r = Self::result(inst)?;
+                let p = self
+                    .kernel
+                    .params
+                    .get(*index)
+                    .ok_or_else(|| CodegenError::Unsupported(format!("parameter {index}")))?;
+                let arg = param_name(*index, &p.name);
+                let expr = match p.kind {
+                    ParamKind::Scalar { dtype: DType::Bool } => format!("({arg} != 0)"),
+                    _ => arg,
+                };
+                self.assign(r, &expr)
+            }
+            Op::TensorParam { index } => {
+                let r = Self::result(inst)?;
+                let p = self
+                    .kernel
+                    .params
+                    .get(*index)
+                    .ok_or_else(|| CodegenError::Unsupported(format!("parameter {index}")))?;
+                let ParamKind::Tensor { rank, elem, .. } = &p.kind else {
+                    return Err(CodegenError::Unsupported(format!(
+                        "parameter `{}` is not a tensor",
+                        p.name
+                    )));
+                };
+                let name = self.cname(r);
+                self.w.line(&format!(
+                    "const auto {name} = tk::make_view<{}, {rank}>({});",
+                    elem_ctype(elem),
+                    param_name(*index, &p.name)
+                ));
+                self.define(
+                    r,
+                    Val::View {
+                        name,
+                        elem: elem.clone(),
+                        rank: *rank,
+                    },
+                );
+                Ok(())
+            }
+            Op::TensorDim { tensor, axis } => {
+                let (t, _, _) = self.view(*tensor)?;
+                self.assign(Self::result(inst)?, &format!("{t}.shape[{axis}]"))
+            }
+            Op::Row { tensor, index } => {
+                let (t, elem, rank) = self.view(*tensor)?;
+                let idx = self.index(*index)?;
+                let r = Self::result(inst)?;
+                let name = self.cname(r);
+                self.w
+                    .line(&format!("const auto {name} = tk::row({t}, {idx});"));
+                self.define(
+                    r,
+                    Val::View {
+                        name,
+                        elem,
+                        rank: rank.saturating_sub(1),
+                    },
+                );
+                Ok(())
+            }
+            Op::Unary { op, x } => {
+                let r = Self::result(inst)?;
+                let (elem, _) = self.ty(r)?;
+                let xe = self.cast_to(*x, &elem)?;
+                self.assign(r, &format!("tk::unary<tk::op::{}>({xe})", unary_op(*op)))
+            }
+            Op::Binary { op, a, b } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let ae = self.coerce(*a, &elem, &shape)?;
+                let be = self.coerce(*b, &elem, &shape)?;
+                self.assign(
+                    r,
+                    &format!("tk::binary<tk::op::{}>({ae}, {be})", binary_op(*op)),
+                )
+            }
+            Op::Cmp { op, a, b } => {
+                let r = Self::result(inst)?;
+                let (_, shape) = self.ty(r)?;
+                let u = self.unified(*a, *b)?;
+                let ae = self.coerce(*a, &u, &shape)?;
+                let be = self.coerce(*b, &u, &shape)?;
+                self.assign(
+                    r,
+                    &format!("tk::compare<tk::op::{}>({ae}, {be})", cmp_op(*op)),
+                )
+            }
+            Op::Select { cond, a, b } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let ce = self.coerce(*cond, &boole(), &shape)?;
+                let ae = self.coerce(*a, &elem, &shape)?;
+                let be = self.coerce(*b, &elem, &shape)?;
+                self.assign(r, &format!("tk::select({ce}, {ae}, {be})"))
+            }
+            Op::Cast { x, to } => {
+                let (name, _, _, _) = self.tile(*x)?;
+                self.assign(
+                    Self::result(inst)?,
+                    &format!("tk::cast<{}>({name})", elem_ctype(to)),
+                )
+            }
+            Op::Reduce { op, x, axis } => self.reduce(inst, *op, *x, *axis),
+            Op::ExpandDims { x, .. } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let (_, _, xshape, _) = self.tile(*x)?;
+                let xe = self.cast_to(*x, &elem)?;
+                let expr = if xshape.is_scalar() {
+                    format!(
+                        "tk::full<{}, {}, TK_L>({xe})",
+                        elem_ctype(&elem),
+                        shape_type(&shape)
+                    )
+                } else {
+                    format!("tk::reshape<{}>({xe})", shape_type(&shape))
+                };
+                self.assign(r, &expr)
+            }
+            Op::Full { elem, shape, value } => {
+                let ve = self.cast_to(*value, elem)?;
+                let s = Shape::new(shape.clone());
+                self.assign(
+                    Self::result(inst)?,
+                    &format!(
+                        "tk::full<{}, {}, TK_L>({ve})",
+                        elem_ctype(elem),
+                        shape_type(&s)
+                    ),
+                )
+            }
+            Op::Load {
+                view,
+                offsets,
+                mask,
+                other,
+            } => self.load(inst, *view, *offsets, *mask, *other),
+            Op::Store {
+                view,
+                offsets,
+                value,
+                mask,
+            } => self.store(*view, *offsets, *value, *mask),
+            Op::LoadTile {
+                tensor,
+                origin,
+                shape,
+            } => {
+                let (t, _, _) = self.view(*tensor)?;
+                let o = self.origin(origin)?;
+                let s = Shape::new(shape.clone());
+                self.assign(
+                    Self::result(inst)?,
+                    &format!("tk::load_tile<ALIGNED, {}, TK_L>({t}, {o})", shape_type(&s)),
+                )
+            }
+            Op::StoreTile {
+                tensor,
+                origin,
+                value,
+            } => {
+                let (t, elem, _) = self.view(*tensor)?;
+                let o = self.origin(origin)?;
+                let (_, _, vshape, _) = self.tile(*value)?;
+                let v = self.coerce(*value, &elem, &vshape)?;
+                self.w
+                    .line(&format!("tk::store_tile<ALIGNED>({t}, {o}, {v});"));
+                Ok(())
+            }
+            Op::Dot {
+                a,
+                b,
+                acc,
+                precision,
+            } => self.dot(inst, *a, *b, *acc, *precision),
+            Op::For { .. } | Op::If { .. } | Op::Yield { .. } => self.control(inst),
+        }
+    }
+
+    fn origin(&self, origin: &[ValueId]) -> Result<String, CodegenError> {
+        if origin.is_empty() || origin.len() > 3 {
+            return Err(CodegenError::Unsupported(format!(
+                "a {}-d tile origin",
+                origin.len()
+            )));
+        }
+        let mut c = Vec::new();
+        for o in origin {
+            c.push(self.index(*o)?);
+        }
+        while c.len() < 3 {
+            c.push("0LL".into());
+        }
+        Ok(format!("tk::coord{{{{{}}}}}", c.join(", ")))
+    }
+
+    fn reduce(
+        &mut self,
+        inst: &'k Inst,
+        op: ReduceOp,
+        x: ValueId,
+        axis: u8,
+    ) -> Result<(), CodegenError> {
+        let r = Self::result(inst)?;
+        let (elem, out_shape) = self.ty(r)?;
+        let (_, _, xshape, _) = self.tile(x)?;
+        let xe = self.cast_to(x, &elem)?;
+        let red = reduce_op(op);
+        if xshape.rank() == 1 {
+            let u = self.smem.add(
+                format!("{red} of {xshape} to a scalar"),
+                vec![vec![Factor::Warps, Factor::AccSizeOf(elem.clone())]],
+            );
+            let off = self.smem.uses[u].offset_expr(0);
+            self.w.line(&format!("// [block] {red} over axis 0: warp shuffles + one partial per warp in shared memory"));
+            self.assign(
+                r,
+                &format!("tk::reduce_all<tk::red::{red}>({xe}, smem + {off})"),
+            )
+        } else {
+            let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
+            f.push(Factor::AccSizeOf(elem.clone()));
+            let u = self
+                .smem
+                .add(format!("{red} of {xshape} over axis {axis}"), vec![f]);
+            let off = self.smem.uses[u].offset_expr(0);
+            self.w.line(&format!(
+                "// [block] {red} over axis {axis}: staged through shared memory"
+            ));
+            self.assign(
+                r,
+                &format!(
+                    "tk::reduce_axis<tk::red::{red}, {axis}, {}>({xe}, smem + {off})",
+                    shape_type(&out_shape)
+                ),
+            )
+        }
+    }
+
+    fn load(
+        &mut self,
+        inst: &'k Inst,
+        view: ValueId,
+        offsets: ValueId,
+        mask: Option<ValueId>,
+        other: Option<ValueId>,
+    ) -> Result<(), CodegenError> {
+        let r = Self::result(inst)?;
+        let (v, elem, _) = self.view(view)?;
+        let (_, _, shape, _) = self.tile(offsets)?;
+        let m = match mask {
+            Some(m) => self.coerce(m, &boole(), &shape)?,
+            None => "tk::no_mask{}".to_string(),
+        };
+        let o = match other {
+            Some(o) => self.coerce(o, &elem, &shape)?,
+            None => format!("tk::cast<{}>(0)", elem_ctype(&elem)),
+        };
+        let expr = match (shape.rank(), self.contiguous_base(offsets)) {
+            (1, Some(base)) => {
+                let b = match base {
+                    Some(b) => self.index(b)?,
+                    None => "0LL".to_string(),
+                };
+                format!(
+                    "tk::load_contig<ALIGNED, {}, TK_L>({v}, {b}, {m}, {o})",
+                    shape_type(&shape)
+                )
+            }
+            _ => {
+                let off = self.offsets_expr(offsets)?;
+                format!("tk::load<ALIGNED>({v}, {off}, {m}, {o})")
+            }
+        };
+        self.assign(r, &expr)
+    }
+
+    fn offsets_expr(&self, offsets: ValueId) -> Result<String, CodegenError> {
+        let (name, elem, shape, lit) = self.tile(offsets)?;
+        if shape.is_scalar() {
+            return self.index(offsets);
+        }
+        if lit.is_some() || !elem.is_int() {
+            return self.cast_to(offsets, &i64e());
+        }
+        Ok(name)
+    }
+
+    fn store(
+        &mut self,
+        view: ValueId,
+        offsets: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+    ) -> Result<(), CodegenError> {
+        let (v, elem, _) = self.view(view)?;
+        let (_, _, shape, _) = self.tile(offsets)?;
+        let val = self.coerce(value, &elem, &shape)?;
+        let m = match mask {
+            Some(m) => self.coerce(m, &boole(), &shape)?,
+            None => "tk::no_mask{}".to_string(),
+        };
+        match (shape.rank(), self.contiguous_base(offsets)) {
+            (1, Some(base)) => {
+                let b = match base {
+                    Some(b) => self.index(b)?,
+                    None => "0LL".to_string(),
+                };
+                self.w.line(&format!(
+                    "tk::store_contig<ALIGNED, {}, TK_L>({v}, {b}, {val}, {m});",
+                    shape_type(&shape)
+                ));
+            }
+            _ => {
+                let off = self.offsets_expr(offsets)?;
+                self.w
+                    .line(&format!("tk::store<ALIGNED>({v}, {off}, {val}, {m});"));
+            }
+        }
+        Ok(())
+    }
+
+    fn dot(
+        &mut self,
+        inst: &'k Inst,
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+        precision: Precision,
+    ) -> Result<(), CodegenError> {
+        let r = Self::result(inst)?;
+        let (_, ea, sa, _) = self.tile(a)?;
+        let (_, _, sb, _) = self.tile(b)?;
+        let (_, _, sc, _) = self.tile(acc)?;
+        let dims = |s: &Shape| -> Result<(Dim, Dim), CodegenError> {
+            match s.0.as_slice() {
+                [x, y] => Ok((x.clone(), y.clone())),
+                _ => Err(CodegenError::Unsupported(format!("`dot` of a {s} tile"))),
+            }
+        };
+        let (m, k) = dims(&sa)?;
+        let (_, n) = dims(&sb)?;
+        let ae = self.cast_to(a, &ea)?;
+        let be = self.cast_to(b, &ea)?;
+        let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc)?;
+        let what = format!("dot {sa} @ {sb}");
+        let u = self.smem.add(
+            what.clone(),
+            vec![
+                vec![
+                    Factor::Dim(m),
+                    Factor::Dim(k.clone()),
+                    Factor::SizeOf(ea.clone()),
+                ],
+                vec![Factor::Dim(k), Factor::Dim(n), Factor::SizeOf(ea)],
+            ],
+        );
+        let (oa, ob) = (
+            self.smem.uses[u].offset_expr(0),
+            self.smem.uses[u].offset_expr(1),
+        );
+        let tf32 = precision == Precision::Tf32;
+        self.w.line(&format!(
+            "// [block] {what}: A and B staged in shared memory, f32 accumulation"
+        ));
+        self.assign(
+            r,
+            &format!("tk::dot<{tf32}>({ae}, {be}, {ce}, smem + {oa}, smem + {ob})"),
+        )
+    }
+}

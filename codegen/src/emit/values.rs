@@ -1,0 +1,218 @@
+//! What the emitter knows about each IR value: its C++ name and type, and how to convert
+//! and broadcast it to what an op expects.
+
+use super::Emitter;
+use crate::error::CodegenError;
+use crate::names::{elem_ctype, sanitize, shape_type, value_type};
+use crate::plan::Factor;
+use tilekit_ir::{DType, Elem, Literal, Op, Shape, Ty, ValueId};
+
+/// The lowered form of an IR value.
+#[derive(Clone, Debug)]
+pub(crate) enum Val {
+    /// A scalar (rank 0, replicated in every thread) or a register tile.
+    Tile {
+        /// C++ variable.
+        name: String,
+        /// Element type (for a weak literal: the type `infer` gives it).
+        elem: Elem,
+        /// Shape.
+        shape: Shape,
+        /// Weak literals are C++ `double` / `long long` / `bool` constants.
+        lit: Option<Literal>,
+    },
+    /// A tensor view (`tk::view<T, R>`).
+    View {
+        /// C++ variable.
+        name: String,
+        /// Element type.
+        elem: Elem,
+        /// Rank.
+        rank: u8,
+    },
+}
+
+/// The C++ variable name of a value: `v<id>` plus its debug name.
+pub(crate) fn value_name(id: ValueId, debug: Option<&str>) -> String {
+    match debug {
+        Some(n) if !n.is_empty() => format!("v{}_{}", id.0, sanitize(n)),
+        _ => format!("v{}", id.0),
+    }
+}
+
+impl Emitter<'_> {
+    pub(super) fn cname(&self, id: ValueId) -> String {
+        value_name(
+            id,
+            self.kernel
+                .value_names
+                .get(id.index())
+                .and_then(|n| n.as_deref()),
+        )
+    }
+
+    pub(super) fn ty(&self, id: ValueId) -> Result<(Elem, Shape), CodegenError> {
+        match self.types.of(id) {
+            Ty::Tile { elem, shape, .. } => Ok((elem.clone(), shape.clone())),
+            t => Err(CodegenError::Unsupported(format!(
+                "value %{} is {t:?}, expected a tile or scalar",
+                id.0
+            ))),
+        }
+    }
+
+    pub(super) fn val(&self, id: ValueId) -> Result<&Val, CodegenError> {
+        self.vals
+            .get(id.index())
+            .and_then(|v| v.as_ref())
+            .ok_or_else(|| {
+                CodegenError::Unsupported(format!("value %{} is used before it is defined", id.0))
+            })
+    }
+
+    pub(super) fn tile(
+        &self,
+        id: ValueId,
+    ) -> Result<(String, Elem, Shape, Option<Literal>), CodegenError> {
+        match self.val(id)? {
+            Val::Tile {
+                name,
+                elem,
+                shape,
+                lit,
+            } => Ok((name.clone(), elem.clone(), shape.clone(), *lit)),
+            Val::View { .. } => Err(CodegenError::Unsupported(format!(
+                "value %{} is a tensor, expected a tile",
+                id.0
+            ))),
+        }
+    }
+
+    pub(super) fn view(&self, id: ValueId) -> Result<(String, Elem, u8), CodegenError> {
+        match self.val(id)? {
+            Val::View { name, elem, rank } => Ok((name.clone(), elem.clone(), *rank)),
+            Val::Tile { .. } => Err(CodegenError::Unsupported(format!(
+                "value %{} is a tile, expected a tensor",
+                id.0
+            ))),
+        }
+    }
+
+    pub(super) fn define(&mut self, id: ValueId, v: Val) {
+        if let Some(slot) = self.vals.get_mut(id.index()) {
+            if let Val::Tile { shape, .. } = &v {
+                if !shape.is_scalar() {
+                    self.tile_shapes.push(shape.clone());
+                }
+            }
+            *slot = Some(v);
+        }
+    }
+
+    /// Defines `id` as a tile/scalar named after it, with its inferred type.
+    pub(super) fn define_typed(&mut self, id: ValueId) -> Result<String, CodegenError> {
+        let (elem, shape) = self.ty(id)?;
+        let name = self.cname(id);
+        self.define(
+            id,
+            Val::Tile {
+                name: name.clone(),
+                elem,
+                shape,
+                lit: None,
+            },
+        );
+        Ok(name)
+    }
+
+    /// An expression for value `id` converted to `elem` (exactly the type a C++ variable of
+    /// that element type has).
+    pub(super) fn cast_to(&self, id: ValueId, elem: &Elem) -> Result<String, CodegenError> {
+        let (name, e, _, lit) = self.tile(id)?;
+        if lit.is_some() || &e != elem {
+            Ok(format!("tk::cast<{}>({name})", elem_ctype(elem)))
+        } else {
+            Ok(name)
+        }
+    }
+
+    /// An expression for value `id` converted to `elem` and, unless it is a scalar,
+    /// broadcast to `shape` (through shared memory when the shapes differ).
+    pub(super) fn coerce(
+        &mut self,
+        id: ValueId,
+        elem: &Elem,
+        shape: &Shape,
+    ) -> Result<String, CodegenError> {
+        let expr = self.cast_to(id, elem)?;
+        let (_, _, vshape, _) = self.tile(id)?;
+        if vshape.is_scalar() || &vshape == shape {
+            return Ok(expr);
+        }
+        if vshape.rank() > shape.rank() {
+            return Err(CodegenError::Unsupported(format!(
+                "cannot broadcast a {vshape} tile to {shape}"
+            )));
+        }
+        let mut factors: Vec<Factor> = vshape.0.iter().cloned().map(Factor::Dim).collect();
+        factors.push(Factor::SizeOf(elem.clone()));
+        let what = format!("broadcast {vshape} -> {shape}");
+        let u = self.smem.add(what.clone(), vec![factors]);
+        let off = self.smem.uses[u].offset_expr(0);
+        self.tmp += 1;
+        let t = format!("t{}", self.tmp);
+        self.w
+            .line(&format!("// [block] {what} through shared memory"));
+        self.w.line(&format!(
+            "const auto {t} = tk::broadcast_to<{}>({expr}, smem + {off});",
+            shape_type(shape)
+        ));
+        Ok(t)
+    }
+
+    /// A 64-bit integer scalar expression.
+    pub(super) fn index(&self, id: ValueId) -> Result<String, CodegenError> {
+        let (_, _, shape, _) = self.tile(id)?;
+        if !shape.is_scalar() {
+            return Err(CodegenError::Unsupported(format!(
+                "value %{} must be a scalar",
+                id.0
+            )));
+        }
+        self.cast_to(id, &Elem::Concrete(DType::I64))
+    }
+
+    /// The C++ type of a strongly typed value of `elem` and `shape`.
+    pub(super) fn ctype(elem: &Elem, shape: &Shape) -> String {
+        value_type(elem, shape)
+    }
+
+    /// `Some(base)` when `offsets` is `arange(N)` (base `None`) or `arange(N) + s` for an
+    /// integer scalar `s`: the offsets of one group of VEC lanes are then contiguous.
+    pub(super) fn contiguous_base(&self, offsets: ValueId) -> Option<Option<ValueId>> {
+        let is_arange = |v: ValueId| {
+            matches!(
+                self.defs.get(v.index()).copied().flatten(),
+                Some(Op::Arange { .. })
+            )
+        };
+        let is_int_scalar = |v: ValueId| matches!(self.types.of(v), Ty::Tile { elem, shape, .. } if shape.is_scalar() && elem.is_int());
+        if is_arange(offsets) {
+            return Some(None);
+        }
+        if let Some(Op::Binary {
+            op: tilekit_ir::BinOp::Add,
+            a,
+            b,
+        }) = self.defs.get(offsets.index()).copied().flatten()
+        {
+            if is_arange(*a) && is_int_scalar(*b) {
+                return Some(Some(*b));
+            }
+            if is_arange(*b) && is_int_scalar(*a) {
+                return Some(Some(*a));
+            }
+        }
+        None
+    }
+}

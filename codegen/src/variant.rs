@@ -1,0 +1,100 @@
+//! Variants: one kernel template instantiated for one validated configuration, element
+//! types, alignment and target, behind the exported `tilekit_kernel` entry point.
+
+use crate::abi::{param_ctype, ENTRY_POINT};
+use crate::emit::{lower, struct_name};
+use crate::error::CodegenError;
+use crate::params::{arguments, check_bindings};
+use crate::plan::{choose_vec, SizeEnv};
+use crate::target::Target;
+use tilekit_ir::{Bindings, Config, Kernel};
+
+/// One point to compile: a configuration of the kernel's space, bindings of its generics,
+/// whether tensors are promised 16-byte aligned (see [`crate::abi`]), and the target.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// Tuning values; must be a point of the kernel's declared space.
+    pub config: Config,
+    /// Concrete types of the generics (f32, f16 or bf16 each).
+    pub bindings: Bindings,
+    /// Specialize for 16-byte aligned bases, unit last strides and 16-byte aligned rows.
+    pub aligned: bool,
+    /// Compilation target.
+    pub target: Target,
+}
+
+/// The complete CUDA source of one variant: `template` (from [`crate::generate`]) followed
+/// by an `extern "C" __global__ tilekit_kernel(tk::Grid, params..)` wrapper with
+/// `__launch_bounds__(threads)` that instantiates the template with validated values.
+///
+/// The configuration is checked with `kernel.space.validate` and the bindings must cover
+/// every generic with a float type; nothing else enters the source. The wrapper
+/// `static_assert`s that the template's thread count and shared-memory size equal
+/// [`crate::launch_plan`]'s. The result is a pure function of (IR, config, bindings,
+/// aligned, target).
+pub fn variant_source(
+    kernel: &Kernel,
+    template: &str,
+    v: &Variant,
+) -> Result<String, CodegenError> {
+    let config = kernel.space.validate(&v.config)?;
+    check_bindings(kernel, &v.bindings)?;
+    let sname = struct_name(kernel);
+    if !template.contains(&format!("struct {sname} {{")) {
+        return Err(CodegenError::TemplateMismatch(kernel.name.clone()));
+    }
+    let lowered = lower(kernel)?;
+    let threads = lowered.threads.eval(&config)?;
+    let limits = v.target.limits();
+    if threads > limits.max_threads {
+        return Err(CodegenError::Threads {
+            threads: i64::from(threads),
+        });
+    }
+    let smem = lowered.smem.total(&SizeEnv {
+        config: &config,
+        bindings: &v.bindings,
+        threads,
+    })?;
+    let vec = choose_vec(kernel, &lowered.tile_shapes, &config, &v.bindings, threads)?;
+    let args = arguments(kernel, &config, &v.bindings, v.aligned, vec)?;
+
+    let mut params = vec!["tk::Grid grid".to_string()];
+    let mut names = vec!["grid".to_string()];
+    for (i, p) in kernel.params.iter().enumerate() {
+        let (ct, _) = param_ctype(p)?;
+        params.push(format!("{ct} p{i}"));
+        names.push(format!("p{i}"));
+    }
+    names.push("reinterpret_cast<char*>(tk_smem)".into());
+
+    let mut out = String::with_capacity(template.len() + 1024);
+    out.push_str(template);
+    out.push_str(&format!(
+        "\n// Variant: {config} | {} | aligned={} | {} | VEC={vec}\n",
+        if v.bindings.0.is_empty() {
+            "-".to_string()
+        } else {
+            v.bindings.to_string()
+        },
+        v.aligned,
+        v.target.arch()
+    ));
+    out.push_str(&format!("using tilekit_variant = {sname}<{args}>;\n"));
+    out.push_str(&format!(
+        "static_assert(tilekit_variant::TK_THREADS == {threads}, \"threads differ from the launch plan\");\n"
+    ));
+    out.push_str(&format!(
+        "static_assert(tilekit_variant::SMEM_BYTES == {smem}LL, \"shared memory differs from the launch plan\");\n"
+    ));
+    out.push_str(&format!(
+        "extern \"C\" __global__ void __launch_bounds__({threads}) {ENTRY_POINT}({}) {{\n",
+        params.join(", ")
+    ));
+    out.push_str("    extern __shared__ __align__(16) unsigned char tk_smem[];\n");
+    out.push_str(&format!(
+        "    tilekit_variant::run({});\n}}\n",
+        names.join(", ")
+    ));
+    Ok(out)
+}

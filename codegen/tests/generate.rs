@@ -1,0 +1,506 @@
+//! Snapshot-style checks of generated templates and variants, launch plans, and rejection
+//! of configurations outside the declared space.
+
+mod common;
+
+use common::*;
+use tilekit_codegen::*;
+use tilekit_ir::*;
+
+fn cfg(s: &str) -> Config {
+    Config::parse(s).expect("config literal")
+}
+
+fn bf16() -> Bindings {
+    Bindings::single("T", DType::BF16)
+}
+
+fn has(src: &str, needle: &str) {
+    assert!(src.contains(needle), "missing `{needle}` in:\n{src}");
+}
+
+fn variant(config: &str, d: DType, aligned: bool, target: Target) -> Variant {
+    Variant {
+        config: cfg(config),
+        bindings: Bindings::single("T", d),
+        aligned,
+        target,
+    }
+}
+
+#[test]
+fn softmax_template() {
+    let src = generate(&softmax()).unwrap();
+    has(&src, "#include \"tilekit/tilekit.cuh\"");
+    has(
+        &src,
+        "template <int BLOCK, int WARPS, typename T, bool ALIGNED, int TK_VEC>",
+    );
+    has(&src, "struct tilekit_softmax {");
+    has(&src, "static constexpr int TK_THREADS = 32 * WARPS;");
+    has(&src, "using TK_L = tk::blocked<TK_VEC, TK_THREADS>;");
+    has(&src, "// softmax.rs:10\n");
+    has(&src, "// softmax.rs:14\n");
+    has(&src, "const auto v0_row = tk::program_id(grid, 0);");
+    has(
+        &src,
+        "const auto v1_cols = tk::arange<tk::shape<BLOCK>, TK_L>();",
+    );
+    has(&src, "const auto v2_x = tk::make_view<T, 2>(arg0_x);");
+    has(
+        &src,
+        "tk::compare<tk::op::lt>(tk::cast<long long>(v1_cols), v3)",
+    );
+    // Contiguous offsets: vectorized load with -inf as `other`, converted to T.
+    has(
+        &src,
+        "tk::load_contig<ALIGNED, tk::shape<BLOCK>, TK_L>(v5, 0LL, v4_mask, tk::cast<T>(v6))",
+    );
+    has(
+        &src,
+        "const double v6 = __longlong_as_double(0xfff0000000000000ULL);",
+    );
+    has(&src, "tk::reduce_all<tk::red::max>(v8_v, smem + 0)");
+    has(&src, "tk::reduce_all<tk::red::sum>(v11_e, smem + 0)");
+    has(
+        &src,
+        "tk::store_contig<ALIGNED, tk::shape<BLOCK>, TK_L>(v13, 0LL, v16, v4_mask);",
+    );
+    has(&src, "static constexpr long long SMEM_BYTES = tk::cmax(0LL, tk::align16((long long)(TK_THREADS / 32) * (long long)sizeof(tk::acc_t<float>)));");
+    assert!(
+        !src.contains("threadIdx"),
+        "generated code never names threadIdx"
+    );
+    // Line comments appear once per line change, not per instruction.
+    assert_eq!(src.matches("// softmax.rs:12\n").count(), 1);
+}
+
+#[test]
+fn softmax_launch_plan_and_variant() {
+    let k = softmax();
+    let p = launch_plan(&k, &cfg("BLOCK=1024,WARPS=4"), &bf16()).unwrap();
+    assert_eq!(
+        p,
+        LaunchPlan {
+            threads: 128,
+            smem_bytes: 16
+        }
+    );
+    let p = launch_plan(&k, &cfg("WARPS=16,BLOCK=8192"), &bf16()).unwrap();
+    assert_eq!(
+        p,
+        LaunchPlan {
+            threads: 512,
+            smem_bytes: 64
+        }
+    );
+
+    let t = generate(&k).unwrap();
+    let v = variant_source(
+        &k,
+        &t,
+        &variant("BLOCK=4096,WARPS=8", DType::BF16, true, Target::Sm90a),
+    )
+    .unwrap();
+    assert!(v.starts_with(&t));
+    has(
+        &v,
+        "using tilekit_variant = tilekit_softmax<4096, 8, __nv_bfloat16, true, 8>;",
+    );
+    has(&v, "static_assert(tilekit_variant::TK_THREADS == 256,");
+    has(&v, "static_assert(tilekit_variant::SMEM_BYTES == 32LL,");
+    has(&v, "extern \"C\" __global__ void __launch_bounds__(256) tilekit_kernel(tk::Grid grid, tk::TensorArg p0, tk::TensorArg p1) {");
+    has(
+        &v,
+        "tilekit_variant::run(grid, p0, p1, reinterpret_cast<char*>(tk_smem));",
+    );
+    // f32 tensors: 16 bytes = 4 elements.
+    let v = variant_source(
+        &k,
+        &t,
+        &variant("BLOCK=4096,WARPS=8", DType::F32, false, Target::Sm80),
+    )
+    .unwrap();
+    has(&v, "tilekit_softmax<4096, 8, float, false, 4>;");
+    // Pure function of its inputs.
+    let again = variant_source(
+        &k,
+        &t,
+        &variant("BLOCK=4096,WARPS=8", DType::F32, false, Target::Sm80),
+    )
+    .unwrap();
+    assert_eq!(v, again);
+}
+
+#[test]
+fn variant_rejects_points_outside_the_space() {
+    let k = softmax();
+    let t = generate(&k).unwrap();
+    let bad = |c: &str| variant_source(&k, &t, &variant(c, DType::F16, true, Target::Sm80));
+    assert!(matches!(
+        bad("BLOCK=999,WARPS=4"),
+        Err(CodegenError::Space(SpaceError::NotDeclared { .. }))
+    ));
+    assert!(matches!(
+        bad("BLOCK=1024"),
+        Err(CodegenError::Space(SpaceError::Missing(_)))
+    ));
+    assert!(matches!(
+        bad("BLOCK=1024,WARPS=4,EVIL=1"),
+        Err(CodegenError::Space(SpaceError::Unknown(_)))
+    ));
+    let mut v = variant("BLOCK=1024,WARPS=4", DType::F64, true, Target::Sm80);
+    assert!(matches!(
+        variant_source(&k, &t, &v),
+        Err(CodegenError::NotFloatBinding { .. })
+    ));
+    v.bindings = Bindings::default();
+    assert!(matches!(
+        variant_source(&k, &t, &v),
+        Err(CodegenError::UnboundGeneric(_))
+    ));
+    v.bindings = Bindings::single("U", DType::F32);
+    assert!(matches!(
+        variant_source(&k, &t, &v),
+        Err(CodegenError::UnknownBinding(_))
+    ));
+    v.bindings = Bindings::single("T", DType::F32);
+    assert!(matches!(
+        variant_source(&k, "int x;", &v),
+        Err(CodegenError::TemplateMismatch(_))
+    ));
+    assert!(launch_plan(&k, &cfg("BLOCK=1000,WARPS=4"), &bf16()).is_err());
+}
+
+#[test]
+fn scale_chain_loop_and_if() {
+    let k = scale_chain();
+    let src = generate(&k).unwrap();
+    // Offsets `pid * BLOCK + arange`: contiguous with a scalar base.
+    has(
+        &src,
+        "const auto v4_offs = tk::binary<tk::op::add>(v2, tk::cast<long long>(v3));",
+    );
+    has(
+        &src,
+        "tk::load_contig<ALIGNED, tk::shape<BLOCK>, TK_L>(v5_x, v2, v7_mask, tk::cast<T>(v8))",
+    );
+    has(&src, "const auto v11_repeats = arg2_repeats;");
+    has(&src, "tk::rt<float, tk::shape<BLOCK>, TK_L> v17_v = v10_v;");
+    has(&src, "for (long long v16_i = tk::cast<long long>(v14); v16_i < v13; v16_i += tk::cast<long long>(v15)) {");
+    has(
+        &src,
+        "const auto v19 = tk::binary<tk::op::mul>(v17_v, tk::cast<float>(v18));",
+    );
+    has(&src, "            v17_v = v21;\n        }\n");
+    has(
+        &src,
+        "const auto v23 = tk::binary<tk::op::rem>(v11_repeats, tk::cast<long long>(v12));",
+    );
+    has(
+        &src,
+        "tk::rt<float, tk::shape<BLOCK>, TK_L> v28_v;\n        if (v25) {",
+    );
+    has(
+        &src,
+        "            v28_v = v27;\n        } else {\n            v28_v = v17_v;\n        }",
+    );
+    has(
+        &src,
+        "tk::store_contig<ALIGNED, tk::shape<BLOCK>, TK_L>(v29_y, v2, v30, v7_mask);",
+    );
+    has(
+        &src,
+        "        // scale_chain.rs:12\n            const double v18 = 2.0;"
+            .replace("        // scale", "            // scale")
+            .as_str(),
+    );
+    let p = launch_plan(
+        &k,
+        &cfg("BLOCK=2048,WARPS=8"),
+        &Bindings::single("T", DType::F16),
+    )
+    .unwrap();
+    assert_eq!(
+        p,
+        LaunchPlan {
+            threads: 256,
+            smem_bytes: 0
+        }
+    );
+}
+
+#[test]
+fn rmsnorm_template() {
+    let k = rmsnorm();
+    let src = generate(&k).unwrap();
+    has(&src, "const auto v13_eps = arg3_eps;");
+    has(&src, "tk::unary<tk::op::rsqrt>(");
+    has(&src, "tk::reduce_all<tk::red::sum>(");
+    has(&src, "static __device__ __forceinline__ void run(const tk::Grid& grid, const tk::TensorArg& arg0_x, const tk::TensorArg& arg1_w, const tk::TensorArg& arg2_y, const float arg3_eps, char* smem) {");
+    // Both loads are contiguous and share one mask.
+    assert_eq!(src.matches("tk::load_contig<ALIGNED").count(), 2);
+    let t = generate(&k).unwrap();
+    let v = variant_source(
+        &k,
+        &t,
+        &variant("BLOCK=2048,WARPS=4", DType::F16, true, Target::Sm80),
+    )
+    .unwrap();
+    has(&v, "tk::TensorArg p2, float p3)");
+}
+
+#[test]
+fn matmul_template_and_smem_plan() {
+    let k = matmul();
+    let src = generate(&k).unwrap();
+    has(&src, "template <int BM, int BN, int BK, int WARPS, int STAGES, typename T, bool ALIGNED, int TK_VEC>");
+    has(
+        &src,
+        "// pipelined(stages = STAGES): v1 runs the stages in order",
+    );
+    has(
+        &src,
+        "tk::rt<float, tk::shape<BM, BN>, TK_L> v9_acc = v3_acc;",
+    );
+    has(
+        &src,
+        "for (long long v8_k = tk::cast<long long>(v7); v8_k < v5; v8_k += v6) {",
+    );
+    has(
+        &src,
+        "tk::load_tile<ALIGNED, tk::shape<BM, BK>, TK_L>(v4_a, tk::coord{{v11, v8_k, 0LL}})",
+    );
+    has(&src, "tk::dot<false>(v12_ta, v16_tb, v9_acc, smem + 0, smem + tk::align16((long long)(BM) * (long long)(BK) * (long long)sizeof(T)))");
+    has(&src, "v9_acc = v17_acc;");
+    has(
+        &src,
+        "tk::store_tile<ALIGNED>(v19_c, tk::coord{{v22, v23, 0LL}}, v24);",
+    );
+    has(&src, "// matmul.rs:14\n");
+    let plan = |c: &str, d: DType| launch_plan(&k, &cfg(c), &Bindings::single("T", d)).unwrap();
+    assert_eq!(
+        plan("BM=64,BN=64,BK=32,WARPS=4,STAGES=2", DType::BF16),
+        LaunchPlan {
+            threads: 128,
+            smem_bytes: 8192
+        }
+    );
+    assert_eq!(
+        plan("BM=64,BN=64,BK=32,WARPS=4,STAGES=2", DType::F32),
+        LaunchPlan {
+            threads: 128,
+            smem_bytes: 16384
+        }
+    );
+    assert_eq!(
+        plan("BM=128,BN=32,BK=16,WARPS=8,STAGES=2", DType::F16),
+        LaunchPlan {
+            threads: 256,
+            smem_bytes: 4096 + 1024
+        }
+    );
+}
+
+#[test]
+fn constraints_see_the_plan() {
+    let mut k = matmul();
+    k.space.params[0].values.push(TuneValue::Int(512));
+    k.space.params[1].values.push(TuneValue::Int(512));
+    let c = Expr::bin(
+        ExprOp::Le,
+        Expr::Call(Func::SmemBytes, vec![]),
+        Expr::Call(Func::MaxSmem, vec![]),
+    );
+    let big = cfg("BM=512,BN=512,BK=32,WARPS=4,STAGES=2");
+    // (512*32 + 32*512) * 2 bytes = 64 KiB: fits both; f32 (128 KiB) fits both; check the numbers.
+    let env = ResourceEnv::new(&k, &big, &Bindings::single("T", DType::F32), Target::Sm80).unwrap();
+    assert_eq!(env.plan().smem_bytes, 131_072);
+    assert_eq!(c.eval_bool(&env), Ok(true));
+    let mut k2 = k.clone();
+    k2.space.params[2].values.push(TuneValue::Int(64));
+    let bigger = cfg("BM=512,BN=512,BK=64,WARPS=4,STAGES=2");
+    let env80 = ResourceEnv::new(
+        &k2,
+        &bigger,
+        &Bindings::single("T", DType::F32),
+        Target::Sm80,
+    )
+    .unwrap();
+    let env90 = ResourceEnv::new(
+        &k2,
+        &bigger,
+        &Bindings::single("T", DType::F32),
+        Target::Sm90a,
+    )
+    .unwrap();
+    assert_eq!(env80.plan().smem_bytes, 262_144);
+    assert_eq!(c.eval_bool(&env80), Ok(false));
+    assert_eq!(c.eval_bool(&env90), Ok(false));
+    let t = Expr::Call(Func::Threads, vec![]);
+    assert_eq!(t.eval_int(&env90), Ok(128));
+    assert_eq!(
+        Expr::SizeOf(Elem::Generic("T".into())).eval_int(&env90),
+        Ok(4)
+    );
+}
+
+#[test]
+fn kitchen_sink_covers_every_op() {
+    let k = kitchen_sink();
+    let src = generate(&k).unwrap();
+    has(&src, "template <int R, int C, bool FLAG, int SMEM /* 0=RowMajor, 1=Padded */, typename T, bool ALIGNED, int TK_VEC>");
+    has(&src, "static constexpr int TK_THREADS = 128;");
+    has(&src, "tk::reduce_axis<tk::red::max, 1, tk::shape<R>>(");
+    has(&src, "tk::reduce_axis<tk::red::sum, 2, tk::shape<1, R>>(");
+    has(
+        &src,
+        "// [block] broadcast [R, 1] -> [R, C] through shared memory",
+    );
+    has(&src, "tk::broadcast_to<tk::shape<R, C>>(");
+    has(&src, "tk::reshape<tk::shape<R, 1>>(");
+    has(&src, "tk::select(");
+    has(&src, "tk::dot<true>(");
+    has(&src, "tk::num_programs(grid, 1)");
+    has(&src, "(arg3_flag != 0)");
+    has(&src, "const auto v34 = FLAG;");
+    // Gathers with data-dependent offsets are not vectorized.
+    has(&src, "tk::load<ALIGNED>(v65, v64, v67, tk::cast<T>(0))");
+    has(
+        &src,
+        "tk::load<ALIGNED>(v65, tk::cast<long long>(v70), v36_flag, tk::cast<T>(0))",
+    );
+    has(
+        &src,
+        "tk::store<ALIGNED>(v69, tk::cast<long long>(v5), v77, tk::no_mask{});",
+    );
+    has(
+        &src,
+        "// [block] broadcast [C] -> [R, C] through shared memory",
+    );
+    has(&src, "tk::store<ALIGNED>(v69, v64, v68, v67);");
+    let p = launch_plan(&k, &cfg("R=8,C=128,FLAG=true,SMEM=Padded"), &bf16()).unwrap();
+    // Largest use: the dot, align16(8*128*2) + align16(128*128*2).
+    assert_eq!(
+        p,
+        LaunchPlan {
+            threads: 128,
+            smem_bytes: 2048 + 32768
+        }
+    );
+    let v = variant_source(
+        &k,
+        &src,
+        &variant(
+            "R=4,C=64,FLAG=false,SMEM=Padded",
+            DType::F16,
+            false,
+            Target::Sm80,
+        ),
+    )
+    .unwrap();
+    has(
+        &v,
+        "tilekit_kitchen_sink<4, 64, false, 1, __half, false, 8>;",
+    );
+    has(&v, "tk::TensorArg p2, int p3, int p4)");
+}
+
+#[test]
+fn invalid_kernels_report_diagnostics() {
+    let mut k = softmax();
+    k.grid.clear();
+    match generate(&k) {
+        Err(CodegenError::Invalid { diagnostics, .. }) => {
+            assert!(diagnostics[0].message.contains("grid"))
+        }
+        other => panic!("expected diagnostics, got {other:?}"),
+    }
+    let mut k = softmax();
+    k.space.params[0].name = "TK_BLOCK".into();
+    assert!(generate(&k).is_err());
+}
+
+/// Every header the prelude includes is embedded, and every embedded header is reachable.
+#[test]
+fn prelude_is_self_contained() {
+    let hs = prelude_headers();
+    let names: Vec<&str> = hs.iter().map(|(n, _)| *n).collect();
+    let mut reached = vec!["tilekit/tilekit.cuh"];
+    let mut i = 0;
+    while i < reached.len() {
+        let src = hs
+            .iter()
+            .find(|(n, _)| *n == reached[i])
+            .map(|(_, s)| *s)
+            .expect("embedded");
+        for line in src.lines() {
+            if let Some(rest) = line.trim().strip_prefix("#include ") {
+                let inc = rest.trim_matches(|c| c == '"' || c == '<' || c == '>');
+                if rest.starts_with('<') {
+                    assert!(
+                        ["cuda_fp16.h", "cuda_bf16.h"].contains(&inc),
+                        "host header {inc}"
+                    );
+                } else {
+                    assert!(
+                        names.contains(&inc),
+                        "{} includes unknown {inc}",
+                        reached[i]
+                    );
+                    if !reached.contains(&inc) {
+                        reached.push(inc);
+                    }
+                }
+            }
+        }
+        assert!(src.contains("#pragma once"), "{}", reached[i]);
+        i += 1;
+    }
+    assert_eq!(reached.len(), names.len(), "unreachable headers");
+}
+
+/// Every configuration x dtype x alignment x target yields source. With
+/// `TILEKIT_CODEGEN_DUMP=<dir>` the sources are written there (for compiling with NVRTC).
+#[test]
+fn every_variant_generates() {
+    let dump = std::env::var("TILEKIT_CODEGEN_DUMP").ok();
+    let mut count = 0;
+    for k in [
+        softmax(),
+        scale_chain(),
+        rmsnorm(),
+        matmul(),
+        kitchen_sink(),
+    ] {
+        let t = generate(&k).unwrap();
+        for config in k.space.enumerate() {
+            for b in Bindings::all_float(&k.generics) {
+                for aligned in [false, true] {
+                    for target in Target::ALL {
+                        let v = Variant {
+                            config: config.clone(),
+                            bindings: b.clone(),
+                            aligned,
+                            target,
+                        };
+                        let src = variant_source(&k, &t, &v).unwrap();
+                        let plan = launch_plan(&k, &config, &b).unwrap();
+                        assert!(src.contains(&format!("__launch_bounds__({})", plan.threads)));
+                        assert!(src.contains(&format!("SMEM_BYTES == {}LL", plan.smem_bytes)));
+                        count += 1;
+                        if let Some(dir) = &dump {
+                            let name = format!(
+                                "{}__{}__{}__{}__{}.cu",
+                                k.name, config, b, aligned, target
+                            )
+                            .replace(['=', ','], "_");
+                            std::fs::write(std::path::Path::new(dir).join(name), &src).unwrap();
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(count > 500, "{count}");
+}
