@@ -208,7 +208,38 @@ impl Arg<'_> {
 
 /// Launches `spec` with its default configuration (every tuning parameter's first value).
 ///
-/// See [`launch_with`] for what is checked.
+/// See [`launch_with`] for what is checked. A kernel built by hand (the macro does this):
+///
+/// ```
+/// use tilekit_ir::*;
+/// use tilekit_runtime::{launch, Arg, KernelSpec, Runtime, Tensor1};
+/// // y[i] = 2 * i, in programs of 4 lanes; the last program is masked.
+/// let mut b = KernelBuilder::new("twice_iota");
+/// let k = b.kernel_mut();
+/// let kind = ParamKind::Tensor { rank: 1, elem: Elem::of(DType::I32), mutable: true };
+/// k.params = vec![Param { name: "y".into(), kind, loc: Loc::default() }];
+/// k.grid = vec![Expr::Call(Func::Cdiv, vec![Expr::TensorDim { param: 0, axis: 0 }, Expr::Int(4)])];
+/// let l = Loc::default();
+/// let y = b.push(Op::TensorParam { index: 0 }, l);
+/// let p = b.push(Op::ProgramId { axis: 0 }, l);
+/// let four = b.push(Op::Lit(Literal::Int(4)), l);
+/// let base = b.push(Op::Binary { op: BinOp::Mul, a: p, b: four }, l);
+/// let lanes = b.push(Op::Arange { n: Dim::Const(4) }, l);
+/// let offs = b.push(Op::Binary { op: BinOp::Add, a: base, b: lanes }, l);
+/// let n = b.push(Op::TensorDim { tensor: y, axis: 0 }, l);
+/// let mask = b.push(Op::Cmp { op: CmpOp::Lt, a: offs, b: n }, l);
+/// let two = b.push(Op::Lit(Literal::Int(2)), l);
+/// let v = b.push(Op::Binary { op: BinOp::Mul, a: offs, b: two }, l);
+/// let v = b.push(Op::Cast { x: v, to: Elem::of(DType::I32) }, l);
+/// b.push_void(Op::Store { view: y, offsets: offs, value: v, mask: Some(mask) }, l);
+/// let json: &'static str = Box::leak(b.into_kernel().to_json().into_boxed_str());
+/// let spec = KernelSpec::new("twice_iota", json, "", "", 0);
+///
+/// let rt = Runtime::cpu();
+/// let mut out = Tensor1::<i32>::zeros(&rt, [10]).unwrap();
+/// launch(&rt, &spec, &Bindings::default(), &mut [Arg::from(&mut out)]).unwrap();
+/// assert_eq!(out.to_vec(), (0..10).map(|i| 2 * i).collect::<Vec<i32>>());
+/// ```
 pub fn launch(
     rt: &Runtime,
     spec: &KernelSpec,
