@@ -31,7 +31,8 @@ enum Command {
     /// Run cuda-setup, then `cargo test --workspace --release [ARGS]` with the CUDA
     /// environment exported.
     Test {
-        /// Extra arguments for `cargo test` (after `--`), e.g. `-- -p tilekit-runtime`.
+        /// Extra arguments for `cargo test` (after `--`), e.g. `-- -p tilekit-runtime`
+        /// (naming packages drops `--workspace`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
