@@ -13,7 +13,10 @@ pub struct Ctxt {
 impl Ctxt {
     pub fn new() -> Ctxt {
         // Span 0 is "no span": diagnostics without one point at the macro call.
-        Ctxt { errors: Vec::new(), spans: vec![Span::call_site()] }
+        Ctxt {
+            errors: Vec::new(),
+            spans: vec![Span::call_site()],
+        }
     }
 
     /// Records an error at `span`.
@@ -22,8 +25,14 @@ impl Ctxt {
     }
 
     /// Records an error with a help line.
-    pub fn error_help(&mut self, span: Span, msg: impl std::fmt::Display, help: impl std::fmt::Display) {
-        self.errors.push(syn::Error::new(span, format!("{msg}\n  = help: {help}")));
+    pub fn error_help(
+        &mut self,
+        span: Span,
+        msg: impl std::fmt::Display,
+        help: impl std::fmt::Display,
+    ) {
+        self.errors
+            .push(syn::Error::new(span, format!("{msg}\n  = help: {help}")));
     }
 
     /// Records a syn parse error.
@@ -35,13 +44,20 @@ impl Ctxt {
     pub fn loc(&mut self, span: Span) -> Loc {
         let idx = self.spans.len() as u32;
         self.spans.push(span);
-        Loc { span: idx, line: span.start().line as u32 }
+        Loc {
+            span: idx,
+            line: span.start().line as u32,
+        }
     }
 
     /// Records IR diagnostics at their spans.
     pub fn diagnostics(&mut self, diags: Vec<Diagnostic>) {
         for d in diags {
-            let span = self.spans.get(d.loc.span as usize).copied().unwrap_or_else(Span::call_site);
+            let span = self
+                .spans
+                .get(d.loc.span as usize)
+                .copied()
+                .unwrap_or_else(Span::call_site);
             self.errors.push(syn::Error::new(span, d.to_string()));
         }
     }
@@ -57,6 +73,9 @@ impl Ctxt {
 
     /// All errors as `compile_error!` invocations.
     pub fn to_compile_errors(&self) -> TokenStream {
-        self.errors.iter().map(syn::Error::to_compile_error).collect()
+        self.errors
+            .iter()
+            .map(syn::Error::to_compile_error)
+            .collect()
     }
 }

@@ -77,7 +77,11 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
         Err(e) => {
             let msg = format!("`#[kernel]` applies to a fn: {e}");
             let err = syn::Error::new(e.span(), &msg).to_compile_error();
-            return Compiled { kernel: None, errors: vec![msg], tokens: quote!(#err #item) };
+            return Compiled {
+                kernel: None,
+                errors: vec![msg],
+                tokens: quote!(#err #item),
+            };
         }
     };
     let mut cx = ctxt::Ctxt::new();
@@ -100,7 +104,11 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
     if cx.has_errors() {
         let errors = cx.to_compile_errors();
         let module = generate::launcher::module(&sig, &passthrough, None);
-        return Compiled { kernel: Some(kernel), errors: cx.messages(), tokens: quote!(#errors #module) };
+        return Compiled {
+            kernel: Some(kernel),
+            errors: cx.messages(),
+            tokens: quote!(#errors #module),
+        };
     }
     let cuda = match stage_codegen(&kernel) {
         Ok(s) => s,
@@ -108,11 +116,18 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
             let msg = format!("tilekit code generation failed for `{}`: {e}", sig.name);
             let err = syn::Error::new(sig.name.span(), &msg).to_compile_error();
             let module = generate::launcher::module(&sig, &passthrough, None);
-            return Compiled { kernel: Some(kernel), errors: vec![msg], tokens: quote!(#err #module) };
+            return Compiled {
+                kernel: Some(kernel),
+                errors: vec![msg],
+                tokens: quote!(#err #module),
+            };
         }
     };
     if args.debug {
-        eprintln!("// ---- tilekit: CUDA for kernel `{}` ----\n{cuda}", sig.name);
+        eprintln!(
+            "// ---- tilekit: CUDA for kernel `{}` ----\n{cuda}",
+            sig.name
+        );
     }
     let json = kernel.to_json();
     let payload = generate::launcher::Payload {
@@ -122,14 +137,16 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
         spec_hash: tilekit_ir::hash::spec_hash(&kernel),
     };
     let tokens = generate::launcher::module(&sig, &passthrough, Some(&payload));
-    Compiled { kernel: Some(kernel), errors: Vec::new(), tokens }
+    Compiled {
+        kernel: Some(kernel),
+        errors: Vec::new(),
+        tokens,
+    }
 }
 
 /// Stage 3: the CUDA C++ template of the kernel.
 fn stage_codegen(kernel: &tilekit_ir::Kernel) -> Result<String, String> {
-    // TODO(codegen): tilekit_codegen::generate(kernel).map_err(|e| e.to_string())
-    let _ = kernel;
-    Ok(String::new())
+    tilekit_codegen::generate(kernel).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

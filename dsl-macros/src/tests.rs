@@ -68,14 +68,30 @@ fn matmul_with_pipelined_loop_carries_the_accumulator() {
             }
         },
     );
-    let for_inst = k.body.insts.iter().find(|i| matches!(i.op, Op::For { .. })).expect("for");
-    let Op::For { inits, body, stages, .. } = &for_inst.op else { unreachable!() };
+    let for_inst = k
+        .body
+        .insts
+        .iter()
+        .find(|i| matches!(i.op, Op::For { .. }))
+        .expect("for");
+    let Op::For {
+        inits,
+        body,
+        stages,
+        ..
+    } = &for_inst.op
+    else {
+        unreachable!()
+    };
     assert_eq!(inits.len(), 1, "acc is loop-carried");
     assert_eq!(body.args.len(), 2);
     assert!(stages.is_some());
     assert_eq!(k.constraints[0].phase(), Phase::Target);
     assert!(k.problem.flops.is_some());
-    assert_eq!(k.value_names[for_inst.results[0].index()].as_deref(), Some("acc"));
+    assert_eq!(
+        k.value_names[for_inst.results[0].index()].as_deref(),
+        Some("acc")
+    );
 }
 
 #[test]
@@ -100,7 +116,12 @@ fn if_and_loop_with_scalar_params() {
             }
         },
     );
-    let n_if = k.body.insts.iter().filter(|i| matches!(i.op, Op::If { .. })).count();
+    let n_if = k
+        .body
+        .insts
+        .iter()
+        .filter(|i| matches!(i.op, Op::If { .. }))
+        .count();
     assert_eq!(n_if, 1);
 }
 
@@ -152,14 +173,71 @@ fn shape_rank_dtype_and_grid_errors() {
 #[test]
 fn never_panics_on_odd_input() {
     let cases = vec![
-        (quote!(), quote!(fn f() {})),
-        (quote!(grid = []), quote!(fn f() {})),
-        (quote!(grid = [1], bogus), quote!(fn f() {})),
-        (quote!(grid = [1]), quote!(struct S;)),
-        (quote!(grid = [1]), quote!(fn f(x: &Tensor9<f32>) { loop {} })),
-        (quote!(grid = [1]), quote!(async unsafe fn f<'a, const N: usize>(self) -> i32 where i32: Copy { x[0] })),
-        (quote!(grid = [1]), quote!(fn f(x: &Tensor1<f32>) { let (a, b) = 1; let _ = |x| x; println!(); if true {} else {} })),
-        (quote!(grid = [q.rows()]), quote!(#[tune(A = [1, true], B = [], A = [2])] fn f() { for i in 0..=3 {} })),
+        (
+            quote!(),
+            quote!(
+                fn f() {}
+            ),
+        ),
+        (
+            quote!(grid = []),
+            quote!(
+                fn f() {}
+            ),
+        ),
+        (
+            quote!(grid = [1], bogus),
+            quote!(
+                fn f() {}
+            ),
+        ),
+        (
+            quote!(grid = [1]),
+            quote!(
+                struct S;
+            ),
+        ),
+        (
+            quote!(grid = [1]),
+            quote!(
+                fn f(x: &Tensor9<f32>) {
+                    loop {}
+                }
+            ),
+        ),
+        (
+            quote!(grid = [1]),
+            quote!(
+                async unsafe fn f<'a, const N: usize>(self) -> i32
+                where
+                    i32: Copy,
+                {
+                    x[0]
+                }
+            ),
+        ),
+        (
+            quote!(grid = [1]),
+            quote!(
+                fn f(x: &Tensor1<f32>) {
+                    let (a, b) = 1;
+                    let _ = |x| x;
+                    println!();
+                    if true {
+                    } else {
+                    }
+                }
+            ),
+        ),
+        (
+            quote!(grid = [q.rows()]),
+            quote!(
+                #[tune(A = [1, true], B = [], A = [2])]
+                fn f() {
+                    for i in 0..=3 {}
+                }
+            ),
+        ),
     ];
     for (a, i) in cases {
         let c = compile(a, i);
@@ -194,7 +272,12 @@ fn snapshots_of_ir_and_launcher() {
     .expect("fn");
     let mut cx = crate::ctxt::Ctxt::new();
     let sig = crate::parse::signature::parse(&item, &mut cx);
-    let payload = crate::generate::launcher::Payload { ir_json: "<ir>", cuda: "<cuda>", doc: "", spec_hash: 42 };
+    let payload = crate::generate::launcher::Payload {
+        ir_json: "<ir>",
+        cuda: "<cuda>",
+        doc: "",
+        spec_hash: 42,
+    };
     let tokens = crate::generate::launcher::module(&sig, &quote!(), Some(&payload));
     let file: syn::File = syn::parse2(tokens).expect("generated module parses");
     insta::assert_snapshot!("scale_launcher", prettyplease::unparse(&file));

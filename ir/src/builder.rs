@@ -72,25 +72,40 @@ impl KernelBuilder {
     /// Appends an instruction with `n` results.
     pub fn push_n(&mut self, op: Op, n: usize, loc: Loc) -> Vec<ValueId> {
         let results: Vec<ValueId> = (0..n).map(|_| self.new_value()).collect();
-        self.current().insts.push(Inst { results: results.clone(), op, loc });
+        self.current().insts.push(Inst {
+            results: results.clone(),
+            op,
+            loc,
+        });
         results
     }
 
     /// Appends an instruction with one result.
     pub fn push(&mut self, op: Op, loc: Loc) -> ValueId {
         let id = self.new_value();
-        self.current().insts.push(Inst { results: vec![id], op, loc });
+        self.current().insts.push(Inst {
+            results: vec![id],
+            op,
+            loc,
+        });
         id
     }
 
     /// Appends an instruction with no result (stores, yields).
     pub fn push_void(&mut self, op: Op, loc: Loc) {
-        self.current().insts.push(Inst { results: Vec::new(), op, loc });
+        self.current().insts.push(Inst {
+            results: Vec::new(),
+            op,
+            loc,
+        });
     }
 
     /// Opens a nested block with the given arguments.
     pub fn begin_block(&mut self, args: Vec<ValueId>) {
-        self.stack.push(Block { args, insts: Vec::new() });
+        self.stack.push(Block {
+            args,
+            insts: Vec::new(),
+        });
     }
 
     /// Closes the innermost nested block and returns it.

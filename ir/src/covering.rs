@@ -38,7 +38,8 @@ pub fn pairwise_cover(radices: &[usize], valid: impl Fn(&[usize]) -> bool) -> Ve
         }
         v
     };
-    let mut uncovered: HashSet<(usize, usize, usize, usize)> = points.iter().flat_map(|p| pairs_of(p)).collect();
+    let mut uncovered: HashSet<(usize, usize, usize, usize)> =
+        points.iter().flat_map(|p| pairs_of(p)).collect();
     let mut chosen = Vec::new();
     if radices.len() < 2 {
         // Every value alone: one point per distinct value of the single factor.
@@ -56,7 +57,10 @@ pub fn pairwise_cover(radices: &[usize], valid: impl Fn(&[usize]) -> bool) -> Ve
             .max_by_key(|p| pairs_of(p).iter().filter(|q| uncovered.contains(q)).count())
             .cloned();
         let Some(best) = best else { break };
-        let gained: Vec<_> = pairs_of(&best).into_iter().filter(|q| uncovered.contains(q)).collect();
+        let gained: Vec<_> = pairs_of(&best)
+            .into_iter()
+            .filter(|q| uncovered.contains(q))
+            .collect();
         if gained.is_empty() {
             break;
         }

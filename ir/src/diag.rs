@@ -17,7 +17,11 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A diagnostic without help.
     pub fn new(loc: Loc, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { loc, message: message.into(), help: None }
+        Diagnostic {
+            loc,
+            message: message.into(),
+            help: None,
+        }
     }
 
     /// Adds a help line.

@@ -40,20 +40,65 @@ fn op_text(k: &Kernel, op: &Op) -> String {
             let s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
             format!("full {elem}[{}] {}", s.join(", "), v(k, *value))
         }
-        Op::Load { view, offsets, mask, other } => {
-            format!("load {}[{}] mask {} other {}", v(k, *view), v(k, *offsets), o(mask), o(other))
+        Op::Load {
+            view,
+            offsets,
+            mask,
+            other,
+        } => {
+            format!(
+                "load {}[{}] mask {} other {}",
+                v(k, *view),
+                v(k, *offsets),
+                o(mask),
+                o(other)
+            )
         }
-        Op::Store { view, offsets, value, mask } => {
-            format!("store {}[{}] = {} mask {}", v(k, *view), v(k, *offsets), v(k, *value), o(mask))
+        Op::Store {
+            view,
+            offsets,
+            value,
+            mask,
+        } => {
+            format!(
+                "store {}[{}] = {} mask {}",
+                v(k, *view),
+                v(k, *offsets),
+                v(k, *value),
+                o(mask)
+            )
         }
-        Op::LoadTile { tensor, origin, shape } => {
+        Op::LoadTile {
+            tensor,
+            origin,
+            shape,
+        } => {
             let s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-            format!("load_tile {} at [{}] shape [{}]", v(k, *tensor), list(k, origin), s.join(", "))
+            format!(
+                "load_tile {} at [{}] shape [{}]",
+                v(k, *tensor),
+                list(k, origin),
+                s.join(", ")
+            )
         }
-        Op::StoreTile { tensor, origin, value } => {
-            format!("store_tile {} at [{}] = {}", v(k, *tensor), list(k, origin), v(k, *value))
+        Op::StoreTile {
+            tensor,
+            origin,
+            value,
+        } => {
+            format!(
+                "store_tile {} at [{}] = {}",
+                v(k, *tensor),
+                list(k, origin),
+                v(k, *value)
+            )
         }
-        Op::Dot { a, b, acc, precision } => format!("dot {} {} {} {precision:?}", v(k, *a), v(k, *b), v(k, *acc)),
+        Op::Dot {
+            a,
+            b,
+            acc,
+            precision,
+        } => format!("dot {} {} {} {precision:?}", v(k, *a), v(k, *b), v(k, *acc)),
         Op::For { .. } | Op::If { .. } => String::new(),
         Op::Yield { values } => format!("yield {}", list(k, values)),
     }
@@ -62,12 +107,26 @@ fn op_text(k: &Kernel, op: &Op) -> String {
 fn block(k: &Kernel, b: &Block, depth: usize, out: &mut String) -> fmt::Result {
     let pad = "  ".repeat(depth);
     for inst in &b.insts {
-        let lhs = if inst.results.is_empty() { String::new() } else { format!("{} = ", list(k, &inst.results)) };
+        let lhs = if inst.results.is_empty() {
+            String::new()
+        } else {
+            format!("{} = ", list(k, &inst.results))
+        };
         match &inst.op {
-            Op::For { start, end, step, stages, inits, body } => {
+            Op::For {
+                start,
+                end,
+                step,
+                stages,
+                inits,
+                body,
+            } => {
                 let iv = body.args.first().map(|a| v(k, *a)).unwrap_or_default();
                 let carried = list(k, body.args.get(1..).unwrap_or(&[]));
-                let st = stages.as_ref().map(|s| format!(" stages {s}")).unwrap_or_default();
+                let st = stages
+                    .as_ref()
+                    .map(|s| format!(" stages {s}"))
+                    .unwrap_or_default();
                 writeln!(
                     out,
                     "{pad}{lhs}for {iv} in {}..{} step {}{st} carry ({carried}) = ({}) {{",
@@ -79,7 +138,11 @@ fn block(k: &Kernel, b: &Block, depth: usize, out: &mut String) -> fmt::Result {
                 block(k, body, depth + 1, out)?;
                 writeln!(out, "{pad}}}")?;
             }
-            Op::If { cond, then_block, else_block } => {
+            Op::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 writeln!(out, "{pad}{lhs}if {} {{", v(k, *cond))?;
                 block(k, then_block, depth + 1, out)?;
                 writeln!(out, "{pad}}} else {{")?;
@@ -99,15 +162,33 @@ impl fmt::Display for Kernel {
             .params
             .iter()
             .map(|p| match &p.kind {
-                ParamKind::Tensor { rank, elem, mutable } => {
-                    format!("{}: &{}Tensor{rank}<{elem}>", p.name, if *mutable { "mut " } else { "" })
+                ParamKind::Tensor {
+                    rank,
+                    elem,
+                    mutable,
+                } => {
+                    format!(
+                        "{}: &{}Tensor{rank}<{elem}>",
+                        p.name,
+                        if *mutable { "mut " } else { "" }
+                    )
                 }
                 ParamKind::Scalar { dtype } => format!("{}: {dtype}", p.name),
             })
             .collect();
-        let generics = if self.generics.is_empty() { String::new() } else { format!("<{}>", self.generics.join(", ")) };
+        let generics = if self.generics.is_empty() {
+            String::new()
+        } else {
+            format!("<{}>", self.generics.join(", "))
+        };
         let grid: Vec<String> = self.grid.iter().map(|g| g.to_string()).collect();
-        writeln!(out, "kernel {}{generics}({}) grid [{}]", self.name, params.join(", "), grid.join(", "))?;
+        writeln!(
+            out,
+            "kernel {}{generics}({}) grid [{}]",
+            self.name,
+            params.join(", "),
+            grid.join(", ")
+        )?;
         for p in &self.space.params {
             let vals: Vec<String> = p.values.iter().map(|v| v.to_string()).collect();
             writeln!(out, "  tune {} = [{}]", p.name, vals.join(", "))?;
@@ -122,7 +203,12 @@ impl fmt::Display for Kernel {
             .filter(|(_, s)| !s.is_empty())
             .map(|(p, s)| format!("{}=[{}]", p.name, s.join(", ")))
             .collect();
-        writeln!(out, "  problem dims [{}] shapes {}", self.problem.dims.join(", "), shapes.join(" "))?;
+        writeln!(
+            out,
+            "  problem dims [{}] shapes {}",
+            self.problem.dims.join(", "),
+            shapes.join(" ")
+        )?;
         if let Some(fl) = &self.problem.flops {
             writeln!(out, "  flops {fl}")?;
         }

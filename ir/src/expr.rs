@@ -282,32 +282,41 @@ impl Expr {
             Expr::Bool(v) => Bool(*v),
             Expr::Enum(v) => Enum(v.clone()),
             Expr::Tune(n) => env.tune(n).ok_or_else(|| unavailable(n.clone()))?,
-            Expr::TensorDim { param, axis } => Int(
-                env.tensor_dim(*param, *axis)
-                    .ok_or_else(|| unavailable(format!("shape of argument {param}")))?,
-            ),
+            Expr::TensorDim { param, axis } => Int(env
+                .tensor_dim(*param, *axis)
+                .ok_or_else(|| unavailable(format!("shape of argument {param}")))?),
             Expr::Scalar(p) => env
                 .scalar(*p)
                 .ok_or_else(|| unavailable(format!("scalar argument {p}")))?,
             Expr::Dim(n) => Int(env.dim(n).ok_or_else(|| unavailable(n.clone()))?),
-            Expr::SizeOf(e) => Int(env.size_of(e).ok_or_else(|| unavailable(format!("sizeof({e})")))?),
+            Expr::SizeOf(e) => Int(env
+                .size_of(e)
+                .ok_or_else(|| unavailable(format!("sizeof({e})")))?),
             Expr::Call(f, args) => match f {
                 Func::Cdiv | Func::Min | Func::Max => {
-                    let a = args.first().ok_or_else(|| EvalError::Type("missing argument".into()))?;
-                    let b = args.get(1).ok_or_else(|| EvalError::Type("missing argument".into()))?;
+                    let a = args
+                        .first()
+                        .ok_or_else(|| EvalError::Type("missing argument".into()))?;
+                    let b = args
+                        .get(1)
+                        .ok_or_else(|| EvalError::Type("missing argument".into()))?;
                     let (a, b) = (a.eval_int(env)?, b.eval_int(env)?);
                     Int(match f {
                         Func::Cdiv => {
                             if b == 0 {
                                 return Err(EvalError::DivByZero);
                             }
-                            a.checked_add(b - 1).ok_or(EvalError::Overflow)?.div_euclid(b)
+                            a.checked_add(b - 1)
+                                .ok_or(EvalError::Overflow)?
+                                .div_euclid(b)
                         }
                         Func::Min => a.min(b),
                         _ => a.max(b),
                     })
                 }
-                other => Int(env.resource(*other).ok_or_else(|| unavailable(format!("{}()", other.name())))?),
+                other => Int(env
+                    .resource(*other)
+                    .ok_or_else(|| unavailable(format!("{}()", other.name())))?),
             },
             Expr::Not(a) => match a.eval(env)? {
                 Bool(b) => Bool(!b),
@@ -411,14 +420,25 @@ mod tests {
 
     #[test]
     fn evaluates_and_reports_missing_leaves() {
-        let e = Expr::bin(ExprOp::Le, Expr::TensorDim { param: 0, axis: 1 }, Expr::Tune("BLOCK".into()));
+        let e = Expr::bin(
+            ExprOp::Le,
+            Expr::TensorDim { param: 0, axis: 1 },
+            Expr::Tune("BLOCK".into()),
+        );
         assert_eq!(e.phase(), Phase::Launch);
         assert!(matches!(e.eval(&Env), Err(EvalError::Unavailable(_))));
-        let s = Expr::bin(ExprOp::Eq, Expr::Tune("SMEM".into()), Expr::Enum("Padded".into()));
+        let s = Expr::bin(
+            ExprOp::Eq,
+            Expr::Tune("SMEM".into()),
+            Expr::Enum("Padded".into()),
+        );
         assert_eq!(s.eval_bool(&Env), Ok(true));
         let d = Expr::bin(ExprOp::Div, Expr::Int(1), Expr::Int(0));
         assert_eq!(d.eval(&Env), Err(EvalError::DivByZero));
-        let c = Expr::Call(Func::Cdiv, vec![Expr::Int(4097), Expr::Tune("BLOCK".into())]);
+        let c = Expr::Call(
+            Func::Cdiv,
+            vec![Expr::Int(4097), Expr::Tune("BLOCK".into())],
+        );
         assert_eq!(c.eval_int(&Env), Ok(5));
     }
 }

@@ -12,7 +12,11 @@ fn strip(b: &mut Block) {
         inst.loc = Loc::default();
         match &mut inst.op {
             Op::For { body, .. } => strip(body),
-            Op::If { then_block, else_block, .. } => {
+            Op::If {
+                then_block,
+                else_block,
+                ..
+            } => {
                 strip(then_block);
                 strip(else_block);
             }

@@ -40,7 +40,11 @@ pub enum Ty {
 impl Ty {
     /// A strongly typed tile.
     pub fn tile(elem: Elem, shape: Shape) -> Ty {
-        Ty::Tile { elem, shape, weak: false }
+        Ty::Tile {
+            elem,
+            shape,
+            weak: false,
+        }
     }
 
     /// A strongly typed scalar.
@@ -97,7 +101,13 @@ struct Checker<'k> {
 /// Infers every value's type and reports every error. The kernel is valid when the
 /// returned list is empty.
 pub fn infer(kernel: &Kernel) -> (Types, Vec<Diagnostic>) {
-    let mut c = Checker { kernel, types: Types { tys: vec![Ty::Error; kernel.num_values()] }, diags: Vec::new() };
+    let mut c = Checker {
+        kernel,
+        types: Types {
+            tys: vec![Ty::Error; kernel.num_values()],
+        },
+        diags: Vec::new(),
+    };
     c.check_signature();
     c.block(&kernel.body);
     (c.types, c.diags)
@@ -127,22 +137,39 @@ impl<'k> Checker<'k> {
     }
 
     fn name(&self, v: ValueId) -> String {
-        self.kernel.value_names.get(v.index()).cloned().flatten().unwrap_or_else(|| "value".into())
+        self.kernel
+            .value_names
+            .get(v.index())
+            .cloned()
+            .flatten()
+            .unwrap_or_else(|| "value".into())
     }
 
     fn check_signature(&mut self) {
         let k = self.kernel;
         if k.grid.is_empty() || k.grid.len() > 3 {
-            self.err(Loc::default(), format!("the grid has {} axes; it must have 1 to 3", k.grid.len()));
+            self.err(
+                Loc::default(),
+                format!("the grid has {} axes; it must have 1 to 3", k.grid.len()),
+            );
         }
         for p in &k.params {
             if let ParamKind::Tensor { rank, elem, .. } = &p.kind {
                 if !(1..=3).contains(rank) {
-                    self.err(p.loc, format!("tensor `{}` has rank {rank}; ranks 1 to 3 are supported", p.name));
+                    self.err(
+                        p.loc,
+                        format!(
+                            "tensor `{}` has rank {rank}; ranks 1 to 3 are supported",
+                            p.name
+                        ),
+                    );
                 }
                 if let Elem::Generic(g) = elem {
                     if !k.generics.contains(g) {
-                        self.err(p.loc, format!("element type `{g}` is not a generic parameter of the kernel"));
+                        self.err(
+                            p.loc,
+                            format!("element type `{g}` is not a generic parameter of the kernel"),
+                        );
                     }
                 }
             }
@@ -158,17 +185,24 @@ impl<'k> Checker<'k> {
                     ok = false;
                 }
                 Dim::Const(_) => {}
-                Dim::Param(p) => match self.kernel.space.param(p) {
-                    None => {
-                        self.err(loc, format!("tile shape uses `{p}`, which is not a declared tuning parameter"));
-                        ok = false;
+                Dim::Param(p) => {
+                    match self.kernel.space.param(p) {
+                        None => {
+                            self.err(loc, format!("tile shape uses `{p}`, which is not a declared tuning parameter"));
+                            ok = false;
+                        }
+                        Some(tp)
+                            if !tp
+                                .values
+                                .iter()
+                                .all(|v| matches!(v, TuneValue::Int(x) if *x > 0)) =>
+                        {
+                            self.err(loc, format!("tuning parameter `{p}` is used as a tile extent, so all its values must be positive integers"));
+                            ok = false;
+                        }
+                        Some(_) => {}
                     }
-                    Some(tp) if !tp.values.iter().all(|v| matches!(v, TuneValue::Int(x) if *x > 0)) => {
-                        self.err(loc, format!("tuning parameter `{p}` is used as a tile extent, so all its values must be positive integers"));
-                        ok = false;
-                    }
-                    Some(_) => {}
-                },
+                }
             }
         }
         ok
@@ -185,7 +219,10 @@ impl<'k> Checker<'k> {
             Ty::Error => false,
             Ty::Tile { elem, shape, .. } if shape.is_scalar() && elem.is_int() => true,
             t => {
-                self.err(loc, format!("{what} must be an integer scalar, found {}", t.describe()));
+                self.err(
+                    loc,
+                    format!("{what} must be an integer scalar, found {}", t.describe()),
+                );
                 false
             }
         }
@@ -193,7 +230,15 @@ impl<'k> Checker<'k> {
 
     /// Unifies element types for arithmetic; `None` after reporting.
     fn unify(&mut self, a: &Ty, b: &Ty, loc: Loc, op: &str) -> Option<(Elem, bool)> {
-        let (Ty::Tile { elem: ea, weak: wa, .. }, Ty::Tile { elem: eb, weak: wb, .. }) = (a, b) else {
+        let (
+            Ty::Tile {
+                elem: ea, weak: wa, ..
+            },
+            Ty::Tile {
+                elem: eb, weak: wb, ..
+            },
+        ) = (a, b)
+        else {
             return None;
         };
         let float_or_int = |e: &Elem| e.is_float() || e.is_int();
@@ -213,7 +258,14 @@ impl<'k> Checker<'k> {
                 if fits {
                     Some((strong.clone(), false))
                 } else {
-                    self.err(loc, format!("`{op}` mixes a {} literal with {} values", elem_name(weak), elem_name(strong)));
+                    self.err(
+                        loc,
+                        format!(
+                            "`{op}` mixes a {} literal with {} values",
+                            elem_name(weak),
+                            elem_name(strong)
+                        ),
+                    );
                     None
                 }
             }
@@ -225,7 +277,11 @@ impl<'k> Checker<'k> {
                 } else {
                     self.err_help(
                         loc,
-                        format!("dtype mismatch: `{op}` between {} and {}", elem_name(ea), elem_name(eb)),
+                        format!(
+                            "dtype mismatch: `{op}` between {} and {}",
+                            elem_name(ea),
+                            elem_name(eb)
+                        ),
                         "convert one side explicitly with `.to_f32()` or `.cast::<T>()`",
                     );
                     None
@@ -259,25 +315,49 @@ impl<'k> Checker<'k> {
             Ty::Error => None,
             Ty::Tile { .. } => self.tile_parts(&t),
             _ => {
-                self.err(loc, format!("{what} must be a tile, found {} `{}`", t.describe(), self.name(v)));
+                self.err(
+                    loc,
+                    format!(
+                        "{what} must be a tile, found {} `{}`",
+                        t.describe(),
+                        self.name(v)
+                    ),
+                );
                 None
             }
         }
     }
 
-    fn expect_tensor(&mut self, v: ValueId, loc: Loc, what: &str) -> Option<(usize, u8, Elem, bool)> {
+    fn expect_tensor(
+        &mut self,
+        v: ValueId,
+        loc: Loc,
+        what: &str,
+    ) -> Option<(usize, u8, Elem, bool)> {
         match self.ty(v) {
             Ty::Error => None,
-            Ty::Tensor { param, rank, elem, mutable } => Some((param, rank, elem, mutable)),
+            Ty::Tensor {
+                param,
+                rank,
+                elem,
+                mutable,
+            } => Some((param, rank, elem, mutable)),
             t => {
-                self.err(loc, format!("{what} must be a tensor, found {}", t.describe()));
+                self.err(
+                    loc,
+                    format!("{what} must be a tensor, found {}", t.describe()),
+                );
                 None
             }
         }
     }
 
     fn param_name(&self, p: usize) -> String {
-        self.kernel.params.get(p).map(|p| p.name.clone()).unwrap_or_default()
+        self.kernel
+            .params
+            .get(p)
+            .map(|p| p.name.clone())
+            .unwrap_or_default()
     }
 
     fn inst(&mut self, inst: &Inst) {
@@ -295,7 +375,10 @@ impl<'k> Checker<'k> {
                 if usize::from(*axis) >= k.grid.len() {
                     self.err_help(
                         loc,
-                        format!("program axis {axis} is out of range: the grid has {} axis(es)", k.grid.len()),
+                        format!(
+                            "program axis {axis} is out of range: the grid has {} axis(es)",
+                            k.grid.len()
+                        ),
                         format!("valid axes are 0..{}", k.grid.len()),
                     );
                     return Some(Ty::Error);
@@ -314,7 +397,11 @@ impl<'k> Checker<'k> {
                     Literal::Int(_) => DType::I32,
                     Literal::Bool(_) => DType::Bool,
                 };
-                Ty::Tile { elem: Elem::Concrete(d), shape: Shape::scalar(), weak: true }
+                Ty::Tile {
+                    elem: Elem::Concrete(d),
+                    shape: Shape::scalar(),
+                    weak: true,
+                }
             }
             Op::TuneValue { name } => match k.space.param(name) {
                 None => {
@@ -338,32 +425,47 @@ impl<'k> Checker<'k> {
                 }
             },
             Op::TensorParam { index } => match k.params.get(*index).map(|p| &p.kind) {
-                Some(ParamKind::Tensor { rank, elem, mutable }) => {
-                    Ty::Tensor { param: *index, rank: *rank, elem: elem.clone(), mutable: *mutable }
-                }
+                Some(ParamKind::Tensor {
+                    rank,
+                    elem,
+                    mutable,
+                }) => Ty::Tensor {
+                    param: *index,
+                    rank: *rank,
+                    elem: elem.clone(),
+                    mutable: *mutable,
+                },
                 _ => {
                     self.err(loc, format!("parameter {index} is not a tensor"));
                     Ty::Error
                 }
             },
             Op::TensorDim { tensor, axis } => {
-                let (p, rank, ..) = self.expect_tensor(*tensor, loc, "the receiver of a shape query")?;
+                let (p, rank, ..) =
+                    self.expect_tensor(*tensor, loc, "the receiver of a shape query")?;
                 if *axis >= rank {
                     self.err(
                         loc,
-                        format!("rank mismatch: axis {axis} of `{}`, which has rank {rank}", self.param_name(p)),
+                        format!(
+                            "rank mismatch: axis {axis} of `{}`, which has rank {rank}",
+                            self.param_name(p)
+                        ),
                     );
                     return Some(Ty::Error);
                 }
                 Ty::scalar(DType::I64)
             }
             Op::Row { tensor, index } => {
-                let (param, rank, elem, mutable) = self.expect_tensor(*tensor, loc, "the receiver of `.row()`")?;
+                let (param, rank, elem, mutable) =
+                    self.expect_tensor(*tensor, loc, "the receiver of `.row()`")?;
                 let idx_ok = self.int_scalar(*index, "a row index", loc);
                 if rank < 2 {
                     self.err_help(
                         loc,
-                        format!("rank mismatch: `.row()` of `{}`, which has rank 1", self.param_name(param)),
+                        format!(
+                            "rank mismatch: `.row()` of `{}`, which has rank 1",
+                            self.param_name(param)
+                        ),
                         "a rank-1 tensor is already a row: pass it to `load`/`store` directly",
                     );
                     return Some(Ty::Error);
@@ -371,7 +473,12 @@ impl<'k> Checker<'k> {
                 if !idx_ok {
                     return Some(Ty::Error);
                 }
-                Ty::Tensor { param, rank: rank - 1, elem, mutable }
+                Ty::Tensor {
+                    param,
+                    rank: rank - 1,
+                    elem,
+                    mutable,
+                }
             }
             Op::Unary { op, x } => {
                 let (elem, shape, weak) = self.expect_tile(*x, loc, "an operand")?;
@@ -384,7 +491,11 @@ impl<'k> Checker<'k> {
                     self.err_help(
                         loc,
                         format!("dtype mismatch: `{}` of a {elem} tile", op.name()),
-                        if op.needs_float() { "convert first, e.g. `.to_f32()`" } else { "use a numeric or mask operand" },
+                        if op.needs_float() {
+                            "convert first, e.g. `.to_f32()`"
+                        } else {
+                            "use a numeric or mask operand"
+                        },
                     );
                     return Some(Ty::Error);
                 }
@@ -400,7 +511,10 @@ impl<'k> Checker<'k> {
                 let (elem, weak) = self.unify(&ta, &tb, loc, op.name())?;
                 let shape = self.broadcast(ta.shape()?, tb.shape()?, loc, op.name())?;
                 if op.is_logical() && !elem.is_bool() {
-                    self.err(loc, format!("`{}` needs masks (bool tiles), found {elem}", op.name()));
+                    self.err(
+                        loc,
+                        format!("`{}` needs masks (bool tiles), found {elem}", op.name()),
+                    );
                     return Some(Ty::Error);
                 }
                 if !op.is_logical() && elem.is_bool() {
@@ -430,7 +544,10 @@ impl<'k> Checker<'k> {
                 self.expect_tile(*a, loc, "an operand")?;
                 self.expect_tile(*b, loc, "an operand")?;
                 if !ce.is_bool() {
-                    self.err(loc, format!("the condition of `where_` must be a mask, found {ce}"));
+                    self.err(
+                        loc,
+                        format!("the condition of `where_` must be a mask, found {ce}"),
+                    );
                     return Some(Ty::Error);
                 }
                 let (elem, weak) = self.unify(&ta, &tb, loc, "where_")?;
@@ -447,7 +564,11 @@ impl<'k> Checker<'k> {
                 if usize::from(*axis) >= shape.rank() {
                     self.err(
                         loc,
-                        format!("rank mismatch: `{}` over axis {axis} of a tile of rank {} ({shape})", op.name(), shape.rank()),
+                        format!(
+                            "rank mismatch: `{}` over axis {axis} of a tile of rank {} ({shape})",
+                            op.name(),
+                            shape.rank()
+                        ),
                     );
                     return Some(Ty::Error);
                 }
@@ -460,14 +581,25 @@ impl<'k> Checker<'k> {
                 Ty::tile(elem, Shape::new(dims))
             }
             Op::ExpandDims { x, axis } => {
-                let (elem, shape, weak) = self.expect_tile(*x, loc, "the operand of `expand_dims`")?;
+                let (elem, shape, weak) =
+                    self.expect_tile(*x, loc, "the operand of `expand_dims`")?;
                 if usize::from(*axis) > shape.rank() {
-                    self.err(loc, format!("rank mismatch: `expand_dims` at axis {axis} of a tile of rank {}", shape.rank()));
+                    self.err(
+                        loc,
+                        format!(
+                            "rank mismatch: `expand_dims` at axis {axis} of a tile of rank {}",
+                            shape.rank()
+                        ),
+                    );
                     return Some(Ty::Error);
                 }
                 let mut dims = shape.0.clone();
                 dims.insert(usize::from(*axis), Dim::Const(1));
-                Ty::Tile { elem, shape: Shape::new(dims), weak }
+                Ty::Tile {
+                    elem,
+                    shape: Shape::new(dims),
+                    weak,
+                }
             }
             Op::Full { elem, shape, value } => {
                 if !self.dims_ok(shape, loc) {
@@ -480,8 +612,14 @@ impl<'k> Checker<'k> {
                 }
                 Ty::tile(elem.clone(), Shape::new(shape.clone()))
             }
-            Op::Load { view, offsets, mask, other } => {
-                let (param, rank, elem, _) = self.expect_tensor(*view, loc, "the first argument of `load`")?;
+            Op::Load {
+                view,
+                offsets,
+                mask,
+                other,
+            } => {
+                let (param, rank, elem, _) =
+                    self.expect_tensor(*view, loc, "the first argument of `load`")?;
                 let (oe, os, _) = self.expect_tile(*offsets, loc, "the offsets of `load`")?;
                 if rank != 1 {
                     self.err_help(
@@ -492,18 +630,25 @@ impl<'k> Checker<'k> {
                     return Some(Ty::Error);
                 }
                 if !oe.is_int() {
-                    self.err(loc, format!("the offsets of `load` must be integers, found {oe}"));
+                    self.err(
+                        loc,
+                        format!("the offsets of `load` must be integers, found {oe}"),
+                    );
                     return Some(Ty::Error);
                 }
                 if let Some(m) = mask {
                     self.mask_fits(*m, &os, loc, "load")?;
                 }
                 if let Some(o) = other {
-                    let (ote, ots, weak) = self.expect_tile(*o, loc, "the `other` value of `load`")?;
+                    let (ote, ots, weak) =
+                        self.expect_tile(*o, loc, "the `other` value of `load`")?;
                     if !weak && ote != elem {
                         self.err_help(
                             loc,
-                            format!("dtype mismatch: `other` is {ote} but `{}` holds {elem}", self.param_name(param)),
+                            format!(
+                                "dtype mismatch: `other` is {ote} but `{}` holds {elem}",
+                                self.param_name(param)
+                            ),
                             "use a literal or a value of the tensor's type",
                         );
                         return Some(Ty::Error);
@@ -515,8 +660,14 @@ impl<'k> Checker<'k> {
                 }
                 Ty::tile(elem, os)
             }
-            Op::Store { view, offsets, value, mask } => {
-                let (param, rank, elem, mutable) = self.expect_tensor(*view, loc, "the first argument of `store`")?;
+            Op::Store {
+                view,
+                offsets,
+                value,
+                mask,
+            } => {
+                let (param, rank, elem, mutable) =
+                    self.expect_tensor(*view, loc, "the first argument of `store`")?;
                 let (oe, os, _) = self.expect_tile(*offsets, loc, "the offsets of `store`")?;
                 let (ve, vs, weak) = self.expect_tile(*value, loc, "the value of `store`")?;
                 self.writable(param, mutable, loc);
@@ -528,12 +679,18 @@ impl<'k> Checker<'k> {
                     );
                 }
                 if !oe.is_int() {
-                    self.err(loc, format!("the offsets of `store` must be integers, found {oe}"));
+                    self.err(
+                        loc,
+                        format!("the offsets of `store` must be integers, found {oe}"),
+                    );
                 }
                 if !weak && ve != elem {
                     self.err_help(
                         loc,
-                        format!("dtype mismatch: storing {ve} values into `{}`, which holds {elem}", self.param_name(param)),
+                        format!(
+                            "dtype mismatch: storing {ve} values into `{}`, which holds {elem}",
+                            self.param_name(param)
+                        ),
                         format!("convert with `.cast::<{elem}>()`"),
                     );
                 }
@@ -545,8 +702,13 @@ impl<'k> Checker<'k> {
                 }
                 return None;
             }
-            Op::LoadTile { tensor, origin, shape } => {
-                let (param, rank, elem, _) = self.expect_tensor(*tensor, loc, "the first argument of `load_tile`")?;
+            Op::LoadTile {
+                tensor,
+                origin,
+                shape,
+            } => {
+                let (param, rank, elem, _) =
+                    self.expect_tensor(*tensor, loc, "the first argument of `load_tile`")?;
                 let mut ok = self.dims_ok(shape, loc);
                 for o in origin {
                     ok &= self.int_scalar(*o, "a tile origin", loc);
@@ -568,8 +730,13 @@ impl<'k> Checker<'k> {
                 }
                 Ty::tile(elem, Shape::new(shape.clone()))
             }
-            Op::StoreTile { tensor, origin, value } => {
-                let (param, rank, elem, mutable) = self.expect_tensor(*tensor, loc, "the first argument of `store_tile`")?;
+            Op::StoreTile {
+                tensor,
+                origin,
+                value,
+            } => {
+                let (param, rank, elem, mutable) =
+                    self.expect_tensor(*tensor, loc, "the first argument of `store_tile`")?;
                 self.writable(param, mutable, loc);
                 for o in origin {
                     self.int_scalar(*o, "a tile origin", loc);
@@ -588,7 +755,10 @@ impl<'k> Checker<'k> {
                 if !weak && ve != elem {
                     self.err_help(
                         loc,
-                        format!("dtype mismatch: storing a {ve} tile into `{}`, which holds {elem}", self.param_name(param)),
+                        format!(
+                            "dtype mismatch: storing a {ve} tile into `{}`, which holds {elem}",
+                            self.param_name(param)
+                        ),
                         format!("convert with `.cast::<{elem}>()`"),
                     );
                 }
@@ -599,32 +769,54 @@ impl<'k> Checker<'k> {
                 let (eb, sb, _) = self.expect_tile(*b, loc, "the right operand of `dot`")?;
                 let (ec, sc, _) = self.expect_tile(*acc, loc, "the accumulator of `dot`")?;
                 if sa.rank() != 2 || sb.rank() != 2 || sc.rank() != 2 {
-                    self.err(loc, format!("rank mismatch: `dot` needs 2-d tiles, found {sa}, {sb} and {sc}"));
+                    self.err(
+                        loc,
+                        format!("rank mismatch: `dot` needs 2-d tiles, found {sa}, {sb} and {sc}"),
+                    );
                     return Some(Ty::Error);
                 }
                 let mut ok = true;
                 if sa.0[1] != sb.0[0] {
                     self.err_help(
                         loc,
-                        format!("`dot` inner dimensions differ: {sa} @ {sb} ({} vs {})", sa.0[1], sb.0[0]),
+                        format!(
+                            "`dot` inner dimensions differ: {sa} @ {sb} ({} vs {})",
+                            sa.0[1], sb.0[0]
+                        ),
                         "the left operand's columns must equal the right operand's rows",
                     );
                     ok = false;
                 }
                 if ok && (sc.0[0] != sa.0[0] || sc.0[1] != sb.0[1]) {
-                    self.err(loc, format!("tile shapes: `dot` of {sa} @ {sb} into an accumulator of shape {sc}"));
+                    self.err(
+                        loc,
+                        format!(
+                            "tile shapes: `dot` of {sa} @ {sb} into an accumulator of shape {sc}"
+                        ),
+                    );
                     ok = false;
                 }
                 if ea != eb {
-                    self.err_help(loc, format!("dtype mismatch: `dot` of {ea} and {eb} tiles"), "cast both operands to one type");
+                    self.err_help(
+                        loc,
+                        format!("dtype mismatch: `dot` of {ea} and {eb} tiles"),
+                        "cast both operands to one type",
+                    );
                     ok = false;
                 }
                 if !ea.is_float() {
-                    self.err(loc, format!("`dot` needs floating-point operands, found {ea}"));
+                    self.err(
+                        loc,
+                        format!("`dot` needs floating-point operands, found {ea}"),
+                    );
                     ok = false;
                 }
                 if ec != Elem::Concrete(DType::F32) {
-                    self.err_help(loc, format!("the accumulator of `dot` must be f32, found {ec}"), "start from `zeros::<f32, BM, BN>()`");
+                    self.err_help(
+                        loc,
+                        format!("the accumulator of `dot` must be f32, found {ec}"),
+                        "start from `zeros::<f32, BM, BN>()`",
+                    );
                     ok = false;
                 }
                 if !ok {
@@ -632,7 +824,14 @@ impl<'k> Checker<'k> {
                 }
                 Ty::tile(ec, sc)
             }
-            Op::For { start, end, step, stages, inits, body } => {
+            Op::For {
+                start,
+                end,
+                step,
+                stages,
+                inits,
+                body,
+            } => {
                 self.int_scalar(*start, "a loop bound", loc);
                 self.int_scalar(*end, "a loop bound", loc);
                 self.int_scalar(*step, "a loop step", loc);
@@ -659,15 +858,25 @@ impl<'k> Checker<'k> {
                 }
                 return None;
             }
-            Op::If { cond, then_block, else_block } => {
+            Op::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 if let Some((e, s, _)) = self.expect_tile(*cond, loc, "the condition of `if`") {
                     if !e.is_bool() || !s.is_scalar() {
-                        self.err(loc, format!("the condition of `if` must be a scalar bool, found {e}{s}"));
+                        self.err(
+                            loc,
+                            format!("the condition of `if` must be a scalar bool, found {e}{s}"),
+                        );
                     }
                 }
                 self.block(then_block);
                 self.block(else_block);
-                let then_tys: Vec<Ty> = yields(then_block).iter().map(|v| strong(self.ty(*v))).collect();
+                let then_tys: Vec<Ty> = yields(then_block)
+                    .iter()
+                    .map(|v| strong(self.ty(*v)))
+                    .collect();
                 self.check_yield(else_block, &then_tys, loc, "`if` branch");
                 for (r, t) in inst.results.iter().zip(then_tys) {
                     self.set(*r, t);
@@ -692,11 +901,19 @@ impl<'k> Checker<'k> {
     fn mask_fits(&mut self, m: ValueId, target: &Shape, loc: Loc, op: &str) -> Option<()> {
         let (me, ms, _) = self.expect_tile(m, loc, "a mask")?;
         if !me.is_bool() {
-            self.err(loc, format!("the mask of `{op}` must be a bool tile, found {me}"));
+            self.err(
+                loc,
+                format!("the mask of `{op}` must be a bool tile, found {me}"),
+            );
             return None;
         }
         if ms.broadcast(target).as_ref() != Some(target) {
-            self.err(loc, format!("tile shapes: the mask's shape {ms} does not broadcast to {target} in `{op}`"));
+            self.err(
+                loc,
+                format!(
+                    "tile shapes: the mask's shape {ms} does not broadcast to {target} in `{op}`"
+                ),
+            );
             return None;
         }
         Some(())
@@ -710,8 +927,22 @@ impl<'k> Checker<'k> {
                 continue;
             }
             let compatible = match (&self.ty(*y), t) {
-                (Ty::Tile { elem: ye, shape: ys, weak: true }, Ty::Tile { elem: te, shape: ts, .. }) => {
-                    ys == ts && (ye == te || te.is_float() && (ye.is_float() || ye.is_int()) || te.is_int() && ye.is_int())
+                (
+                    Ty::Tile {
+                        elem: ye,
+                        shape: ys,
+                        weak: true,
+                    },
+                    Ty::Tile {
+                        elem: te,
+                        shape: ts,
+                        ..
+                    },
+                ) => {
+                    ys == ts
+                        && (ye == te
+                            || te.is_float() && (ye.is_float() || ye.is_int())
+                            || te.is_int() && ye.is_int())
                 }
                 _ => yt == *t,
             };
@@ -719,7 +950,11 @@ impl<'k> Checker<'k> {
                 let name = self.name(*y);
                 self.err_help(
                     loc,
-                    format!("{what} value #{i} (`{name}`) changes type from {} to {}", t.describe(), yt.describe()),
+                    format!(
+                        "{what} value #{i} (`{name}`) changes type from {} to {}",
+                        t.describe(),
+                        yt.describe()
+                    ),
                     "a value assigned in a loop or branch must keep its dtype and shape",
                 );
             }
@@ -755,14 +990,38 @@ mod tests {
         let k = b.kernel_mut();
         k.generics = vec!["T".into()];
         k.params = vec![
-            Param { name: "x".into(), kind: ParamKind::Tensor { rank: 2, elem: Elem::Generic("T".into()), mutable: false }, loc: Loc::default() },
-            Param { name: "y".into(), kind: ParamKind::Tensor { rank: 2, elem: Elem::Generic("T".into()), mutable: true }, loc: Loc::default() },
+            Param {
+                name: "x".into(),
+                kind: ParamKind::Tensor {
+                    rank: 2,
+                    elem: Elem::Generic("T".into()),
+                    mutable: false,
+                },
+                loc: Loc::default(),
+            },
+            Param {
+                name: "y".into(),
+                kind: ParamKind::Tensor {
+                    rank: 2,
+                    elem: Elem::Generic("T".into()),
+                    mutable: true,
+                },
+                loc: Loc::default(),
+            },
         ];
         k.grid = vec![Expr::TensorDim { param: 0, axis: 0 }];
         k.space = Space {
             params: vec![
-                TuneParam { name: "BLOCK".into(), values: vec![TuneValue::Int(1024)], loc: Loc::default() },
-                TuneParam { name: "BN".into(), values: vec![TuneValue::Int(64)], loc: Loc::default() },
+                TuneParam {
+                    name: "BLOCK".into(),
+                    values: vec![TuneValue::Int(1024)],
+                    loc: Loc::default(),
+                },
+                TuneParam {
+                    name: "BN".into(),
+                    values: vec![TuneValue::Int(64)],
+                    loc: Loc::default(),
+                },
             ],
         };
         b
@@ -777,23 +1036,84 @@ mod tests {
         let mut b = base();
         let x = b.push(Op::TensorParam { index: 0 }, at(1));
         let pid = b.push(Op::ProgramId { axis: 0 }, at(2));
-        let cols = b.push(Op::Arange { n: Dim::param("BLOCK") }, at(3));
+        let cols = b.push(
+            Op::Arange {
+                n: Dim::param("BLOCK"),
+            },
+            at(3),
+        );
         let n = b.push(Op::TensorDim { tensor: x, axis: 1 }, at(4));
-        let mask = b.push(Op::Cmp { op: crate::op::CmpOp::Lt, a: cols, b: n }, at(4));
-        let row = b.push(Op::Row { tensor: x, index: pid }, at(4));
+        let mask = b.push(
+            Op::Cmp {
+                op: crate::op::CmpOp::Lt,
+                a: cols,
+                b: n,
+            },
+            at(4),
+        );
+        let row = b.push(
+            Op::Row {
+                tensor: x,
+                index: pid,
+            },
+            at(4),
+        );
         let ninf = b.push(Op::Lit(Literal::Float(f64::NEG_INFINITY)), at(4));
-        let v = b.push(Op::Load { view: row, offsets: cols, mask: Some(mask), other: Some(ninf) }, at(4));
-        let v32 = b.push(Op::Cast { x: v, to: Elem::of(DType::F32) }, at(5));
-        let m = b.push(Op::Reduce { op: crate::op::ReduceOp::Max, x: v32, axis: 0 }, at(6));
-        let d = b.push(Op::Binary { op: BinOp::Sub, a: v32, b: m }, at(6));
-        let e = b.push(Op::Unary { op: UnaryOp::Exp, x: d }, at(6));
+        let v = b.push(
+            Op::Load {
+                view: row,
+                offsets: cols,
+                mask: Some(mask),
+                other: Some(ninf),
+            },
+            at(4),
+        );
+        let v32 = b.push(
+            Op::Cast {
+                x: v,
+                to: Elem::of(DType::F32),
+            },
+            at(5),
+        );
+        let m = b.push(
+            Op::Reduce {
+                op: crate::op::ReduceOp::Max,
+                x: v32,
+                axis: 0,
+            },
+            at(6),
+        );
+        let d = b.push(
+            Op::Binary {
+                op: BinOp::Sub,
+                a: v32,
+                b: m,
+            },
+            at(6),
+        );
+        let e = b.push(
+            Op::Unary {
+                op: UnaryOp::Exp,
+                x: d,
+            },
+            at(6),
+        );
         b.finish_body();
         let k = b.into_kernel();
         let (t, diags) = infer(&k);
         assert!(diags.is_empty(), "{diags:?}");
-        assert_eq!(t.of(e), &Ty::tile(Elem::of(DType::F32), Shape::new(vec![Dim::param("BLOCK")])));
+        assert_eq!(
+            t.of(e),
+            &Ty::tile(Elem::of(DType::F32), Shape::new(vec![Dim::param("BLOCK")]))
+        );
         assert_eq!(t.of(m), &Ty::scalar(DType::F32));
-        assert_eq!(t.of(v), &Ty::tile(Elem::Generic("T".into()), Shape::new(vec![Dim::param("BLOCK")])));
+        assert_eq!(
+            t.of(v),
+            &Ty::tile(
+                Elem::Generic("T".into()),
+                Shape::new(vec![Dim::param("BLOCK")])
+            )
+        );
     }
 
     #[test]
@@ -801,17 +1121,68 @@ mod tests {
         let mut b = base();
         let x = b.push(Op::TensorParam { index: 0 }, at(1));
         let pid = b.push(Op::ProgramId { axis: 1 }, at(2)); // grid has one axis
-        let cols = b.push(Op::Arange { n: Dim::param("BLOCK") }, at(3));
-        let cols2 = b.push(Op::Arange { n: Dim::param("BN") }, at(4));
-        let bad = b.push(Op::Binary { op: BinOp::Add, a: cols, b: cols2 }, at(5)); // shapes
-        let _follow = b.push(Op::Unary { op: UnaryOp::Neg, x: bad }, at(6)); // silenced
-        let row = b.push(Op::Row { tensor: x, index: pid }, at(7)); // pid poisoned: silenced
+        let cols = b.push(
+            Op::Arange {
+                n: Dim::param("BLOCK"),
+            },
+            at(3),
+        );
+        let cols2 = b.push(
+            Op::Arange {
+                n: Dim::param("BN"),
+            },
+            at(4),
+        );
+        let bad = b.push(
+            Op::Binary {
+                op: BinOp::Add,
+                a: cols,
+                b: cols2,
+            },
+            at(5),
+        ); // shapes
+        let _follow = b.push(
+            Op::Unary {
+                op: UnaryOp::Neg,
+                x: bad,
+            },
+            at(6),
+        ); // silenced
+        let row = b.push(
+            Op::Row {
+                tensor: x,
+                index: pid,
+            },
+            at(7),
+        ); // pid poisoned: silenced
         let zero = b.push(Op::Lit(Literal::Float(0.0)), at(8));
-        b.push_void(Op::Store { view: row, offsets: cols, value: zero, mask: None }, at(8));
+        b.push_void(
+            Op::Store {
+                view: row,
+                offsets: cols,
+                value: zero,
+                mask: None,
+            },
+            at(8),
+        );
         let xx = b.push(Op::TensorParam { index: 0 }, at(9));
         let r0 = b.push(Op::Lit(Literal::Int(0)), at(9));
-        let xr = b.push(Op::Row { tensor: xx, index: r0 }, at(9));
-        b.push_void(Op::Store { view: xr, offsets: cols, value: zero, mask: None }, at(10)); // write through &
+        let xr = b.push(
+            Op::Row {
+                tensor: xx,
+                index: r0,
+            },
+            at(9),
+        );
+        b.push_void(
+            Op::Store {
+                view: xr,
+                offsets: cols,
+                value: zero,
+                mask: None,
+            },
+            at(10),
+        ); // write through &
         b.finish_body();
         let (_, diags) = infer(&b.into_kernel());
         let lines: Vec<u32> = diags.iter().map(|d| d.loc.line).collect();
@@ -827,10 +1198,39 @@ mod tests {
         let bm = Dim::param("BLOCK");
         let bn = Dim::param("BN");
         let one = b.push(Op::Lit(Literal::Float(1.0)), at(1));
-        let a = b.push(Op::Full { elem: Elem::of(DType::BF16), shape: vec![bm.clone(), bn.clone()], value: one }, at(1));
-        let bb = b.push(Op::Full { elem: Elem::of(DType::BF16), shape: vec![bm.clone(), bn.clone()], value: one }, at(2));
-        let acc = b.push(Op::Full { elem: Elem::of(DType::F32), shape: vec![bm.clone(), bn.clone()], value: one }, at(3));
-        b.push(Op::Dot { a, b: bb, acc, precision: crate::op::Precision::Ieee }, at(4));
+        let a = b.push(
+            Op::Full {
+                elem: Elem::of(DType::BF16),
+                shape: vec![bm.clone(), bn.clone()],
+                value: one,
+            },
+            at(1),
+        );
+        let bb = b.push(
+            Op::Full {
+                elem: Elem::of(DType::BF16),
+                shape: vec![bm.clone(), bn.clone()],
+                value: one,
+            },
+            at(2),
+        );
+        let acc = b.push(
+            Op::Full {
+                elem: Elem::of(DType::F32),
+                shape: vec![bm.clone(), bn.clone()],
+                value: one,
+            },
+            at(3),
+        );
+        b.push(
+            Op::Dot {
+                a,
+                b: bb,
+                acc,
+                precision: crate::op::Precision::Ieee,
+            },
+            at(4),
+        );
         b.finish_body();
         let (_, diags) = infer(&b.into_kernel());
         assert_eq!(diags.len(), 1, "{diags:#?}");

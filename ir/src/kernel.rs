@@ -164,7 +164,11 @@ impl Kernel {
                         }
                     }
                     Op::For { body, .. } => walk(body, tensor_of, read),
-                    Op::If { then_block, else_block, .. } => {
+                    Op::If {
+                        then_block,
+                        else_block,
+                        ..
+                    } => {
                         walk(then_block, tensor_of, read);
                         walk(else_block, tensor_of, read);
                     }

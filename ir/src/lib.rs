@@ -39,6 +39,8 @@ pub use dtype::{Bindings, DType, Elem};
 pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Phase};
 pub use infer::{infer, Ty, Types};
 pub use kernel::{Constraint, InputGen, Kernel, Param, ParamKind, Problem};
-pub use op::{BinOp, Block, CmpOp, Inst, Literal, Loc, Op, Precision, ReduceOp, Scope, UnaryOp, ValueId};
+pub use op::{
+    BinOp, Block, CmpOp, Inst, Literal, Loc, Op, Precision, ReduceOp, Scope, UnaryOp, ValueId,
+};
 pub use shape::{Dim, Shape};
 pub use space::{Config, Space, SpaceError, TuneParam, TuneValue};

@@ -28,12 +28,51 @@ pub struct Loc {
 /// A literal in a kernel body. Literals are weakly typed: `2.0 * x` takes `x`'s type.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Literal {
-    /// A float literal (also `T::NEG_INF` and friends).
-    Float(f64),
+    /// A float literal (also `T::NEG_INF` and friends). Serialized so that infinities
+    /// and NaN survive JSON (as the strings `"inf"`, `"-inf"`, `"nan"`).
+    Float(#[serde(with = "float_repr")] f64),
     /// An integer literal.
     Int(i64),
     /// `true` / `false`.
     Bool(bool),
+}
+
+/// JSON has no infinities: finite floats are numbers, the rest strings.
+mod float_repr {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Num(f64),
+        Str(String),
+    }
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            Repr::Num(*v).serialize(s)
+        } else if v.is_nan() {
+            Repr::Str("nan".into()).serialize(s)
+        } else if *v > 0.0 {
+            Repr::Str("inf".into()).serialize(s)
+        } else {
+            Repr::Str("-inf".into()).serialize(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Repr::deserialize(d)? {
+            Repr::Num(v) => Ok(v),
+            Repr::Str(s) => match s.as_str() {
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                "nan" => Ok(f64::NAN),
+                other => Err(serde::de::Error::custom(format!(
+                    "invalid float literal `{other}`"
+                ))),
+            },
+        }
+    }
 }
 
 impl Eq for Literal {}
@@ -110,7 +149,10 @@ impl UnaryOp {
 
     /// True if the operand must be floating point.
     pub fn needs_float(self) -> bool {
-        !matches!(self, UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs | UnaryOp::Relu)
+        !matches!(
+            self,
+            UnaryOp::Neg | UnaryOp::Not | UnaryOp::Abs | UnaryOp::Relu
+        )
     }
 }
 
@@ -456,27 +498,52 @@ impl Op {
             | Op::TensorParam { .. } => vec![],
             Op::TensorDim { tensor, .. } => vec![*tensor],
             Op::Row { tensor, index } => vec![*tensor, *index],
-            Op::Unary { x, .. } | Op::Cast { x, .. } | Op::Reduce { x, .. } | Op::ExpandDims { x, .. } => vec![*x],
+            Op::Unary { x, .. }
+            | Op::Cast { x, .. }
+            | Op::Reduce { x, .. }
+            | Op::ExpandDims { x, .. } => vec![*x],
             Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
             Op::Select { cond, a, b } => vec![*cond, *a, *b],
             Op::Full { value, .. } => vec![*value],
-            Op::Load { view, offsets, mask, other } => {
+            Op::Load {
+                view,
+                offsets,
+                mask,
+                other,
+            } => {
                 let mut v = vec![*view, *offsets];
                 v.extend(mask.iter().chain(other.iter()));
                 v
             }
-            Op::Store { view, offsets, value, mask } => {
+            Op::Store {
+                view,
+                offsets,
+                value,
+                mask,
+            } => {
                 let mut v = vec![*view, *offsets, *value];
                 v.extend(mask.iter());
                 v
             }
-            Op::LoadTile { tensor, origin, .. } => std::iter::once(*tensor).chain(origin.iter().copied()).collect(),
-            Op::StoreTile { tensor, origin, value } => std::iter::once(*tensor)
+            Op::LoadTile { tensor, origin, .. } => std::iter::once(*tensor)
+                .chain(origin.iter().copied())
+                .collect(),
+            Op::StoreTile {
+                tensor,
+                origin,
+                value,
+            } => std::iter::once(*tensor)
                 .chain(origin.iter().copied())
                 .chain(std::iter::once(*value))
                 .collect(),
             Op::Dot { a, b, acc, .. } => vec![*a, *b, *acc],
-            Op::For { start, end, step, inits, .. } => {
+            Op::For {
+                start,
+                end,
+                step,
+                inits,
+                ..
+            } => {
                 let mut v = vec![*start, *end, *step];
                 v.extend(inits.iter());
                 v
@@ -506,4 +573,23 @@ pub struct Block {
     pub args: Vec<ValueId>,
     /// Instructions.
     pub insts: Vec<Inst>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_literals_survive_json() {
+        for v in [f64::NEG_INFINITY, f64::INFINITY, 1.5, -0.0] {
+            let s = serde_json::to_string(&Literal::Float(v)).unwrap();
+            let back: Literal = serde_json::from_str(&s).unwrap();
+            assert_eq!(back, Literal::Float(v), "{s}");
+        }
+        let s = serde_json::to_string(&Literal::Float(f64::NAN)).unwrap();
+        let Literal::Float(back) = serde_json::from_str(&s).unwrap() else {
+            panic!()
+        };
+        assert!(back.is_nan());
+    }
 }

@@ -110,16 +110,26 @@ mod tests {
     fn s(dims: &[&str]) -> Shape {
         Shape(
             dims.iter()
-                .map(|d| d.parse::<u64>().map(Dim::Const).unwrap_or_else(|_| Dim::param(d)))
+                .map(|d| {
+                    d.parse::<u64>()
+                        .map(Dim::Const)
+                        .unwrap_or_else(|_| Dim::param(d))
+                })
                 .collect(),
         )
     }
 
     #[test]
     fn broadcast_rules() {
-        assert_eq!(s(&["BM", "1"]).broadcast(&s(&["BN"])), Some(s(&["BM", "BN"])));
+        assert_eq!(
+            s(&["BM", "1"]).broadcast(&s(&["BN"])),
+            Some(s(&["BM", "BN"]))
+        );
         assert_eq!(s(&[]).broadcast(&s(&["BLOCK"])), Some(s(&["BLOCK"])));
-        assert_eq!(s(&["4", "BN"]).broadcast(&s(&["1", "BN"])), Some(s(&["4", "BN"])));
+        assert_eq!(
+            s(&["4", "BN"]).broadcast(&s(&["1", "BN"])),
+            Some(s(&["4", "BN"]))
+        );
         assert_eq!(s(&["BM"]).broadcast(&s(&["BN"])), None);
         assert_eq!(s(&["3"]).broadcast(&s(&["4"])), None);
     }

@@ -111,7 +111,11 @@ impl Config {
 
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts: Vec<String> = self.values.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        let parts: Vec<String> = self
+            .values
+            .iter()
+            .map(|(n, v)| format!("{n}={v}"))
+            .collect();
         f.write_str(&parts.join(","))
     }
 }
@@ -208,9 +212,14 @@ impl Space {
         }
         let mut values = Vec::with_capacity(self.params.len());
         for p in &self.params {
-            let v = config.get(&p.name).ok_or_else(|| SpaceError::Missing(p.name.clone()))?;
+            let v = config
+                .get(&p.name)
+                .ok_or_else(|| SpaceError::Missing(p.name.clone()))?;
             if !p.values.contains(v) {
-                return Err(SpaceError::NotDeclared { name: p.name.clone(), value: v.clone() });
+                return Err(SpaceError::NotDeclared {
+                    name: p.name.clone(),
+                    value: v.clone(),
+                });
             }
             values.push((p.name.clone(), v.clone()));
         }
@@ -223,11 +232,21 @@ mod tests {
     use super::*;
 
     fn space() -> Space {
-        let p = |n: &str, v: Vec<TuneValue>| TuneParam { name: n.into(), values: v, loc: Loc::default() };
+        let p = |n: &str, v: Vec<TuneValue>| TuneParam {
+            name: n.into(),
+            values: v,
+            loc: Loc::default(),
+        };
         Space {
             params: vec![
                 p("BM", vec![TuneValue::Int(64), TuneValue::Int(128)]),
-                p("SMEM", vec![TuneValue::Enum("RowMajor".into()), TuneValue::Enum("Padded".into())]),
+                p(
+                    "SMEM",
+                    vec![
+                        TuneValue::Enum("RowMajor".into()),
+                        TuneValue::Enum("Padded".into()),
+                    ],
+                ),
                 p("PAD64", vec![TuneValue::Bool(false), TuneValue::Bool(true)]),
             ],
         }
@@ -247,8 +266,13 @@ mod tests {
     #[test]
     fn validate_rejects_foreign_points() {
         let s = space();
-        assert!(s.validate(&Config::parse("BM=64,SMEM=Padded,PAD64=true").unwrap()).is_ok());
-        assert!(matches!(s.validate(&Config::parse("BM=64,SMEM=Padded").unwrap()), Err(SpaceError::Missing(_))));
+        assert!(s
+            .validate(&Config::parse("BM=64,SMEM=Padded,PAD64=true").unwrap())
+            .is_ok());
+        assert!(matches!(
+            s.validate(&Config::parse("BM=64,SMEM=Padded").unwrap()),
+            Err(SpaceError::Missing(_))
+        ));
         assert!(matches!(
             s.validate(&Config::parse("BM=64,SMEM=Evil,PAD64=true").unwrap()),
             Err(SpaceError::NotDeclared { .. })
@@ -258,7 +282,9 @@ mod tests {
             Err(SpaceError::Unknown(_))
         ));
         // Order is canonicalized.
-        let c = s.validate(&Config::parse("PAD64=true,BM=128,SMEM=Padded").unwrap()).unwrap();
+        let c = s
+            .validate(&Config::parse("PAD64=true,BM=128,SMEM=Padded").unwrap())
+            .unwrap();
         assert_eq!(c.to_string(), "BM=128,SMEM=Padded,PAD64=true");
     }
 }

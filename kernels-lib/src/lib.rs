@@ -15,15 +15,17 @@
 //! assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
 //! ```
 
-mod matmul;
-mod rmsnorm;
-mod scale_chain;
-mod softmax;
+mod ops;
 
-pub use matmul::matmul;
-pub use rmsnorm::rmsnorm;
-pub use scale_chain::scale_chain;
-pub use softmax::softmax;
+pub use ops::matmul::matmul;
+pub use ops::rmsnorm::rmsnorm;
+pub use ops::scale_chain::scale_chain;
+pub use ops::softmax::softmax;
 
 /// Every kernel of the library.
-pub static ALL: &[&tilekit::KernelSpec] = &[&softmax::SPEC, &rmsnorm::SPEC, &scale_chain::SPEC, &matmul::SPEC];
+pub static ALL: &[&tilekit::KernelSpec] = &[
+    &softmax::SPEC,
+    &rmsnorm::SPEC,
+    &scale_chain::SPEC,
+    &matmul::SPEC,
+];

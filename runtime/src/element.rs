@@ -4,7 +4,9 @@ use half::{bf16, f16};
 use tilekit_ir::DType;
 
 /// A type a tensor can hold. Sealed: tilekit knows how to move each one to and from the GPU.
-pub trait Element: Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static + sealed::Sealed {
+pub trait Element:
+    Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static + sealed::Sealed
+{
     /// Its IR type.
     const DTYPE: DType;
     /// Widens to f64 (exact for every supported type but i64 beyond 2^53).

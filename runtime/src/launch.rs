@@ -206,7 +206,10 @@ impl Arg<'_> {
     }
 }
 
-/// Launches `spec` with its default configuration (every tuning parameter's first value).
+/// Launches `spec` with its default configuration (every tuning parameter's first value);
+/// when the default's per-launch constraints fail for these arguments (say
+/// `x.cols() <= BLOCK` for a wide row), the first declared configuration that satisfies
+/// them. A configuration whose constraints fail is never run.
 ///
 /// See [`launch_with`] for what is checked. A kernel built by hand (the macro does this):
 ///
@@ -246,8 +249,24 @@ pub fn launch(
     bindings: &Bindings,
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
-    let config = spec.default_config()?;
-    launch_with(rt, spec, &config, bindings, args)
+    let default = spec.default_config()?;
+    let first_error = match launch_with(rt, spec, &default, bindings, args) {
+        Err(e @ LaunchError::Constraint { .. }) => e,
+        other => return other,
+    };
+    // The default's per-launch constraints do not hold for these arguments: run the first
+    // declared configuration whose constraints do (checks run before anything is written,
+    // so trying is free of side effects). If none fits, report the default's violation.
+    for config in spec.space()?.enumerate() {
+        if config == default {
+            continue;
+        }
+        match launch_with(rt, spec, &config, bindings, args) {
+            Err(LaunchError::Constraint { .. }) => continue,
+            other => return other,
+        }
+    }
+    Err(first_error)
 }
 
 /// Launches `spec` with `config` on `rt`'s backend.

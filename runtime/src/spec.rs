@@ -65,18 +65,30 @@ impl KernelSpec {
         doc: &'static str,
         spec_hash: u64,
     ) -> KernelSpec {
-        KernelSpec { name, ir_json, cuda_template, doc, spec_hash, analyzed: OnceLock::new() }
+        KernelSpec {
+            name,
+            ir_json,
+            cuda_template,
+            doc,
+            spec_hash,
+            analyzed: OnceLock::new(),
+        }
     }
 
     /// The parsed, type-checked IR (parsed on first call, then cached).
     pub fn analyzed(&self) -> Result<&Analyzed, SpecError> {
         self.analyzed
             .get_or_init(|| {
-                let kernel = Kernel::from_json(self.ir_json)
-                    .map_err(|e| SpecError::BadIr { kernel: self.name, message: e.to_string() })?;
+                let kernel = Kernel::from_json(self.ir_json).map_err(|e| SpecError::BadIr {
+                    kernel: self.name,
+                    message: e.to_string(),
+                })?;
                 let (types, diags) = infer(&kernel);
                 if let Some(d) = diags.first() {
-                    return Err(SpecError::Invalid { kernel: self.name, message: d.to_string() });
+                    return Err(SpecError::Invalid {
+                        kernel: self.name,
+                        message: d.to_string(),
+                    });
                 }
                 Ok(Analyzed { kernel, types })
             })
@@ -102,6 +114,9 @@ impl KernelSpec {
 
 impl std::fmt::Debug for KernelSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelSpec").field("name", &self.name).field("spec_hash", &format_args!("{:016x}", self.spec_hash)).finish()
+        f.debug_struct("KernelSpec")
+            .field("name", &self.name)
+            .field("spec_hash", &format_args!("{:016x}", self.spec_hash))
+            .finish()
     }
 }

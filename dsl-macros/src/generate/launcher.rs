@@ -41,7 +41,11 @@ fn param_tokens(params: &[ParamDecl]) -> (Vec<TokenStream>, Vec<TokenStream>) {
 
 /// The module. With `payload == None` (the kernel had errors) the launchers keep their
 /// signatures so that code calling them still type-checks, but the crate does not build.
-pub fn module(sig: &Signature, passthrough: &TokenStream, payload: Option<&Payload>) -> TokenStream {
+pub fn module(
+    sig: &Signature,
+    passthrough: &TokenStream,
+    payload: Option<&Payload>,
+) -> TokenStream {
     let vis = &sig.vis;
     let name = &sig.name;
     let name_str = name.to_string();

@@ -10,8 +10,8 @@ use syn::spanned::Spanned;
 use syn::visit::Visit;
 use syn::{Expr, GenericArgument, Ident, Pat, Stmt};
 use tilekit_ir::{
-    BinOp, CmpOp, DType, Dim, Elem, KernelBuilder, Literal, Op, ParamKind, Precision, ReduceOp, TuneValue, UnaryOp,
-    ValueId,
+    BinOp, CmpOp, DType, Dim, Elem, KernelBuilder, Literal, Op, ParamKind, Precision, ReduceOp,
+    TuneValue, UnaryOp, ValueId,
 };
 
 const OPS_HELP: &str = "tile operations: program_id, num_programs, arange, zeros, full, load, store, load_tile, store_tile, \
@@ -20,7 +20,12 @@ methods: .to_f32(), .cast::<E>(), .row(i), .rows(), .cols(), .len(), .dim(i), .e
 
 /// Lowers the body of `f` into `b`. Signature, space and grid must already be in `b`.
 pub fn lower_body(f: &syn::ItemFn, b: &mut KernelBuilder, cx: &mut Ctxt) {
-    let mut l = Lowerer { b, cx, scopes: vec![HashMap::new()], ranks: HashMap::new() };
+    let mut l = Lowerer {
+        b,
+        cx,
+        scopes: vec![HashMap::new()],
+        ranks: HashMap::new(),
+    };
     l.bind_params(f.sig.ident.span());
     l.block_stmts(&f.block.stmts, false);
 }
@@ -62,7 +67,16 @@ impl<'ast> Visit<'ast> for Assigned {
 
 fn is_compound(op: &syn::BinOp) -> bool {
     use syn::BinOp::*;
-    matches!(op, AddAssign(_) | SubAssign(_) | MulAssign(_) | DivAssign(_) | RemAssign(_) | BitAndAssign(_) | BitOrAssign(_))
+    matches!(
+        op,
+        AddAssign(_)
+            | SubAssign(_)
+            | MulAssign(_)
+            | DivAssign(_)
+            | RemAssign(_)
+            | BitAndAssign(_)
+            | BitOrAssign(_)
+    )
 }
 
 fn int_literal(e: &Expr) -> Option<i64> {
@@ -136,18 +150,33 @@ impl Lowerer<'_, '_> {
     fn host_scope_error(&mut self, name: &str, span: Span) {
         let kernel = self.b.kernel_mut().clone();
         let dims = kernel.problem.dims.clone();
-        unknown_name(name, span, &HostScope { kernel: &kernel, dims: &dims }, self.cx);
+        unknown_name(
+            name,
+            span,
+            &HostScope {
+                kernel: &kernel,
+                dims: &dims,
+            },
+            self.cx,
+        );
     }
 
     fn tune_kind(&mut self, name: &str) -> Option<Option<TuneValue>> {
-        self.b.kernel_mut().space.param(name).map(|p| p.values.first().cloned())
+        self.b
+            .kernel_mut()
+            .space
+            .param(name)
+            .map(|p| p.values.first().cloned())
     }
 
     fn bind_params(&mut self, span: Span) {
         let params = self.b.kernel_mut().params.clone();
         for (i, p) in params.iter().enumerate() {
             let loc = self.cx.loc(span);
-            let loc = tilekit_ir::Loc { line: p.loc.line.max(loc.line), ..loc };
+            let loc = tilekit_ir::Loc {
+                line: p.loc.line.max(loc.line),
+                ..loc
+            };
             let v = match p.kind {
                 ParamKind::Tensor { rank, .. } => {
                     let v = self.b.push(Op::TensorParam { index: i }, loc);
@@ -198,11 +227,15 @@ impl Lowerer<'_, '_> {
 
     fn local(&mut self, local: &syn::Local) {
         let Some(init) = &local.init else {
-            self.cx.error(local.span(), "a `let` in a kernel needs a value: `let x = ..;`");
+            self.cx.error(
+                local.span(),
+                "a `let` in a kernel needs a value: `let x = ..;`",
+            );
             return;
         };
         if let Some((_, d)) = &init.diverge {
-            self.cx.error(d.span(), "`let .. else` is not supported in kernels");
+            self.cx
+                .error(d.span(), "`let .. else` is not supported in kernels");
         }
         self.bind_pat(&local.pat, &init.expr);
     }
@@ -218,11 +251,21 @@ impl Lowerer<'_, '_> {
             }
             Pat::Tuple(pt) => {
                 let Expr::Tuple(et) = strip(init) else {
-                    self.cx.error(init.span(), "a tuple pattern needs a tuple of values: `let (a, b) = (x, y);`");
+                    self.cx.error(
+                        init.span(),
+                        "a tuple pattern needs a tuple of values: `let (a, b) = (x, y);`",
+                    );
                     return;
                 };
                 if pt.elems.len() != et.elems.len() {
-                    self.cx.error(pt.span(), format!("the pattern has {} names but the tuple has {} values", pt.elems.len(), et.elems.len()));
+                    self.cx.error(
+                        pt.span(),
+                        format!(
+                            "the pattern has {} names but the tuple has {} values",
+                            pt.elems.len(),
+                            et.elems.len()
+                        ),
+                    );
                     return;
                 }
                 for (p, e) in pt.elems.iter().zip(et.elems.iter()) {
@@ -230,10 +273,17 @@ impl Lowerer<'_, '_> {
                 }
             }
             Pat::Type(pt) => {
-                self.cx.error_help(pt.ty.span(), "type annotations are not supported on kernel `let`s", "types are inferred; convert with `.cast::<E>()`");
+                self.cx.error_help(
+                    pt.ty.span(),
+                    "type annotations are not supported on kernel `let`s",
+                    "types are inferred; convert with `.cast::<E>()`",
+                );
                 self.bind_pat(&pt.pat, init);
             }
-            other => self.cx.error(other.span(), "unsupported pattern; bind a name: `let x = ..;`"),
+            other => self.cx.error(
+                other.span(),
+                "unsupported pattern; bind a name: `let x = ..;`",
+            ),
         }
     }
 
@@ -242,12 +292,22 @@ impl Lowerer<'_, '_> {
         match e {
             Expr::Assign(a) => {
                 let Expr::Path(p) = &*a.left else {
-                    self.cx.error(a.left.span(), "only plain names can be assigned; write tiles with `store` / `store_tile`");
+                    self.cx.error(
+                        a.left.span(),
+                        "only plain names can be assigned; write tiles with `store` / `store_tile`",
+                    );
                     return;
                 };
-                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
                 if self.lookup_binding(&name).is_none() {
-                    self.cx.error(p.span(), format!("cannot assign to `{name}`: it is not declared with `let`"));
+                    self.cx.error(
+                        p.span(),
+                        format!("cannot assign to `{name}`: it is not declared with `let`"),
+                    );
                     return;
                 }
                 let v = self.expr(&a.right);
@@ -255,10 +315,15 @@ impl Lowerer<'_, '_> {
             }
             Expr::Binary(b) if is_compound(&b.op) => {
                 let Expr::Path(p) = &*b.left else {
-                    self.cx.error(b.left.span(), "only plain names can be assigned");
+                    self.cx
+                        .error(b.left.span(), "only plain names can be assigned");
                     return;
                 };
-                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                let name = p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default();
                 let old = match self.lookup_binding(&name) {
                     Some(Some(v)) => v,
                     Some(None) => {
@@ -266,7 +331,10 @@ impl Lowerer<'_, '_> {
                         return;
                     }
                     None => {
-                        self.cx.error(p.span(), format!("cannot assign to `{name}`: it is not declared with `let`"));
+                        self.cx.error(
+                            p.span(),
+                            format!("cannot assign to `{name}`: it is not declared with `let`"),
+                        );
                         return;
                     }
                 };
@@ -279,7 +347,9 @@ impl Lowerer<'_, '_> {
                     syn::BinOp::BitAndAssign(_) => BinOp::And,
                     _ => BinOp::Or,
                 };
-                let v = self.expr(&b.right).map(|r| self.push(Op::Binary { op, a: old, b: r }, b.span()));
+                let v = self
+                    .expr(&b.right)
+                    .map(|r| self.push(Op::Binary { op, a: old, b: r }, b.span()));
                 self.assign_opt(&name, v);
             }
             Expr::ForLoop(f) => self.for_loop(f),
@@ -291,12 +361,22 @@ impl Lowerer<'_, '_> {
                 self.block_stmts(&b.block.stmts, false);
                 self.scopes.pop();
             }
-            Expr::Call(c) if matches!(fn_name(&c.func), Some((ref n, _, _)) if n == "store" || n == "store_tile") => {
+            Expr::Call(c) if matches!(fn_name(&c.func), Some((ref n, _, _)) if n == "store" || n == "store_tile") =>
+            {
                 self.call(c);
             }
-            Expr::While(w) => self.cx.error(w.while_token.span(), "`while` loops are not supported; use `for i in a..b`"),
-            Expr::Loop(l) => self.cx.error(l.loop_token.span(), "`loop` is not supported; use `for i in a..b`"),
-            Expr::Return(r) => self.cx.error(r.span(), "`return` is not supported in kernels; guard work with masks or `if`"),
+            Expr::While(w) => self.cx.error(
+                w.while_token.span(),
+                "`while` loops are not supported; use `for i in a..b`",
+            ),
+            Expr::Loop(l) => self.cx.error(
+                l.loop_token.span(),
+                "`loop` is not supported; use `for i in a..b`",
+            ),
+            Expr::Return(r) => self.cx.error(
+                r.span(),
+                "`return` is not supported in kernels; guard work with masks or `if`",
+            ),
             other => {
                 self.expr(other);
             }
@@ -308,7 +388,9 @@ impl Lowerer<'_, '_> {
     fn carried_names(&self, visit: impl FnOnce(&mut Assigned)) -> Vec<String> {
         let mut a = Assigned::default();
         visit(&mut a);
-        a.0.into_iter().filter(|n| self.lookup(n).is_some()).collect()
+        a.0.into_iter()
+            .filter(|n| self.lookup(n).is_some())
+            .collect()
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop) {
@@ -316,20 +398,25 @@ impl Lowerer<'_, '_> {
         let iter = strip(&f.expr);
         let parsed = match iter {
             Expr::Range(r) => self.range(r).map(|(s, e)| (s, e, None, None)),
-            Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => match strip(&m.receiver) {
-                Expr::Range(r) => {
-                    let se = self.range(r);
-                    let step = self.expr(&m.args[0]);
-                    match (se, step) {
-                        (Some((s, e)), Some(st)) => Some((s, e, Some(st), None)),
-                        _ => None,
+            Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                match strip(&m.receiver) {
+                    Expr::Range(r) => {
+                        let se = self.range(r);
+                        let step = self.expr(&m.args[0]);
+                        match (se, step) {
+                            (Some((s, e)), Some(st)) => Some((s, e, Some(st), None)),
+                            _ => None,
+                        }
                     }
+                    _ => None,
                 }
-                _ => None,
-            },
+            }
             Expr::Call(c) if matches!(fn_name(&c.func), Some((ref n, _, _)) if n == "pipelined") => {
                 if c.args.len() != 3 {
-                    self.cx.error(c.span(), "`pipelined(range, STEP, STAGES)` takes 3 arguments");
+                    self.cx.error(
+                        c.span(),
+                        "`pipelined(range, STEP, STAGES)` takes 3 arguments",
+                    );
                     None
                 } else if let Expr::Range(r) = strip(&c.args[0]) {
                     let se = self.range(r);
@@ -340,7 +427,10 @@ impl Lowerer<'_, '_> {
                         _ => None,
                     }
                 } else {
-                    self.cx.error(c.args[0].span(), "the first argument of `pipelined` is a range `a..b`");
+                    self.cx.error(
+                        c.args[0].span(),
+                        "the first argument of `pipelined` is a range `a..b`",
+                    );
                     None
                 }
             }
@@ -357,7 +447,8 @@ impl Lowerer<'_, '_> {
             Pat::Ident(pi) => Some(pi.ident.to_string()),
             Pat::Wild(_) => None,
             other => {
-                self.cx.error(other.span(), "the loop variable must be a name or `_`");
+                self.cx
+                    .error(other.span(), "the loop variable must be a name or `_`");
                 None
             }
         };
@@ -375,7 +466,9 @@ impl Lowerer<'_, '_> {
         let carried = self.carried_names(|a| a.visit_block(&f.body));
         let inits: Vec<ValueId> = carried.iter().filter_map(|n| self.lookup(n)).collect();
         let iv = self.b.new_value();
-        let args: Vec<ValueId> = std::iter::once(iv).chain(carried.iter().map(|_| self.b.new_value())).collect();
+        let args: Vec<ValueId> = std::iter::once(iv)
+            .chain(carried.iter().map(|_| self.b.new_value()))
+            .collect();
         for (n, a) in carried.iter().zip(&args[1..]) {
             self.assign(n, *a);
         }
@@ -391,7 +484,18 @@ impl Lowerer<'_, '_> {
         self.b.push_void(Op::Yield { values: yields }, loc);
         let body = self.b.end_block();
         let loc = self.cx.loc(span);
-        let results = self.b.push_n(Op::For { start, end, step, stages, inits, body }, carried.len(), loc);
+        let results = self.b.push_n(
+            Op::For {
+                start,
+                end,
+                step,
+                stages,
+                inits,
+                body,
+            },
+            carried.len(),
+            loc,
+        );
         for (n, r) in carried.iter().zip(results) {
             self.assign(n, r);
         }
@@ -399,11 +503,15 @@ impl Lowerer<'_, '_> {
 
     fn range(&mut self, r: &syn::ExprRange) -> Option<(ValueId, ValueId)> {
         if matches!(r.limits, syn::RangeLimits::Closed(_)) {
-            self.cx.error(r.span(), "inclusive ranges are not supported; write `a..b+1`");
+            self.cx.error(
+                r.span(),
+                "inclusive ranges are not supported; write `a..b+1`",
+            );
             return None;
         }
         let (Some(s), Some(e)) = (&r.start, &r.end) else {
-            self.cx.error(r.span(), "a loop range needs both ends: `a..b`");
+            self.cx
+                .error(r.span(), "a loop range needs both ends: `a..b`");
             return None;
         };
         let s = self.expr(s);
@@ -425,7 +533,10 @@ impl Lowerer<'_, '_> {
         if want_value {
             match tail {
                 Some(t) => yields.push(t),
-                None => self.cx.error(i.then_branch.span(), "this `if` is used as a value, so its block must end in an expression"),
+                None => self.cx.error(
+                    i.then_branch.span(),
+                    "this `if` is used as a value, so its block must end in an expression",
+                ),
             }
         }
         let loc = self.cx.loc(i.then_branch.brace_token.span.close());
@@ -445,7 +556,8 @@ impl Lowerer<'_, '_> {
             },
             None => {
                 if want_value {
-                    self.cx.error(span, "an `if` used as a value needs an `else`");
+                    self.cx
+                        .error(span, "an `if` used as a value needs an `else`");
                 }
                 None
             }
@@ -463,7 +575,15 @@ impl Lowerer<'_, '_> {
         let cond = cond?;
         let n = carried.len() + usize::from(want_value);
         let loc = self.cx.loc(span);
-        let results = self.b.push_n(Op::If { cond, then_block, else_block }, n, loc);
+        let results = self.b.push_n(
+            Op::If {
+                cond,
+                then_block,
+                else_block,
+            },
+            n,
+            loc,
+        );
         for (n, r) in carried.iter().zip(&results) {
             self.assign(n, *r);
         }
@@ -488,7 +608,8 @@ impl Lowerer<'_, '_> {
                     syn::UnOp::Neg(_) => UnaryOp::Neg,
                     syn::UnOp::Not(_) => UnaryOp::Not,
                     _ => {
-                        self.cx.error(u.span(), "dereference is not supported in kernels");
+                        self.cx
+                            .error(u.span(), "dereference is not supported in kernels");
                         return None;
                     }
                 };
@@ -505,23 +626,34 @@ impl Lowerer<'_, '_> {
                 v
             }
             Expr::Cast(c) => {
-                self.cx.error_help(c.as_token.span(), "`as` casts are not supported on tiles", "use `.cast::<E>()` or `.to_f32()`");
+                self.cx.error_help(
+                    c.as_token.span(),
+                    "`as` casts are not supported on tiles",
+                    "use `.cast::<E>()` or `.to_f32()`",
+                );
                 None
             }
             Expr::Index(i) => {
-                self.cx.error_help(i.span(), "tensors and tiles cannot be indexed with `[]`", "read memory with `load`/`load_tile`");
+                self.cx.error_help(
+                    i.span(),
+                    "tensors and tiles cannot be indexed with `[]`",
+                    "read memory with `load`/`load_tile`",
+                );
                 None
             }
             Expr::Macro(m) => {
-                self.cx.error(m.span(), "macros cannot be used inside a kernel body");
+                self.cx
+                    .error(m.span(), "macros cannot be used inside a kernel body");
                 None
             }
             Expr::Closure(c) => {
-                self.cx.error(c.span(), "closures are not supported in kernels");
+                self.cx
+                    .error(c.span(), "closures are not supported in kernels");
                 None
             }
             Expr::Range(r) => {
-                self.cx.error(r.span(), "ranges only appear as `for` loop bounds");
+                self.cx
+                    .error(r.span(), "ranges only appear as `for` loop bounds");
                 None
             }
             Expr::ForLoop(_) | Expr::Assign(_) => {
@@ -529,7 +661,8 @@ impl Lowerer<'_, '_> {
                 None
             }
             other => {
-                self.cx.error(other.span(), "unsupported expression in a kernel body");
+                self.cx
+                    .error(other.span(), "unsupported expression in a kernel body");
                 None
             }
         }
@@ -554,7 +687,10 @@ impl Lowerer<'_, '_> {
             },
             syn::Lit::Bool(b) => (Literal::Bool(b.value), String::new()),
             _ => {
-                self.cx.error(span, "only number and bool literals are supported in kernels");
+                self.cx.error(
+                    span,
+                    "only number and bool literals are supported in kernels",
+                );
                 return None;
             }
         };
@@ -563,9 +699,16 @@ impl Lowerer<'_, '_> {
             return Some(v);
         }
         match DType::parse(&suffix) {
-            Some(d) => Some(self.push(Op::Cast { x: v, to: Elem::Concrete(d) }, span)),
+            Some(d) => Some(self.push(
+                Op::Cast {
+                    x: v,
+                    to: Elem::Concrete(d),
+                },
+                span,
+            )),
             None => {
-                self.cx.error(span, format!("unsupported literal suffix `{suffix}`"));
+                self.cx
+                    .error(span, format!("unsupported literal suffix `{suffix}`"));
                 None
             }
         }
@@ -590,7 +733,13 @@ impl Lowerer<'_, '_> {
         if p.path.segments.len() == 2 {
             let ty_name = &p.path.segments[0].ident;
             let konst = p.path.segments[1].ident.to_string();
-            let generics: Vec<Ident> = self.b.kernel_mut().generics.iter().map(|g| Ident::new(g, Span::call_site())).collect();
+            let generics: Vec<Ident> = self
+                .b
+                .kernel_mut()
+                .generics
+                .iter()
+                .map(|g| Ident::new(g, Span::call_site()))
+                .collect();
             let ty: syn::Type = syn::parse_quote!(#ty_name);
             if let Some(elem) = parse_elem(&ty, &generics) {
                 let value = match konst.as_str() {
@@ -604,7 +753,11 @@ impl Lowerer<'_, '_> {
                     let l = self.lit(Literal::Float(v), span);
                     return Some(self.push(Op::Cast { x: l, to: elem }, span));
                 }
-                self.cx.error_help(span, format!("unknown constant `{ty_name}::{konst}`"), "available: NEG_INF, INF, ZERO, ONE");
+                self.cx.error_help(
+                    span,
+                    format!("unknown constant `{ty_name}::{konst}`"),
+                    "available: NEG_INF, INF, ZERO, ONE",
+                );
                 return None;
             }
         }
@@ -623,19 +776,71 @@ impl Lowerer<'_, '_> {
         let (a, bb) = (l?, r?);
         let span = b.op.span();
         let op = match b.op {
-            S::Add(_) => Op::Binary { op: BinOp::Add, a, b: bb },
-            S::Sub(_) => Op::Binary { op: BinOp::Sub, a, b: bb },
-            S::Mul(_) => Op::Binary { op: BinOp::Mul, a, b: bb },
-            S::Div(_) => Op::Binary { op: BinOp::Div, a, b: bb },
-            S::Rem(_) => Op::Binary { op: BinOp::Rem, a, b: bb },
-            S::And(_) | S::BitAnd(_) => Op::Binary { op: BinOp::And, a, b: bb },
-            S::Or(_) | S::BitOr(_) => Op::Binary { op: BinOp::Or, a, b: bb },
-            S::Lt(_) => Op::Cmp { op: CmpOp::Lt, a, b: bb },
-            S::Le(_) => Op::Cmp { op: CmpOp::Le, a, b: bb },
-            S::Gt(_) => Op::Cmp { op: CmpOp::Gt, a, b: bb },
-            S::Ge(_) => Op::Cmp { op: CmpOp::Ge, a, b: bb },
-            S::Eq(_) => Op::Cmp { op: CmpOp::Eq, a, b: bb },
-            S::Ne(_) => Op::Cmp { op: CmpOp::Ne, a, b: bb },
+            S::Add(_) => Op::Binary {
+                op: BinOp::Add,
+                a,
+                b: bb,
+            },
+            S::Sub(_) => Op::Binary {
+                op: BinOp::Sub,
+                a,
+                b: bb,
+            },
+            S::Mul(_) => Op::Binary {
+                op: BinOp::Mul,
+                a,
+                b: bb,
+            },
+            S::Div(_) => Op::Binary {
+                op: BinOp::Div,
+                a,
+                b: bb,
+            },
+            S::Rem(_) => Op::Binary {
+                op: BinOp::Rem,
+                a,
+                b: bb,
+            },
+            S::And(_) | S::BitAnd(_) => Op::Binary {
+                op: BinOp::And,
+                a,
+                b: bb,
+            },
+            S::Or(_) | S::BitOr(_) => Op::Binary {
+                op: BinOp::Or,
+                a,
+                b: bb,
+            },
+            S::Lt(_) => Op::Cmp {
+                op: CmpOp::Lt,
+                a,
+                b: bb,
+            },
+            S::Le(_) => Op::Cmp {
+                op: CmpOp::Le,
+                a,
+                b: bb,
+            },
+            S::Gt(_) => Op::Cmp {
+                op: CmpOp::Gt,
+                a,
+                b: bb,
+            },
+            S::Ge(_) => Op::Cmp {
+                op: CmpOp::Ge,
+                a,
+                b: bb,
+            },
+            S::Eq(_) => Op::Cmp {
+                op: CmpOp::Eq,
+                a,
+                b: bb,
+            },
+            S::Ne(_) => Op::Cmp {
+                op: CmpOp::Ne,
+                a,
+                b: bb,
+            },
             _ => {
                 self.cx.error(span, "unsupported operator in a kernel body");
                 return None;
@@ -650,7 +855,8 @@ impl Lowerer<'_, '_> {
             Expr::Lit(_) => match int_literal(e) {
                 Some(v) if v > 0 => Some(Dim::Const(v as u64)),
                 _ => {
-                    self.cx.error(e.span(), "tile extents are positive integers");
+                    self.cx
+                        .error(e.span(), "tile extents are positive integers");
                     None
                 }
             },
@@ -662,7 +868,11 @@ impl Lowerer<'_, '_> {
                 }
             },
             Expr::Path(p) if p.path.get_ident().is_some() => {
-                let id = p.path.get_ident().cloned().unwrap_or_else(|| Ident::new("_", Span::call_site()));
+                let id = p
+                    .path
+                    .get_ident()
+                    .cloned()
+                    .unwrap_or_else(|| Ident::new("_", Span::call_site()));
                 self.dim_name(&id)
             }
             other => {
@@ -703,18 +913,31 @@ impl Lowerer<'_, '_> {
         match g {
             GenericArgument::Const(e) => self.dim(e),
             GenericArgument::Type(syn::Type::Path(p)) if p.path.get_ident().is_some() => {
-                let id = p.path.get_ident().cloned().unwrap_or_else(|| Ident::new("_", Span::call_site()));
+                let id = p
+                    .path
+                    .get_ident()
+                    .cloned()
+                    .unwrap_or_else(|| Ident::new("_", Span::call_site()));
                 self.dim_name(&id)
             }
             other => {
-                self.cx.error(other.span(), "expected a tile extent (integer literal or tuning parameter)");
+                self.cx.error(
+                    other.span(),
+                    "expected a tile extent (integer literal or tuning parameter)",
+                );
                 None
             }
         }
     }
 
     fn generic_elem(&mut self, g: &GenericArgument) -> Option<Elem> {
-        let generics: Vec<Ident> = self.b.kernel_mut().generics.iter().map(|g| Ident::new(g, Span::call_site())).collect();
+        let generics: Vec<Ident> = self
+            .b
+            .kernel_mut()
+            .generics
+            .iter()
+            .map(|g| Ident::new(g, Span::call_site()))
+            .collect();
         let parsed = match g {
             GenericArgument::Type(t) => parse_elem(t, &generics).or_else(|| match t {
                 syn::Type::Path(p) if p.path.is_ident("bool") => Some(Elem::Concrete(DType::Bool)),
@@ -723,7 +946,11 @@ impl Lowerer<'_, '_> {
             _ => None,
         };
         if parsed.is_none() {
-            self.cx.error_help(g.span(), "expected an element type", "f32, f16, bf16, i32, i64, bool, or a generic `T`");
+            self.cx.error_help(
+                g.span(),
+                "expected an element type",
+                "f32, f16, bf16, i32, i64, bool, or a generic `T`",
+            );
         }
         parsed
     }
@@ -732,17 +959,26 @@ impl Lowerer<'_, '_> {
         match int_literal(e) {
             Some(v) if (0..8).contains(&v) => Some(v as u8),
             _ => {
-                self.cx.error(e.span(), "an axis must be an integer literal (0, 1, 2)");
+                self.cx
+                    .error(e.span(), "an axis must be an integer literal (0, 1, 2)");
                 None
             }
         }
     }
 
-    fn args(&mut self, c: &syn::ExprCall, range: std::ops::RangeInclusive<usize>, usage: &str) -> bool {
+    fn args(
+        &mut self,
+        c: &syn::ExprCall,
+        range: std::ops::RangeInclusive<usize>,
+        usage: &str,
+    ) -> bool {
         if range.contains(&c.args.len()) {
             true
         } else {
-            self.cx.error(c.span(), format!("wrong number of arguments; usage: `{usage}`"));
+            self.cx.error(
+                c.span(),
+                format!("wrong number of arguments; usage: `{usage}`"),
+            );
             false
         }
     }
@@ -750,21 +986,30 @@ impl Lowerer<'_, '_> {
     fn tensor_rank(&mut self, v: ValueId, span: Span, what: &str) -> Option<u8> {
         let r = self.ranks.get(&v).copied();
         if r.is_none() {
-            self.cx.error(span, format!("{what} needs a tensor parameter or a row of one"));
+            self.cx.error(
+                span,
+                format!("{what} needs a tensor parameter or a row of one"),
+            );
         }
         r
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> Option<ValueId> {
         let Some((name, generics, nspan)) = fn_name(&c.func) else {
-            self.cx.error(c.func.span(), "unsupported call: kernel bodies call tile operations by name");
+            self.cx.error(
+                c.func.span(),
+                "unsupported call: kernel bodies call tile operations by name",
+            );
             return None;
         };
         let span = c.span();
         let a = &c.args;
-        let gen: Vec<GenericArgument> = generics.map(|g| g.args.iter().cloned().collect()).unwrap_or_default();
+        let gen: Vec<GenericArgument> = generics
+            .map(|g| g.args.iter().cloned().collect())
+            .unwrap_or_default();
         if !gen.is_empty() && !matches!(name.as_str(), "arange" | "zeros" | "full") {
-            self.cx.error(nspan, format!("`{name}` takes no generic arguments"));
+            self.cx
+                .error(nspan, format!("`{name}` takes no generic arguments"));
             return None;
         }
         match name.as_str() {
@@ -773,12 +1018,19 @@ impl Lowerer<'_, '_> {
                     return None;
                 }
                 let axis = self.axis(&a[0])?;
-                let op = if name == "program_id" { Op::ProgramId { axis } } else { Op::NumPrograms { axis } };
+                let op = if name == "program_id" {
+                    Op::ProgramId { axis }
+                } else {
+                    Op::NumPrograms { axis }
+                };
                 Some(self.push(op, span))
             }
             "arange" => {
                 if gen.len() != 1 || !a.is_empty() {
-                    self.cx.error(span, "usage: `arange::<N>()` with N a literal or tuning parameter");
+                    self.cx.error(
+                        span,
+                        "usage: `arange::<N>()` with N a literal or tuning parameter",
+                    );
                     return None;
                 }
                 let n = self.generic_dim(&gen[0])?;
@@ -787,14 +1039,31 @@ impl Lowerer<'_, '_> {
             "zeros" | "full" => {
                 let want_args = usize::from(name == "full");
                 if gen.len() < 2 || a.len() != want_args {
-                    self.cx.error(span, format!("usage: `{name}::<E, D0, D1, ..>({})`", if want_args == 1 { "value" } else { "" }));
+                    self.cx.error(
+                        span,
+                        format!(
+                            "usage: `{name}::<E, D0, D1, ..>({})`",
+                            if want_args == 1 { "value" } else { "" }
+                        ),
+                    );
                     return None;
                 }
                 let elem = self.generic_elem(&gen[0]);
                 let dims: Vec<Option<Dim>> = gen[1..].iter().map(|g| self.generic_dim(g)).collect();
-                let value = if name == "full" { self.expr(&a[0]) } else { Some(self.lit(Literal::Float(0.0), span)) };
+                let value = if name == "full" {
+                    self.expr(&a[0])
+                } else {
+                    Some(self.lit(Literal::Float(0.0), span))
+                };
                 let dims: Option<Vec<Dim>> = dims.into_iter().collect();
-                Some(self.push(Op::Full { elem: elem?, shape: dims?, value: value? }, span))
+                Some(self.push(
+                    Op::Full {
+                        elem: elem?,
+                        shape: dims?,
+                        value: value?,
+                    },
+                    span,
+                ))
             }
             "load" => {
                 if !self.args(c, 2..=4, "load(view, offsets, mask, other)") {
@@ -811,7 +1080,15 @@ impl Lowerer<'_, '_> {
                     Some(o) => Some((*o)?),
                     None => None,
                 };
-                Some(self.push(Op::Load { view, offsets, mask, other }, span))
+                Some(self.push(
+                    Op::Load {
+                        view,
+                        offsets,
+                        mask,
+                        other,
+                    },
+                    span,
+                ))
             }
             "store" => {
                 if !self.args(c, 3..=4, "store(view, offsets, value, mask)") {
@@ -824,7 +1101,15 @@ impl Lowerer<'_, '_> {
                     None => None,
                 };
                 let loc = self.cx.loc(span);
-                self.b.push_void(Op::Store { view, offsets, value, mask }, loc);
+                self.b.push_void(
+                    Op::Store {
+                        view,
+                        offsets,
+                        value,
+                        mask,
+                    },
+                    loc,
+                );
                 None
             }
             "load_tile" => {
@@ -834,13 +1119,29 @@ impl Lowerer<'_, '_> {
                 let tensor = self.expr(&a[0]);
                 let origin = self.list(&a[1], "origin");
                 let shape = match strip(&a[2]) {
-                    Expr::Array(arr) => arr.elems.iter().map(|d| self.dim(d)).collect::<Vec<_>>().into_iter().collect::<Option<Vec<Dim>>>(),
+                    Expr::Array(arr) => arr
+                        .elems
+                        .iter()
+                        .map(|d| self.dim(d))
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .collect::<Option<Vec<Dim>>>(),
                     other => {
-                        self.cx.error(other.span(), "the tile shape is a list of extents: `[BM, BK]`");
+                        self.cx.error(
+                            other.span(),
+                            "the tile shape is a list of extents: `[BM, BK]`",
+                        );
                         None
                     }
                 };
-                Some(self.push(Op::LoadTile { tensor: tensor?, origin: origin?, shape: shape? }, span))
+                Some(self.push(
+                    Op::LoadTile {
+                        tensor: tensor?,
+                        origin: origin?,
+                        shape: shape?,
+                    },
+                    span,
+                ))
             }
             "store_tile" => {
                 if !self.args(c, 3..=3, "store_tile(tensor, [origin..], tile)") {
@@ -850,7 +1151,14 @@ impl Lowerer<'_, '_> {
                 let origin = self.list(&a[1], "origin");
                 let value = self.expr(&a[2]);
                 let loc = self.cx.loc(span);
-                self.b.push_void(Op::StoreTile { tensor: tensor?, origin: origin?, value: value? }, loc);
+                self.b.push_void(
+                    Op::StoreTile {
+                        tensor: tensor?,
+                        origin: origin?,
+                        value: value?,
+                    },
+                    loc,
+                );
                 None
             }
             "dot" | "dot_tf32" => {
@@ -858,8 +1166,20 @@ impl Lowerer<'_, '_> {
                     return None;
                 }
                 let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
-                let precision = if name == "dot" { Precision::Ieee } else { Precision::Tf32 };
-                Some(self.push(Op::Dot { a: vals[0]?, b: vals[1]?, acc: vals[2]?, precision }, span))
+                let precision = if name == "dot" {
+                    Precision::Ieee
+                } else {
+                    Precision::Tf32
+                };
+                Some(self.push(
+                    Op::Dot {
+                        a: vals[0]?,
+                        b: vals[1]?,
+                        acc: vals[2]?,
+                        precision,
+                    },
+                    span,
+                ))
             }
             "sum" | "max" | "min" => {
                 if !self.args(c, 2..=2, &format!("{name}(tile, axis)")) {
@@ -872,7 +1192,14 @@ impl Lowerer<'_, '_> {
                     "max" => ReduceOp::Max,
                     _ => ReduceOp::Min,
                 };
-                Some(self.push(Op::Reduce { op, x: x?, axis: axis? }, span))
+                Some(self.push(
+                    Op::Reduce {
+                        op,
+                        x: x?,
+                        axis: axis?,
+                    },
+                    span,
+                ))
             }
             "maximum" | "minimum" => {
                 if !self.args(c, 2..=2, &format!("{name}(a, b)")) {
@@ -880,7 +1207,11 @@ impl Lowerer<'_, '_> {
                 }
                 let x = self.expr(&a[0]);
                 let y = self.expr(&a[1]);
-                let op = if name == "maximum" { BinOp::Max } else { BinOp::Min };
+                let op = if name == "maximum" {
+                    BinOp::Max
+                } else {
+                    BinOp::Min
+                };
                 Some(self.push(Op::Binary { op, a: x?, b: y? }, span))
             }
             "where_" => {
@@ -888,7 +1219,14 @@ impl Lowerer<'_, '_> {
                     return None;
                 }
                 let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
-                Some(self.push(Op::Select { cond: vals[0]?, a: vals[1]?, b: vals[2]? }, span))
+                Some(self.push(
+                    Op::Select {
+                        cond: vals[0]?,
+                        a: vals[1]?,
+                        b: vals[2]?,
+                    },
+                    span,
+                ))
             }
             "expand_dims" => {
                 if !self.args(c, 2..=2, "expand_dims(tile, axis)") {
@@ -905,12 +1243,36 @@ impl Lowerer<'_, '_> {
                 let x = self.expr(&a[0])?;
                 let y = self.expr(&a[1])?;
                 let one = self.lit(Literal::Int(1), span);
-                let ym1 = self.push(Op::Binary { op: BinOp::Sub, a: y, b: one }, span);
-                let s = self.push(Op::Binary { op: BinOp::Add, a: x, b: ym1 }, span);
-                Some(self.push(Op::Binary { op: BinOp::Div, a: s, b: y }, span))
+                let ym1 = self.push(
+                    Op::Binary {
+                        op: BinOp::Sub,
+                        a: y,
+                        b: one,
+                    },
+                    span,
+                );
+                let s = self.push(
+                    Op::Binary {
+                        op: BinOp::Add,
+                        a: x,
+                        b: ym1,
+                    },
+                    span,
+                );
+                Some(self.push(
+                    Op::Binary {
+                        op: BinOp::Div,
+                        a: s,
+                        b: y,
+                    },
+                    span,
+                ))
             }
             "pipelined" => {
-                self.cx.error(span, "`pipelined(..)` is only allowed as the range of a `for` loop");
+                self.cx.error(
+                    span,
+                    "`pipelined(..)` is only allowed as the range of a `for` loop",
+                );
                 None
             }
             other => {
@@ -924,7 +1286,8 @@ impl Lowerer<'_, '_> {
                 for x in a {
                     self.expr(x);
                 }
-                self.cx.error_help(nspan, format!("unknown operation `{other}`"), OPS_HELP);
+                self.cx
+                    .error_help(nspan, format!("unknown operation `{other}`"), OPS_HELP);
                 None
             }
         }
@@ -937,7 +1300,8 @@ impl Lowerer<'_, '_> {
                 vals.into_iter().collect()
             }
             other => {
-                self.cx.error(other.span(), format!("the tile {what} is a list: `[i, j]`"));
+                self.cx
+                    .error(other.span(), format!("the tile {what} is a list: `[i, j]`"));
                 None
             }
         }
@@ -947,10 +1311,17 @@ impl Lowerer<'_, '_> {
         let name = m.method.to_string();
         let span = m.span();
         let recv = self.expr(&m.receiver);
-        let turbofish: Vec<GenericArgument> = m.turbofish.as_ref().map(|t| t.args.iter().cloned().collect()).unwrap_or_default();
+        let turbofish: Vec<GenericArgument> = m
+            .turbofish
+            .as_ref()
+            .map(|t| t.args.iter().cloned().collect())
+            .unwrap_or_default();
         let nargs = m.args.len();
         let bad_arity = |this: &mut Self, usage: &str| {
-            this.cx.error(m.method.span(), format!("wrong number of arguments; usage: `{usage}`"));
+            this.cx.error(
+                m.method.span(),
+                format!("wrong number of arguments; usage: `{usage}`"),
+            );
         };
         match name.as_str() {
             "to_f32" => {
@@ -958,7 +1329,13 @@ impl Lowerer<'_, '_> {
                     bad_arity(self, "x.to_f32()");
                     return None;
                 }
-                Some(self.push(Op::Cast { x: recv?, to: Elem::Concrete(DType::F32) }, span))
+                Some(self.push(
+                    Op::Cast {
+                        x: recv?,
+                        to: Elem::Concrete(DType::F32),
+                    },
+                    span,
+                ))
             }
             "cast" => {
                 if nargs != 0 || turbofish.len() != 1 {
@@ -990,7 +1367,13 @@ impl Lowerer<'_, '_> {
                 let idx = self.expr(&m.args[0]);
                 let recv = recv?;
                 let rank = self.tensor_rank(recv, m.receiver.span(), "`.row(i)`")?;
-                let v = self.push(Op::Row { tensor: recv, index: idx? }, span);
+                let v = self.push(
+                    Op::Row {
+                        tensor: recv,
+                        index: idx?,
+                    },
+                    span,
+                );
                 self.ranks.insert(v, rank.saturating_sub(1));
                 Some(v)
             }
@@ -1000,7 +1383,13 @@ impl Lowerer<'_, '_> {
                     return None;
                 }
                 let axis = self.axis(&m.args[0]);
-                Some(self.push(Op::ExpandDims { x: recv?, axis: axis? }, span))
+                Some(self.push(
+                    Op::ExpandDims {
+                        x: recv?,
+                        axis: axis?,
+                    },
+                    span,
+                ))
             }
             "sum" | "max" | "min" => {
                 if nargs != 1 {
@@ -1013,7 +1402,14 @@ impl Lowerer<'_, '_> {
                     "max" => ReduceOp::Max,
                     _ => ReduceOp::Min,
                 };
-                Some(self.push(Op::Reduce { op, x: recv?, axis: axis? }, span))
+                Some(self.push(
+                    Op::Reduce {
+                        op,
+                        x: recv?,
+                        axis: axis?,
+                    },
+                    span,
+                ))
             }
             other => {
                 if let Some(op) = UnaryOp::parse(other) {
@@ -1023,7 +1419,11 @@ impl Lowerer<'_, '_> {
                     }
                     return Some(self.push(Op::Unary { op, x: recv? }, span));
                 }
-                self.cx.error_help(m.method.span(), format!("unknown operation `.{other}()`"), OPS_HELP);
+                self.cx.error_help(
+                    m.method.span(),
+                    format!("unknown operation `.{other}()`"),
+                    OPS_HELP,
+                );
                 None
             }
         }

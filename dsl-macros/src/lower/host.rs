@@ -14,11 +14,20 @@ pub struct HostScope<'a> {
 
 impl HostScope<'_> {
     fn param(&self, name: &str) -> Option<(usize, &ParamKind)> {
-        self.kernel.params.iter().enumerate().find(|(_, p)| p.name == name).map(|(i, p)| (i, &p.kind))
+        self.kernel
+            .params
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.name == name)
+            .map(|(i, p)| (i, &p.kind))
     }
 
     fn is_enum_value(&self, name: &str) -> bool {
-        self.kernel.space.params.iter().any(|p| p.values.contains(&TuneValue::Enum(name.to_string())))
+        self.kernel
+            .space
+            .params
+            .iter()
+            .any(|p| p.values.contains(&TuneValue::Enum(name.to_string())))
     }
 }
 
@@ -46,7 +55,10 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
             },
             syn::Lit::Bool(b) => Some(HExpr::Bool(b.value)),
             _ => {
-                cx.error(l.span(), "host expressions take integer and bool literals only");
+                cx.error(
+                    l.span(),
+                    "host expressions take integer and bool literals only",
+                );
                 None
             }
         },
@@ -65,7 +77,11 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
             } else if s.is_enum_value(&name) {
                 Some(HExpr::Enum(name))
             } else if s.param(&name).is_some() {
-                cx.error_help(id.span(), format!("`{name}` is a tensor"), format!("use its shape: `{name}.rows()`, `{name}.cols()`, `{name}.dim(i)`"));
+                cx.error_help(
+                    id.span(),
+                    format!("`{name}` is a tensor"),
+                    format!("use its shape: `{name}.rows()`, `{name}.cols()`, `{name}.dim(i)`"),
+                );
                 None
             } else {
                 unknown_name(&name, id.span(), s, cx);
@@ -74,10 +90,17 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
         }
         Expr::MethodCall(m) => {
             let Expr::Path(recv) = &*m.receiver else {
-                cx.error(m.receiver.span(), "shape queries apply to tensor parameters");
+                cx.error(
+                    m.receiver.span(),
+                    "shape queries apply to tensor parameters",
+                );
                 return None;
             };
-            let name = recv.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let name = recv
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
             let Some((param, ParamKind::Tensor { rank, .. })) = s.param(&name) else {
                 cx.error(recv.span(), format!("`{name}` is not a tensor parameter"));
                 return None;
@@ -89,12 +112,21 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 ("len", 0) => Some(0),
                 ("dim", 1) => axis_literal(&m.args[0]),
                 _ => {
-                    cx.error(m.method.span(), format!("unknown shape query `.{}()`; expected rows(), cols(), len() or dim(i)", m.method));
+                    cx.error(
+                        m.method.span(),
+                        format!(
+                            "unknown shape query `.{}()`; expected rows(), cols(), len() or dim(i)",
+                            m.method
+                        ),
+                    );
                     return None;
                 }
             }?;
             if axis >= rank {
-                cx.error(m.span(), format!("rank mismatch: axis {axis} of `{name}`, which has rank {rank}"));
+                cx.error(
+                    m.span(),
+                    format!("rank mismatch: axis {axis} of `{name}`, which has rank {rank}"),
+                );
                 return None;
             }
             Some(HExpr::TensorDim { param, axis })
@@ -104,7 +136,11 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 cx.error(c.func.span(), "expected a function name");
                 return None;
             };
-            let fname = fp.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let fname = fp
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
             let Some(f) = Func::parse(&fname) else {
                 cx.error_help(
                     c.func.span(),
@@ -114,7 +150,10 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 return None;
             };
             if c.args.len() != f.arity() {
-                cx.error(c.span(), format!("`{fname}` takes {} argument(s)", f.arity()));
+                cx.error(
+                    c.span(),
+                    format!("`{fname}` takes {} argument(s)", f.arity()),
+                );
                 return None;
             }
             let args: Option<Vec<_>> = c.args.iter().map(|a| lower(a, s, cx)).collect();
@@ -164,16 +203,27 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
 
 /// Reports an unknown name, suggesting declared tuning parameters for upper-case names.
 pub fn unknown_name(name: &str, span: proc_macro2::Span, s: &HostScope, cx: &mut Ctxt) {
-    let looks_tuning = name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    let looks_tuning = name
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
     if looks_tuning {
-        let declared: Vec<&str> = s.kernel.space.params.iter().map(|p| p.name.as_str()).collect();
+        let declared: Vec<&str> = s
+            .kernel
+            .space
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
         cx.error_help(
             span,
             format!("tuning parameter `{name}` is used but not declared"),
             if declared.is_empty() {
                 format!("declare it: `#[tune({name} = [..])]`")
             } else {
-                format!("declared tuning parameters: {}; or add `{name}` to `#[tune(..)]`", declared.join(", "))
+                format!(
+                    "declared tuning parameters: {}; or add `{name}` to `#[tune(..)]`",
+                    declared.join(", ")
+                )
             },
         );
     } else {

@@ -8,18 +8,27 @@ use crate::parse::attrs::{KernelArgs, KernelAttrs, TuneLit};
 use crate::parse::signature::Signature;
 use std::collections::HashSet;
 use syn::spanned::Spanned;
-use tilekit_ir::{Constraint, InputGen, Kernel, KernelBuilder, Param, ParamKind, Problem, Space, TuneParam, TuneValue};
+use tilekit_ir::{
+    Constraint, InputGen, Kernel, KernelBuilder, Param, ParamKind, Problem, Space, TuneParam,
+    TuneValue,
+};
 
 fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
     let mut params: Vec<TuneParam> = Vec::new();
     for entry in &attrs.tune {
         let name = entry.name.to_string();
         if params.iter().any(|p| p.name == name) {
-            cx.error(entry.name.span(), format!("tuning parameter `{name}` is declared twice"));
+            cx.error(
+                entry.name.span(),
+                format!("tuning parameter `{name}` is declared twice"),
+            );
             continue;
         }
         if entry.values.is_empty() {
-            cx.error(entry.list_span, format!("tuning parameter `{name}` needs at least one value"));
+            cx.error(
+                entry.list_span,
+                format!("tuning parameter `{name}` needs at least one value"),
+            );
             continue;
         }
         let mut values = Vec::new();
@@ -37,11 +46,21 @@ fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
             values.push(tv);
         }
         if kinds.len() > 1 {
-            cx.error(entry.list_span, format!("the values of `{name}` mix integers, booleans and names"));
+            cx.error(
+                entry.list_span,
+                format!("the values of `{name}` mix integers, booleans and names"),
+            );
             continue;
         }
-        if name == "WARPS" && !values.iter().all(|v| matches!(v, TuneValue::Int(w) if (1..=32).contains(w))) {
-            cx.error(entry.list_span, "`WARPS` values must be integers from 1 to 32");
+        if name == "WARPS"
+            && !values
+                .iter()
+                .all(|v| matches!(v, TuneValue::Int(w) if (1..=32).contains(w)))
+        {
+            cx.error(
+                entry.list_span,
+                "`WARPS` values must be integers from 1 to 32",
+            );
         }
         let loc = cx.loc(entry.name.span());
         params.push(TuneParam { name, values, loc });
@@ -55,17 +74,30 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
     let mut declared = vec![false; sig.params.len()];
     for entry in &attrs.shapes {
         let Some(i) = sig.params.iter().position(|p| p.ident == entry.param) else {
-            cx.error(entry.param.span(), format!("`{}` is not a parameter of this kernel", entry.param));
+            cx.error(
+                entry.param.span(),
+                format!("`{}` is not a parameter of this kernel", entry.param),
+            );
             continue;
         };
         let ParamKind::Tensor { rank, .. } = sig.params[i].kind else {
-            cx.error(entry.param.span(), format!("`{}` is a scalar; `#[shapes]` names tensor dimensions", entry.param));
+            cx.error(
+                entry.param.span(),
+                format!(
+                    "`{}` is a scalar; `#[shapes]` names tensor dimensions",
+                    entry.param
+                ),
+            );
             continue;
         };
         if entry.dims.len() != usize::from(rank) {
             cx.error(
                 entry.param.span(),
-                format!("rank mismatch: `{}` has rank {rank} but `#[shapes]` names {} dimension(s)", entry.param, entry.dims.len()),
+                format!(
+                    "rank mismatch: `{}` has rank {rank} but `#[shapes]` names {} dimension(s)",
+                    entry.param,
+                    entry.dims.len()
+                ),
             );
             continue;
         }
@@ -87,12 +119,23 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
             }
         }
     }
-    Problem { dims, shapes, flops: None, inputs: vec![InputGen::Random; sig.params.len()] }
+    Problem {
+        dims,
+        shapes,
+        flops: None,
+        inputs: vec![InputGen::Random; sig.params.len()],
+    }
 }
 
 /// Builds and validates the kernel. Returns it even when errors were reported (the caller
 /// checks `cx`).
-pub fn build(f: &syn::ItemFn, args: &KernelArgs, sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Kernel {
+pub fn build(
+    f: &syn::ItemFn,
+    args: &KernelArgs,
+    sig: &Signature,
+    attrs: &KernelAttrs,
+    cx: &mut Ctxt,
+) -> Kernel {
     let mut b = KernelBuilder::new(&sig.name.to_string());
     let source_file = sig.name.span().file();
     {
@@ -103,7 +146,11 @@ pub fn build(f: &syn::ItemFn, args: &KernelArgs, sig: &Signature, attrs: &Kernel
     let params: Vec<Param> = sig
         .params
         .iter()
-        .map(|p| Param { name: p.ident.to_string(), kind: p.kind.clone(), loc: cx.loc(p.span) })
+        .map(|p| Param {
+            name: p.ident.to_string(),
+            kind: p.kind.clone(),
+            loc: cx.loc(p.span),
+        })
         .collect();
     b.kernel_mut().params = params;
     let space = space(attrs, cx);
@@ -113,7 +160,10 @@ pub fn build(f: &syn::ItemFn, args: &KernelArgs, sig: &Signature, attrs: &Kernel
 
     // Host expressions see the signature, the space and the dimension names.
     let snapshot = b.kernel_mut().clone();
-    let scope = HostScope { kernel: &snapshot, dims: &snapshot.problem.dims };
+    let scope = HostScope {
+        kernel: &snapshot,
+        dims: &snapshot.problem.dims,
+    };
     let mut grid = Vec::new();
     for g in &args.grid {
         if let Some(e) = host::lower(g, &scope, cx) {
@@ -121,13 +171,20 @@ pub fn build(f: &syn::ItemFn, args: &KernelArgs, sig: &Signature, attrs: &Kernel
         }
     }
     if args.grid.is_empty() || args.grid.len() > 3 {
-        cx.error(args.grid_span, format!("the grid has {} axes; it must have 1 to 3", args.grid.len()));
+        cx.error(
+            args.grid_span,
+            format!("the grid has {} axes; it must have 1 to 3", args.grid.len()),
+        );
     }
     let mut constraints = Vec::new();
     for c in &attrs.constraints {
         if let Some(expr) = host::lower(c, &scope, cx) {
             let loc = cx.loc(c.span());
-            constraints.push(Constraint { expr, text: quote::quote!(#c).to_string(), loc });
+            constraints.push(Constraint {
+                expr,
+                text: quote::quote!(#c).to_string(),
+                loc,
+            });
         }
     }
     let mut flops = None;
@@ -135,7 +192,13 @@ pub fn build(f: &syn::ItemFn, args: &KernelArgs, sig: &Signature, attrs: &Kernel
         if c.key == "flops" {
             flops = host::lower(&c.expr, &scope, cx);
         } else {
-            cx.error(c.key.span(), format!("unknown cost `{}`; expected `flops = ..` (bytes are derived from the tensors)", c.key));
+            cx.error(
+                c.key.span(),
+                format!(
+                    "unknown cost `{}`; expected `flops = ..` (bytes are derived from the tensors)",
+                    c.key
+                ),
+            );
         }
     }
     {

@@ -28,12 +28,12 @@ impl Parse for KernelArgs {
                     grid = Some((arr.elems.into_iter().collect::<Vec<_>>(), key.span()));
                 }
                 "debug" => debug = true,
-                other => {
-                    return Err(syn::Error::new(
-                        key.span(),
-                        format!("unknown `#[kernel]` argument `{other}`; expected `grid = [..]` or `debug`"),
-                    ))
-                }
+                other => return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown `#[kernel]` argument `{other}`; expected `grid = [..]` or `debug`"
+                    ),
+                )),
             }
             if !input.is_empty() {
                 input.parse::<Token![,]>()?;
@@ -45,7 +45,11 @@ impl Parse for KernelArgs {
                 "`#[kernel]` needs a launch grid, e.g. `#[kernel(grid = [x.rows()])]`",
             ));
         };
-        Ok(KernelArgs { grid, grid_span, debug })
+        Ok(KernelArgs {
+            grid,
+            grid_span,
+            debug,
+        })
     }
 }
 
@@ -76,16 +80,33 @@ impl Parse for TuneEntry {
                 Expr::Lit(l) => match &l.lit {
                     syn::Lit::Int(i) => TuneLit::Int(i.base10_parse()?),
                     syn::Lit::Bool(b) => TuneLit::Bool(b.value),
-                    _ => return Err(syn::Error::new(span, "tuning values are integers, `true`/`false`, or names")),
+                    _ => {
+                        return Err(syn::Error::new(
+                            span,
+                            "tuning values are integers, `true`/`false`, or names",
+                        ))
+                    }
                 },
-                Expr::Path(p) if p.path.get_ident().is_some() => {
-                    TuneLit::Enum(p.path.get_ident().map(|i| i.to_string()).unwrap_or_default())
+                Expr::Path(p) if p.path.get_ident().is_some() => TuneLit::Enum(
+                    p.path
+                        .get_ident()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default(),
+                ),
+                _ => {
+                    return Err(syn::Error::new(
+                        span,
+                        "tuning values are integers, `true`/`false`, or names",
+                    ))
                 }
-                _ => return Err(syn::Error::new(span, "tuning values are integers, `true`/`false`, or names")),
             };
             values.push((v, span));
         }
-        Ok(TuneEntry { name, values, list_span })
+        Ok(TuneEntry {
+            name,
+            values,
+            list_span,
+        })
     }
 }
 
@@ -101,8 +122,12 @@ impl Parse for ShapeEntry {
         input.parse::<Token![=]>()?;
         let content;
         syn::bracketed!(content in input);
-        let dims: Punctuated<Ident, Token![,]> = content.parse_terminated(Ident::parse, Token![,])?;
-        Ok(ShapeEntry { param, dims: dims.into_iter().collect() })
+        let dims: Punctuated<Ident, Token![,]> =
+            content.parse_terminated(Ident::parse, Token![,])?;
+        Ok(ShapeEntry {
+            param,
+            dims: dims.into_iter().collect(),
+        })
     }
 }
 
@@ -116,7 +141,10 @@ impl Parse for CostEntry {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let key: Ident = input.parse()?;
         input.parse::<Token![=]>()?;
-        Ok(CostEntry { key, expr: input.parse()? })
+        Ok(CostEntry {
+            key,
+            expr: input.parse()?,
+        })
     }
 }
 
@@ -141,26 +169,36 @@ pub fn collect(attrs: &[Attribute], cx: &mut Ctxt) -> KernelAttrs {
     let mut out = KernelAttrs::default();
     for a in attrs {
         match attr_name(a).as_deref() {
-            Some("tune") => match a.parse_args_with(Punctuated::<TuneEntry, Token![,]>::parse_terminated) {
-                Ok(list) => out.tune.extend(list),
-                Err(e) => cx.syn_error(e),
-            },
+            Some("tune") => {
+                match a.parse_args_with(Punctuated::<TuneEntry, Token![,]>::parse_terminated) {
+                    Ok(list) => out.tune.extend(list),
+                    Err(e) => cx.syn_error(e),
+                }
+            }
             Some("constraint") => match a.parse_args::<Expr>() {
                 Ok(e) => out.constraints.push(e),
                 Err(e) => cx.syn_error(e),
             },
-            Some("shapes") => match a.parse_args_with(Punctuated::<ShapeEntry, Token![,]>::parse_terminated) {
-                Ok(list) => out.shapes.extend(list),
-                Err(e) => cx.syn_error(e),
-            },
-            Some("cost") => match a.parse_args_with(Punctuated::<CostEntry, Token![,]>::parse_terminated) {
-                Ok(list) => out.costs.extend(list),
-                Err(e) => cx.syn_error(e),
-            },
+            Some("shapes") => {
+                match a.parse_args_with(Punctuated::<ShapeEntry, Token![,]>::parse_terminated) {
+                    Ok(list) => out.shapes.extend(list),
+                    Err(e) => cx.syn_error(e),
+                }
+            }
+            Some("cost") => {
+                match a.parse_args_with(Punctuated::<CostEntry, Token![,]>::parse_terminated) {
+                    Ok(list) => out.costs.extend(list),
+                    Err(e) => cx.syn_error(e),
+                }
+            }
             Some("kernel") => cx.error(a.span(), "`#[kernel]` is given twice"),
             Some("doc") => {
                 if let syn::Meta::NameValue(nv) = &a.meta {
-                    if let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) = &nv.value {
+                    if let Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }) = &nv.value
+                    {
                         let line = s.value();
                         out.doc.push_str(line.strip_prefix(' ').unwrap_or(&line));
                         out.doc.push('\n');

@@ -55,15 +55,27 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<Para
             };
             let seg = p.path.segments.last()?;
             let Some(rank) = tensor_rank(&seg.ident.to_string()) else {
-                cx.error_help(ty.span(), format!("unsupported parameter type `{}`", seg.ident), PARAM_HELP);
+                cx.error_help(
+                    ty.span(),
+                    format!("unsupported parameter type `{}`", seg.ident),
+                    PARAM_HELP,
+                );
                 return None;
             };
             let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
-                cx.error(seg.span(), format!("`{}` needs its element type, e.g. `{}<T>`", seg.ident, seg.ident));
+                cx.error(
+                    seg.span(),
+                    format!(
+                        "`{}` needs its element type, e.g. `{}<T>`",
+                        seg.ident, seg.ident
+                    ),
+                );
                 return None;
             };
             let elem = match args.args.first() {
-                Some(syn::GenericArgument::Type(t)) if args.args.len() == 1 => parse_elem(t, generics),
+                Some(syn::GenericArgument::Type(t)) if args.args.len() == 1 => {
+                    parse_elem(t, generics)
+                }
                 _ => None,
             };
             let Some(elem) = elem else {
@@ -74,17 +86,29 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<Para
                 );
                 return None;
             };
-            Some(ParamKind::Tensor { rank, elem, mutable: r.mutability.is_some() })
+            Some(ParamKind::Tensor {
+                rank,
+                elem,
+                mutable: r.mutability.is_some(),
+            })
         }
         Type::Path(p) => {
-            let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let name = p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
             let dtype = match name.as_str() {
                 "f32" => DType::F32,
                 "i32" => DType::I32,
                 "i64" | "usize" => DType::I64,
                 "bool" => DType::Bool,
                 _ => {
-                    cx.error_help(ty.span(), format!("unsupported parameter type `{}`", quote!(#ty)), PARAM_HELP);
+                    cx.error_help(
+                        ty.span(),
+                        format!("unsupported parameter type `{}`", quote!(#ty)),
+                        PARAM_HELP,
+                    );
                     return None;
                 }
             };
@@ -110,10 +134,17 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
         cx.error(t.span(), "a kernel cannot be `const`");
     }
     if let syn::ReturnType::Type(_, t) = &sig.output {
-        cx.error_help(t.span(), "a kernel returns nothing", "write results through `&mut` tensor parameters");
+        cx.error_help(
+            t.span(),
+            "a kernel returns nothing",
+            "write results through `&mut` tensor parameters",
+        );
     }
     if let Some(w) = &sig.generics.where_clause {
-        cx.error(w.span(), "`where` clauses are not supported on kernels; bound generics inline: `<T: Float>`");
+        cx.error(
+            w.span(),
+            "`where` clauses are not supported on kernels; bound generics inline: `<T: Float>`",
+        );
     }
     let mut generics = Vec::new();
     for g in &sig.generics.params {
@@ -123,11 +154,18 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
                     && matches!(t.bounds.first(), Some(TypeParamBound::Trait(tb))
                         if tb.path.segments.last().is_some_and(|s| s.ident == "Float"));
                 if !is_float {
-                    cx.error_help(t.span(), format!("generic `{}` must be bounded by `Float` alone", t.ident), "write `<T: Float>`");
+                    cx.error_help(
+                        t.span(),
+                        format!("generic `{}` must be bounded by `Float` alone", t.ident),
+                        "write `<T: Float>`",
+                    );
                 }
                 generics.push(t.ident.clone());
             }
-            other => cx.error(other.span(), "kernels take only type parameters bounded by `Float`"),
+            other => cx.error(
+                other.span(),
+                "kernels take only type parameters bounded by `Float`",
+            ),
         }
     }
     let mut params = Vec::new();
@@ -140,18 +178,32 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
                     continue;
                 };
                 if let Some(kind) = parse_param_type(&pt.ty, &generics, cx) {
-                    params.push(ParamDecl { ident: pi.ident.clone(), kind, span: pt.span(), written: (*pt.ty).clone() });
+                    params.push(ParamDecl {
+                        ident: pi.ident.clone(),
+                        kind,
+                        span: pt.span(),
+                        written: (*pt.ty).clone(),
+                    });
                 }
             }
         }
     }
-    Signature { name: sig.ident.clone(), vis: f.vis.clone(), generics, params }
+    Signature {
+        name: sig.ident.clone(),
+        vis: f.vis.clone(),
+        generics,
+        params,
+    }
 }
 
 /// The Rust type of a parameter in the generated launcher.
 pub fn launcher_type(kind: &ParamKind) -> TokenStream {
     match kind {
-        ParamKind::Tensor { rank, elem, mutable } => {
+        ParamKind::Tensor {
+            rank,
+            elem,
+            mutable,
+        } => {
             let t = match rank {
                 1 => quote!(::tilekit::Tensor1),
                 2 => quote!(::tilekit::Tensor2),

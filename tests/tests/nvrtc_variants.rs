@@ -1,0 +1,98 @@
+//! NVRTC compiles every library kernel's variants for sm_80 and sm_90a.
+//!
+//! CI compiles every valid variant of a kernel whose valid set has at most
+//! [`FULL_SPACE_LIMIT`] variants, and otherwise a pairwise covering subset (tuning values,
+//! element types, target and alignment are all factors) plus every default;
+//! `TILEKIT_COMPILE_ALL=1` (`cargo xtask compile-all`) compiles every valid variant of all. A failure prints the NVRTC log
+//! and the numbered generated source. Without NVRTC the test is skipped, except under
+//! `CI=true`, where that is a failure.
+
+use rayon::prelude::*;
+use std::time::Instant;
+use tilekit_codegen::{prelude_headers, variant_source, Target};
+use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
+use tilekit_tuner::{covering_variants, valid_variants};
+
+/// Largest valid set compiled in full by default.
+const FULL_SPACE_LIMIT: usize = 200;
+
+#[test]
+fn every_kernel_variant_compiles_with_nvrtc() {
+    if !nvrtc_available() {
+        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{why}");
+        }
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let full = std::env::var("TILEKIT_COMPILE_ALL").as_deref() == Ok("1");
+    let targets = [Target::Sm80, Target::Sm90a];
+    let headers = prelude_headers();
+    let start = Instant::now();
+    let mut summary = Vec::new();
+    let mut total = [0usize; 2];
+    for spec in tilekit_kernels::ALL {
+        let kernel = spec.kernel().expect("library kernel IR");
+        let all = valid_variants(kernel, &targets);
+        let chosen = if full || all.len() <= FULL_SPACE_LIMIT {
+            all.clone()
+        } else {
+            covering_variants(kernel, &targets)
+        };
+        let t0 = Instant::now();
+        let results: Vec<Result<(usize, f64), String>> = chosen
+            .par_iter()
+            .map(|v| {
+                let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
+                    .map_err(|e| format!("{v}: {e}"))?;
+                let opts = CompileOptions::new(v.target.arch()).map_err(|e| e.to_string())?;
+                let name = format!("{}.cu", spec.name);
+                let cubin = compile_cubin(&src, &name, headers, &opts)
+                    .map_err(|e| format!("variant {v}\n{e}"))?;
+                Ok((usize::from(v.target == Target::Sm90a), cubin.seconds))
+            })
+            .collect();
+        let mut per = [0usize; 2];
+        for r in &results {
+            match r {
+                Ok((t, _)) => per[*t] += 1,
+                Err(e) => panic!("NVRTC failed for kernel `{}`:\n{e}", spec.name),
+            }
+        }
+        total[0] += per[0];
+        total[1] += per[1];
+        let secs: f64 = results
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|(_, s)| *s))
+            .sum();
+        summary.push(format!(
+            "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}; {:.1} s wall, {:.2} s NVRTC per variant",
+            spec.name,
+            chosen.len(),
+            all.len(),
+            per[0],
+            per[1],
+            t0.elapsed().as_secs_f64(),
+            secs / chosen.len().max(1) as f64
+        ));
+    }
+    println!(
+        "NVRTC variant compilation ({}):",
+        if full {
+            "every valid variant"
+        } else {
+            "every valid variant, pairwise covering subset + defaults above the limit"
+        }
+    );
+    for s in &summary {
+        println!("{s}");
+    }
+    println!(
+        "NVRTC compiled {} variants: sm_80 {}, sm_90a {} in {:.1} s",
+        total[0] + total[1],
+        total[0],
+        total[1],
+        start.elapsed().as_secs_f64()
+    );
+}

@@ -1,0 +1,169 @@
+//! Variants of a kernel: configuration x element-type bindings x target x alignment.
+//!
+//! Constraints are evaluated in phases ([`tilekit_ir::Phase`]): static and per-target
+//! constraints decide here which variants exist at all; compiled (registers, spills) and
+//! per-launch (shapes) constraints are checked later by the tuner and the launcher.
+
+use tilekit_codegen::{ResourceEnv, Target, Variant};
+use tilekit_ir::{Bindings, Config, EvalError, Kernel, Phase};
+
+/// One compilable variant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VariantKey {
+    /// A point of the declared space.
+    pub config: Config,
+    /// Element types for the kernel's generics.
+    pub bindings: Bindings,
+    /// Architecture.
+    pub target: Target,
+    /// Specialized for 16-byte aligned, unit-stride tensors.
+    pub aligned: bool,
+}
+
+impl VariantKey {
+    /// The code generator's view of this variant.
+    pub fn to_variant(&self) -> Variant {
+        Variant {
+            config: self.config.clone(),
+            bindings: self.bindings.clone(),
+            aligned: self.aligned,
+            target: self.target,
+        }
+    }
+}
+
+impl std::fmt::Display for VariantKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} [{}] {} {}",
+            self.config,
+            self.bindings,
+            self.target.arch(),
+            if self.aligned { "aligned" } else { "unaligned" }
+        )
+    }
+}
+
+/// Checks every constraint that can be decided before compiling and launching (phases
+/// `Static` and `Target`) and the launch plan's own limits. `Err` says which one failed.
+pub fn target_check(
+    kernel: &Kernel,
+    config: &Config,
+    bindings: &Bindings,
+    target: Target,
+) -> Result<(), String> {
+    let env = ResourceEnv::new(kernel, config, bindings, target).map_err(|e| e.to_string())?;
+    let plan = env.plan();
+    let limits = target.limits();
+    if plan.threads == 0 || plan.threads > limits.max_threads {
+        return Err(format!(
+            "{} threads per block exceed the target's limit",
+            plan.threads
+        ));
+    }
+    if plan.smem_bytes > limits.max_dynamic_smem {
+        return Err(format!(
+            "{} bytes of shared memory exceed the target's {}",
+            plan.smem_bytes, limits.max_dynamic_smem
+        ));
+    }
+    for c in &kernel.constraints {
+        if c.phase() > Phase::Target {
+            continue;
+        }
+        match c.expr.eval_bool(&env) {
+            Ok(true) => {}
+            Ok(false) => return Err(format!("constraint `{}` does not hold", c.text)),
+            Err(EvalError::Unavailable(_)) => {}
+            Err(e) => return Err(format!("constraint `{}`: {e}", c.text)),
+        }
+    }
+    Ok(())
+}
+
+/// Element-type bindings of a kernel: every generic over f32, f16, bf16.
+pub fn all_bindings(kernel: &Kernel) -> Vec<Bindings> {
+    Bindings::all_float(&kernel.generics)
+}
+
+/// Every valid variant (the full space; what `cargo xtask compile-all` compiles).
+pub fn valid_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
+    let mut out = Vec::new();
+    for config in kernel.space.enumerate() {
+        for bindings in all_bindings(kernel) {
+            for &target in targets {
+                if target_check(kernel, &config, &bindings, target).is_err() {
+                    continue;
+                }
+                for aligned in [true, false] {
+                    out.push(VariantKey {
+                        config: config.clone(),
+                        bindings: bindings.clone(),
+                        target,
+                        aligned,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A pairwise covering subset of the valid variants (every pair of factor values that
+/// occurs in a valid variant occurs in a chosen one; element types, target and alignment
+/// are factors like the tuning parameters), plus the default configuration for every
+/// (bindings, target, alignment).
+pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
+    let bindings = all_bindings(kernel);
+    let mut radices: Vec<usize> = kernel.space.params.iter().map(|p| p.values.len()).collect();
+    let n_space = radices.len();
+    radices.push(bindings.len());
+    radices.push(targets.len());
+    radices.push(2);
+    let key_of = |idx: &[usize]| -> Option<VariantKey> {
+        let config = kernel.space.config_at(&idx[..n_space])?;
+        Some(VariantKey {
+            config,
+            bindings: bindings.get(idx[n_space])?.clone(),
+            target: *targets.get(idx[n_space + 1])?,
+            aligned: idx[n_space + 2] == 0,
+        })
+    };
+    let valid = |idx: &[usize]| {
+        key_of(idx).is_some_and(|k| target_check(kernel, &k.config, &k.bindings, k.target).is_ok())
+    };
+    let mut out: Vec<VariantKey> = tilekit_ir::pairwise_cover(&radices, valid)
+        .iter()
+        .filter_map(|i| key_of(i))
+        .collect();
+    let default = kernel.space.default_config();
+    for b in &bindings {
+        for &target in targets {
+            if target_check(kernel, &default, b, target).is_err() {
+                continue;
+            }
+            for aligned in [true, false] {
+                let k = VariantKey {
+                    config: default.clone(),
+                    bindings: b.clone(),
+                    target,
+                    aligned,
+                };
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The element type names of a bindings set, for logs (`T=bf16`).
+pub fn describe_bindings(b: &Bindings) -> String {
+    if b.0.is_empty() {
+        "-".into()
+    } else {
+        b.to_string()
+    }
+}
