@@ -99,6 +99,7 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
         grid: Vec::new(),
         grid_span: proc_macro2::Span::call_site(),
         debug: false,
+        parsed: false,
     });
     let kernel = lower::kernel::build(&f, &args, &sig, &attrs, &mut cx);
     if cx.has_errors() {

@@ -15,9 +15,10 @@ use tilekit_ir::{
 
 fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
     let mut params: Vec<TuneParam> = Vec::new();
+    let mut seen = HashSet::new();
     for entry in &attrs.tune {
         let name = entry.name.to_string();
-        if params.iter().any(|p| p.name == name) {
+        if !seen.insert(name.clone()) {
             cx.error(
                 entry.name.span(),
                 format!("tuning parameter `{name}` is declared twice"),
@@ -170,7 +171,7 @@ pub fn build(
             grid.push(e);
         }
     }
-    if args.grid.is_empty() || args.grid.len() > 3 {
+    if args.parsed && (args.grid.is_empty() || args.grid.len() > 3) {
         cx.error(
             args.grid_span,
             format!("the grid has {} axes; it must have 1 to 3", args.grid.len()),

@@ -13,6 +13,8 @@ pub struct KernelArgs {
     pub grid: Vec<Expr>,
     pub grid_span: Span,
     pub debug: bool,
+    /// False when the arguments failed to parse (already reported).
+    pub parsed: bool,
 }
 
 impl Parse for KernelArgs {
@@ -28,12 +30,14 @@ impl Parse for KernelArgs {
                     grid = Some((arr.elems.into_iter().collect::<Vec<_>>(), key.span()));
                 }
                 "debug" => debug = true,
-                other => return Err(syn::Error::new(
-                    key.span(),
-                    format!(
+                other => {
+                    return Err(syn::Error::new(
+                        key.span(),
+                        format!(
                         "unknown `#[kernel]` argument `{other}`; expected `grid = [..]` or `debug`"
                     ),
-                )),
+                    ))
+                }
             }
             if !input.is_empty() {
                 input.parse::<Token![,]>()?;
@@ -49,6 +53,7 @@ impl Parse for KernelArgs {
             grid,
             grid_span,
             debug,
+            parsed: true,
         })
     }
 }
