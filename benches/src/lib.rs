@@ -1,1 +1,1 @@
-
+//! tilekit benchmark drivers; the binaries are in `src/bin/`.

@@ -1,0 +1,476 @@
+#!/usr/bin/env python3
+"""Peer measurements for tilekit: PyTorch eager, torch.compile and Triton, one GPU, one process.
+
+Run on the GPU machine (H100; python3 with PyTorch and Triton; no network needed):
+
+    python3 benches/peers/peers.py --out $OUT/peers.json            # everything, ~3-5 min
+    python3 benches/peers/peers.py --quick --only copy,norms --out $OUT/p.json
+    python3 benches/peers/peers.py --dry-run                         # no torch, no GPU
+
+Everything runs in one process so that every ratio is against a copy ceiling measured in
+the same run. Names for --only (letters of issue 4, item 7, also accepted):
+
+  copy   (e) Copy-bandwidth ceiling: y.copy_(x) over 2 GiB fp32; GB/s = 2*bytes/time.
+             Run first whenever chain or norms is selected: every GB/s after it is also
+             given as % of this ceiling ("pct_copy").
+  chain  (c) Seed experiment: x*2, *0.5, *2, ... (R multiplies, values stay finite) over
+             1 GiB fp32, R in 1, 4, 16, 64, 256. torch eager is a Python loop of R ops (R
+             kernels, timed as is); torch.compile should give one fused kernel. GB/s counts
+             one read and one write of x; FLOP/s = R*N/time. A fused kernel that really does
+             256 multiplies is compute-bound (~2 ms on an H100 against ~0.7 ms to copy), so we
+             record the multiplies found in inductor's code and the time ratio R=256 / R=1,
+             and set "compile_folded" if either says the chain was simplified away.
+  norms  (d) Softmax along rows and RMSNorm (weight, eps=1e-5, statistics in fp32) over
+             32768x4096, bf16 and fp32: torch eager, torch.compile, and Triton kernels in the
+             tutorial style written below (one row per program, BLOCK = next_power_of_2(cols)),
+             plus the same kernels on a persistent grid (SMs x occupancy programs striding
+             over rows, as Triton's 02-fused-softmax tutorial launches). Before timing, each
+             provider's output (poisoned with NaN where it takes an output buffer) is compared
+             with torch eager in fp32 on the same (upcast) input: max abs and relative L2 error.
+             GB/s = (read x + write y [+ read weight]) / time.
+  launch (a) Host launch overhead: torch.add(a, b, out=c) on 1-element tensors, 10k calls
+             timed with a host clock (enqueue only, and until synchronize), median of trials;
+             and a CUDA graph of 100 such ops, replayed: GPU time per kernel inside the graph.
+
+Timing: CUDA events around each call after warm-up; median over repeats sized by time (about
+1.5 s per point, 0.3 s with --quick). Inputs are random normal, never zeros, and rotated over
+enough buffers that the working set is >= 4x the L2 when one call touches less. A failing
+measurement or provider is recorded as {"error": ...} and the run goes on; the JSON is
+rewritten after every measurement, so a run cut short keeps what it has.
+"""
+import argparse, datetime, gc, json, math, platform, re, statistics, subprocess, sys, time, traceback
+
+try:
+    import torch
+except ImportError:
+    torch = None
+try:
+    import triton
+    import triton.language as tl
+except ImportError:
+    triton = tl = None
+
+ORDER = ["copy", "chain", "norms", "launch"]
+LETTERS = {"e": "copy", "c": "chain", "d": "norms", "a": "launch"}
+CHAIN_R = (1, 4, 16, 64, 256)
+NORM_SHAPE = (32768, 4096)
+EPS = 1e-5
+GiB = 1 << 30
+ROWS = []  # (measurement, provider, case, record) for the closing table
+
+
+def err_str(e):
+    return f"{type(e).__name__}: {e}"[:2000]
+
+
+def row(meas, prov, case, rec):
+    ROWS.append((meas, prov, case, rec))
+    print(f"  {meas:7} {prov:18} {case:16} " + fmt(rec), flush=True)
+
+
+def fmt(rec):
+    if "error" in rec:
+        return "ERROR " + rec["error"][:90]
+    s = f"{rec['ms']:9.4f} ms" if "ms" in rec else ""
+    for k, f in (("gbps", "{:8.0f} GB/s"), ("pct_copy", "{:5.1f}%"), ("tflops", "{:7.2f} TFLOP/s"),
+                 ("us", "{:7.2f} us")):
+        if k in rec:
+            s += " " + f.format(rec[k])
+    return s + (" " + rec["note"] if "note" in rec else "")
+
+
+def rate(rec, nbytes, copy_gbps, flops=None):
+    """Adds achieved GB/s (nbytes = bytes read + written once), % of the copy ceiling, TFLOP/s."""
+    sec = rec["ms"] * 1e-3
+    rec["bytes"] = nbytes
+    rec["gbps"] = nbytes / sec / 1e9
+    if copy_gbps:
+        rec["pct_copy"] = 100.0 * rec["gbps"] / copy_gbps
+    if flops:
+        rec["tflops"] = flops / sec / 1e12
+    return rec
+
+
+class Bench:
+    """Times fn(i) with CUDA events; i counts calls, so fn can rotate over input sets."""
+
+    def __init__(self, quick):
+        self.quick = quick
+        self.rep_ms, self.warm_ms = (300.0, 50.0) if quick else (1500.0, 200.0)
+        self.min_reps, self.max_reps = (5, 200) if quick else (10, 1000)
+        props = torch.cuda.get_device_properties(0)
+        self.l2 = getattr(props, "L2_cache_size", 0) or (50 << 20)
+
+    def inputs(self, bytes_per_call, make):
+        """make() enough input sets that rotating over them touches >= 4x L2."""
+        n = 1 if bytes_per_call >= 4 * self.l2 else min(64, math.ceil(4 * self.l2 / bytes_per_call))
+        return [make() for _ in range(n)]
+
+    def time(self, fn):
+        ev = lambda: torch.cuda.Event(enable_timing=True)
+        fn(0)
+        torch.cuda.synchronize()
+        s, e = ev(), ev()
+        s.record(); fn(1); e.record(); e.synchronize()
+        est = max(s.elapsed_time(e), 1e-3)
+        for i in range(min(int(self.warm_ms / est), 200)):
+            fn(i)
+        n = max(self.min_reps, min(self.max_reps, int(self.rep_ms / est)))
+        pairs = [(ev(), ev()) for _ in range(n)]
+        for i, (a, b) in enumerate(pairs):
+            a.record(); fn(i); b.record()
+        torch.cuda.synchronize()
+        ts = sorted(a.elapsed_time(b) for a, b in pairs)
+        return {"ms": statistics.median(ts), "ms_min": ts[0], "ms_p90": ts[int(0.9 * (n - 1))], "reps": n}
+
+
+# ----------------------------------------------------------------------------- (e) copy
+def m_copy(b, ctx):
+    n = 2 * GiB // 4
+    x = torch.randn(n, device="cuda")
+    y = torch.empty_like(x)
+    rec = b.time(lambda i: y.copy_(x))
+    if not torch.equal(x, y):
+        raise RuntimeError("copy result differs from its input")
+    rate(rec, 2 * n * 4, None)
+    ctx["copy_gbps"] = rec["gbps"]
+    row("copy", "torch copy_", "2 GiB fp32", rec)
+    return rec
+
+
+# ----------------------------------------------------------------------------- (c) chain
+def make_chain(R):
+    def chain(x):
+        for k in range(R):
+            x = x * (2.0 if k % 2 == 0 else 0.5)
+        return x
+    return chain
+
+
+def inductor_muls(fn, x):
+    """Compiles fn on x and counts 'tmpA = tmpB * ...' lines in the code inductor generated."""
+    from torch._inductor.utils import run_and_get_code
+    _, codes = run_and_get_code(fn, x)
+    return len(re.findall(r"^\s*tmp\d+ = tmp\d+ \* \S+\s*$", "\n".join(codes), re.M))
+
+
+def m_chain(b, ctx):
+    n = GiB // 4
+    nbytes = 2 * n * 4
+    xs = b.inputs(nbytes, lambda: torch.randn(n, device="cuda"))
+    out = {"n": n, "dtype": "float32", "bytes_counted": nbytes, "eager": {}, "compile": {}}
+    for R in CHAIN_R:
+        f = make_chain(R)
+        expect = xs[0] * 2.0 if R % 2 else xs[0]
+        for prov in ("eager", "compile"):
+            rec = {}
+            try:
+                g = f
+                if prov == "compile":
+                    g = torch.compile(f, dynamic=False, fullgraph=True)
+                    try:
+                        rec["inductor_muls"] = inductor_muls(g, xs[0])
+                    except Exception as e:
+                        rec["inductor_muls_error"] = err_str(e)
+                rec["exact"] = bool(torch.equal(g(xs[0]), expect))
+                rec.update(b.time(lambda i: g(xs[i % len(xs)])))
+                rate(rec, nbytes, ctx.get("copy_gbps"), flops=R * n)
+                if prov == "eager":  # what the R kernels really moved
+                    rec["gbps_actual_traffic"] = R * nbytes / (rec["ms"] * 1e-3) / 1e9
+            except Exception as e:
+                rec = {"error": err_str(e)}
+            out[prov][str(R)] = rec
+            row("chain", "torch " + prov, f"R={R}", rec)
+        del expect
+    c1, c256 = out["compile"].get("1", {}), out["compile"].get("256", {})
+    if "ms" in c1 and "ms" in c256:
+        ratio = c256["ms"] / c1["ms"]
+        muls = c256.get("inductor_muls")
+        by_code = None if not muls else muls < 256  # 0 matches: the pattern missed, say nothing
+        by_time = ratio < 1.3  # 256 fp32 multiplies/element cost ~2.8x a copy on an H100
+        out["compile_time_ratio_256_vs_1"] = ratio
+        out["compile_folded"] = bool(by_code) or by_time
+        out["compile_fold_evidence"] = f"inductor muls at R=256: {muls}; time ratio 256/1: {ratio:.2f}"
+        print(f"  chain   compile folded: {out['compile_folded']} ({out['compile_fold_evidence']})")
+    return out
+
+
+# ----------------------------------------------------------------------------- (d) norms
+if triton is not None:
+    @triton.jit
+    def softmax_rows(x_ptr, y_ptr, x_stride, y_stride, n_rows, n_cols,
+                     BLOCK: tl.constexpr, STAGES: tl.constexpr):
+        # Program p takes rows p, p + P, ... (P = grid size): exactly one row when P = n_rows.
+        cols = tl.arange(0, BLOCK)
+        inb = cols < n_cols
+        for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+            r64 = r.to(tl.int64)
+            v = tl.load(x_ptr + r64 * x_stride + cols, mask=inb, other=-float("inf")).to(tl.float32)
+            num = tl.exp(v - tl.max(v, axis=0))
+            out = num / tl.sum(num, axis=0)
+            tl.store(y_ptr + r64 * y_stride + cols, out.to(y_ptr.dtype.element_ty), mask=inb)
+
+    @triton.jit
+    def rmsnorm_rows(x_ptr, w_ptr, y_ptr, x_stride, y_stride, n_rows, n_cols, eps,
+                     BLOCK: tl.constexpr, STAGES: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        inb = cols < n_cols
+        w = tl.load(w_ptr + cols, mask=inb, other=0.0).to(tl.float32)
+        for r in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
+            r64 = r.to(tl.int64)
+            v = tl.load(x_ptr + r64 * x_stride + cols, mask=inb, other=0.0).to(tl.float32)
+            rstd = tl.rsqrt(tl.sum(v * v, axis=0) / n_cols + eps)
+            tl.store(y_ptr + r64 * y_stride + cols, (v * rstd * w).to(y_ptr.dtype.element_ty), mask=inb)
+
+_GRID_CACHE = {}
+
+
+def persistent_grid(kernel, args, block, warps, stages):
+    """SMs x occupancy, occupancy from the compiled kernel's registers and shared memory."""
+    key = (kernel.__name__, str(args[0].dtype), block)
+    if key not in _GRID_CACHE:
+        dev = torch.cuda.current_device()
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        try:
+            p = triton.runtime.driver.active.utils.get_device_properties(dev)
+            k = kernel.warmup(*args, BLOCK=block, STAGES=stages, num_warps=warps, grid=(1,))
+            k._init_handles()
+            occ = p["max_num_regs"] // (k.n_regs * p["warpSize"] * warps)
+            if k.metadata.shared:
+                occ = min(occ, p["max_shared_mem"] // k.metadata.shared)
+            _GRID_CACHE[key] = (sms * max(occ, 1), f"occupancy {occ} ({k.n_regs} regs)")
+        except Exception as e:
+            _GRID_CACHE[key] = (sms * 4, "occupancy 4 (fallback: " + err_str(e)[:80] + ")")
+    return _GRID_CACHE[key]
+
+
+def triton_rows(kernel, x, w, out, persistent):
+    M, N = x.shape
+    y = torch.empty_like(x) if out is None else out
+    block, warps = triton.next_power_of_2(N), 8
+    args = [x, y] if w is None else [x, w, y]
+    args += [x.stride(0), y.stride(0), M, N] + ([] if w is None else [EPS])
+    grid, stages = M, 1
+    if persistent:
+        stages = 4 if torch.cuda.get_device_properties(0).shared_memory_per_block_optin > 200_000 else 2
+        grid = min(M, persistent_grid(kernel, args, block, warps, stages)[0])
+    kernel[(grid,)](*args, BLOCK=block, STAGES=stages, num_warps=warps)
+    return y
+
+
+def rms_formula(x, w, out=None):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+
+def norm_providers():
+    sm = lambda x, w, out=None: torch.softmax(x, dim=-1)
+    sm_c = torch.compile(lambda x: torch.softmax(x, dim=-1), dynamic=False)
+    rms_c = torch.compile(rms_formula, dynamic=False)
+    rms_f = (lambda x, w, out=None: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, EPS)) \
+        if hasattr(torch.nn.functional, "rms_norm") else rms_formula
+    provs = {
+        "softmax": {"eager": sm, "compile": lambda x, w, out=None: sm_c(x)},
+        "rmsnorm": {"eager": rms_f, "eager_formula": rms_formula, "compile": lambda x, w, out=None: rms_c(x, w)},
+    }
+    if triton is not None:
+        for op, k in (("softmax", "softmax_rows"), ("rmsnorm", "rmsnorm_rows")):
+            kern = globals()[k]
+            for name, pers in (("triton", False), ("triton_persistent", True)):
+                provs[op][name] = (lambda kern, pers, op: lambda x, w, out=None: triton_rows(
+                    kern, x, None if op == "softmax" else w, out, pers))(kern, pers, op)
+    return provs
+
+
+def m_norms(b, ctx):
+    M, N = NORM_SHAPE
+    res = {"shape": [M, N], "eps": EPS, "triton": triton.__version__ if triton else "not importable"}
+    for op, provs in norm_providers().items():
+        res[op] = {}
+        for dt_name, dt in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+            es = torch.finfo(dt).bits // 8
+            nbytes = 2 * M * N * es + (N * es if op == "rmsnorm" else 0)
+            xs = b.inputs(2 * M * N * es, lambda: torch.randn(M, N, device="cuda", dtype=dt))
+            w = (1.0 + 0.1 * torch.randn(N, device="cuda")).to(dt)
+            x0 = torch.randn(M, N, device="cuda", dtype=dt)  # fresh input for the check
+            ref = (torch.softmax(x0.float(), dim=-1) if op == "softmax" else rms_formula(x0.float(), w.float()))
+            res[op][dt_name] = {}
+            for name, f in provs.items():
+                rec = {}
+                try:
+                    y = f(x0, w, out=torch.full_like(x0, float("nan")))
+                    d = y.float() - ref
+                    rec["max_abs_err"] = d.abs().max().item()
+                    rec["rel_l2_err"] = (d.norm() / ref.norm()).item()
+                    rec["ok"] = math.isfinite(rec["rel_l2_err"]) and rec["rel_l2_err"] < (1e-5 if dt_name == "fp32" else 1e-2)
+                    print(f"  verify  {op} {dt_name} {name}: max abs err {rec['max_abs_err']:.3e}, "
+                          f"rel L2 {rec['rel_l2_err']:.3e} {'ok' if rec['ok'] else 'FAILED'}", flush=True)
+                    del y, d
+                    rec.update(b.time(lambda i: f(xs[i % len(xs)], w)))
+                    rate(rec, nbytes, ctx.get("copy_gbps"))
+                    if name == "triton_persistent":
+                        rec["note"] = persistent_grid.__doc__ and _GRID_CACHE.get(
+                            (("softmax_rows" if op == "softmax" else "rmsnorm_rows"), str(dt), triton.next_power_of_2(N)),
+                            (0, ""))[1]
+                    if not rec["ok"]:
+                        rec["note"] = (rec.get("note", "") + " WRONG RESULT").strip()
+                except Exception as e:
+                    rec = {"error": err_str(e)}
+                res[op][dt_name][name] = rec
+                row("norms", name, f"{op} {dt_name}", rec)
+            del xs, x0, ref
+            gc.collect(); torch.cuda.empty_cache()
+    return res
+
+
+# ----------------------------------------------------------------------------- (a) launch
+def m_launch(b, ctx):
+    a, bb, c = (torch.randn(1, device="cuda") for _ in range(3))
+    calls, trials = 10_000, (3 if b.quick else 7)
+    for _ in range(1000):
+        torch.add(a, bb, out=c)
+    torch.cuda.synchronize()
+    enq, tot = [], []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            torch.add(a, bb, out=c)
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        enq.append((t1 - t0) / calls * 1e6)
+        tot.append((t2 - t0) / calls * 1e6)
+    res = {"op": "torch.add(a, b, out=c), 1 element fp32", "calls": calls, "trials": trials,
+           "host_us_per_call_enqueue": statistics.median(enq), "host_us_per_call_to_sync": statistics.median(tot),
+           "host_us_enqueue_all": enq}
+    row("launch", "torch eager", "host/call", {"us": res["host_us_per_call_enqueue"], "note": "(enqueue)"})
+    row("launch", "torch eager", "host/call", {"us": res["host_us_per_call_to_sync"], "note": "(to sync)"})
+    try:
+        ops = 100
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                torch.add(a, bb, out=c)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(ops):
+                torch.add(a, bb, out=c)
+        rec = b.time(lambda i: g.replay())
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(200):
+            g.replay()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        rec.update({"ops_per_graph": ops, "us": rec["ms"] * 1e3 / ops, "gpu_us_per_kernel": rec["ms"] * 1e3 / ops,
+                    "host_us_per_replay_enqueue": (t1 - t0) / 200 * 1e6})
+        res["graph"] = rec
+        row("launch", "cuda graph", f"{ops} ops, /kernel", {"us": rec["us"], "note": "(GPU time in replay)"})
+    except Exception as e:
+        res["graph"] = {"error": err_str(e)}
+        row("launch", "cuda graph", "replay", res["graph"])
+    return res
+
+
+MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "launch": m_launch}
+
+
+# ----------------------------------------------------------------------------- driver
+def meta(args):
+    m = {"date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+         "host": platform.node(), "python": sys.version.split()[0], "argv": sys.argv[1:],
+         "quick": args.quick, "dry_run": args.dry_run,
+         "torch": getattr(torch, "__version__", None), "triton": getattr(triton, "__version__", None)}
+    if torch is not None and not args.dry_run and torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        m.update({"device": p.name, "capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count,
+                  "l2_bytes": getattr(p, "L2_cache_size", None), "memory_bytes": p.total_memory,
+                  "cuda_runtime": torch.version.cuda})
+        try:
+            q = "driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw"
+            m["nvidia_smi"] = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+                                             capture_output=True, text=True, timeout=20).stdout.strip()
+        except Exception as e:
+            m["nvidia_smi"] = err_str(e)
+    return m
+
+
+def clean(v):
+    """JSON has no NaN or Infinity: write them as strings."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k): clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [clean(x) for x in v]
+    return v
+
+
+def write_json(path, res):
+    with open(path, "w") as f:
+        json.dump(clean(res), f, indent=1, allow_nan=False)
+        f.write("\n")
+
+
+def parse_only(s):
+    sel = set()
+    for w in filter(None, (t.strip().lower() for t in s.split(","))):
+        w = LETTERS.get(w, w)
+        if w not in MEASURE:
+            raise SystemExit(f"--only: unknown measurement {w!r} (choose from {', '.join(ORDER)} or e,c,d,a)")
+        sel.add(w)
+    if sel & {"chain", "norms"}:
+        sel.add("copy")  # the ceiling the percentages refer to
+    return [m for m in ORDER if m in sel]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="peers.json", help="JSON output path (default peers.json)")
+    ap.add_argument("--only", default=",".join(ORDER), help="comma list of " + ", ".join(ORDER) + " (or e,c,d,a)")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (about 0.3 s per point)")
+    ap.add_argument("--dry-run", action="store_true", help="no torch/GPU: parse arguments, write the JSON skeleton")
+    args = ap.parse_args()
+    sel = parse_only(args.only)
+    t_start = time.perf_counter()
+    res = {"meta": meta(args), "selected": sel, "results": {}}
+    if args.dry_run:
+        for m in sel:
+            res["results"][m] = {"skipped": "dry run"}
+        row("dry-run", "example", "1 GB in 1 ms", rate({"ms": 1.0}, 1e9, 3000.0, flops=1e9))
+    else:
+        if torch is None or not torch.cuda.is_available():
+            raise SystemExit("needs PyTorch with a CUDA device (or --dry-run)")
+        torch.manual_seed(0)
+        for k in ("cache_size_limit", "recompile_limit"):  # one compiled object per R / dtype
+            try:
+                setattr(torch._dynamo.config, k, 64)
+            except Exception:
+                pass
+        b, ctx = Bench(args.quick), {}
+        print(f"{res['meta'].get('device')}  torch {torch.__version__}  triton {res['meta']['triton']}  "
+              f"L2 {b.l2 >> 20} MiB  quick={args.quick}", flush=True)
+        for m in sel:
+            print(f"[{m}]", flush=True)
+            t0 = time.perf_counter()
+            try:
+                r = MEASURE[m](b, ctx)
+            except Exception as e:
+                r = {"error": err_str(e), "traceback": traceback.format_exc()[-3000:]}
+                row(m, "-", "-", r)
+            r["wall_s"] = time.perf_counter() - t0
+            res["results"][m] = r
+            gc.collect(); torch.cuda.empty_cache()
+            write_json(args.out, res)
+    res["meta"]["wall_s_total"] = time.perf_counter() - t_start
+    write_json(args.out, res)
+    print(f"\n{'measurement':8} {'provider':18} {'case':16} result")
+    for meas, prov, case, rec in ROWS:
+        print(f"{meas:8} {prov:18} {case:16} {fmt(rec)}")
+    print(f"\nwrote {args.out}; total wall time {res['meta']['wall_s_total']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
