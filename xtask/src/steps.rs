@@ -68,7 +68,8 @@ pub fn test(extra: &[String]) -> Result<()> {
     if !picks_packages {
         cmd.arg("--workspace");
     }
-    cmd.arg("--release")
+    // Every test binary runs even after one fails, so one run reports every failure.
+    cmd.args(["--release", "--no-fail-fast"])
         .args(extra)
         .env("TILEKIT_CUDA_ROOT", &root)
         .env("LD_LIBRARY_PATH", ld_library_path(&root)?);
