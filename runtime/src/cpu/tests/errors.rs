@@ -314,15 +314,26 @@ fn conjunction_with_a_false_known_part_is_refused() {
         true,
     );
     let mut s = io(2, 3);
-    let e = launch(
+    // The default BLOCK=8 fails the known part; `launch` would fall back to BLOCK=16.
+    let e = launch_with(
         &s.rt,
         spec,
+        &Config::parse("BLOCK=8").unwrap(),
         &f32s(),
         &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(1usize)],
     )
     .unwrap_err();
     assert!(matches!(e, LaunchError::Constraint { .. }), "{e}");
     assert!(untouched(&s.y));
+    // The fallback runs the first configuration whose constraints hold.
+    launch(
+        &s.rt,
+        spec,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(1usize)],
+    )
+    .unwrap();
+    assert!(!untouched(&s.y));
 }
 
 #[test]
