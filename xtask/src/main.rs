@@ -6,6 +6,7 @@
 //!   with `TILEKIT_CUDA_ROOT` and `LD_LIBRARY_PATH` exported. The README's test command.
 //! - `cargo xtask ci`: `cargo fmt --check`, `cargo clippy -D warnings`, then `xtask test`;
 //!   what `.ci/run` runs.
+//! - `cargo xtask compile-all`: NVRTC-compiles every valid variant of every library kernel.
 
 mod cuda;
 mod steps;
@@ -38,9 +39,10 @@ enum Command {
     },
     /// The CI pipeline: fmt --check, clippy -D warnings, then test; each step timed.
     Ci,
-    // Place for `compile-all` (the lead adds it with the kernel library): compile every
-    // library kernel x tuning config x {sm_80, sm_90a} with tilekit_runtime::nvrtc and fail
-    // on any compile error; `ci` then runs it after `test`.
+    /// Compile every valid variant of every library kernel (tuning configuration x element
+    /// types x alignment x {sm_80, sm_90a}) with NVRTC; CI compiles a covering subset of the
+    /// larger spaces.
+    CompileAll,
 }
 
 fn main() -> ExitCode {
@@ -51,6 +53,7 @@ fn main() -> ExitCode {
         }),
         Command::Test { args } => steps::test(&args),
         Command::Ci => steps::ci(),
+        Command::CompileAll => steps::compile_all(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

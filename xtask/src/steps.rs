@@ -69,9 +69,12 @@ pub fn test(extra: &[String]) -> Result<()> {
         cmd.arg("--workspace");
     }
     // Every test binary runs even after one fails, so one run reports every failure.
-    cmd.args(["--release", "--no-fail-fast"])
-        .args(extra)
-        .env("TILEKIT_CUDA_ROOT", &root)
+    cmd.args(["--release", "--no-fail-fast"]).args(extra);
+    if !extra.iter().any(|a| a == "--") {
+        // Show what passing tests print (the NVRTC variant counts, compile times).
+        cmd.args(["--", "--show-output"]);
+    }
+    cmd.env("TILEKIT_CUDA_ROOT", &root)
         .env("LD_LIBRARY_PATH", ld_library_path(&root)?);
     println!(
         "xtask[test]: TILEKIT_CUDA_ROOT={} LD_LIBRARY_PATH={}",
@@ -79,6 +82,27 @@ pub fn test(extra: &[String]) -> Result<()> {
         root.join("lib").display()
     );
     run("test", cmd).map(|_| ())
+}
+
+/// `cuda-setup`, then the NVRTC variant test over every valid variant
+/// (`TILEKIT_COMPILE_ALL=1`).
+pub fn compile_all() -> Result<()> {
+    let root = super::cuda::setup()?;
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--release",
+        "-p",
+        "tilekit-tests",
+        "--test",
+        "nvrtc_variants",
+        "--",
+        "--nocapture",
+    ])
+    .env("TILEKIT_COMPILE_ALL", "1")
+    .env("TILEKIT_CUDA_ROOT", &root)
+    .env("LD_LIBRARY_PATH", ld_library_path(&root)?);
+    run("compile-all", cmd).map(|_| ())
 }
 
 /// fmt --check, clippy -D warnings, test; every step runs, each is timed, and the first
