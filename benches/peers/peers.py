@@ -3,9 +3,9 @@
 
 Run on the GPU machine (H100; python3 with PyTorch and Triton; no network needed):
 
-    python3 benches/peers/peers.py --out $OUT/peers.json            # everything, ~3-5 min
-    python3 benches/peers/peers.py --quick --only copy,norms --out $OUT/p.json
-    python3 benches/peers/peers.py --dry-run                         # no torch, no GPU
+    python3 benches/peers/peers.py --out $OUT/peers.json             # everything, ~1 min on an H100
+    python3 benches/peers/peers.py --quick --only copy,norms --out $OUT/p.json  # --quick: ~30 s for all
+    python3 benches/peers/peers.py --dry-run                          # no torch, no GPU
 
 Everything runs in one process so that every ratio is against a copy ceiling measured in
 the same run. Names for --only (letters of issue 4, item 7, also accepted):
@@ -38,15 +38,14 @@ enough buffers that the working set is >= 4x the L2 when one call touches less. 
 measurement or provider is recorded as {"error": ...} and the run goes on; the JSON is
 rewritten after every measurement, so a run cut short keeps what it has.
 """
-import argparse, datetime, gc, json, math, platform, re, statistics, subprocess, sys, time, traceback
+import argparse, datetime, functools, gc, json, math, platform, re, statistics, subprocess, sys, time, traceback
 
 try:
     import torch
 except ImportError:
     torch = None
 try:
-    import triton
-    import triton.language as tl
+    import triton, triton.language as tl
 except ImportError:
     triton = tl = None
 
@@ -82,8 +81,7 @@ def fmt(rec):
 def rate(rec, nbytes, copy_gbps, flops=None):
     """Adds achieved GB/s (nbytes = bytes read + written once), % of the copy ceiling, TFLOP/s."""
     sec = rec["ms"] * 1e-3
-    rec["bytes"] = nbytes
-    rec["gbps"] = nbytes / sec / 1e9
+    rec["bytes"], rec["gbps"] = nbytes, nbytes / sec / 1e9
     if copy_gbps:
         rec["pct_copy"] = 100.0 * rec["gbps"] / copy_gbps
     if flops:
@@ -108,8 +106,7 @@ class Bench:
 
     def time(self, fn):
         ev = lambda: torch.cuda.Event(enable_timing=True)
-        fn(0)
-        torch.cuda.synchronize()
+        fn(0); torch.cuda.synchronize()
         s, e = ev(), ev()
         s.record(); fn(1); e.record(); e.synchronize()
         est = max(s.elapsed_time(e), 1e-3)
@@ -127,8 +124,7 @@ class Bench:
 # ----------------------------------------------------------------------------- (e) copy
 def m_copy(b, ctx):
     n = 2 * GiB // 4
-    x = torch.randn(n, device="cuda")
-    y = torch.empty_like(x)
+    x, y = torch.randn(n, device="cuda"), torch.empty(n, device="cuda")
     rec = b.time(lambda i: y.copy_(x))
     if not torch.equal(x, y):
         raise RuntimeError("copy result differs from its input")
@@ -225,35 +221,38 @@ if triton is not None:
 _GRID_CACHE = {}
 
 
-def persistent_grid(kernel, args, block, warps, stages):
-    """SMs x occupancy, occupancy from the compiled kernel's registers and shared memory."""
-    key = (kernel.__name__, str(args[0].dtype), block)
+def persistent_grid(kernel, args, block, warps):
+    """(programs, stages, note): SMs x occupancy from the compiled kernel's registers and
+    shared memory, and 4 pipeline stages where shared memory is large, as the tutorial does."""
+    key = (id(kernel), str(args[0].dtype), block)
     if key not in _GRID_CACHE:
         dev = torch.cuda.current_device()
         sms = torch.cuda.get_device_properties(dev).multi_processor_count
         try:
             p = triton.runtime.driver.active.utils.get_device_properties(dev)
+            stages = 4 if p["max_shared_mem"] > 200_000 else 2
             k = kernel.warmup(*args, BLOCK=block, STAGES=stages, num_warps=warps, grid=(1,))
             k._init_handles()
             occ = p["max_num_regs"] // (k.n_regs * p["warpSize"] * warps)
             if k.metadata.shared:
                 occ = min(occ, p["max_shared_mem"] // k.metadata.shared)
-            _GRID_CACHE[key] = (sms * max(occ, 1), f"occupancy {occ} ({k.n_regs} regs)")
+            occ = max(occ, 1)
+            _GRID_CACHE[key] = (sms * occ, stages, f"grid {sms}x{occ}, {k.n_regs} regs, {stages} stages")
         except Exception as e:
-            _GRID_CACHE[key] = (sms * 4, "occupancy 4 (fallback: " + err_str(e)[:80] + ")")
+            _GRID_CACHE[key] = (sms * 4, 2, f"grid {sms}x4, 2 stages (fallback: {err_str(e)[:80]})")
     return _GRID_CACHE[key]
 
 
-def triton_rows(kernel, x, w, out, persistent):
+def triton_rows(kernel, with_w, persistent, x, w, out=None):
+    """Launches a row kernel: one program per row, or a persistent grid striding over rows."""
     M, N = x.shape
     y = torch.empty_like(x) if out is None else out
     block, warps = triton.next_power_of_2(N), 8
-    args = [x, y] if w is None else [x, w, y]
-    args += [x.stride(0), y.stride(0), M, N] + ([] if w is None else [EPS])
-    grid, stages = M, 1
+    args = ([x, w, y] if with_w else [x, y]) + [x.stride(0), y.stride(0), M, N] + ([EPS] if with_w else [])
+    grid, stages = M, 1  # one row per program
     if persistent:
-        stages = 4 if torch.cuda.get_device_properties(0).shared_memory_per_block_optin > 200_000 else 2
-        grid = min(M, persistent_grid(kernel, args, block, warps, stages)[0])
+        grid, stages, _ = persistent_grid(kernel, args, block, warps)
+        grid = min(M, grid)
     kernel[(grid,)](*args, BLOCK=block, STAGES=stages, num_warps=warps)
     return y
 
@@ -274,11 +273,9 @@ def norm_providers():
         "rmsnorm": {"eager": rms_f, "eager_formula": rms_formula, "compile": lambda x, w, out=None: rms_c(x, w)},
     }
     if triton is not None:
-        for op, k in (("softmax", "softmax_rows"), ("rmsnorm", "rmsnorm_rows")):
-            kern = globals()[k]
-            for name, pers in (("triton", False), ("triton_persistent", True)):
-                provs[op][name] = (lambda kern, pers, op: lambda x, w, out=None: triton_rows(
-                    kern, x, None if op == "softmax" else w, out, pers))(kern, pers, op)
+        for op, kern in (("softmax", softmax_rows), ("rmsnorm", rmsnorm_rows)):
+            provs[op]["triton"] = functools.partial(triton_rows, kern, op == "rmsnorm", False)
+            provs[op]["triton_persistent"] = functools.partial(triton_rows, kern, op == "rmsnorm", True)
     return provs
 
 
@@ -309,9 +306,8 @@ def m_norms(b, ctx):
                     rec.update(b.time(lambda i: f(xs[i % len(xs)], w)))
                     rate(rec, nbytes, ctx.get("copy_gbps"))
                     if name == "triton_persistent":
-                        rec["note"] = persistent_grid.__doc__ and _GRID_CACHE.get(
-                            (("softmax_rows" if op == "softmax" else "rmsnorm_rows"), str(dt), triton.next_power_of_2(N)),
-                            (0, ""))[1]
+                        kern = softmax_rows if op == "softmax" else rmsnorm_rows
+                        rec["note"] = _GRID_CACHE.get((id(kern), str(dt), triton.next_power_of_2(N)), (0, 0, ""))[2]
                     if not rec["ok"]:
                         rec["note"] = (rec.get("note", "") + " WRONG RESULT").strip()
                 except Exception as e:
@@ -328,28 +324,24 @@ def m_launch(b, ctx):
     a, bb, c = (torch.randn(1, device="cuda") for _ in range(3))
     calls, trials = 10_000, (3 if b.quick else 7)
     for _ in range(1000):
-        torch.add(a, bb, out=c)
+        torch.add(a, bb, out=c)  # warm-up
     torch.cuda.synchronize()
     enq, tot = [], []
     for _ in range(trials):
         t0 = time.perf_counter()
         for _ in range(calls):
             torch.add(a, bb, out=c)
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        enq.append((t1 - t0) / calls * 1e6)
-        tot.append((t2 - t0) / calls * 1e6)
+        t1 = time.perf_counter(); torch.cuda.synchronize(); t2 = time.perf_counter()
+        enq.append((t1 - t0) / calls * 1e6); tot.append((t2 - t0) / calls * 1e6)
     res = {"op": "torch.add(a, b, out=c), 1 element fp32", "calls": calls, "trials": trials,
            "host_us_per_call_enqueue": statistics.median(enq), "host_us_per_call_to_sync": statistics.median(tot),
            "host_us_enqueue_all": enq}
     row("launch", "torch eager", "host/call", {"us": res["host_us_per_call_enqueue"], "note": "(enqueue)"})
     row("launch", "torch eager", "host/call", {"us": res["host_us_per_call_to_sync"], "note": "(to sync)"})
     try:
-        ops = 100
-        s = torch.cuda.Stream()
+        ops, s = 100, torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
+        with torch.cuda.stream(s):  # warm-up on a side stream before capture, as PyTorch advises
             for _ in range(3):
                 torch.add(a, bb, out=c)
         torch.cuda.current_stream().wait_stream(s)
@@ -357,13 +349,12 @@ def m_launch(b, ctx):
         with torch.cuda.graph(g):
             for _ in range(ops):
                 torch.add(a, bb, out=c)
-        rec = b.time(lambda i: g.replay())
+        rec = b.time(lambda i: g.replay())  # GPU time of one replay
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(200):
             g.replay()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
+        t1 = time.perf_counter(); torch.cuda.synchronize()
         rec.update({"ops_per_graph": ops, "us": rec["ms"] * 1e3 / ops, "gpu_us_per_kernel": rec["ms"] * 1e3 / ops,
                     "host_us_per_replay_enqueue": (t1 - t0) / 200 * 1e6})
         res["graph"] = rec
@@ -460,10 +451,9 @@ def main():
             except Exception as e:
                 r = {"error": err_str(e), "traceback": traceback.format_exc()[-3000:]}
                 row(m, "-", "-", r)
-            r["wall_s"] = time.perf_counter() - t0
-            res["results"][m] = r
+            r["wall_s"], res["results"][m] = time.perf_counter() - t0, r
             gc.collect(); torch.cuda.empty_cache()
-            write_json(args.out, res)
+            write_json(args.out, res)  # after every measurement: a run cut short keeps what it has
     res["meta"]["wall_s_total"] = time.perf_counter() - t_start
     write_json(args.out, res)
     print(f"\n{'measurement':8} {'provider':18} {'case':16} result")
