@@ -28,7 +28,7 @@
 //! let x = Tensor1::<f32>::from_vec(&rt, vec![1.0, 2.0, 3.0], [3])?;
 //! let mut y = Tensor1::<f32>::from_vec(&rt, vec![10.0, 20.0, 30.0], [3])?;
 //! axpy::launch(&rt, 2.0, &x, &mut y)?;
-//! assert_eq!(y.to_vec(), vec![12.0, 24.0, 36.0]);
+//! assert_eq!(y.to_vec()?, vec![12.0, 24.0, 36.0]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

@@ -10,7 +10,7 @@
 //! let x = Tensor2::<f32>::from_vec(&rt, vec![1.0, 2.0, 3.0, 0.0, 0.0, 0.0], [2, 3]).unwrap();
 //! let mut y = Tensor2::<f32>::zeros(&rt, [2, 3]).unwrap();
 //! tilekit_kernels::softmax::launch(&rt, &x, &mut y).unwrap();
-//! let y = y.to_vec();
+//! let y = y.to_vec().unwrap();
 //! assert!((y[0] + y[1] + y[2] - 1.0).abs() < 1e-6);
 //! assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
 //! ```

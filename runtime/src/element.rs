@@ -1,11 +1,22 @@
 //! Element types of tensors and scalars.
 
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use half::{bf16, f16};
 use tilekit_ir::DType;
 
-/// A type a tensor can hold. Sealed: tilekit knows how to move each one to and from the GPU.
+/// A type a tensor can hold. Sealed: tilekit knows how to move each one to and from the GPU
+/// (every element type is a cudarc [`DeviceRepr`] that is valid as all-zero bits).
 pub trait Element:
-    Copy + Send + Sync + Default + PartialEq + std::fmt::Debug + 'static + sealed::Sealed
+    Copy
+    + Send
+    + Sync
+    + Default
+    + PartialEq
+    + std::fmt::Debug
+    + 'static
+    + DeviceRepr
+    + ValidAsZeroBits
+    + sealed::Sealed
 {
     /// Its IR type.
     const DTYPE: DType;

@@ -1,8 +1,85 @@
-//! Typed errors of the runtime: building tensors ([`TensorError`]), validating and running a
-//! launch ([`LaunchError`]), and faults of the CPU backend ([`CpuError`]).
+//! Typed errors of the runtime: opening a backend ([`RuntimeError`]), building tensors
+//! ([`TensorError`]), validating and running a launch ([`LaunchError`]), and faults of the
+//! CPU backend ([`CpuError`]).
 
+use crate::nvrtc::NvrtcError;
 use crate::spec::SpecError;
+use tilekit_codegen::CodegenError;
 use tilekit_ir::{DType, EvalError, SpaceError};
+
+/// Why a CUDA runtime could not be opened (see [`crate::Runtime::cuda`]), or a device-wide
+/// operation (synchronization) failed. Each message says what to do.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// `libcuda` (the NVIDIA driver) could not be loaded.
+    #[error(
+        "the CUDA driver library (libcuda.so) could not be loaded: install the NVIDIA driver \
+         (a CUDA 13 driver or newer), or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
+    )]
+    NoDriver,
+    /// NVRTC could not be loaded.
+    #[error(
+        "NVRTC (libnvrtc.so.13) could not be loaded: {source}; set TILEKIT_CUDA_ROOT (or CUDA_HOME) \
+         to a CUDA 13 install or to the `nvidia/cu13` folder of the nvidia-cuda-nvrtc wheel \
+         (`cargo xtask cuda-setup`)"
+    )]
+    NoNvrtc {
+        /// The loader's error.
+        source: NvrtcError,
+    },
+    /// The CUDA headers (`cuda_bf16.h`, ...) that generated kernels include were not found.
+    #[error(
+        "{source}; set TILEKIT_CUDA_ROOT (or CUDA_HOME / CUDA_PATH) to a CUDA install or to the \
+         `nvidia/cu13` folder of the nvidia-cuda-runtime wheel"
+    )]
+    NoHeaders {
+        /// Where they were looked for.
+        source: NvrtcError,
+    },
+    /// There is no device with this ordinal.
+    #[error("no CUDA device {ordinal}: {count} device(s) visible (check CUDA_VISIBLE_DEVICES)")]
+    NoDevice {
+        /// The requested ordinal.
+        ordinal: usize,
+        /// Devices the driver reports.
+        count: usize,
+    },
+    /// The device's architecture has no tilekit target.
+    #[error(
+        "device {ordinal} ({name}) has compute capability {major}.{minor}; tilekit compiles for \
+         sm_80 (compute capability 8.x: A100, A10, L4, RTX 30/40) and sm_90a (9.0: H100, H200) only"
+    )]
+    UnsupportedArch {
+        /// Device ordinal.
+        ordinal: usize,
+        /// Device name.
+        name: String,
+        /// Compute capability, major.
+        major: u32,
+        /// Compute capability, minor.
+        minor: u32,
+    },
+    /// The driver is older than the NVRTC that compiles the kernels.
+    #[error(
+        "the CUDA driver supports CUDA {}.{} but NVRTC is {}.{}: CUBINs from this NVRTC need a \
+         driver for CUDA {}.0 or newer; update the NVIDIA driver or use a matching NVRTC",
+        driver.0, driver.1, nvrtc.0, nvrtc.1, nvrtc.0
+    )]
+    DriverTooOld {
+        /// The driver's CUDA version.
+        driver: (u32, u32),
+        /// NVRTC's version.
+        nvrtc: (u32, u32),
+    },
+    /// A driver call failed.
+    #[error("CUDA driver call `{call}` failed: {message}")]
+    Driver {
+        /// What was called.
+        call: &'static str,
+        /// The driver's error.
+        message: String,
+    },
+}
 
 /// Why a tensor could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -12,14 +89,6 @@ pub enum TensorError {
     Rank {
         /// The requested rank.
         rank: usize,
-    },
-    /// An extent is zero.
-    #[error("shape {shape:?} has a zero extent on axis {axis}; tensors are never empty")]
-    ZeroExtent {
-        /// The requested shape.
-        shape: Vec<usize>,
-        /// The first axis of extent 0.
-        axis: usize,
     },
     /// The number of elements (or an address) does not fit in 63 bits.
     #[error("shape {shape:?} overflows: its size or an address does not fit in 63 bits")]
@@ -53,6 +122,21 @@ pub enum TensorError {
         last: usize,
         /// Length of the data.
         len: usize,
+    },
+    /// A CUDA driver call failed while allocating, copying or freeing device memory.
+    #[error("CUDA {what} failed: {message}")]
+    Device {
+        /// What was being done (`allocation`, `upload`, `download`, ...).
+        what: &'static str,
+        /// The driver's error.
+        message: String,
+    },
+    /// The operation needs a tensor or runtime of another backend (for example wrapping a
+    /// `CudaSlice` with a CPU runtime, or a slice of another device).
+    #[error("{message}")]
+    Backend {
+        /// What is wrong.
+        message: String,
     },
 }
 
@@ -192,6 +276,14 @@ pub enum LaunchError {
         /// What is wrong.
         message: String,
     },
+    /// The CUDA backend could not generate, compile, load or launch the variant.
+    #[error("kernel `{kernel}`: {source}")]
+    Cuda {
+        /// Kernel name.
+        kernel: String,
+        /// What failed (boxed: NVRTC reports carry the whole log and source).
+        source: Box<CudaLaunchError>,
+    },
     /// A program faulted on the CPU backend; nothing was written to any output.
     #[error("kernel `{kernel}`: program {program:?} faulted: {message}")]
     Fault {
@@ -201,6 +293,31 @@ pub enum LaunchError {
         program: Vec<i64>,
         /// What went wrong.
         message: String,
+    },
+}
+
+/// Why a launch failed on the CUDA backend after its arguments were checked.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CudaLaunchError {
+    /// The variant's CUDA source or launch plan could not be generated.
+    #[error("code generation failed: {0}")]
+    Codegen(#[from] CodegenError),
+    /// NVRTC rejected the variant's source (a tilekit bug: the log and source are included).
+    #[error("NVRTC compilation failed: {0}")]
+    Compile(#[from] NvrtcError),
+    /// A driver call (loading the module, setting an attribute, launching) failed.
+    #[error("CUDA driver call `{call}` failed: {message}")]
+    Driver {
+        /// What was called.
+        call: &'static str,
+        /// The driver's error.
+        message: String,
+    },
+    /// A tensor on the CUDA backend is not held in device memory (a tilekit bug).
+    #[error("tensor `{param}` has no device address")]
+    NoDevicePointer {
+        /// Parameter name.
+        param: String,
     },
 }
 

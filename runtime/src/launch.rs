@@ -14,6 +14,7 @@ use crate::runtime::{Backend, Runtime};
 use crate::spec::KernelSpec;
 use crate::tensor::{HostSlice, HostSliceMut, Tensor};
 use std::collections::HashMap;
+use tilekit_codegen::ResourceEnv;
 use tilekit_ir::{
     Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Kernel,
     ParamKind, Types,
@@ -117,14 +118,20 @@ impl Layout {
 #[derive(Clone, Debug)]
 pub struct TensorArg<'a> {
     pub(crate) layout: Layout,
+    /// The elements, for a tensor in host memory.
     pub(crate) data: Option<HostSlice<'a>>,
+    /// The device address of the tensor's allocation, for a tensor in device memory.
+    pub(crate) device: Option<u64>,
 }
 
 /// A tensor passed by exclusive reference: the kernel may write it.
 #[derive(Debug)]
 pub struct TensorArgMut<'a> {
     pub(crate) layout: Layout,
+    /// The elements, for a tensor in host memory.
     pub(crate) data: Option<HostSliceMut<'a>>,
+    /// The device address of the tensor's allocation, for a tensor in device memory.
+    pub(crate) device: Option<u64>,
 }
 
 impl TensorArg<'_> {
@@ -174,6 +181,7 @@ impl<'a, T: Element, const R: usize> From<&'a Tensor<T, R>> for Arg<'a> {
         Arg::Tensor(TensorArg {
             layout: Layout::of(t),
             data: t.host_parts(),
+            device: t.device_address(),
         })
     }
 }
@@ -181,9 +189,11 @@ impl<'a, T: Element, const R: usize> From<&'a Tensor<T, R>> for Arg<'a> {
 impl<'a, T: Element, const R: usize> From<&'a mut Tensor<T, R>> for Arg<'a> {
     fn from(t: &'a mut Tensor<T, R>) -> Self {
         let layout = Layout::of(t);
+        let device = t.device_address();
         Arg::TensorMut(TensorArgMut {
             layout,
             data: t.host_parts_mut(),
+            device,
         })
     }
 }
@@ -241,7 +251,7 @@ impl Arg<'_> {
 /// let rt = Runtime::cpu();
 /// let mut out = Tensor1::<i32>::zeros(&rt, [10]).unwrap();
 /// launch(&rt, &spec, &Bindings::default(), &mut [Arg::from(&mut out)]).unwrap();
-/// assert_eq!(out.to_vec(), (0..10).map(|i| 2 * i).collect::<Vec<i32>>());
+/// assert_eq!(out.to_vec().unwrap(), (0..10).map(|i| 2 * i).collect::<Vec<i32>>());
 /// ```
 pub fn launch(
     rt: &Runtime,
@@ -278,10 +288,19 @@ pub fn launch(
 /// must be equal; every `#[constraint]` that can be evaluated must hold; and the grid must
 /// evaluate to non-negative extents. A grid with a zero extent makes the launch a no-op.
 ///
-/// Constraints that read `smem_bytes()`, `max_smem()`, `threads()`, `registers()` or
-/// `spills()` describe a GPU lowering; on the CPU backend those parts are unknown and are not
-/// checked here (the CUDA backend and the tuner check them per target). A conjunction is
-/// still refused when one of its known parts is false.
+/// Constraints that read `smem_bytes()`, `max_smem()` or `threads()` describe a GPU
+/// lowering: the CUDA backend evaluates them for the variant's launch plan on the device's
+/// target, and a configuration failing them is refused with [`LaunchError::Constraint`]
+/// (so [`launch`] falls back past it). On the CPU backend those parts are unknown and are not
+/// checked; `registers()` and `spills()` need a compiled binary and are left to the tuner. A
+/// conjunction is still refused when one of its known parts is false.
+///
+/// On the CUDA backend the launch is asynchronous: `Ok` means it was queued on the
+/// runtime's stream; a fault while it runs surfaces at [`Runtime::synchronize`] or the next
+/// download. The first launch of a variant compiles it (or loads it from the disk cache).
+/// Tensors whose addresses are 16-byte aligned with unit last stride and 16-byte row pitch
+/// run the `aligned` variant; any other layout (a strided view, an offset of one element)
+/// runs the general variant, never an error.
 pub fn launch_with(
     rt: &Runtime,
     spec: &KernelSpec,
@@ -289,10 +308,9 @@ pub fn launch_with(
     bindings: &Bindings,
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
-    match rt.backend() {
-        Backend::Cpu => {
-            launch_cpu_with_options(spec, config, bindings, args, &CpuOptions::default())
-        }
+    match rt.cuda_device() {
+        None => launch_cpu_with_options(spec, config, bindings, args, &CpuOptions::default()),
+        Some(dev) => crate::cuda::launch(dev, spec, config, bindings, args),
     }
 }
 
@@ -313,6 +331,7 @@ pub fn launch_cpu_with_options(
         bindings,
         args,
         Backend::Cpu,
+        None,
     )?;
     if checked.grid.contains(&0) {
         return Ok(());
@@ -340,6 +359,8 @@ pub(crate) struct LaunchEnv<'a> {
     shapes: Vec<Option<Vec<usize>>>,
     scalars: Vec<Option<ScalarValue>>,
     dims: HashMap<String, i64>,
+    /// `smem_bytes()`, `max_smem()`, `threads()` of the variant, when the backend knows them.
+    resources: Option<ResourceEnv>,
 }
 
 impl ExprEnv for LaunchEnv<'_> {
@@ -361,8 +382,8 @@ impl ExprEnv for LaunchEnv<'_> {
         elem.resolve(self.bindings)
             .and_then(|d| i64::try_from(d.size_bytes()).ok())
     }
-    fn resource(&self, _f: Func) -> Option<i64> {
-        None
+    fn resource(&self, f: Func) -> Option<i64> {
+        self.resources.as_ref().and_then(|r| r.resource(f))
     }
 }
 
@@ -388,6 +409,11 @@ fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalErro
     }
 }
 
+/// How a backend computes the resources of a (validated) configuration for constraints.
+pub(crate) type ResourceFn<'a> = dyn Fn(&Config) -> Result<ResourceEnv, LaunchError> + 'a;
+
+/// Checks a launch (see [`launch_with`]). `resources`, when given, makes `smem_bytes()`,
+/// `max_smem()` and `threads()` known to the constraints.
 pub(crate) fn check<'k>(
     kernel: &'k Kernel,
     types: &'k Types,
@@ -395,6 +421,7 @@ pub(crate) fn check<'k>(
     bindings: &Bindings,
     args: &[Arg<'_>],
     backend: Backend,
+    resources: Option<&ResourceFn<'_>>,
 ) -> Result<Checked<'k>, LaunchError> {
     let name = || kernel.name.clone();
     let config = kernel
@@ -535,12 +562,17 @@ pub(crate) fn check<'k>(
         }
     }
 
+    let resources = match resources {
+        Some(f) => Some(f(&config)?),
+        None => None,
+    };
     let env = LaunchEnv {
         config: &config,
         bindings,
         shapes,
         scalars: scalars.clone(),
         dims,
+        resources,
     };
     for c in &kernel.constraints {
         match eval_constraint(&c.expr, &env) {

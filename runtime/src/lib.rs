@@ -1,4 +1,4 @@
-//! tilekit's runtime: one [`Runtime`] with two backends (the CPU backend here, CUDA next),
+//! tilekit's runtime: one [`Runtime`] with two backends (the CPU backend and CUDA),
 //! tensors that carry their backend, shape and strides, the kernel specs that
 //! `#[kernel]` emits, and the launch entry point the generated launchers call.
 //!
@@ -7,9 +7,11 @@
 //! - [`spec`]: [`KernelSpec`], the static data `#[kernel]` emits for each kernel.
 //! - `tensor`, `runtime`, `launch`, `cpu`: tensors, the runtime handle, argument checking
 //!   and dispatch, the CPU backend (an interpreter of the tile IR, rayon over programs).
+//! - [`cuda`]: the CUDA backend (device fingerprint, NVRTC CUBIN caches, ABI packing, launch).
 //! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
 pub mod cpu;
+pub mod cuda;
 pub mod element;
 pub mod error;
 pub mod launch;
@@ -19,13 +21,17 @@ pub mod spec;
 pub mod tensor;
 
 pub use cpu::CpuOptions;
+pub use cuda::{CacheStats, DeviceInfo};
+/// The cudarc this runtime is built on (for [`Tensor::from_cuda_slice`] and
+/// [`Runtime::from_cuda_stream`]).
+pub use cudarc;
 pub use element::{Element, Float};
-pub use error::{CpuError, LaunchError, TensorError};
+pub use error::{CpuError, CudaLaunchError, LaunchError, RuntimeError, TensorError};
 pub use launch::{
     launch, launch_cpu_with_options, launch_with, Arg, ScalarValue, TensorArg, TensorArgMut,
 };
 pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
 pub use runtime::{Backend, Runtime};
 pub use spec::{KernelSpec, SpecError};
-pub use tensor::{Tensor, Tensor1, Tensor2, Tensor3};
+pub use tensor::{Tensor, Tensor1, Tensor2, Tensor3, TensorView};
 pub use tilekit_ir as ir;

@@ -54,6 +54,7 @@ pub struct KernelSpec {
     /// Hash of the normalized IR and space (the tuning cache keys on it).
     pub spec_hash: u64,
     analyzed: OnceLock<Result<Analyzed, SpecError>>,
+    content_id: OnceLock<u64>,
 }
 
 impl KernelSpec {
@@ -72,6 +73,7 @@ impl KernelSpec {
             doc,
             spec_hash,
             analyzed: OnceLock::new(),
+            content_id: OnceLock::new(),
         }
     }
 
@@ -94,6 +96,18 @@ impl KernelSpec {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// A hash of everything the spec holds (name, IR, CUDA template, spec hash), computed
+    /// once: the in-process kernel caches key on it, so two specs that differ in anything
+    /// (even hand-built ones sharing a name and a zero spec hash) never share a variant.
+    pub(crate) fn content_id(&self) -> u64 {
+        *self.content_id.get_or_init(|| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (self.name, self.ir_json, self.cuda_template, self.spec_hash).hash(&mut h);
+            h.finish()
+        })
     }
 
     /// The IR.

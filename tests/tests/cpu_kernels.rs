@@ -99,7 +99,7 @@ fn check_softmax<T: Float>(rows: usize, cols: usize, rng: &mut Rng) {
     );
     assert_close(
         &format!("softmax {rows}x{cols} {:?}", T::DTYPE),
-        &y.to_vec(),
+        &y.to_vec().unwrap(),
         &want,
         tol::<T>(),
     );
@@ -138,13 +138,13 @@ fn softmax_default_launch_picks_a_configuration_that_fits() {
         2,
         3000,
     );
-    assert_close("softmax default", &y.to_vec(), &want, 2e-5);
+    assert_close("softmax default", &y.to_vec().unwrap(), &want, 2e-5);
     // An explicit configuration that violates the constraint is refused, output untouched.
     let cfg = Config::parse("BLOCK=1024,WARPS=4").unwrap();
     let mut z = Tensor2::<f32>::full(&rt, [2, 3000], 7.0).unwrap();
     let err = softmax::launch_with(&rt, &cfg, &x, &mut z).unwrap_err();
     assert!(err.to_string().contains("BLOCK"), "{err}");
-    assert!(z.to_vec().iter().all(|v| *v == 7.0));
+    assert!(z.to_vec().unwrap().iter().all(|v| *v == 7.0));
 }
 
 fn check_rmsnorm<T: Float>(rows: usize, cols: usize, rng: &mut Rng) {
@@ -171,7 +171,7 @@ fn check_rmsnorm<T: Float>(rows: usize, cols: usize, rng: &mut Rng) {
     }
     assert_close(
         &format!("rmsnorm {rows}x{cols} {:?}", T::DTYPE),
-        &y.to_vec(),
+        &y.to_vec().unwrap(),
         &want,
         tol::<T>(),
     );
@@ -198,7 +198,7 @@ fn check_scale_chain<T: Float>(n: usize, repeats: usize, rng: &mut Rng) {
     let want: Vec<f64> = xs.iter().map(|v| v.to_f64() * factor).collect();
     assert_close(
         &format!("scale_chain n={n} r={repeats} {:?}", T::DTYPE),
-        &y.to_vec(),
+        &y.to_vec().unwrap(),
         &want,
         0.0,
     );
@@ -236,7 +236,7 @@ fn check_matmul<T: Float>(m: usize, k: usize, n: usize, cfg: &str, rng: &mut Rng
     let rel = tol::<T>() * (k as f64).sqrt().max(1.0);
     assert_close(
         &format!("matmul {m}x{k}x{n} {:?} {cfg}", T::DTYPE),
-        &c.to_vec(),
+        &c.to_vec().unwrap(),
         &want,
         rel,
     );

@@ -79,7 +79,7 @@ fn io(rows: usize, cols: usize) -> Io {
 }
 
 fn untouched(y: &Tensor2<f32>) -> bool {
-    y.to_vec().iter().all(|&v| v == -7.0)
+    y.to_vec().unwrap().iter().all(|&v| v == -7.0)
 }
 
 #[test]
@@ -221,8 +221,12 @@ fn shape_contract() {
     )
     .unwrap();
     assert_eq!(
-        s.y.to_vec(),
-        s.x.to_vec().iter().map(|v| v + 1.0).collect::<Vec<f32>>()
+        s.y.to_vec().unwrap(),
+        s.x.to_vec()
+            .unwrap()
+            .iter()
+            .map(|v| v + 1.0)
+            .collect::<Vec<f32>>()
     );
 }
 
@@ -284,8 +288,12 @@ fn constraints_are_checked_before_running() {
     // smem_bytes()/max_smem() are unknown on the CPU: not checked here. Everything else holds.
     run(&mut s, &big, 1, &f32s()).unwrap();
     assert_eq!(
-        s.y.to_vec(),
-        s.x.to_vec().iter().map(|v| v + 1.0).collect::<Vec<f32>>()
+        s.y.to_vec().unwrap(),
+        s.x.to_vec()
+            .unwrap()
+            .iter()
+            .map(|v| v + 1.0)
+            .collect::<Vec<f32>>()
     );
     // A named dimension: M = 3 is odd.
     let mut odd = io(3, 12);
@@ -435,7 +443,7 @@ fn fault_in_one_program_discards_every_program_s_writes() {
         &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(63usize)],
     )
     .unwrap();
-    let (xv, yv) = (s.x.to_vec(), s.y.to_vec());
+    let (xv, yv) = (s.x.to_vec().unwrap(), s.y.to_vec().unwrap());
     for r in 0..64 {
         assert_eq!(yv[r * 5..r * 5 + 5], xv[(63 - r) * 5..(63 - r) * 5 + 5]);
     }
@@ -479,7 +487,7 @@ fn non_positive_loop_step_faults() {
             matches!(&e, LaunchError::Fault { message, .. } if message.contains("step")),
             "{e}"
         );
-        assert_eq!(y.to_vec(), vec![-7.0; 4]);
+        assert_eq!(y.to_vec().unwrap(), vec![-7.0; 4]);
     }
     launch(
         &rt,
@@ -488,7 +496,7 @@ fn non_positive_loop_step_faults() {
         &mut [Arg::from(&mut y), Arg::from(3i64)],
     )
     .unwrap();
-    assert_eq!(y.to_vec(), vec![3.0; 4]); // i = 0, 3, 6
+    assert_eq!(y.to_vec().unwrap(), vec![3.0; 4]); // i = 0, 3, 6
 }
 
 #[test]

@@ -127,7 +127,7 @@ fn check_softmax<T: Float>(rows: usize, cols: usize, block: i64, seed: u64) {
     )
     .unwrap();
     assert_bits(
-        &y.to_vec(),
+        &y.to_vec().unwrap(),
         &softmax_ref::<T>(&data, cols),
         &format!("softmax {rows}x{cols} {}", T::DTYPE),
     );
@@ -244,7 +244,7 @@ fn check_chain<T: Float>(n: usize, iters: usize, scale: f32) {
         })
         .collect();
     assert_bits(
-        &y.to_vec(),
+        &y.to_vec().unwrap(),
         &want,
         &format!("chain n={n} iters={iters} {}", T::DTYPE),
     );
@@ -340,8 +340,12 @@ fn reductions_over_each_axis_with_zero_fill() {
     let want_rm: Vec<f32> = (0..m)
         .map(|i| (0..n).fold(0f32, |a, j| a.max(data[i * n + j])))
         .collect();
-    assert_bits(&colsum.to_vec(), &want_cs, "column sums");
-    assert_bits(&rowmax.to_vec(), &want_rm, "row maxima (with zero padding)");
+    assert_bits(&colsum.to_vec().unwrap(), &want_cs, "column sums");
+    assert_bits(
+        &rowmax.to_vec().unwrap(),
+        &want_rm,
+        "row maxima (with zero padding)",
+    );
     assert!(
         want_rm.contains(&0.0) && want_rm.iter().any(|&v| v > 0.0),
         "the data should exercise the padding"
@@ -424,7 +428,11 @@ fn tiles_at_ragged_edges_and_strided_views() {
                 });
             }
         }
-        assert_bits(&y.to_vec(), &want, &format!("shift by ({dy}, {dx})"));
+        assert_bits(
+            &y.to_vec().unwrap(),
+            &want,
+            &format!("shift by ({dy}, {dx})"),
+        );
     }
     // Elements of the storage outside the view were never written.
     let outside = Tensor2::from_vec_strided(
@@ -435,7 +443,7 @@ fn tiles_at_ragged_edges_and_strided_views() {
         off + n,
     )
     .unwrap();
-    assert!(outside.to_vec().iter().all(|v| v.is_nan()));
+    assert!(outside.to_vec().unwrap().iter().all(|v| v.is_nan()));
 }
 
 // ---------------------------------------------------------------- dot
@@ -550,7 +558,7 @@ fn check_matmul<T: Float>(
         }
     }
     assert_bits(
-        &c.to_vec(),
+        &c.to_vec().unwrap(),
         &want,
         &format!(
             "matmul {m}x{kd}x{n} {} {precision:?} exact={exact}",
@@ -663,7 +671,7 @@ fn if_selects_per_program() {
             }
         })
         .collect();
-    assert_bits(&y.to_vec(), &want, "if");
+    assert_bits(&y.to_vec().unwrap(), &want, "if");
 }
 
 // ---------------------------------------------------------------- integer tensors
@@ -713,7 +721,7 @@ fn integer_division_truncates() {
     )
     .unwrap();
     assert_eq!(
-        y.to_vec(),
+        y.to_vec().unwrap(),
         data.iter().map(|v| v / -3 % 5).collect::<Vec<i32>>()
     );
 }

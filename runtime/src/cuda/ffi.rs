@@ -1,0 +1,134 @@
+//! Every `unsafe` operation of the CUDA backend, kept small: the probe for libcuda, the
+//! driver version, turning off cudarc's event tracking on a fresh context, the kernel ABI
+//! structs, the launch itself, and copies to and from raw device addresses.
+
+use cudarc::driver::{
+    result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig,
+    PushKernelArg,
+};
+use tilekit_codegen::abi::{GRID_BYTES, TENSOR_ARG_BYTES};
+
+/// `tk::Grid`: the grid extents, axis 0 first, unused axes 1.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GridAbi {
+    pub n: [i64; 3],
+}
+
+/// `tk::TensorArg`: device address of element `[0, ..]`, extents and strides in elements,
+/// axis 0 first; unused axes have extent 1 and stride 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TensorAbi {
+    pub data: u64,
+    pub shape: [i64; 3],
+    pub stride: [i64; 3],
+}
+
+const _: () = assert!(std::mem::size_of::<GridAbi>() == GRID_BYTES);
+const _: () = assert!(std::mem::size_of::<TensorAbi>() == TENSOR_ARG_BYTES);
+const _: () = assert!(std::mem::align_of::<TensorAbi>() == 8);
+
+// SAFETY: `#[repr(C)]` with only integer fields and no padding (24 bytes, checked above):
+// byte-for-byte the `tk::Grid` of the prelude's `abi.cuh`.
+unsafe impl DeviceRepr for GridAbi {}
+// SAFETY: `#[repr(C)]`, one u64 then six i64, no padding (56 bytes, 8-aligned, checked
+// above): byte-for-byte the `tk::TensorArg` of the prelude's `abi.cuh`.
+unsafe impl DeviceRepr for TensorAbi {}
+
+/// One kernel parameter after the grid, packed as the ABI says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Packed {
+    Tensor(TensorAbi),
+    F32(f32),
+    I32(i32),
+    I64(i64),
+}
+
+/// Whether libcuda can be loaded (no other driver call may run before this says yes:
+/// cudarc panics when the library is missing).
+pub(crate) fn culib_present() -> bool {
+    // SAFETY: only tries to dlopen the driver library; no preconditions.
+    unsafe { sys::is_culib_present() }
+}
+
+/// The driver's CUDA version as `(major, minor)`. libcuda must be present.
+pub(crate) fn driver_version() -> Result<(u32, u32), DriverError> {
+    let mut v: std::ffi::c_int = 0;
+    // SAFETY: libcuda is loaded (callers check `culib_present` first); `v` is a valid
+    // out-pointer. cuDriverGetVersion needs no cuInit.
+    unsafe { sys::cuDriverGetVersion(&mut v) }.result()?;
+    let v = u32::try_from(v).unwrap_or(0);
+    Ok((v / 1000, (v % 1000) / 10))
+}
+
+/// Turns off cudarc's per-buffer read/write events for slices allocated from now on in
+/// `ctx`. Called on a context this runtime just created, before any allocation.
+pub(crate) fn disable_event_tracking(ctx: &CudaContext) {
+    // SAFETY: cudarc's contract: with tracking off, the user must order uses of a buffer
+    // across streams. Every allocation, copy, launch and free of this runtime is issued on
+    // its single stream, so stream order is the ordering; tensors wrapped from foreign
+    // memory carry that duty to the caller, as `Runtime::cuda` documents.
+    unsafe { ctx.disable_event_tracking() }
+}
+
+/// Launches `func` asynchronously on `stream` with `blocks` x `threads` and `smem` bytes
+/// of dynamic shared memory: the grid struct, then `params` in order.
+pub(crate) fn launch(
+    stream: &CudaStream,
+    func: &CudaFunction,
+    blocks: u32,
+    threads: u32,
+    smem: u32,
+    grid: &GridAbi,
+    params: &[Packed],
+) -> Result<(), DriverError> {
+    let mut b = stream.launch_builder(func);
+    b.arg(grid);
+    for p in params {
+        match p {
+            Packed::Tensor(t) => b.arg(t),
+            Packed::F32(v) => b.arg(v),
+            Packed::I32(v) => b.arg(v),
+            Packed::I64(v) => b.arg(v),
+        };
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: smem,
+    };
+    // SAFETY: `func` is the `tilekit_kernel` entry of a variant generated for exactly this
+    // parameter list (the launch was checked against the kernel's IR): its parameters are
+    // `tk::Grid` then, per kernel parameter, `tk::TensorArg` / float / int / long long,
+    // which `GridAbi`, `TensorAbi`, f32, i32 and i64 match in size and layout. Every tensor
+    // address points into a live device allocation of this context that holds the whole
+    // view (tensor constructors check the view's reach; the allocation outlives the launch
+    // because it is freed on this same stream, after the kernel). Writes go only to `&mut`
+    // tensors, which the borrow checker keeps unaliased. `blocks`, `threads` and `smem`
+    // come from the launch plan the variant `static_assert`s against, and the function's
+    // dynamic shared-memory limit was raised to `smem` when it was loaded.
+    unsafe { b.launch(cfg) }?;
+    Ok(())
+}
+
+/// Copies `dst.len()` elements from device address `src` to `dst`, then waits for the
+/// stream (so everything issued before on it, kernels included, has completed).
+///
+/// The caller guarantees `src` addresses at least `dst.len()` live elements of `T` in the
+/// stream's context (tensor constructors check a view's reach against its allocation).
+pub(crate) fn download<T: DeviceRepr>(
+    stream: &CudaStream,
+    src: u64,
+    dst: &mut [T],
+) -> Result<(), DriverError> {
+    if dst.is_empty() {
+        return stream.synchronize();
+    }
+    stream.context().bind_to_thread()?;
+    // SAFETY: `src` is valid for `dst.len()` elements (the caller's guarantee above) and
+    // `dst` is a valid host buffer of that many elements; the copy is ordered after every
+    // earlier operation on `stream`, and `dst` is not touched until the synchronize below.
+    unsafe { result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }?;
+    stream.synchronize()
+}

@@ -1,0 +1,625 @@
+//! The CUDA backend: opening a device ([`DeviceInfo`]), compiling variants with NVRTC to
+//! CUBIN behind an in-memory and an on-disk cache ([`CacheStats`]), packing the kernel ABI
+//! and launching through cudarc.
+//!
+//! Module map: `ffi` holds every `unsafe` operation (the ABI structs, the launch, raw
+//! copies); `cache` the on-disk CUBIN cache. This module holds [`CudaDevice`] (the state of a
+//! CUDA [`crate::Runtime`]) and the launch path:
+//!
+//! 1. the shared argument check (`launch::check`), with `smem_bytes()`, `max_smem()` and
+//!    `threads()` known from the variant's launch plan for the device's target, so a
+//!    configuration that fails them is refused like any other constraint (and
+//!    [`crate::launch`]'s fallback skips it);
+//! 2. an empty grid returns `Ok` with nothing launched;
+//! 3. `aligned` is chosen per launch from the tensors' addresses and strides;
+//! 4. the loaded function comes from the in-memory cache, else the disk cache, else NVRTC;
+//! 5. the grid struct and parameters are packed and the kernel is launched asynchronously
+//!    on the runtime's stream.
+
+mod cache;
+mod ffi;
+
+pub use cache::{CacheStats, CACHE_DIR_VAR};
+
+use crate::error::{CudaLaunchError, LaunchError, RuntimeError};
+use crate::launch::{check, Arg, Layout, ScalarValue};
+use crate::nvrtc::{self, compile_cubin, CompileOptions};
+use crate::spec::KernelSpec;
+use cache::{Counters, Lookup};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaStream, DriverError};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tilekit_codegen::abi::ENTRY_POINT;
+use tilekit_codegen::{
+    launch_plan, prelude_headers, variant_source, CodegenError, LaunchPlan, ResourceEnv, Target,
+    Variant,
+};
+use tilekit_ir::{Bindings, Config, Kernel};
+
+pub(crate) use ffi::download;
+
+/// Dynamic shared memory a kernel may use without opting in.
+const DEFAULT_SMEM_LIMIT: u64 = 48 * 1024;
+
+/// Largest `gridDim.x`.
+const MAX_BLOCKS: i64 = (1 << 31) - 1;
+
+/// A CUDA device's fingerprint: what the tuning cache keys on, plus driver and NVRTC
+/// versions as provenance.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceInfo {
+    /// The device ordinal.
+    pub ordinal: usize,
+    /// The device name (`"NVIDIA H100 80GB HBM3"`).
+    pub name: String,
+    /// Compute capability `(major, minor)`.
+    pub compute_capability: (u32, u32),
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// Opt-in maximum dynamic shared memory per block, in bytes.
+    pub max_smem_optin: u64,
+    /// The CUDA version the driver supports, `(major, minor)`.
+    pub driver_version: (u32, u32),
+    /// The NVRTC version kernels are compiled with, `(major, minor)`.
+    pub nvrtc_version: (u32, u32),
+    /// The compilation target chosen for the device.
+    pub target: Target,
+}
+
+/// The compilation target of a compute capability: 9.0 → `sm_90a`, 8.x → `sm_80`.
+///
+/// ```
+/// use tilekit_runtime::cuda::target_for;
+/// use tilekit_codegen::Target;
+/// assert_eq!(target_for((9, 0)), Some(Target::Sm90a));
+/// assert_eq!(target_for((8, 6)), Some(Target::Sm80));
+/// assert_eq!(target_for((10, 0)), None);
+/// assert_eq!(target_for((7, 5)), None);
+/// ```
+pub fn target_for(cc: (u32, u32)) -> Option<Target> {
+    match cc {
+        (9, 0) => Some(Target::Sm90a),
+        (8, _) => Some(Target::Sm80),
+        _ => None,
+    }
+}
+
+/// A loaded variant: the function (which keeps its module alive) and its launch plan.
+#[derive(Debug)]
+struct Loaded {
+    func: CudaFunction,
+    plan: LaunchPlan,
+    smem: u32,
+}
+
+/// What identifies a variant in a runtime's in-memory caches.
+#[derive(Debug, PartialEq, Eq)]
+struct VariantKey {
+    spec: u64,
+    config: Config,
+    bindings: Bindings,
+    aligned: bool,
+}
+
+impl VariantKey {
+    fn matches(&self, spec: u64, config: &Config, bindings: &Bindings, aligned: bool) -> bool {
+        self.spec == spec
+            && self.aligned == aligned
+            && &self.config == config
+            && &self.bindings == bindings
+    }
+}
+
+/// A hash map from a cheap 64-bit hash to the entries with that hash, so that a lookup
+/// hashes the configuration once and clones nothing.
+type Buckets<V> = HashMap<u64, Vec<(VariantKey, V)>>;
+
+fn bucket(spec: u64, config: &Config, bindings: &Bindings, aligned: bool) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (spec, config, bindings, aligned).hash(&mut h);
+    h.finish()
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave a map half-updated (inserts are single
+    // calls), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn driver(call: &'static str) -> impl Fn(DriverError) -> RuntimeError {
+    move |e| RuntimeError::Driver {
+        call,
+        message: e.to_string(),
+    }
+}
+
+/// The state of a CUDA [`crate::Runtime`]: context, stream, device fingerprint, compile
+/// options and the caches.
+pub(crate) struct CudaDevice {
+    pub info: DeviceInfo,
+    pub stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    options: CompileOptions,
+    option_args: Vec<String>,
+    disk: Option<PathBuf>,
+    plans: Mutex<Buckets<Result<LaunchPlan, CodegenError>>>,
+    functions: Mutex<Buckets<Arc<Loaded>>>,
+    counters: Counters,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaDevice")
+            .field("info", &self.info)
+            .field("disk_cache", &self.disk)
+            .field("stats", &self.counters.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks that need no device: libcuda, NVRTC, headers.
+fn check_libraries() -> Result<(), RuntimeError> {
+    if !ffi::culib_present() {
+        return Err(RuntimeError::NoDriver);
+    }
+    nvrtc::locate::ensure_loaded().map_err(|source| RuntimeError::NoNvrtc { source })?;
+    nvrtc::cuda_include_dir().map_err(|source| RuntimeError::NoHeaders { source })?;
+    Ok(())
+}
+
+impl CudaDevice {
+    /// Opens device `ordinal` with its own non-blocking stream and event tracking off.
+    pub fn open(ordinal: usize) -> Result<CudaDevice, RuntimeError> {
+        check_libraries()?;
+        let count = match CudaContext::device_count() {
+            Ok(n) => usize::try_from(n).unwrap_or(0),
+            Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => 0,
+            Err(e) => return Err(driver("cuInit / cuDeviceGetCount")(e)),
+        };
+        if ordinal >= count {
+            return Err(RuntimeError::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(driver("cuDevicePrimaryCtxRetain"))?;
+        ffi::disable_event_tracking(&ctx);
+        let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+        CudaDevice::from_parts(ctx, stream)
+    }
+
+    /// A device state on a caller's stream.
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<CudaDevice, RuntimeError> {
+        check_libraries()?;
+        let ctx = stream.context().clone();
+        CudaDevice::from_parts(ctx, stream)
+    }
+
+    fn from_parts(
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+    ) -> Result<CudaDevice, RuntimeError> {
+        let ordinal = ctx.ordinal();
+        let name = ctx.name().map_err(driver("cuDeviceGetName"))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .map_err(driver("cuDeviceGetAttribute"))?;
+        let (major, minor) = (
+            u32::try_from(major).unwrap_or(0),
+            u32::try_from(minor).unwrap_or(0),
+        );
+        let attr = |a: sys::CUdevice_attribute| {
+            ctx.attribute(a)
+                .map_err(driver("cuDeviceGetAttribute"))
+                .map(|v| u32::try_from(v).unwrap_or(0))
+        };
+        let sm_count = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let max_smem_optin = u64::from(attr(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?);
+        let driver_version = ffi::driver_version().map_err(driver("cuDriverGetVersion"))?;
+        let nv = nvrtc::nvrtc_version().map_err(|source| RuntimeError::NoNvrtc { source })?;
+        let nvrtc_version = (
+            u32::try_from(nv.0).unwrap_or(0),
+            u32::try_from(nv.1).unwrap_or(0),
+        );
+        let target = target_for((major, minor)).ok_or_else(|| RuntimeError::UnsupportedArch {
+            ordinal,
+            name: name.clone(),
+            major,
+            minor,
+        })?;
+        if driver_version.0 < nvrtc_version.0 {
+            return Err(RuntimeError::DriverTooOld {
+                driver: driver_version,
+                nvrtc: nvrtc_version,
+            });
+        }
+        let options = CompileOptions::new(target.arch())
+            .map_err(|source| RuntimeError::NoHeaders { source })?;
+        let option_args = options.to_args();
+        Ok(CudaDevice {
+            info: DeviceInfo {
+                ordinal,
+                name,
+                compute_capability: (major, minor),
+                sm_count,
+                max_smem_optin,
+                driver_version,
+                nvrtc_version,
+                target,
+            },
+            stream,
+            ctx,
+            options,
+            option_args,
+            disk: cache::cache_dir(),
+            plans: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Waits for the runtime's stream.
+    pub fn synchronize(&self) -> Result<(), RuntimeError> {
+        self.stream
+            .synchronize()
+            .map_err(driver("cuStreamSynchronize"))
+    }
+
+    /// The cache counters.
+    pub fn stats(&self) -> CacheStats {
+        self.counters.snapshot()
+    }
+
+    /// The launch plan of a (spec, configuration, bindings), computed once.
+    fn plan(
+        &self,
+        spec: u64,
+        kernel: &Kernel,
+        config: &Config,
+        bindings: &Bindings,
+    ) -> Result<LaunchPlan, CodegenError> {
+        let h = bucket(spec, config, bindings, false);
+        if let Some(list) = lock(&self.plans).get(&h) {
+            if let Some((_, v)) = list
+                .iter()
+                .find(|(k, _)| k.matches(spec, config, bindings, false))
+            {
+                return v.clone();
+            }
+        }
+        let plan = launch_plan(kernel, config, bindings);
+        lock(&self.plans).entry(h).or_default().push((
+            VariantKey {
+                spec,
+                config: config.clone(),
+                bindings: bindings.clone(),
+                aligned: false,
+            },
+            plan.clone(),
+        ));
+        plan
+    }
+
+    /// The loaded function of a variant: from memory, else disk, else NVRTC.
+    fn function(
+        &self,
+        spec: &KernelSpec,
+        kernel: &Kernel,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<Arc<Loaded>, CudaLaunchError> {
+        let id = spec.content_id();
+        let h = bucket(id, config, bindings, aligned);
+        if let Some(list) = lock(&self.functions).get(&h) {
+            if let Some((_, v)) = list
+                .iter()
+                .find(|(k, _)| k.matches(id, config, bindings, aligned))
+            {
+                Counters::bump(&self.counters.memory_hits);
+                return Ok(v.clone());
+            }
+        }
+        let plan = self.plan(id, kernel, config, bindings)?;
+        let variant = Variant {
+            config: config.clone(),
+            bindings: bindings.clone(),
+            aligned,
+            target: self.info.target,
+        };
+        let source = variant_source(kernel, spec.cuda_template, &variant)?;
+        let key = cache::cubin_key(
+            &source,
+            &self.option_args,
+            self.info.nvrtc_version,
+            self.info.target.arch(),
+        );
+        let from_disk = match self.disk.as_deref().map(|d| cache::load(d, &key)) {
+            Some(Lookup::Hit(bytes)) => match self.load(bytes, plan) {
+                Ok(l) => {
+                    Counters::bump(&self.counters.disk_hits);
+                    Some(l)
+                }
+                Err(_) => {
+                    Counters::bump(&self.counters.disk_errors);
+                    None
+                }
+            },
+            Some(Lookup::Corrupt) => {
+                Counters::bump(&self.counters.disk_errors);
+                None
+            }
+            Some(Lookup::Miss) | None => None,
+        };
+        let loaded = match from_disk {
+            Some(l) => l,
+            None => {
+                let name = format!("{}.cu", kernel.name);
+                let cubin = compile_cubin(&source, &name, prelude_headers(), &self.options)?;
+                Counters::bump(&self.counters.compiles);
+                if let Some(dir) = self.disk.as_deref() {
+                    if cache::store(dir, &key, &cubin.bytes).is_err() {
+                        Counters::bump(&self.counters.disk_errors);
+                    }
+                }
+                self.load(cubin.bytes, plan)?
+            }
+        };
+        let loaded = Arc::new(loaded);
+        lock(&self.functions).entry(h).or_default().push((
+            VariantKey {
+                spec: id,
+                config: config.clone(),
+                bindings: bindings.clone(),
+                aligned,
+            },
+            loaded.clone(),
+        ));
+        Ok(loaded)
+    }
+
+    /// Loads a CUBIN and opts its entry point into the plan's dynamic shared memory.
+    fn load(&self, cubin: Vec<u8>, plan: LaunchPlan) -> Result<Loaded, CudaLaunchError> {
+        let err = |call: &'static str| {
+            move |e: DriverError| CudaLaunchError::Driver {
+                call,
+                message: e.to_string(),
+            }
+        };
+        let smem = u32::try_from(plan.smem_bytes)
+            .ok()
+            .filter(|&s| u64::from(s) <= self.info.max_smem_optin.max(DEFAULT_SMEM_LIMIT))
+            .ok_or_else(|| CudaLaunchError::Driver {
+                call: "cuFuncSetAttribute",
+                message: format!(
+                    "the variant needs {} bytes of shared memory; the device allows {}",
+                    plan.smem_bytes, self.info.max_smem_optin
+                ),
+            })?;
+        let module = self
+            .ctx
+            .load_module(Ptx::from_binary(cubin))
+            .map_err(err("cuModuleLoadData"))?;
+        let func = module
+            .load_function(ENTRY_POINT)
+            .map_err(err("cuModuleGetFunction"))?;
+        if u64::from(smem) > DEFAULT_SMEM_LIMIT {
+            let v = i32::try_from(smem).unwrap_or(i32::MAX);
+            func.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                v,
+            )
+            .map_err(err("cuFuncSetAttribute"))?;
+        }
+        Ok(Loaded { func, plan, smem })
+    }
+}
+
+/// True if a tensor satisfies the `aligned` specialization (see `tilekit_codegen::abi`):
+/// 16-byte aligned address of element `[0, ..]`, unit last stride, and every other stride
+/// a multiple of 16 bytes.
+pub(crate) fn is_aligned(base: u64, layout: &Layout) -> bool {
+    let es = layout.dtype.size_bytes() as u64;
+    let Some(addr) = (layout.offset as u64)
+        .checked_mul(es)
+        .and_then(|o| base.checked_add(o))
+    else {
+        return false;
+    };
+    let Some((&last, rest)) = layout.strides.split_last() else {
+        return false;
+    };
+    addr % 16 == 0
+        && last == 1
+        && rest
+            .iter()
+            .all(|&s| (s as u64).checked_mul(es).is_some_and(|b| b % 16 == 0))
+}
+
+/// `tk::TensorArg` of a tensor whose allocation starts at `base`.
+fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
+    let es = layout.dtype.size_bytes() as u64;
+    // Constructors keep every address of a view inside its allocation, so this cannot wrap.
+    let data = base.wrapping_add((layout.offset as u64).wrapping_mul(es));
+    let mut t = ffi::TensorAbi {
+        data,
+        shape: [1; 3],
+        stride: [0; 3],
+    };
+    for (a, (&d, &s)) in layout.shape.iter().zip(&layout.strides).enumerate().take(3) {
+        t.shape[a] = i64::try_from(d).unwrap_or(i64::MAX);
+        t.stride[a] = i64::try_from(s).unwrap_or(i64::MAX);
+    }
+    t
+}
+
+/// Runs a launch on the CUDA backend (see the module docs).
+pub(crate) fn launch(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    config: &Config,
+    bindings: &Bindings,
+    args: &mut [Arg<'_>],
+) -> Result<(), LaunchError> {
+    let analyzed = spec.analyzed()?;
+    let kernel = &analyzed.kernel;
+    let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
+        kernel: kernel.name.clone(),
+        source: Box::new(source),
+    };
+    let id = spec.content_id();
+    let target = dev.info.target;
+    let resources = |cfg: &Config| -> Result<ResourceEnv, LaunchError> {
+        let plan = dev
+            .plan(id, kernel, cfg, bindings)
+            .map_err(|e| cuda_err(e.into()))?;
+        Ok(ResourceEnv::from_plan(
+            cfg.clone(),
+            bindings.clone(),
+            target,
+            plan,
+        ))
+    };
+    let backend = crate::Backend::Cuda {
+        ordinal: dev.info.ordinal,
+    };
+    let checked = check(
+        kernel,
+        &analyzed.types,
+        config,
+        bindings,
+        args,
+        backend,
+        Some(&resources),
+    )?;
+    if checked.grid.contains(&0) {
+        return Ok(());
+    }
+    let blocks: i64 = checked.grid.iter().product();
+    if blocks > MAX_BLOCKS {
+        return Err(LaunchError::Grid {
+            kernel: kernel.name.clone(),
+            axis: 0,
+            message: format!(
+                "{blocks} programs exceed CUDA's limit of {MAX_BLOCKS} blocks per launch"
+            ),
+        });
+    }
+    let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
+
+    let mut params = Vec::with_capacity(args.len());
+    let mut aligned = true;
+    for (p, arg) in kernel.params.iter().zip(args.iter()) {
+        let packed = match arg {
+            Arg::Tensor(_) | Arg::TensorMut(_) => {
+                let (layout, base) = match arg {
+                    Arg::Tensor(t) => (&t.layout, t.device),
+                    Arg::TensorMut(t) => (&t.layout, t.device),
+                    Arg::Scalar(_) => continue,
+                };
+                let base = base.ok_or_else(|| {
+                    cuda_err(CudaLaunchError::NoDevicePointer {
+                        param: p.name.clone(),
+                    })
+                })?;
+                aligned &= is_aligned(base, layout);
+                ffi::Packed::Tensor(tensor_abi(base, layout))
+            }
+            Arg::Scalar(s) => match *s {
+                ScalarValue::F32(v) => ffi::Packed::F32(v),
+                ScalarValue::I32(v) => ffi::Packed::I32(v),
+                ScalarValue::I64(v) => ffi::Packed::I64(v),
+                // `check` refused values above i64::MAX.
+                ScalarValue::Usize(v) => ffi::Packed::I64(i64::try_from(v).unwrap_or(i64::MAX)),
+                ScalarValue::Bool(v) => ffi::Packed::I32(i32::from(v)),
+            },
+        };
+        params.push(packed);
+    }
+
+    let loaded = dev
+        .function(spec, kernel, &checked.config, bindings, aligned)
+        .map_err(cuda_err)?;
+    let mut grid = ffi::GridAbi { n: [1; 3] };
+    for (a, &g) in checked.grid.iter().enumerate().take(3) {
+        grid.n[a] = g;
+    }
+    ffi::launch(
+        &dev.stream,
+        &loaded.func,
+        blocks,
+        loaded.plan.threads,
+        loaded.smem,
+        &grid,
+        &params,
+    )
+    .map_err(|e| {
+        cuda_err(CudaLaunchError::Driver {
+            call: "cuLaunchKernel",
+            message: e.to_string(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilekit_ir::DType;
+
+    fn layout(shape: &[usize], strides: &[usize], offset: usize, dtype: DType) -> Layout {
+        Layout {
+            dtype,
+            backend: crate::Backend::Cuda { ordinal: 0 },
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            offset,
+        }
+    }
+
+    #[test]
+    fn alignment_rule() {
+        let base = 0x7f00_0000_0000u64;
+        assert!(is_aligned(base, &layout(&[4, 8], &[8, 1], 0, DType::F16)));
+        // Offset by one element, odd row pitch, non-unit last stride, misaligned base.
+        assert!(!is_aligned(base, &layout(&[4, 8], &[8, 1], 1, DType::F16)));
+        assert!(is_aligned(base, &layout(&[4, 8], &[8, 1], 8, DType::F16)));
+        assert!(!is_aligned(base, &layout(&[4, 7], &[7, 1], 0, DType::F32)));
+        assert!(!is_aligned(base, &layout(&[4, 8], &[1, 4], 0, DType::F32)));
+        assert!(!is_aligned(base + 4, &layout(&[8], &[1], 0, DType::F32)));
+        assert!(is_aligned(base, &layout(&[3, 5], &[8, 1], 0, DType::F16)));
+    }
+
+    #[test]
+    fn abi_packing() {
+        let t = tensor_abi(0x1000, &layout(&[3, 5], &[8, 1], 2, DType::F32));
+        assert_eq!(t.data, 0x1008);
+        assert_eq!(t.shape, [3, 5, 1]);
+        assert_eq!(t.stride, [8, 1, 0]);
+        let t = tensor_abi(0x1000, &layout(&[7], &[1], 0, DType::BF16));
+        assert_eq!((t.shape, t.stride), ([7, 1, 1], [1, 0, 0]));
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(target_for((9, 0)), Some(Target::Sm90a));
+        assert_eq!(target_for((8, 9)), Some(Target::Sm80));
+        assert_eq!(target_for((9, 1)), None);
+        assert_eq!(target_for((12, 0)), None);
+    }
+}
+
+#[cfg(test)]
+mod open_tests {
+    #[test]
+    fn cuda_runtime_opens_or_says_why() {
+        // Without a GPU (CI) this is a typed error naming what to install; never a panic.
+        for ordinal in [0, 9999] {
+            match crate::Runtime::cuda(ordinal) {
+                Ok(rt) => assert!(rt.device().is_some()),
+                Err(e) => assert!(!e.to_string().is_empty()),
+            }
+        }
+    }
+}
