@@ -149,6 +149,12 @@ impl Runtime {
         }
     }
 
+    /// The cudarc stream every operation of this runtime is ordered on (`None` on the CPU
+    /// backend): record CUDA events on it to time launches, or order other work after them.
+    pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
+        self.cuda_device().map(|d| &d.stream)
+    }
+
     /// The CUDA state, for tensors and launches.
     pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
         match &self.inner {
