@@ -425,6 +425,19 @@ impl<T: Element, const R: usize> Tensor<T, R> {
         }
     }
 
+    /// Mutable access to the cudarc allocation behind a device tensor (see
+    /// [`Tensor::as_cuda_slice`]), e.g. as the destination of a cudarc copy on the runtime's
+    /// stream; `None` for host and borrowed tensors.
+    pub fn as_cuda_slice_mut(&mut self) -> Option<&mut CudaSlice<T>> {
+        match &mut self.storage {
+            Storage::Cuda(DeviceBuf {
+                owner: Owner::Slice(s),
+                ..
+            }) => Some(s),
+            _ => None,
+        }
+    }
+
     fn store(rt: &Runtime, data: Vec<T>) -> Result<Storage<T>, TensorError> {
         match rt.cuda_device() {
             None => Ok(Storage::Host(data)),

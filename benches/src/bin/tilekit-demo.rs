@@ -71,7 +71,9 @@ fn run<T: Float>(rt: &Runtime, dtype: &'static str, rows: &mut Vec<Row>) -> Resu
 
     let ws: Vec<T> = rand_vec(n, &mut seed);
     let w = Tensor1::<T>::from_vec(rt, ws.clone(), [n])?;
-    let ms = timed(rt, || rmsnorm::launch(rt, &x, &w, &mut y, 1e-5).context("rmsnorm"))?;
+    let ms = timed(rt, || {
+        rmsnorm::launch(rt, &x, &w, &mut y, 1e-5).context("rmsnorm")
+    })?;
     for r in 0..m {
         let row = &xf[r * n..(r + 1) * n];
         let inv = 1.0 / (row.iter().map(|v| v * v).sum::<f64>() / n as f64 + 1e-5).sqrt();
@@ -91,7 +93,9 @@ fn run<T: Float>(rt: &Runtime, dtype: &'static str, rows: &mut Vec<Row>) -> Resu
     let vs: Vec<T> = rand_vec(len, &mut seed);
     let v = Tensor1::<T>::from_vec(rt, vs.clone(), [len])?;
     let mut out = Tensor1::<T>::zeros(rt, [len])?;
-    let ms = timed(rt, || scale_chain::launch(rt, &v, &mut out, 16).context("scale_chain"))?;
+    let ms = timed(rt, || {
+        scale_chain::launch(rt, &v, &mut out, 16).context("scale_chain")
+    })?;
     let want: Vec<f64> = vs.iter().map(|x| x.to_f64()).collect();
     rows.push(Row {
         kernel: "scale_chain",

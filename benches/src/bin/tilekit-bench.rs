@@ -1,0 +1,300 @@
+//! GPU benchmarks of tilekit's CUDA backend, written as JSON (`--out FILE`) with a table on
+//! stdout. Run on the GPU machine in the same device call as `benches/peers/peers.py`, so
+//! that ratios to the peers and to the copy ceiling are honest.
+//!
+//! Timing: CUDA events around each launch on the runtime's stream, after warm-up; the
+//! median of the repeats. Every input is random (never zeros) and at least 256 MB, so it
+//! does not fit the 50 MB L2. Measurements:
+//! - `copy`: device-to-device copy of 2 GiB (the ceiling, bytes read + written);
+//! - `chain`: the x*2 chain over 1 GiB f32 for R = 0, 1, 4, 16, 64, 256;
+//! - `norms`: softmax and RMSNorm 32768x4096, bf16 and f32, every configuration of the
+//!   space (default and best reported);
+//! - `launch`: host time per launch of a tiny tilekit kernel in a loop, against a raw
+//!   `cuLaunchKernel` of an empty kernel in the same process;
+//! - `matmul`: the (not yet tensor-core) tiled matmul at 2048^3 bf16, for the record.
+
+use anyhow::{anyhow, Context, Result};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+use tilekit::prelude::*;
+use tilekit::Element;
+use tilekit_kernels::{matmul, rmsnorm, scale_chain, softmax};
+use tilekit_runtime::cudarc::driver::{result as cu, CudaStream};
+
+fn stream(rt: &Runtime) -> Result<Arc<CudaStream>> {
+    rt.cuda_stream()
+        .cloned()
+        .ok_or_else(|| anyhow!("tilekit-bench needs a CUDA device"))
+}
+
+/// Median milliseconds of `f` over `reps` event-timed runs after `warmup` runs.
+fn time_ms(
+    rt: &Runtime,
+    warmup: usize,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    let s = stream(rt)?;
+    for _ in 0..warmup {
+        f()?;
+    }
+    rt.synchronize()?;
+    let ctx = s.context().clone();
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let a = ctx.new_event(None)?;
+        let b = ctx.new_event(None)?;
+        a.record(&s)?;
+        f()?;
+        b.record(&s)?;
+        b.synchronize()?;
+        times.push(f64::from(a.elapsed_ms(&b)?));
+    }
+    times.sort_by(|x, y| x.total_cmp(y));
+    Ok(times[times.len() / 2])
+}
+
+fn random<T: Element>(n: usize, seed: u64) -> Vec<T> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            T::from_f64(((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0)
+        })
+        .collect()
+}
+
+fn gbps(bytes: f64, ms: f64) -> f64 {
+    bytes / (ms * 1e-3) / 1e9
+}
+
+fn copy_ceiling(rt: &Runtime) -> Result<Value> {
+    let n = 1usize << 29; // 2 GiB of f32
+    let x = Tensor1::<f32>::from_vec(rt, random(n, 1), [n])?;
+    let mut y = Tensor1::<f32>::zeros(rt, [n])?;
+    let s = stream(rt)?;
+    let src = x
+        .as_cuda_slice()
+        .ok_or_else(|| anyhow!("x is not on the device"))?;
+    let ms = {
+        let dst = y
+            .as_cuda_slice_mut()
+            .ok_or_else(|| anyhow!("y is not on the device"))?;
+        time_ms(rt, 3, 20, || s.memcpy_dtod(src, dst).map_err(Into::into))?
+    };
+    let bytes = 2.0 * (n * 4) as f64;
+    println!(
+        "copy    cuMemcpyDtoD       2 GiB f32        {ms:>9.4} ms {:>7.0} GB/s",
+        gbps(bytes, ms)
+    );
+    Ok(json!({"ms": ms, "bytes": bytes, "gbps": gbps(bytes, ms)}))
+}
+
+fn chain(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let n = 1usize << 28; // 1 GiB of f32
+    let x = Tensor1::<f32>::from_vec(rt, random(n, 2), [n])?;
+    let mut y = Tensor1::<f32>::zeros(rt, [n])?;
+    let mut out = serde_json::Map::new();
+    for r in [0usize, 1, 4, 16, 64, 256] {
+        let ms = time_ms(rt, 3, 15, || {
+            scale_chain::launch(rt, &x, &mut y, r).map_err(Into::into)
+        })?;
+        let bytes = 2.0 * (n * 4) as f64;
+        let g = gbps(bytes, ms);
+        let tflops = (r * n) as f64 / (ms * 1e-3) / 1e12;
+        println!("chain   tilekit default    R={r:<4}            {ms:>9.4} ms {g:>7.0} GB/s {:>5.1}% {tflops:>7.2} TFLOP/s", 100.0 * g / ceiling);
+        out.insert(
+            r.to_string(),
+            json!({"ms": ms, "gbps": g, "pct_copy": 100.0 * g / ceiling, "tflops": tflops}),
+        );
+    }
+    // Correctness of the last run: x * 2^(R mod 2) exactly.
+    let got = y.to_vec()?;
+    let xs = x.to_vec()?;
+    if got.iter().zip(&xs).any(|(g, x)| g != x) {
+        return Err(anyhow!("scale_chain R=256 result differs from x"));
+    }
+    Ok(Value::Object(out))
+}
+
+fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value> {
+    let (m, n) = (32768usize, 4096usize);
+    let x = Tensor2::<T>::from_vec(rt, random(m * n, 3), [m, n])?;
+    let w = Tensor1::<T>::from_vec(rt, random(n, 4), [n])?;
+    let mut y = Tensor2::<T>::zeros(rt, [m, n])?;
+    let bytes = 2.0 * (m * n * std::mem::size_of::<T>()) as f64;
+    let mut out = serde_json::Map::new();
+    for (name, spec) in [("softmax", &softmax::SPEC), ("rmsnorm", &rmsnorm::SPEC)] {
+        let default = spec.default_config()?;
+        let mut results = Vec::new();
+        for cfg in spec.space()?.enumerate() {
+            let ms = if name == "softmax" {
+                time_ms(rt, 3, 30, || {
+                    softmax::launch_with(rt, &cfg, &x, &mut y).map_err(Into::into)
+                })
+            } else {
+                time_ms(rt, 3, 30, || {
+                    rmsnorm::launch_with(rt, &cfg, &x, &w, &mut y, 1e-5).map_err(Into::into)
+                })
+            };
+            match ms {
+                Ok(ms) => results.push((cfg.to_string(), ms)),
+                Err(e) => results.push((format!("{cfg} (failed: {e})"), f64::NAN)),
+            }
+        }
+        let def = results
+            .iter()
+            .find(|(c, _)| *c == default.to_string())
+            .map(|r| r.1)
+            .unwrap_or(f64::NAN);
+        let best = results
+            .iter()
+            .filter(|r| r.1.is_finite())
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .cloned();
+        let (bc, bms) = best.unwrap_or_default();
+        println!(
+            "norms   {name:<8} {dtype:<5}  default {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc})",
+            gbps(bytes, def),
+            100.0 * gbps(bytes, def) / ceiling,
+            gbps(bytes, bms),
+            100.0 * gbps(bytes, bms) / ceiling
+        );
+        out.insert(
+            name.to_string(),
+            json!({
+                "default": {"config": default.to_string(), "ms": def, "gbps": gbps(bytes, def), "pct_copy": 100.0 * gbps(bytes, def) / ceiling},
+                "best": {"config": bc, "ms": bms, "gbps": gbps(bytes, bms), "pct_copy": 100.0 * gbps(bytes, bms) / ceiling},
+                "all": results.iter().map(|(c, ms)| json!({"config": c, "ms": ms})).collect::<Vec<_>>(),
+            }),
+        );
+    }
+    Ok(Value::Object(out))
+}
+
+fn launch_overhead(rt: &Runtime) -> Result<Value> {
+    let x = Tensor1::<f32>::from_vec(rt, vec![1.0], [1])?;
+    let mut y = Tensor1::<f32>::zeros(rt, [1])?;
+    let iters = 20_000;
+    scale_chain::launch(rt, &x, &mut y, 0)?;
+    rt.synchronize()?;
+    let t = Instant::now();
+    for _ in 0..iters {
+        scale_chain::launch(rt, &x, &mut y, 0)?;
+    }
+    let host_us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+    rt.synchronize()?;
+
+    // A raw cuLaunchKernel of an empty kernel on the same stream.
+    let src = "extern \"C\" __global__ void tk_empty() {}";
+    let opts = tilekit_runtime::CompileOptions::new("sm_90a")?;
+    let cubin = tilekit_runtime::compile_cubin(src, "empty.cu", &[], &opts)?;
+    let s = stream(rt)?;
+    let module = s
+        .context()
+        .load_module(tilekit_runtime::cudarc::nvrtc::Ptx::from_binary(
+            cubin.bytes,
+        ))?;
+    let f = module.load_function("tk_empty")?;
+    let mut params: Vec<*mut std::ffi::c_void> = Vec::new();
+    // SAFETY: `tk_empty` takes no parameters; the function and stream belong to the same
+    // live context.
+    let raw = |params: &mut Vec<*mut std::ffi::c_void>| unsafe {
+        cu::launch_kernel(
+            f.cu_function(),
+            (1, 1, 1),
+            (32, 1, 1),
+            0,
+            s.cu_stream(),
+            params,
+        )
+    };
+    raw(&mut params)?;
+    rt.synchronize()?;
+    let t = Instant::now();
+    for _ in 0..iters {
+        raw(&mut params)?;
+    }
+    let raw_us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+    rt.synchronize()?;
+    println!("launch  host time per launch: tilekit {host_us:.2} us, raw cuLaunchKernel {raw_us:.2} us ({:.2}x)", host_us / raw_us);
+    Ok(
+        json!({"tilekit_us": host_us, "raw_cuLaunchKernel_us": raw_us, "ratio": host_us / raw_us, "iters": iters}),
+    )
+}
+
+fn matmul_record(rt: &Runtime) -> Result<Value> {
+    let n = 2048usize;
+    let a = Tensor2::<half::bf16>::from_vec(rt, random(n * n, 5), [n, n])?;
+    let b = Tensor2::<half::bf16>::from_vec(rt, random(n * n, 6), [n, n])?;
+    let mut c = Tensor2::<half::bf16>::zeros(rt, [n, n])?;
+    let ms = time_ms(rt, 1, 5, || {
+        matmul::launch(rt, &a, &b, &mut c).map_err(Into::into)
+    })?;
+    let tflops = 2.0 * (n * n * n) as f64 / (ms * 1e-3) / 1e12;
+    println!("matmul  tilekit default    2048^3 bf16      {ms:>9.4} ms {tflops:>7.2} TFLOP/s (scalar FMA dot, no tensor cores yet)");
+    Ok(json!({"n": n, "ms": ms, "tflops": tflops}))
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let out = args
+        .iter()
+        .position(|a| a == "--out")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let only: Option<String> = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let want = |name: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|x| x == name))
+    };
+    let start = Instant::now();
+    let rt = Runtime::cuda(0).context("opening CUDA device 0")?;
+    let dev = rt.device().ok_or_else(|| anyhow!("no device info"))?;
+    println!(
+        "tilekit-bench on {} (sm {}.{}, {} SMs)",
+        dev.name, dev.compute_capability.0, dev.compute_capability.1, dev.sm_count
+    );
+    let mut results = serde_json::Map::new();
+    let copy = copy_ceiling(&rt)?;
+    let ceiling = copy["gbps"].as_f64().unwrap_or(f64::NAN);
+    results.insert("copy".into(), copy);
+    let mut record = |name: &str, r: Result<Value>| {
+        let v = r.unwrap_or_else(|e| {
+            println!("{name}: FAILED: {e:#}");
+            json!({"error": format!("{e:#}")})
+        });
+        results.insert(name.into(), v);
+    };
+    if want("chain") {
+        record("chain", chain(&rt, ceiling));
+    }
+    if want("norms") {
+        record("norms_bf16", norms_for::<half::bf16>(&rt, "bf16", ceiling));
+        record("norms_f32", norms_for::<f32>(&rt, "f32", ceiling));
+    }
+    if want("launch") {
+        record("launch", launch_overhead(&rt));
+    }
+    if want("matmul") {
+        record("matmul", matmul_record(&rt));
+    }
+    let doc = json!({
+        "device": dev.name, "compute_capability": format!("{}.{}", dev.compute_capability.0, dev.compute_capability.1),
+        "sms": dev.sm_count, "driver": format!("{:?}", dev.driver_version), "nvrtc": format!("{:?}", dev.nvrtc_version),
+        "cache": format!("{:?}", rt.cache_stats()), "wall_s": start.elapsed().as_secs_f64(), "results": results,
+    });
+    if let Some(path) = out {
+        std::fs::write(&path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {path}"))?;
+    }
+    println!("total {:.1} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
