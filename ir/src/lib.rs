@@ -20,6 +20,7 @@
 //! ```
 
 pub mod builder;
+pub mod cost;
 pub mod covering;
 pub mod diag;
 pub mod display;

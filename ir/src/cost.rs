@@ -1,0 +1,167 @@
+//! What one launch costs, from the problem description: named dimensions bound from a
+//! `--shape AxBxC` string, bytes that must move (each tensor read once, each written
+//! tensor written once, read-and-written tensors both) and FLOPs (the `#[cost]` formula).
+//! These give the roofline figures of benchmarks and the tuner.
+
+use crate::dtype::Bindings;
+use crate::expr::{EvalValue, ExprEnv};
+use crate::kernel::{Kernel, ParamKind};
+use std::collections::BTreeMap;
+
+/// Values of a kernel's named problem dimensions.
+pub type DimValues = BTreeMap<String, i64>;
+
+/// Binds `AxBxC` to the kernel's problem dimensions, in declaration order.
+///
+/// ```
+/// use tilekit_ir::*;
+/// let mut b = KernelBuilder::new("mm");
+/// b.kernel_mut().problem.dims = vec!["M".into(), "K".into(), "N".into()];
+/// let k = b.into_kernel();
+/// let d = tilekit_ir::cost::parse_shape(&k, "4096x4097x64").unwrap();
+/// assert_eq!(d["K"], 4097);
+/// assert!(tilekit_ir::cost::parse_shape(&k, "4096x4096").is_err());
+/// ```
+pub fn parse_shape(kernel: &Kernel, shape: &str) -> Result<DimValues, String> {
+    let parts: Vec<&str> = shape
+        .split(['x', 'X', ','])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() != kernel.problem.dims.len() {
+        return Err(format!(
+            "kernel `{}` has {} problem dimensions ({}); `{shape}` gives {}",
+            kernel.name,
+            kernel.problem.dims.len(),
+            kernel.problem.dims.join("x"),
+            parts.len()
+        ));
+    }
+    let mut out = DimValues::new();
+    for (name, p) in kernel.problem.dims.iter().zip(parts) {
+        let v: i64 = p
+            .parse()
+            .map_err(|_| format!("`{p}` is not a dimension size"))?;
+        if v < 0 {
+            return Err(format!("dimension {name} = {v} is negative"));
+        }
+        out.insert(name.clone(), v);
+    }
+    Ok(out)
+}
+
+/// Bytes one launch must move at least: every tensor read once, every written tensor
+/// written once (a `&mut` tensor that is also read counts twice). `None` if a dimension or
+/// element type is unbound.
+pub fn launch_bytes(kernel: &Kernel, dims: &DimValues, bindings: &Bindings) -> Option<u64> {
+    let read_written = kernel.read_written_params();
+    let mut total: u64 = 0;
+    for (i, p) in kernel.params.iter().enumerate() {
+        let ParamKind::Tensor { elem, mutable, .. } = &p.kind else {
+            continue;
+        };
+        let size = elem.resolve(bindings)?.size_bytes() as u64;
+        let mut n: u64 = 1;
+        for d in kernel.problem.shapes.get(i)? {
+            n = n.checked_mul(u64::try_from(*dims.get(d)?).ok()?)?;
+        }
+        let passes = if *mutable && read_written.contains(&i) {
+            2
+        } else {
+            1
+        };
+        total = total.checked_add(n.checked_mul(size)?.checked_mul(passes)?)?;
+    }
+    Some(total)
+}
+
+struct Env<'a> {
+    dims: &'a DimValues,
+    scalars: &'a BTreeMap<usize, i64>,
+}
+
+impl ExprEnv for Env<'_> {
+    fn dim(&self, name: &str) -> Option<i64> {
+        self.dims.get(name).copied()
+    }
+    fn scalar(&self, param: usize) -> Option<EvalValue> {
+        self.scalars.get(&param).map(|v| EvalValue::Int(*v))
+    }
+}
+
+/// FLOPs of one launch from the `#[cost(flops = ..)]` formula; `Some(0)` when none is
+/// declared, `None` when it reads something unbound. `scalars` gives integer scalar
+/// arguments by parameter index (e.g. the chain's `repeats`).
+pub fn launch_flops(
+    kernel: &Kernel,
+    dims: &DimValues,
+    scalars: &BTreeMap<usize, i64>,
+) -> Option<u64> {
+    match &kernel.problem.flops {
+        None => Some(0),
+        Some(e) => e
+            .eval_int(&Env { dims, scalars })
+            .ok()
+            .and_then(|v| u64::try_from(v).ok()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::KernelBuilder;
+    use crate::dtype::{DType, Elem};
+    use crate::expr::{Expr, ExprOp};
+    use crate::kernel::Param;
+    use crate::op::{Loc, Op};
+
+    #[test]
+    fn bytes_and_flops_of_a_matmul_like_problem() {
+        let mut b = KernelBuilder::new("mm");
+        let t = |name: &str, mutable| Param {
+            name: name.into(),
+            kind: ParamKind::Tensor {
+                rank: 2,
+                elem: Elem::Generic("T".into()),
+                mutable,
+            },
+            loc: Loc::default(),
+        };
+        {
+            let k = b.kernel_mut();
+            k.generics = vec!["T".into()];
+            k.params = vec![t("a", false), t("b", false), t("c", true)];
+            k.problem.dims = vec!["M".into(), "K".into(), "N".into()];
+            k.problem.shapes = vec![
+                vec!["M".into(), "K".into()],
+                vec!["K".into(), "N".into()],
+                vec!["M".into(), "N".into()],
+            ];
+            let mul = |a: &str, b: Expr| Expr::bin(ExprOp::Mul, Expr::Dim(a.into()), b);
+            k.problem.flops = Some(mul("M", mul("N", mul("K", Expr::Int(2)))));
+        }
+        // c is also read (c += a @ b): it counts twice.
+        let c = b.push(Op::TensorParam { index: 2 }, Loc::default());
+        let zero = b.push(Op::Lit(crate::op::Literal::Int(0)), Loc::default());
+        b.push(
+            Op::LoadTile {
+                tensor: c,
+                origin: vec![zero, zero],
+                shape: vec![crate::shape::Dim::Const(1), crate::shape::Dim::Const(1)],
+            },
+            Loc::default(),
+        );
+        let k = b.into_kernel();
+        let dims = parse_shape(&k, "4096x64x33").unwrap();
+        let bf = Bindings::single("T", DType::BF16);
+        assert_eq!(
+            launch_bytes(&k, &dims, &bf),
+            Some(2 * (4096 * 64 + 64 * 33 + 2 * 4096 * 33))
+        );
+        assert_eq!(
+            launch_flops(&k, &dims, &BTreeMap::new()),
+            Some(2 * 4096 * 64 * 33)
+        );
+        assert_eq!(launch_bytes(&k, &dims, &Bindings::default()), None);
+    }
+}
