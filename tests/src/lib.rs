@@ -2,3 +2,42 @@
 //! `cpu_kernels.rs` (every library kernel on the CPU backend against plain Rust
 //! references) and `nvrtc_variants.rs` (every kernel variant, or a pairwise covering
 //! subset, compiled by NVRTC for sm_80 and sm_90a).
+
+pub mod support {
+    //! Shared by the integration tests.
+
+    use tilekit::Element;
+
+    /// splitmix64: a small deterministic generator; tests print their seed so a failure
+    /// can be reproduced with `TILEKIT_TEST_SEED`.
+    ///
+    /// ```
+    /// let mut r = tilekit_tests::support::Rng(7);
+    /// let v: Vec<f32> = r.vec(4, 1.0);
+    /// assert!(v.iter().all(|x| (-1.0..1.0).contains(x)));
+    /// ```
+    pub struct Rng(pub u64);
+
+    impl Rng {
+        /// The next 64 random bits.
+        pub fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform in [-1, 1).
+        pub fn uniform(&mut self) -> f64 {
+            (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        }
+
+        /// `n` values uniform in [-scale, scale), rounded to `T`.
+        pub fn vec<T: Element>(&mut self, n: usize, scale: f64) -> Vec<T> {
+            (0..n)
+                .map(|_| T::from_f64(self.uniform() * scale))
+                .collect()
+        }
+    }
+}

@@ -16,25 +16,7 @@ use tilekit::{Arg, Config, Element, KernelSpec, LaunchError};
 use tilekit_kernels::{matmul, rmsnorm, scale_chain, softmax};
 use tilekit_runtime::{CacheStats, Tensor as RtTensor};
 
-/// splitmix64.
-struct Rng(u64);
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-    }
-    fn vec<T: Element>(&mut self, n: usize, scale: f64) -> Vec<T> {
-        (0..n)
-            .map(|_| T::from_f64(self.uniform() * scale))
-            .collect()
-    }
-}
+use tilekit_tests::support::Rng;
 
 static SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
 

@@ -775,72 +775,22 @@ impl Lowerer<'_, '_> {
         let r = self.expr(&b.right);
         let (a, bb) = (l?, r?);
         let span = b.op.span();
+        let bin = |op| Op::Binary { op, a, b: bb };
+        let cmp = |op| Op::Cmp { op, a, b: bb };
         let op = match b.op {
-            S::Add(_) => Op::Binary {
-                op: BinOp::Add,
-                a,
-                b: bb,
-            },
-            S::Sub(_) => Op::Binary {
-                op: BinOp::Sub,
-                a,
-                b: bb,
-            },
-            S::Mul(_) => Op::Binary {
-                op: BinOp::Mul,
-                a,
-                b: bb,
-            },
-            S::Div(_) => Op::Binary {
-                op: BinOp::Div,
-                a,
-                b: bb,
-            },
-            S::Rem(_) => Op::Binary {
-                op: BinOp::Rem,
-                a,
-                b: bb,
-            },
-            S::And(_) | S::BitAnd(_) => Op::Binary {
-                op: BinOp::And,
-                a,
-                b: bb,
-            },
-            S::Or(_) | S::BitOr(_) => Op::Binary {
-                op: BinOp::Or,
-                a,
-                b: bb,
-            },
-            S::Lt(_) => Op::Cmp {
-                op: CmpOp::Lt,
-                a,
-                b: bb,
-            },
-            S::Le(_) => Op::Cmp {
-                op: CmpOp::Le,
-                a,
-                b: bb,
-            },
-            S::Gt(_) => Op::Cmp {
-                op: CmpOp::Gt,
-                a,
-                b: bb,
-            },
-            S::Ge(_) => Op::Cmp {
-                op: CmpOp::Ge,
-                a,
-                b: bb,
-            },
-            S::Eq(_) => Op::Cmp {
-                op: CmpOp::Eq,
-                a,
-                b: bb,
-            },
-            S::Ne(_) => Op::Cmp {
-                op: CmpOp::Ne,
-                a,
-                b: bb,
-            },
+            S::Add(_) => bin(BinOp::Add),
+            S::Sub(_) => bin(BinOp::Sub),
+            S::Mul(_) => bin(BinOp::Mul),
+            S::Div(_) => bin(BinOp::Div),
+            S::Rem(_) => bin(BinOp::Rem),
+            S::And(_) | S::BitAnd(_) => bin(BinOp::And),
+            S::Or(_) | S::BitOr(_) => bin(BinOp::Or),
+            S::Lt(_) => cmp(CmpOp::Lt),
+            S::Le(_) => cmp(CmpOp::Le),
+            S::Gt(_) => cmp(CmpOp::Gt),
+            S::Ge(_) => cmp(CmpOp::Ge),
+            S::Eq(_) => cmp(CmpOp::Eq),
+            S::Ne(_) => cmp(CmpOp::Ne),
             _ => {
                 self.cx.error(span, "unsupported operator in a kernel body");
                 return None;
