@@ -10,7 +10,7 @@
 use crate::cpu::{self, CpuOptions};
 use crate::element::Element;
 use crate::error::LaunchError;
-use crate::runtime::{Backend, Runtime};
+use crate::runtime::{Backend, BackendState, Runtime};
 use crate::spec::KernelSpec;
 use crate::tensor::{HostSlice, HostSliceMut, Tensor};
 use std::collections::HashMap;
@@ -92,25 +92,46 @@ scalar_from!(i64, I64);
 scalar_from!(usize, Usize);
 scalar_from!(bool, Bool);
 
-/// Shape, strides (in elements), offset and element type of a tensor argument.
+/// Shape, strides (in elements), offset and element type of a tensor argument, held inline
+/// (tensors have 1 to 3 axes) so that building an argument allocates nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub dtype: DType,
     pub backend: Backend,
-    pub shape: Vec<usize>,
-    pub strides: Vec<usize>,
+    /// The tensor's rank `R` (1 to 3 for every tensor a constructor accepts).
+    pub rank: usize,
+    /// Extents of the first `min(rank, 3)` axes; the rest 0.
+    pub dims: [usize; 3],
+    /// Strides of the first `min(rank, 3)` axes; the rest 0.
+    pub stride: [usize; 3],
     pub offset: usize,
 }
 
 impl Layout {
     fn of<T: Element, const R: usize>(t: &Tensor<T, R>) -> Layout {
+        let (mut dims, mut stride) = ([0; 3], [0; 3]);
+        for (a, (&d, &s)) in t.shape().iter().zip(&t.strides()).take(3).enumerate() {
+            dims[a] = d;
+            stride[a] = s;
+        }
         Layout {
             dtype: T::DTYPE,
             backend: t.backend(),
-            shape: t.shape().to_vec(),
-            strides: t.strides().to_vec(),
+            rank: R,
+            dims,
+            stride,
             offset: t.offset(),
         }
+    }
+
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.dims[..self.rank.min(3)]
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.stride[..self.rank.min(3)]
     }
 }
 
@@ -137,7 +158,7 @@ pub struct TensorArgMut<'a> {
 impl TensorArg<'_> {
     /// The extents.
     pub fn shape(&self) -> &[usize] {
-        &self.layout.shape
+        self.layout.shape()
     }
     /// The element type.
     pub fn dtype(&self) -> DType {
@@ -148,7 +169,7 @@ impl TensorArg<'_> {
 impl TensorArgMut<'_> {
     /// The extents.
     pub fn shape(&self) -> &[usize] {
-        &self.layout.shape
+        self.layout.shape()
     }
     /// The element type.
     pub fn dtype(&self) -> DType {
@@ -209,8 +230,8 @@ impl Arg<'_> {
 
     fn describe(&self) -> String {
         match self {
-            Arg::Tensor(t) => format!("&Tensor{}<{}>", t.layout.shape.len(), t.layout.dtype),
-            Arg::TensorMut(t) => format!("&mut Tensor{}<{}>", t.layout.shape.len(), t.layout.dtype),
+            Arg::Tensor(t) => format!("&Tensor{}<{}>", t.layout.rank, t.layout.dtype),
+            Arg::TensorMut(t) => format!("&mut Tensor{}<{}>", t.layout.rank, t.layout.dtype),
             Arg::Scalar(s) => s.describe(),
         }
     }
@@ -253,30 +274,213 @@ impl Arg<'_> {
 /// launch(&rt, &spec, &Bindings::default(), &mut [Arg::from(&mut out)]).unwrap();
 /// assert_eq!(out.to_vec().unwrap(), (0..10).map(|i| 2 * i).collect::<Vec<i32>>());
 /// ```
-pub fn launch(
+pub fn launch<'g>(
     rt: &Runtime,
     spec: &KernelSpec,
-    bindings: &Bindings,
+    generics: impl Into<Generics<'g>>,
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
+    run(rt, spec, None, generics.into(), args)
+}
+
+/// Resolves a launch: `attempt` (the checks, and what the backend prepares) for `config`,
+/// or with `None` for the default configuration and, when the default's per-launch
+/// constraints fail for these arguments, the first declared configuration whose constraints
+/// hold (checks run before anything is written, so trying is free of side effects). If
+/// none fits, the default's violation is reported.
+pub(crate) fn resolve<R>(
+    spec: &KernelSpec,
+    config: Option<&Config>,
+    mut attempt: impl FnMut(&Config) -> Result<R, LaunchError>,
+) -> Result<R, LaunchError> {
+    if let Some(c) = config {
+        return attempt(c);
+    }
     let default = spec.default_config()?;
-    let first_error = match launch_with(rt, spec, &default, bindings, args) {
+    let first_error = match attempt(&default) {
         Err(e @ LaunchError::Constraint { .. }) => e,
         other => return other,
     };
-    // The default's per-launch constraints do not hold for these arguments: run the first
-    // declared configuration whose constraints do (checks run before anything is written,
-    // so trying is free of side effects). If none fits, report the default's violation.
     for config in spec.space()?.enumerate() {
         if config == default {
             continue;
         }
-        match launch_with(rt, spec, &config, bindings, args) {
+        match attempt(&config) {
             Err(LaunchError::Constraint { .. }) => continue,
             other => return other,
         }
     }
     Err(first_error)
+}
+
+/// The element types bound to a kernel's generic parameters: by name ([`Bindings`]), or in
+/// the order the kernel declares its generics (what generated launchers pass: no map, no
+/// strings).
+///
+/// ```
+/// use tilekit_runtime::Generics;
+/// use tilekit_runtime::ir::{Bindings, DType};
+/// let b = Bindings::single("T", DType::F32);
+/// assert!(matches!(Generics::from(&b), Generics::Named(_)));
+/// assert!(matches!(Generics::from(&[DType::BF16]), Generics::Ordered(&[DType::BF16])));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Generics<'a> {
+    /// Each generic parameter by name.
+    Named(&'a Bindings),
+    /// One element type per generic parameter, in declaration order.
+    Ordered(&'a [DType]),
+}
+
+impl<'a> From<&'a Bindings> for Generics<'a> {
+    fn from(b: &'a Bindings) -> Self {
+        Generics::Named(b)
+    }
+}
+
+impl<'a> From<&'a [DType]> for Generics<'a> {
+    fn from(d: &'a [DType]) -> Self {
+        Generics::Ordered(d)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [DType; N]> for Generics<'a> {
+    fn from(d: &'a [DType; N]) -> Self {
+        Generics::Ordered(d)
+    }
+}
+
+impl Generics<'_> {
+    /// The bindings by name (allocates; only the full check needs them).
+    pub(crate) fn to_bindings(self, kernel: &Kernel) -> Bindings {
+        match self {
+            Generics::Named(b) => b.clone(),
+            Generics::Ordered(d) => Bindings(
+                kernel
+                    .generics
+                    .iter()
+                    .cloned()
+                    .zip(d.iter().copied())
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The element types in the kernel's generic order, written to `buf`; `Ok(None)` when
+    /// named bindings do not bind exactly the kernel's generics (the full check then reports
+    /// what is wrong) or there are more than the memo holds.
+    pub(crate) fn ordered<'b>(
+        self,
+        kernel: &Kernel,
+        buf: &'b mut [DType; crate::memo::MAX_GENERICS],
+    ) -> Result<Option<&'b [DType]>, LaunchError> {
+        let n = kernel.generics.len();
+        match self {
+            Generics::Ordered(d) if d.len() != n => Err(LaunchError::Bindings {
+                kernel: kernel.name.clone(),
+                message: format!("{} element types given for {n} generic parameters", d.len()),
+            }),
+            _ if n > buf.len() => Ok(None),
+            Generics::Ordered(d) => {
+                buf[..n].copy_from_slice(d);
+                Ok(Some(&buf[..n]))
+            }
+            Generics::Named(b) => {
+                if b.0.len() != n {
+                    return Ok(None);
+                }
+                for (slot, g) in buf.iter_mut().zip(&kernel.generics) {
+                    match b.get(g) {
+                        Some(d) => *slot = d,
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(&buf[..n]))
+            }
+        }
+    }
+}
+
+/// What a CPU launch resolved to (memoized per runtime).
+#[derive(Clone, Debug)]
+pub(crate) struct CpuResolved {
+    config: Config,
+    grid: Vec<i64>,
+}
+
+/// The shared entry of [`launch`] and [`launch_with`].
+fn run(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    config: Option<&Config>,
+    generics: Generics<'_>,
+    args: &mut [Arg<'_>],
+) -> Result<(), LaunchError> {
+    let analyzed = spec.analyzed()?;
+    let mut buf = [DType::F32; crate::memo::MAX_GENERICS];
+    let ordered = generics.ordered(&analyzed.kernel, &mut buf)?;
+    let memo = match rt.backend_state() {
+        BackendState::Cuda(dev) => {
+            return crate::cuda::launch(dev, spec, config, generics, ordered, args)
+        }
+        BackendState::Cpu(memo) => memo,
+    };
+    let kernel = &analyzed.kernel;
+    let probe = ordered.map(|g| {
+        crate::memo::Probe::new(
+            spec.content_id(),
+            config,
+            g,
+            args,
+            spec.host_scalars(kernel),
+            false,
+        )
+    });
+    let hit = probe.as_ref().and_then(|p| memo.get(p));
+    let bindings = generics.to_bindings(kernel);
+    let resolved = match hit {
+        Some(r) => r,
+        None => {
+            let r = resolve(spec, config, |c| {
+                let checked = check(
+                    kernel,
+                    &analyzed.types,
+                    c,
+                    &bindings,
+                    args,
+                    Backend::Cpu,
+                    None,
+                )?;
+                Ok(CpuResolved {
+                    config: checked.config,
+                    grid: checked.grid,
+                })
+            })?;
+            if let Some(p) = &probe {
+                memo.insert(p, r.clone());
+            }
+            r
+        }
+    };
+    if resolved.grid.contains(&0) {
+        return Ok(());
+    }
+    let checked = Checked {
+        kernel,
+        types: &analyzed.types,
+        config: resolved.config,
+        bindings,
+        grid: resolved.grid,
+        scalars: args
+            .iter()
+            .map(|a| match a {
+                Arg::Scalar(s) => Some(*s),
+                _ => None,
+            })
+            .collect(),
+    };
+    cpu::execute(&checked, args, &CpuOptions::default())
+        .map_err(|e| LaunchError::fault(&kernel.name, e))
 }
 
 /// Launches `spec` with `config` on `rt`'s backend.
@@ -301,17 +505,23 @@ pub fn launch(
 /// Tensors whose addresses are 16-byte aligned with unit last stride and 16-byte row pitch
 /// run the `aligned` variant; any other layout (a strided view, an offset of one element)
 /// runs the general variant, never an error.
-pub fn launch_with(
+///
+/// Repeated launches: each runtime memoizes what these checks resolved (configuration,
+/// grid, the loaded variant) under a key holding everything they read (see
+/// [`crate::Runtime::launch_memo_stats`]), so launching again with the same kernel,
+/// configuration, element types, argument kinds, shapes, strides and constraint-relevant
+/// scalars only packs the arguments and calls the driver. An argument that fails a check
+/// never matches an entry; the answer is the one the full check gives.
+///
+/// `generics` is a `&Bindings` (by name) or a `&[DType]` in the kernel's generic order.
+pub fn launch_with<'g>(
     rt: &Runtime,
     spec: &KernelSpec,
     config: &Config,
-    bindings: &Bindings,
+    generics: impl Into<Generics<'g>>,
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
-    match rt.cuda_device() {
-        None => launch_cpu_with_options(spec, config, bindings, args, &CpuOptions::default()),
-        Some(dev) => crate::cuda::launch(dev, spec, config, bindings, args),
-    }
+    run(rt, spec, Some(config), generics.into(), args)
 }
 
 /// Launches `spec` on the CPU backend with explicit [`CpuOptions`] (for example the exact
@@ -499,12 +709,12 @@ pub(crate) fn check<'k>(
                     (true, Arg::TensorMut(t)) => &t.layout,
                     _ => return Err(kind_err(format!("{expected_ref} Tensor{rank}<{elem}>"))),
                 };
-                if layout.shape.len() != usize::from(*rank) {
+                if layout.rank != usize::from(*rank) {
                     return Err(LaunchError::Rank {
                         kernel: name(),
                         param: p.name.clone(),
                         expected: usize::from(*rank),
-                        found: layout.shape.len(),
+                        found: layout.rank,
                     });
                 }
                 let want = elem
@@ -527,7 +737,7 @@ pub(crate) fn check<'k>(
                         layout.backend
                     )));
                 }
-                shapes[i] = Some(layout.shape.clone());
+                shapes[i] = Some(layout.shape().to_vec());
             }
         }
     }

@@ -8,6 +8,7 @@
 //! - `tensor`, `runtime`, `launch`, `cpu`: tensors, the runtime handle, argument checking
 //!   and dispatch, the CPU backend (an interpreter of the tile IR, rayon over programs).
 //! - [`cuda`]: the CUDA backend (device fingerprint, NVRTC CUBIN caches, ABI packing, launch).
+//! - `memo`: the per-runtime launch memo (a repeated launch skips the argument check).
 //! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
 pub mod cpu;
@@ -15,6 +16,7 @@ pub mod cuda;
 pub mod element;
 pub mod error;
 pub mod launch;
+mod memo;
 pub mod nvrtc;
 pub mod runtime;
 pub mod spec;
@@ -28,8 +30,10 @@ pub use cudarc;
 pub use element::{Element, Float};
 pub use error::{CpuError, CudaLaunchError, LaunchError, RuntimeError, TensorError};
 pub use launch::{
-    launch, launch_cpu_with_options, launch_with, Arg, ScalarValue, TensorArg, TensorArgMut,
+    launch, launch_cpu_with_options, launch_with, Arg, Generics, ScalarValue, TensorArg,
+    TensorArgMut,
 };
+pub use memo::LaunchMemoStats;
 pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
 pub use runtime::{Backend, Runtime};
 pub use spec::{KernelSpec, SpecError};

@@ -2,6 +2,8 @@
 
 use crate::cuda::{CacheStats, CudaDevice, DeviceInfo};
 use crate::error::RuntimeError;
+use crate::launch::CpuResolved;
+use crate::memo::{LaunchMemoStats, Memo};
 use cudarc::driver::CudaStream;
 use std::fmt;
 use std::sync::Arc;
@@ -27,12 +29,19 @@ impl fmt::Display for Backend {
     }
 }
 
-/// The backend-specific state of a runtime. The CPU backend needs none (rayon's global pool
-/// runs the programs); the CUDA backend keeps its context, stream and caches here.
+/// The backend-specific state of a runtime. The CPU backend keeps only its launch memo
+/// (rayon's global pool runs the programs); the CUDA backend keeps its context, stream and
+/// caches (the launch memo among them) here.
 #[derive(Clone, Debug)]
 enum Inner {
-    Cpu,
+    Cpu(Arc<Memo<CpuResolved>>),
     Cuda(Arc<CudaDevice>),
+}
+
+/// A runtime's backend state, for the launch path.
+pub(crate) enum BackendState<'a> {
+    Cpu(&'a Memo<CpuResolved>),
+    Cuda(&'a CudaDevice),
 }
 
 /// A cheap, cloneable handle on one backend. Tensors are created through it and remember
@@ -54,7 +63,9 @@ impl Runtime {
     /// The CPU backend: every kernel runs through the tile-IR interpreter with the semantics
     /// of `docs/semantics.md`, one rayon task per program.
     pub fn cpu() -> Runtime {
-        Runtime { inner: Inner::Cpu }
+        Runtime {
+            inner: Inner::Cpu(Arc::default()),
+        }
     }
 
     /// Opens CUDA device `ordinal`: its primary context and a new non-blocking stream on which
@@ -114,7 +125,7 @@ impl Runtime {
     /// The backend this runtime runs on.
     pub fn backend(&self) -> Backend {
         match &self.inner {
-            Inner::Cpu => Backend::Cpu,
+            Inner::Cpu(_) => Backend::Cpu,
             Inner::Cuda(d) => Backend::Cuda {
                 ordinal: d.info.ordinal,
             },
@@ -125,7 +136,7 @@ impl Runtime {
     /// driver and NVRTC versions); `None` on the CPU backend.
     pub fn device(&self) -> Option<&DeviceInfo> {
         match &self.inner {
-            Inner::Cpu => None,
+            Inner::Cpu(_) => None,
             Inner::Cuda(d) => Some(&d.info),
         }
     }
@@ -135,7 +146,7 @@ impl Runtime {
     /// fault) surface here.
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
         match &self.inner {
-            Inner::Cpu => Ok(()),
+            Inner::Cpu(_) => Ok(()),
             Inner::Cuda(d) => d.synchronize(),
         }
     }
@@ -144,7 +155,7 @@ impl Runtime {
     /// cache entries that could not be used. All zero on the CPU backend.
     pub fn cache_stats(&self) -> CacheStats {
         match &self.inner {
-            Inner::Cpu => CacheStats::default(),
+            Inner::Cpu(_) => CacheStats::default(),
             Inner::Cuda(d) => d.stats(),
         }
     }
@@ -155,10 +166,28 @@ impl Runtime {
         self.cuda_device().map(|d| &d.stream)
     }
 
+    /// Counters of this runtime's launch memo: launches that reused the resolution of an
+    /// identical earlier launch (no argument check, no variant lookup), launches that ran
+    /// the full check, and entries held. See [`crate::launch_with`].
+    pub fn launch_memo_stats(&self) -> LaunchMemoStats {
+        match &self.inner {
+            Inner::Cpu(m) => m.stats(),
+            Inner::Cuda(d) => d.memo_stats(),
+        }
+    }
+
+    /// The backend state, for launches.
+    pub(crate) fn backend_state(&self) -> BackendState<'_> {
+        match &self.inner {
+            Inner::Cpu(m) => BackendState::Cpu(m),
+            Inner::Cuda(d) => BackendState::Cuda(d),
+        }
+    }
+
     /// The CUDA state, for tensors and launches.
     pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
         match &self.inner {
-            Inner::Cpu => None,
+            Inner::Cpu(_) => None,
             Inner::Cuda(d) => Some(d),
         }
     }

@@ -55,6 +55,7 @@ pub struct KernelSpec {
     pub spec_hash: u64,
     analyzed: OnceLock<Result<Analyzed, SpecError>>,
     content_id: OnceLock<u64>,
+    host_scalars: OnceLock<Vec<bool>>,
 }
 
 impl KernelSpec {
@@ -74,6 +75,7 @@ impl KernelSpec {
             spec_hash,
             analyzed: OnceLock::new(),
             content_id: OnceLock::new(),
+            host_scalars: OnceLock::new(),
         }
     }
 
@@ -108,6 +110,13 @@ impl KernelSpec {
             (self.name, self.ir_json, self.cuda_template, self.spec_hash).hash(&mut h);
             h.finish()
         })
+    }
+
+    /// Per parameter, whether a constraint or the grid reads that scalar's value (computed
+    /// once; `kernel` is this spec's analyzed kernel). The launch memo keys on those values.
+    pub(crate) fn host_scalars(&self, kernel: &Kernel) -> &[bool] {
+        self.host_scalars
+            .get_or_init(|| crate::memo::host_read_scalars(kernel))
     }
 
     /// The IR.

@@ -52,11 +52,8 @@ pub fn module(
     let generics = &sig.generics;
     let bounds = quote!(<#(#generics: ::tilekit::Float),*>);
     let (decls, args) = param_tokens(&sig.params);
-    let generic_names: Vec<String> = generics.iter().map(|g| g.to_string()).collect();
-    let bind_calls = generics.iter().zip(&generic_names).map(|(g, n)| {
-        quote!(__b.0.insert(::std::string::String::from(#n), <#g as ::tilekit::Element>::DTYPE);)
-    });
-    let bindings_fn = format_ident!("bindings");
+    let n_generics = generics.len();
+    let generics_fn = format_ident!("__generics");
     let (spec, launch_body, launch_with_body) = match payload {
         Some(p) => {
             let json = Literal::string(p.ir_json);
@@ -68,18 +65,18 @@ pub fn module(
                     /// The kernel's IR, generated CUDA template and spec hash.
                     pub static SPEC: ::tilekit::KernelSpec = ::tilekit::KernelSpec::new(#name_str, #json, #cuda, #doc, #hash);
 
-                    fn #bindings_fn #bounds() -> ::tilekit::ir::Bindings {
-                        #[allow(unused_mut)]
-                        let mut __b = ::tilekit::ir::Bindings::default();
-                        #(#bind_calls)*
-                        __b
+                    /// The element type of each generic parameter, in declaration order (what
+                    /// the runtime's launch memo keys on: no map, no strings).
+                    #[inline]
+                    fn #generics_fn #bounds() -> [::tilekit::ir::DType; #n_generics] {
+                        [#(<#generics as ::tilekit::Element>::DTYPE),*]
                     }
                 },
                 quote! {
-                    ::tilekit::launch(rt, &SPEC, &#bindings_fn::<#(#generics),*>(), &mut [#(#args),*])
+                    ::tilekit::launch(rt, &SPEC, &#generics_fn::<#(#generics),*>(), &mut [#(#args),*])
                 },
                 quote! {
-                    ::tilekit::launch_with(rt, &SPEC, config, &#bindings_fn::<#(#generics),*>(), &mut [#(#args),*])
+                    ::tilekit::launch_with(rt, &SPEC, config, &#generics_fn::<#(#generics),*>(), &mut [#(#args),*])
                 },
             )
         }

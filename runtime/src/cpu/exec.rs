@@ -60,12 +60,12 @@ pub(crate) fn execute(
             param: i,
             offset: to_i64(layout.offset)?,
             shape: layout
-                .shape
+                .shape()
                 .iter()
                 .map(|&d| to_i64(d))
                 .collect::<Result<_, _>>()?,
             strides: layout
-                .strides
+                .strides()
                 .iter()
                 .map(|&d| to_i64(d))
                 .collect::<Result<_, _>>()?,

@@ -2,10 +2,8 @@
 //! driver version, turning off cudarc's event tracking on a fresh context, the kernel ABI
 //! structs, the launch itself, and copies to and from raw device addresses.
 
-use cudarc::driver::{
-    result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError, LaunchConfig,
-    PushKernelArg,
-};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError};
+use std::ffi::c_void;
 use tilekit_codegen::abi::{GRID_BYTES, TENSOR_ARG_BYTES};
 
 /// `tk::Grid`: the grid extents, axis 0 first, unused axes 1.
@@ -74,6 +72,11 @@ pub(crate) fn disable_event_tracking(ctx: &CudaContext) {
 
 /// Launches `func` asynchronously on `stream` with `blocks` x `threads` and `smem` bytes
 /// of dynamic shared memory: the grid struct, then `params` in order.
+///
+/// A raw `cuLaunchKernel` (as the benchmark's baseline) after binding the stream's context
+/// to the thread: cudarc's `launch_builder` would also allocate its argument vector per
+/// launch, and its event bookkeeping is off for this runtime's slices anyway (tensors are
+/// passed by address). The parameter pointers live in a stack array for up to 15 params.
 pub(crate) fn launch(
     stream: &CudaStream,
     func: &CudaFunction,
@@ -83,33 +86,53 @@ pub(crate) fn launch(
     grid: &GridAbi,
     params: &[Packed],
 ) -> Result<(), DriverError> {
-    let mut b = stream.launch_builder(func);
-    b.arg(grid);
-    for p in params {
-        match p {
-            Packed::Tensor(t) => b.arg(t),
-            Packed::F32(v) => b.arg(v),
-            Packed::I32(v) => b.arg(v),
-            Packed::I64(v) => b.arg(v),
+    fn ptr<T>(v: &T) -> *mut c_void {
+        (v as *const T).cast_mut().cast()
+    }
+    stream.context().bind_to_thread()?;
+    const INLINE: usize = 16;
+    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE];
+    let mut heap = Vec::new();
+    let n = params.len() + 1;
+    let ptrs: &mut [*mut c_void] = if n <= INLINE {
+        &mut inline[..n]
+    } else {
+        heap.resize(n, std::ptr::null_mut());
+        &mut heap
+    };
+    ptrs[0] = ptr(grid);
+    for (slot, p) in ptrs[1..].iter_mut().zip(params) {
+        *slot = match p {
+            Packed::Tensor(t) => ptr(t),
+            Packed::F32(v) => ptr(v),
+            Packed::I32(v) => ptr(v),
+            Packed::I64(v) => ptr(v),
         };
     }
-    let cfg = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: smem,
-    };
     // SAFETY: `func` is the `tilekit_kernel` entry of a variant generated for exactly this
-    // parameter list (the launch was checked against the kernel's IR): its parameters are
+    // parameter list (the launch was checked against the kernel's IR, directly or through
+    // a memo entry whose key holds everything the check reads): its parameters are
     // `tk::Grid` then, per kernel parameter, `tk::TensorArg` / float / int / long long,
-    // which `GridAbi`, `TensorAbi`, f32, i32 and i64 match in size and layout. Every tensor
-    // address points into a live device allocation of this context that holds the whole
-    // view (tensor constructors check the view's reach; the allocation outlives the launch
-    // because it is freed on this same stream, after the kernel). Writes go only to `&mut`
-    // tensors, which the borrow checker keeps unaliased. `blocks`, `threads` and `smem`
-    // come from the launch plan the variant `static_assert`s against, and the function's
-    // dynamic shared-memory limit was raised to `smem` when it was loaded.
-    unsafe { b.launch(cfg) }?;
-    Ok(())
+    // which `GridAbi`, `TensorAbi`, f32, i32 and i64 match in size and layout (`DeviceRepr`
+    // above). `ptrs` holds one pointer per parameter, each to a live value of that type
+    // (`grid` and `params` outlive this call; the driver copies the values before
+    // returning). Every tensor address points into a live device allocation of this context
+    // that holds the whole view (tensor constructors check the view's reach; the allocation
+    // outlives the kernel because it is freed on this same stream, after it). Writes go only
+    // to `&mut` tensors, which the borrow checker keeps unaliased. `blocks`, `threads` and
+    // `smem` come from the launch plan the variant `static_assert`s against, and the
+    // function's dynamic shared-memory limit was raised to `smem` when it was loaded.
+    // `func` belongs to the stream's context, bound to this thread above.
+    unsafe {
+        result::launch_kernel(
+            func.cu_function(),
+            (blocks, 1, 1),
+            (threads, 1, 1),
+            smem,
+            stream.cu_stream(),
+            ptrs,
+        )
+    }
 }
 
 /// Copies `dst.len()` elements from device address `src` to `dst`, then waits for the

@@ -6,15 +6,20 @@
 //! copies); `cache` the on-disk CUBIN cache. This module holds [`CudaDevice`] (the state of a
 //! CUDA [`crate::Runtime`]) and the launch path:
 //!
-//! 1. the shared argument check (`launch::check`), with `smem_bytes()`, `max_smem()` and
+//! 1. `aligned` is chosen per launch from the tensors' addresses and strides;
+//! 2. the launch memo (`crate::memo`) is probed with everything the checks below read plus
+//!    `aligned`; a hit yields the resolved launch (grid, block count, loaded variant) and
+//!    goes to step 7;
+//! 3. the shared argument check (`launch::check`), with `smem_bytes()`, `max_smem()` and
 //!    `threads()` known from the variant's launch plan for the device's target, so a
 //!    configuration that fails them is refused like any other constraint (and
 //!    [`crate::launch`]'s fallback skips it);
-//! 2. an empty grid returns `Ok` with nothing launched;
-//! 3. `aligned` is chosen per launch from the tensors' addresses and strides;
-//! 4. the loaded function comes from the in-memory cache, else the disk cache, else NVRTC;
-//! 5. the grid struct and parameters are packed and the kernel is launched asynchronously
-//!    on the runtime's stream.
+//! 4. an empty grid resolves to a no-op (`Ok` with nothing launched);
+//! 5. the loaded function comes from the in-memory cache, else the disk cache, else NVRTC;
+//! 6. the resolution is recorded in the memo;
+//! 7. the grid struct and parameters are packed (device addresses are read per call) and
+//!    the kernel is launched asynchronously on the runtime's stream with a raw
+//!    `cuLaunchKernel` (no per-launch allocation).
 
 mod cache;
 mod ffi;
@@ -22,7 +27,8 @@ mod ffi;
 pub use cache::{CacheStats, CACHE_DIR_VAR};
 
 use crate::error::{CudaLaunchError, LaunchError, RuntimeError};
-use crate::launch::{check, Arg, Layout, ScalarValue};
+use crate::launch::{check, resolve, Arg, Generics, Layout, ScalarValue};
+use crate::memo::{LaunchMemoStats, Memo, Probe};
 use crate::nvrtc::{self, compile_cubin, CompileOptions};
 use crate::spec::KernelSpec;
 use cache::{Counters, Lookup};
@@ -147,7 +153,15 @@ pub(crate) struct CudaDevice {
     disk: Option<PathBuf>,
     plans: Mutex<Buckets<Result<LaunchPlan, CodegenError>>>,
     functions: Mutex<Buckets<Arc<Loaded>>>,
+    memo: Memo<Resolved>,
     counters: Counters,
+}
+
+/// What a launch resolved to (memoized per runtime): nothing to run (an empty grid), or
+/// the grid struct, the block count and the loaded variant.
+#[derive(Clone, Debug)]
+struct Resolved {
+    run: Option<(ffi::GridAbi, u32, Arc<Loaded>)>,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -256,6 +270,7 @@ impl CudaDevice {
             disk: cache::cache_dir(),
             plans: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
+            memo: Memo::default(),
             counters: Counters::default(),
         })
     }
@@ -270,6 +285,11 @@ impl CudaDevice {
     /// The cache counters.
     pub fn stats(&self) -> CacheStats {
         self.counters.snapshot()
+    }
+
+    /// The launch memo's counters.
+    pub fn memo_stats(&self) -> LaunchMemoStats {
+        self.memo.stats()
     }
 
     /// The launch plan of a (spec, configuration, bindings), computed once.
@@ -428,7 +448,7 @@ pub(crate) fn is_aligned(base: u64, layout: &Layout) -> bool {
     else {
         return false;
     };
-    let Some((&last, rest)) = layout.strides.split_last() else {
+    let Some((&last, rest)) = layout.strides().split_last() else {
         return false;
     };
     addr % 16 == 0
@@ -448,21 +468,134 @@ fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
         shape: [1; 3],
         stride: [0; 3],
     };
-    for (a, (&d, &s)) in layout.shape.iter().zip(&layout.strides).enumerate().take(3) {
+    for (a, (&d, &s)) in layout.shape().iter().zip(layout.strides()).enumerate() {
         t.shape[a] = i64::try_from(d).unwrap_or(i64::MAX);
         t.stride[a] = i64::try_from(s).unwrap_or(i64::MAX);
     }
     t
 }
 
-/// Runs a launch on the CUDA backend (see the module docs).
+/// True if every tensor argument with a device address is `aligned` (see [`is_aligned`]).
+fn all_aligned(args: &[Arg<'_>]) -> bool {
+    args.iter().all(|a| match a {
+        Arg::Tensor(t) => t.device.is_some_and(|b| is_aligned(b, &t.layout)),
+        Arg::TensorMut(t) => t.device.is_some_and(|b| is_aligned(b, &t.layout)),
+        Arg::Scalar(_) => true,
+    })
+}
+
+/// Runs a launch on the CUDA backend (see the module docs). `config`: `None` for the
+/// default with [`crate::launch`]'s fallback; `ordered`: the generics in the kernel's order
+/// when they can key the memo.
 pub(crate) fn launch(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    config: Option<&Config>,
+    generics: Generics<'_>,
+    ordered: Option<&[tilekit_ir::DType]>,
+    args: &mut [Arg<'_>],
+) -> Result<(), LaunchError> {
+    let analyzed = spec.analyzed()?;
+    let kernel = &analyzed.kernel;
+    let aligned = all_aligned(args);
+    let probe = ordered.map(|g| {
+        Probe::new(
+            spec.content_id(),
+            config,
+            g,
+            args,
+            spec.host_scalars(kernel),
+            aligned,
+        )
+    });
+    let resolved = match probe.as_ref().and_then(|p| dev.memo.get(p)) {
+        Some(r) => {
+            if r.run.is_some() {
+                Counters::bump(&dev.counters.memory_hits);
+            }
+            r
+        }
+        None => {
+            let bindings = generics.to_bindings(kernel);
+            let r = resolve(spec, config, |c| {
+                resolve_config(dev, spec, c, &bindings, args, aligned)
+            })?;
+            if let Some(p) = &probe {
+                dev.memo.insert(p, r.clone());
+            }
+            r
+        }
+    };
+    let Some((grid, blocks, loaded)) = &resolved.run else {
+        return Ok(());
+    };
+    let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
+        kernel: kernel.name.clone(),
+        source: Box::new(source),
+    };
+
+    const INLINE: usize = 8;
+    let mut inline = [ffi::Packed::I32(0); INLINE];
+    let mut heap = Vec::new();
+    let params: &mut [ffi::Packed] = if args.len() <= INLINE {
+        &mut inline[..args.len()]
+    } else {
+        heap.resize(args.len(), ffi::Packed::I32(0));
+        &mut heap
+    };
+    for ((slot, p), arg) in params.iter_mut().zip(&kernel.params).zip(args.iter()) {
+        *slot = match arg {
+            Arg::Tensor(_) | Arg::TensorMut(_) => {
+                let (layout, base) = match arg {
+                    Arg::Tensor(t) => (&t.layout, t.device),
+                    Arg::TensorMut(t) => (&t.layout, t.device),
+                    Arg::Scalar(_) => continue,
+                };
+                let base = base.ok_or_else(|| {
+                    cuda_err(CudaLaunchError::NoDevicePointer {
+                        param: p.name.clone(),
+                    })
+                })?;
+                ffi::Packed::Tensor(tensor_abi(base, layout))
+            }
+            Arg::Scalar(s) => match *s {
+                ScalarValue::F32(v) => ffi::Packed::F32(v),
+                ScalarValue::I32(v) => ffi::Packed::I32(v),
+                ScalarValue::I64(v) => ffi::Packed::I64(v),
+                // `check` refused values above i64::MAX (and the memo key records whether
+                // a usize fits).
+                ScalarValue::Usize(v) => ffi::Packed::I64(i64::try_from(v).unwrap_or(i64::MAX)),
+                ScalarValue::Bool(v) => ffi::Packed::I32(i32::from(v)),
+            },
+        };
+    }
+    ffi::launch(
+        &dev.stream,
+        &loaded.func,
+        *blocks,
+        loaded.plan.threads,
+        loaded.smem,
+        grid,
+        params,
+    )
+    .map_err(|e| {
+        cuda_err(CudaLaunchError::Driver {
+            call: "cuLaunchKernel",
+            message: e.to_string(),
+        })
+    })
+}
+
+/// The full path for one configuration: the checks (with the variant's resources), the
+/// grid limits, the device addresses, and the loaded variant.
+fn resolve_config(
     dev: &CudaDevice,
     spec: &KernelSpec,
     config: &Config,
     bindings: &Bindings,
-    args: &mut [Arg<'_>],
-) -> Result<(), LaunchError> {
+    args: &[Arg<'_>],
+    aligned: bool,
+) -> Result<Resolved, LaunchError> {
     let analyzed = spec.analyzed()?;
     let kernel = &analyzed.kernel;
     let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
@@ -495,7 +628,7 @@ pub(crate) fn launch(
         Some(&resources),
     )?;
     if checked.grid.contains(&0) {
-        return Ok(());
+        return Ok(Resolved { run: None });
     }
     let blocks: i64 = checked.grid.iter().product();
     if blocks > MAX_BLOCKS {
@@ -508,37 +641,18 @@ pub(crate) fn launch(
         });
     }
     let blocks = u32::try_from(blocks).unwrap_or(u32::MAX);
-
-    let mut params = Vec::with_capacity(args.len());
-    let mut aligned = true;
-    for (p, arg) in kernel.params.iter().zip(args.iter()) {
-        let packed = match arg {
-            Arg::Tensor(_) | Arg::TensorMut(_) => {
-                let (layout, base) = match arg {
-                    Arg::Tensor(t) => (&t.layout, t.device),
-                    Arg::TensorMut(t) => (&t.layout, t.device),
-                    Arg::Scalar(_) => continue,
-                };
-                let base = base.ok_or_else(|| {
-                    cuda_err(CudaLaunchError::NoDevicePointer {
-                        param: p.name.clone(),
-                    })
-                })?;
-                aligned &= is_aligned(base, layout);
-                ffi::Packed::Tensor(tensor_abi(base, layout))
-            }
-            Arg::Scalar(s) => match *s {
-                ScalarValue::F32(v) => ffi::Packed::F32(v),
-                ScalarValue::I32(v) => ffi::Packed::I32(v),
-                ScalarValue::I64(v) => ffi::Packed::I64(v),
-                // `check` refused values above i64::MAX.
-                ScalarValue::Usize(v) => ffi::Packed::I64(i64::try_from(v).unwrap_or(i64::MAX)),
-                ScalarValue::Bool(v) => ffi::Packed::I32(i32::from(v)),
-            },
+    for (p, arg) in kernel.params.iter().zip(args) {
+        let device = match arg {
+            Arg::Tensor(t) => t.device,
+            Arg::TensorMut(t) => t.device,
+            Arg::Scalar(_) => continue,
         };
-        params.push(packed);
+        if device.is_none() {
+            return Err(cuda_err(CudaLaunchError::NoDevicePointer {
+                param: p.name.clone(),
+            }));
+        }
     }
-
     let loaded = dev
         .function(spec, kernel, &checked.config, bindings, aligned)
         .map_err(cuda_err)?;
@@ -546,20 +660,8 @@ pub(crate) fn launch(
     for (a, &g) in checked.grid.iter().enumerate().take(3) {
         grid.n[a] = g;
     }
-    ffi::launch(
-        &dev.stream,
-        &loaded.func,
-        blocks,
-        loaded.plan.threads,
-        loaded.smem,
-        &grid,
-        &params,
-    )
-    .map_err(|e| {
-        cuda_err(CudaLaunchError::Driver {
-            call: "cuLaunchKernel",
-            message: e.to_string(),
-        })
+    Ok(Resolved {
+        run: Some((grid, blocks, loaded)),
     })
 }
 
@@ -569,11 +671,15 @@ mod tests {
     use tilekit_ir::DType;
 
     fn layout(shape: &[usize], strides: &[usize], offset: usize, dtype: DType) -> Layout {
+        let (mut dims, mut stride) = ([0; 3], [0; 3]);
+        dims[..shape.len()].copy_from_slice(shape);
+        stride[..strides.len()].copy_from_slice(strides);
         Layout {
             dtype,
             backend: crate::Backend::Cuda { ordinal: 0 },
-            shape: shape.to_vec(),
-            strides: strides.to_vec(),
+            rank: shape.len(),
+            dims,
+            stride,
             offset,
         }
     }

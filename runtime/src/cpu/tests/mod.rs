@@ -3,6 +3,7 @@
 
 mod errors;
 mod kernels;
+mod memo;
 
 use crate::spec::KernelSpec;
 use tilekit_ir::{
