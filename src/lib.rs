@@ -57,3 +57,8 @@ pub mod prelude {
         Tensor2, Tensor3,
     };
 }
+
+/// The README's example runs as a doctest, so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
