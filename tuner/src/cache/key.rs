@@ -1,0 +1,187 @@
+//! The cache key: which GPU, which kernel (name and spec hash), which element types and
+//! which class of shapes a tuned configuration was found for.
+//!
+//! Driver and NVRTC versions are deliberately *not* part of the key (they are provenance in
+//! the value): otherwise results tuned on one machine would never match another machine with
+//! the same GPU.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use tilekit_ir::cost::DimValues;
+use tilekit_ir::{Bindings, Kernel, ParamKind};
+use tilekit_runtime::DeviceInfo;
+
+/// Version of the key and value layout. Entries of another version are ignored on read.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The identity of a GPU model, as far as tuning is concerned.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GpuId {
+    /// Device name (`"NVIDIA H100 80GB HBM3"`).
+    pub name: String,
+    /// Compute capability `(major, minor)`.
+    pub compute_capability: (u32, u32),
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+}
+
+impl GpuId {
+    /// The identity of an opened CUDA device.
+    pub fn from_device(info: &DeviceInfo) -> GpuId {
+        GpuId {
+            name: info.name.clone(),
+            compute_capability: info.compute_capability,
+            sm_count: info.sm_count,
+        }
+    }
+}
+
+impl fmt::Display for GpuId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (ma, mi) = self.compute_capability;
+        write!(f, "{} (sm_{ma}{mi}, {} SMs)", self.name, self.sm_count)
+    }
+}
+
+/// A class of problem shapes that share a tuned configuration.
+///
+/// - `dims`: every named problem dimension rounded up to a power of two (0 stays 0), so
+///   every shape in a bucket is bounded by the bucket's dimensions;
+/// - `align_bytes`: the largest power of two (in bytes, at most 16) dividing the row of
+///   every tensor (its contiguous, last dimension times the element size): 16 means
+///   16-byte vector loads are possible everywhere;
+/// - `mult64`: every problem dimension is a multiple of 64 (no padding needed).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ShapeBucket {
+    /// Power-of-two bucket of each named problem dimension.
+    pub dims: BTreeMap<String, u64>,
+    /// Alignment class of the contiguous dimensions, in bytes (1, 2, 4, 8 or 16).
+    pub align_bytes: u32,
+    /// Every problem dimension is a multiple of 64.
+    pub mult64: bool,
+}
+
+/// The largest power of two dividing `v` (`u64::MAX`'s worth for 0).
+fn low_bit(v: u64) -> u64 {
+    if v == 0 {
+        1 << 62
+    } else {
+        1 << v.trailing_zeros()
+    }
+}
+
+impl ShapeBucket {
+    /// The bucket of a problem: `dims` binds the kernel's named problem dimensions (see
+    /// [`tilekit_ir::cost::parse_shape`]); `bindings` gives element sizes. `None` if a
+    /// dimension a tensor names is unbound, or an element type is unbound.
+    ///
+    /// ```
+    /// # use tilekit_tuner::cache::ShapeBucket;
+    /// # use tilekit_ir::{Bindings, DType};
+    /// let k = tilekit_kernels::softmax::SPEC.kernel().unwrap();
+    /// let bf16 = Bindings::single("T", DType::BF16);
+    /// let d = tilekit_ir::cost::parse_shape(k, "32768x4097").unwrap();
+    /// let b = ShapeBucket::of(k, &d, &bf16).unwrap();
+    /// assert_eq!(b.dims["N"], 8192);
+    /// assert_eq!(b.align_bytes, 2);
+    /// assert!(!b.mult64);
+    /// ```
+    pub fn of(kernel: &Kernel, dims: &DimValues, bindings: &Bindings) -> Option<ShapeBucket> {
+        let mut buckets = BTreeMap::new();
+        let mut mult64 = true;
+        for name in &kernel.problem.dims {
+            let v = u64::try_from(*dims.get(name)?).ok()?;
+            buckets.insert(name.clone(), if v == 0 { 0 } else { v.next_power_of_two() });
+            mult64 &= v % 64 == 0;
+        }
+        let mut align: u64 = 16;
+        for (i, p) in kernel.params.iter().enumerate() {
+            let ParamKind::Tensor { elem, .. } = &p.kind else {
+                continue;
+            };
+            let Some(last) = kernel.problem.shapes.get(i).and_then(|s| s.last()) else {
+                continue;
+            };
+            let size = elem.resolve(bindings)?.size_bytes() as u64;
+            let v = u64::try_from(*dims.get(last)?).ok()?;
+            align = align.min(low_bit(v).saturating_mul(size));
+        }
+        Some(ShapeBucket {
+            dims: buckets,
+            align_bytes: align.min(16) as u32,
+            mult64,
+        })
+    }
+}
+
+impl fmt::Display for ShapeBucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.dims.iter().map(|(k, v)| format!("{k}<={v}")).collect();
+        write!(
+            f,
+            "{} align{}{}",
+            dims.join(","),
+            self.align_bytes,
+            if self.mult64 { " x64" } else { "" }
+        )
+    }
+}
+
+/// The key of one tuned result.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CacheKey {
+    /// [`SCHEMA_VERSION`] when written.
+    pub schema: u32,
+    /// The GPU model.
+    pub gpu: GpuId,
+    /// Kernel name.
+    pub kernel: String,
+    /// Spec hash of the kernel's normalized IR and space ([`tilekit_ir::hash::spec_hash`]).
+    pub spec_hash: u64,
+    /// Element types of the kernel's generics.
+    pub bindings: Bindings,
+    /// Shape class.
+    pub shape: ShapeBucket,
+}
+
+impl CacheKey {
+    /// A key of the current schema.
+    pub fn new(
+        gpu: GpuId,
+        kernel: &str,
+        spec_hash: u64,
+        bindings: Bindings,
+        shape: ShapeBucket,
+    ) -> CacheKey {
+        CacheKey {
+            schema: SCHEMA_VERSION,
+            gpu,
+            kernel: kernel.to_string(),
+            spec_hash,
+            bindings,
+            shape,
+        }
+    }
+
+    /// The key's bytes in the sled tree: its canonical JSON (field order is fixed and maps
+    /// are sorted, so equal keys have equal bytes).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses stored key bytes.
+    pub fn from_bytes(b: &[u8]) -> Result<CacheKey, serde_json::Error> {
+        serde_json::from_slice(b)
+    }
+}
+
+impl fmt::Display for CacheKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} [{}] {} on {}",
+            self.kernel, self.bindings, self.shape, self.gpu
+        )
+    }
+}

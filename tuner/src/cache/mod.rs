@@ -1,0 +1,224 @@
+//! The sled tuning cache: what was tuned, for which GPU, kernel, element types and shape
+//! class, and the layers a launch looks results up in.
+//!
+//! - [`key`]: [`CacheKey`] (schema version, [`GpuId`], kernel name and spec hash, element
+//!   types, [`ShapeBucket`]).
+//! - [`value`]: [`TunedValue`] (configuration as names and values, every timing,
+//!   [`Provenance`]).
+//! - [`store`]: [`TuneCache`], the sled database on disk: open, write, flush and close per
+//!   entry; readers read everything into memory and close, retrying briefly while another
+//!   process holds the database; export / import / merge as a versioned JSON file.
+//! - [`layers`]: [`Layers`], the in-memory lookup: local tune, then imported, then shipped,
+//!   then the declared default.
+//!
+//! **Every value is validated when read** ([`validate`]): its configuration must be a point
+//! of the kernel's declared space and pass the static and per-target constraints for the
+//! GPU in its key; anything else, and any unreadable bytes, is ignored with a warning and
+//! never returned. The cache can choose a configuration, never supply code.
+
+pub mod key;
+pub mod layers;
+pub mod store;
+pub mod value;
+
+pub use key::{CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
+pub use layers::{Choice, Layers, Source};
+pub use store::{CacheError, ImportMode, Loaded, TuneCache};
+pub use value::{Origin, ParamValue, Provenance, Timing, TunedValue};
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use tilekit_ir::cost::DimValues;
+use tilekit_ir::{Config, DType, EvalError, EvalValue, ExprEnv, Kernel, Phase};
+use tilekit_runtime::KernelSpec;
+
+/// One cache entry: a key and its value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// What it is for.
+    pub key: CacheKey,
+    /// The tuned result.
+    pub value: TunedValue,
+}
+
+/// An entry that passed [`validate`], with its configuration in the space's canonical order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidEntry {
+    /// The entry as stored.
+    pub entry: Entry,
+    /// The validated configuration.
+    pub config: Config,
+}
+
+/// Why an entry is not used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Reject {
+    /// The bytes are not a key or a value.
+    #[error("unreadable entry: {0}")]
+    Unreadable(String),
+    /// Written by another schema version.
+    #[error("schema version {0} (this tilekit reads {SCHEMA_VERSION})")]
+    Schema(u32),
+    /// No kernel of that name is known to this process (a user kernel, or a removed one).
+    #[error("kernel `{0}` is not known here")]
+    UnknownKernel(String),
+    /// The kernel changed since it was tuned.
+    #[error("stale: tuned for spec hash {found:016x}, the kernel's is now {current:016x}")]
+    StaleSpec {
+        /// Hash in the entry.
+        found: u64,
+        /// The kernel's current hash.
+        current: u64,
+    },
+    /// The configuration is not a point of the declared space.
+    #[error("configuration outside the declared space: {0}")]
+    OutsideSpace(String),
+    /// The element types do not instantiate the kernel.
+    #[error("element types `{0}` do not instantiate the kernel")]
+    Bindings(String),
+    /// No compilation target for the GPU in the key.
+    #[error("no compilation target for compute capability {0}.{1}")]
+    NoTarget(u32, u32),
+    /// A static or per-target constraint fails.
+    #[error("configuration fails a constraint: {0}")]
+    Constraint(String),
+}
+
+impl Reject {
+    /// True for entries that are wrong rather than merely out of date or foreign: these
+    /// are logged as warnings.
+    pub fn is_hostile(&self) -> bool {
+        !matches!(
+            self,
+            Reject::Schema(_) | Reject::UnknownKernel(_) | Reject::StaleSpec { .. }
+        )
+    }
+}
+
+/// An entry that was read and not used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rejected {
+    /// The layer it was read from.
+    pub origin: Origin,
+    /// The key, as far as it could be read.
+    pub key: String,
+    /// Why.
+    pub reason: Reject,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} entry {}: {}",
+            self.origin.as_str(),
+            self.key,
+            self.reason
+        )
+    }
+}
+
+/// Logs a rejection: a warning for hostile entries, debug for stale or foreign ones.
+pub(crate) fn log_rejection(r: &Rejected) {
+    if r.reason.is_hostile() {
+        tracing::warn!("tilekit tuning cache: ignoring {r}");
+    } else {
+        tracing::debug!("tilekit tuning cache: skipping {r}");
+    }
+}
+
+/// Checks an entry against the kernels known to this process: schema, kernel and spec
+/// hash, element types, the declared space ([`tilekit_ir::Space::validate`]) and the static
+/// and per-target constraints ([`crate::target_check`]) for the GPU in the key. Returns the
+/// configuration in canonical order.
+pub fn validate(entry: &Entry, specs: &[&KernelSpec]) -> Result<Config, Reject> {
+    let key = &entry.key;
+    if key.schema != SCHEMA_VERSION {
+        return Err(Reject::Schema(key.schema));
+    }
+    let spec = specs
+        .iter()
+        .find(|s| s.name == key.kernel)
+        .ok_or_else(|| Reject::UnknownKernel(key.kernel.clone()))?;
+    if spec.spec_hash != key.spec_hash {
+        return Err(Reject::StaleSpec {
+            found: key.spec_hash,
+            current: spec.spec_hash,
+        });
+    }
+    let kernel = spec
+        .kernel()
+        .map_err(|_| Reject::UnknownKernel(key.kernel.clone()))?;
+    validate_for_kernel(kernel, entry)
+}
+
+/// [`validate`] for a kernel already found (the spec hash is not checked here).
+pub fn validate_for_kernel(kernel: &Kernel, entry: &Entry) -> Result<Config, Reject> {
+    let key = &entry.key;
+    let config = kernel
+        .space
+        .validate(&entry.value.to_config())
+        .map_err(|e| Reject::OutsideSpace(e.to_string()))?;
+    let b = &key.bindings;
+    let ok_bindings = b.0.len() == kernel.generics.len()
+        && kernel
+            .generics
+            .iter()
+            .all(|g| b.get(g).is_some_and(|d| DType::FLOATS.contains(&d)));
+    if !ok_bindings {
+        return Err(Reject::Bindings(b.to_string()));
+    }
+    let cc = key.gpu.compute_capability;
+    let target = tilekit_runtime::cuda::target_for(cc).ok_or(Reject::NoTarget(cc.0, cc.1))?;
+    crate::variants::target_check(kernel, &config, b, target).map_err(Reject::Constraint)?;
+    Ok(config)
+}
+
+/// Host-expression environment of a problem shape: tensor extents from the problem's named
+/// dimensions, tuning values from a configuration.
+struct ShapeEnv<'a> {
+    kernel: &'a Kernel,
+    config: &'a Config,
+    dims: &'a DimValues,
+}
+
+impl ExprEnv for ShapeEnv<'_> {
+    fn tune(&self, name: &str) -> Option<EvalValue> {
+        self.config.get(name).map(|v| v.to_eval())
+    }
+    fn tensor_dim(&self, param: usize, axis: u8) -> Option<i64> {
+        let name = self
+            .kernel
+            .problem
+            .shapes
+            .get(param)?
+            .get(usize::from(axis))?;
+        self.dims.get(name).copied()
+    }
+    fn dim(&self, name: &str) -> Option<i64> {
+        self.dims.get(name).copied()
+    }
+}
+
+/// Checks the per-launch (shape) constraints of a configuration at a problem shape, as far
+/// as the shape decides them (constraints on scalars are left to the launch). `Err` names
+/// the failing constraint.
+pub fn shape_check(kernel: &Kernel, config: &Config, dims: &DimValues) -> Result<(), String> {
+    let env = ShapeEnv {
+        kernel,
+        config,
+        dims,
+    };
+    for c in kernel
+        .constraints
+        .iter()
+        .filter(|c| c.phase() == Phase::Launch)
+    {
+        match c.expr.eval_bool(&env) {
+            Ok(true) | Err(EvalError::Unavailable(_)) => {}
+            Ok(false) => return Err(format!("constraint `{}` does not hold", c.text)),
+            Err(e) => return Err(format!("constraint `{}`: {e}", c.text)),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,485 @@
+//! The sled database on disk.
+//!
+//! sled lets one process open a database at a time (it holds an exclusive file lock), so
+//! nothing keeps it open: a writer opens, writes one entry, flushes and closes (a `kill -9`
+//! loses at most the entry in flight); a reader opens, reads every entry into memory and
+//! closes. Opening while another process holds the lock is retried for at most
+//! [`READ_WAIT`] (readers) or [`WRITE_WAIT`] (writers); a reader that cannot get in runs on
+//! defaults with one warning. A database that fails to open as corrupt is renamed aside
+//! (`tune.sled.corrupt-<unix seconds>`) with a warning and a new one is started.
+//!
+//! Layout: two trees, `local` and `imported`, each mapping [`CacheKey::to_bytes`] to
+//! [`TunedValue::to_bytes`] (JSON).
+
+use super::{
+    log_rejection, validate, CacheKey, Entry, Origin, Reject, Rejected, TunedValue, ValidEntry,
+};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tilekit_runtime::KernelSpec;
+
+/// How long a reader waits for another process's lock before running on defaults.
+pub const READ_WAIT: Duration = Duration::from_millis(50);
+/// How long a writer waits for another process's lock.
+pub const WRITE_WAIT: Duration = Duration::from_secs(5);
+/// The environment variable naming the cache's location.
+pub const ENV_VAR: &str = "TILEKIT_TUNE_CACHE";
+/// `format` field of an export file.
+pub const EXPORT_FORMAT: &str = "tilekit-tune-cache";
+/// `version` of the export format this build writes and reads.
+pub const EXPORT_VERSION: u32 = 1;
+
+/// Why the cache could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// No location: `$TILEKIT_TUNE_CACHE` is unset and there is no platform data directory.
+    #[error("no tuning cache location: set {ENV_VAR}")]
+    NoLocation,
+    /// Another process held the database for longer than the wait.
+    #[error("tuning cache {path} is locked by another process (waited {waited:?})")]
+    Locked {
+        /// Database path.
+        path: PathBuf,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// sled failed.
+    #[error("tuning cache {path}: {source}")]
+    Sled {
+        /// Database path.
+        path: PathBuf,
+        /// The error.
+        source: sled::Error,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// An export file is not one.
+    #[error("{path}: not a tilekit tuning cache export: {message}")]
+    Format {
+        /// File.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// What a reader got: the valid entries of every layer, what was ignored, and whether the
+/// database could be read at all.
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    /// Entries that passed validation.
+    pub entries: Vec<ValidEntry>,
+    /// Entries that were read and ignored.
+    pub rejected: Vec<Rejected>,
+    /// Set when the database could not be read (locked, unreadable); the reader runs on
+    /// the other layers and defaults.
+    pub unavailable: Option<String>,
+}
+
+/// How `import` treats a key that is already in the imported layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportMode {
+    /// The file's entry replaces it.
+    Replace,
+    /// The faster of the two is kept (an entry with no time loses to one with a time).
+    KeepFaster,
+}
+
+/// The versioned JSON file of `tilekit cache export`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ExportFile {
+    /// Always [`EXPORT_FORMAT`].
+    pub format: String,
+    /// [`EXPORT_VERSION`].
+    pub version: u32,
+    /// When it was written.
+    #[serde(default)]
+    pub exported: String,
+    /// Entries; each is parsed on its own so one bad entry does not spoil the file.
+    #[serde(default)]
+    pub entries: Vec<serde_json::Value>,
+}
+
+/// One stored entry as bytes: its layer, key bytes and value bytes.
+pub type RawEntry = (Origin, Vec<u8>, Vec<u8>);
+
+/// A handle on the tuning cache at a path. Holds nothing open.
+#[derive(Clone, Debug)]
+pub struct TuneCache {
+    path: PathBuf,
+}
+
+fn is_lock_error(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
+}
+
+fn is_corruption(e: &sled::Error) -> bool {
+    match e {
+        sled::Error::Corruption { .. }
+        | sled::Error::Unsupported(_)
+        | sled::Error::ReportableBug(_) => true,
+        sled::Error::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof
+        ),
+        _ => false,
+    }
+}
+
+fn tree_name(origin: Origin) -> &'static str {
+    match origin {
+        Origin::Imported => "imported",
+        _ => "local",
+    }
+}
+
+impl TuneCache {
+    /// The cache at `path` (a sled directory; created on first write).
+    pub fn at(path: impl Into<PathBuf>) -> TuneCache {
+        TuneCache { path: path.into() }
+    }
+
+    /// The default location: `$TILEKIT_TUNE_CACHE`, else `<platform data dir>/tilekit/tune.sled`
+    /// (`~/.local/share/tilekit/tune.sled` on Linux).
+    pub fn default_path() -> Option<PathBuf> {
+        match std::env::var_os(ENV_VAR) {
+            Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+            _ => dirs::data_dir().map(|d| d.join("tilekit").join("tune.sled")),
+        }
+    }
+
+    /// The cache at the default location.
+    pub fn open_default() -> Result<TuneCache, CacheError> {
+        Self::default_path()
+            .map(TuneCache::at)
+            .ok_or(CacheError::NoLocation)
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sled_err(&self, source: sled::Error) -> CacheError {
+        CacheError::Sled {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn try_open(&self) -> Result<sled::Db, sled::Error> {
+        let cfg = sled::Config::new()
+            .path(&self.path)
+            .flush_every_ms(None)
+            .cache_capacity(8 << 20);
+        // sled panics on some malformed files instead of returning an error.
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cfg.open())) {
+            Ok(r) => r,
+            Err(_) => Err(sled::Error::ReportableBug(
+                "sled panicked while opening".into(),
+            )),
+        }
+    }
+
+    /// Opens the database, waiting at most `wait` for another process's lock, moving a
+    /// corrupt database aside.
+    fn open_db(&self, wait: Duration) -> Result<sled::Db, CacheError> {
+        let start = Instant::now();
+        let mut moved = false;
+        loop {
+            match self.try_open() {
+                Ok(db) => return Ok(db),
+                Err(e) if is_lock_error(&e) => {
+                    if start.elapsed() >= wait {
+                        return Err(CacheError::Locked {
+                            path: self.path.clone(),
+                            waited: start.elapsed(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) if is_corruption(&e) && !moved => {
+                    let aside = self.move_aside()?;
+                    tracing::warn!(
+                        "tilekit tuning cache {} is corrupt ({e}); moved it to {} and started a new one",
+                        self.path.display(),
+                        aside.display()
+                    );
+                    moved = true;
+                }
+                Err(e) => return Err(self.sled_err(e)),
+            }
+        }
+    }
+
+    fn move_aside(&self) -> Result<PathBuf, CacheError> {
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".corrupt-{secs}"));
+        let mut aside = self.path.with_file_name(&name);
+        let mut n = 1;
+        while aside.exists() {
+            let mut alt = name.clone();
+            alt.push(format!("-{n}"));
+            aside = self.path.with_file_name(alt);
+            n += 1;
+        }
+        std::fs::rename(&self.path, &aside).map_err(|source| CacheError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok(aside)
+    }
+
+    /// Runs `f` on the open database, then flushes and closes it.
+    fn with_db<T>(
+        &self,
+        wait: Duration,
+        f: impl FnOnce(&sled::Db) -> Result<T, sled::Error>,
+    ) -> Result<T, CacheError> {
+        if let Some(parent) = self.path.parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent).map_err(|source| CacheError::Io {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
+        let db = self.open_db(wait)?;
+        let out = f(&db).map_err(|e| self.sled_err(e))?;
+        db.flush().map_err(|e| self.sled_err(e))?;
+        drop(db);
+        Ok(out)
+    }
+
+    /// Stores one entry in the layer of its `provenance.origin` (`local` unless imported),
+    /// then flushes and closes the database.
+    pub fn put(&self, key: &CacheKey, value: &TunedValue) -> Result<(), CacheError> {
+        let tree = tree_name(value.provenance.origin);
+        self.with_db(WRITE_WAIT, |db| {
+            db.open_tree(tree)?
+                .insert(key.to_bytes(), value.to_bytes())?;
+            Ok(())
+        })
+    }
+
+    /// Removes every entry of both layers.
+    pub fn clear(&self) -> Result<usize, CacheError> {
+        if !self.path.exists() {
+            return Ok(0);
+        }
+        self.with_db(WRITE_WAIT, |db| {
+            let mut n = 0;
+            for origin in [Origin::Local, Origin::Imported] {
+                let t = db.open_tree(tree_name(origin))?;
+                n += t.len();
+                t.clear()?;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Every stored (layer, key bytes, value bytes), read with the reader's wait. A cache
+    /// that does not exist yet is empty (and is not created).
+    pub fn read_raw(&self) -> Result<Vec<RawEntry>, CacheError> {
+        self.read_raw_waiting(READ_WAIT)
+    }
+
+    fn read_raw_waiting(&self, wait: Duration) -> Result<Vec<RawEntry>, CacheError> {
+        if !self.path.exists() {
+            return Ok(Vec::new());
+        }
+        let db = self.open_db(wait)?;
+        let mut out = Vec::new();
+        for origin in [Origin::Local, Origin::Imported] {
+            let t = db
+                .open_tree(tree_name(origin))
+                .map_err(|e| self.sled_err(e))?;
+            for kv in t.iter() {
+                let (k, v) = kv.map_err(|e| self.sled_err(e))?;
+                out.push((origin, k.to_vec(), v.to_vec()));
+            }
+        }
+        drop(db);
+        Ok(out)
+    }
+
+    /// Every readable entry, unvalidated (for export and display), and the unreadable ones.
+    pub fn read_entries(&self) -> Result<(Vec<Entry>, Vec<Rejected>), CacheError> {
+        Ok(parse_raw(self.read_raw_waiting(WRITE_WAIT)?))
+    }
+
+    /// What a launch uses: every entry read into memory, validated against `specs`
+    /// ([`super::validate`]). Never fails: a locked or unreadable database gives no entries,
+    /// one warning and `unavailable` set.
+    pub fn load(&self, specs: &[&KernelSpec]) -> Loaded {
+        let raw = match self.read_raw() {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("tilekit tuning cache not read, running on defaults: {e}");
+                return Loaded {
+                    unavailable: Some(e.to_string()),
+                    ..Loaded::default()
+                };
+            }
+        };
+        let (entries, mut rejected) = parse_raw(raw);
+        let mut valid = Vec::new();
+        for entry in entries {
+            match validate(&entry, specs) {
+                Ok(config) => valid.push(ValidEntry { entry, config }),
+                Err(reason) => rejected.push(Rejected {
+                    origin: entry.value.provenance.origin,
+                    key: entry.key.to_string(),
+                    reason,
+                }),
+            }
+        }
+        for r in &rejected {
+            log_rejection(r);
+        }
+        Loaded {
+            entries: valid,
+            rejected,
+            unavailable: None,
+        }
+    }
+
+    /// Writes every readable entry of both layers to `file` as a versioned JSON export.
+    /// Returns the number of entries written.
+    pub fn export(&self, file: &Path) -> Result<usize, CacheError> {
+        let (entries, rejected) = self.read_entries()?;
+        for r in &rejected {
+            log_rejection(r);
+        }
+        let out = ExportFile {
+            format: EXPORT_FORMAT.into(),
+            version: EXPORT_VERSION,
+            exported: super::value::rfc3339_now(),
+            entries: entries
+                .iter()
+                .filter_map(|e| serde_json::to_value(e).ok())
+                .collect(),
+        };
+        let text = serde_json::to_string_pretty(&out).unwrap_or_default();
+        std::fs::write(file, text + "\n").map_err(|source| CacheError::Io {
+            path: file.to_path_buf(),
+            source,
+        })?;
+        Ok(entries.len())
+    }
+
+    /// Reads an export file into the imported layer, marking every entry `imported`.
+    /// Unreadable entries of the file are skipped with a warning (they are returned);
+    /// configurations are validated when read, like every entry. Returns (entries stored,
+    /// entries skipped).
+    pub fn import(
+        &self,
+        file: &Path,
+        mode: ImportMode,
+    ) -> Result<(usize, Vec<Rejected>), CacheError> {
+        let (entries, rejected) = read_export(file)?;
+        for r in &rejected {
+            log_rejection(r);
+        }
+        let n = entries.len();
+        self.with_db(WRITE_WAIT, |db| {
+            let t = db.open_tree(tree_name(Origin::Imported))?;
+            for mut e in entries {
+                e.value.provenance.origin = Origin::Imported;
+                let k = e.key.to_bytes();
+                if mode == ImportMode::KeepFaster {
+                    let old = t
+                        .get(&k)?
+                        .and_then(|v| TunedValue::from_bytes(&v).ok())
+                        .and_then(|v| v.best_us);
+                    if let (Some(old), new) = (old, e.value.best_us) {
+                        if new.is_none_or(|new| new >= old) {
+                            continue;
+                        }
+                    }
+                }
+                t.insert(k, e.value.to_bytes())?;
+            }
+            Ok(())
+        })?;
+        Ok((n, rejected))
+    }
+}
+
+/// Parses raw (layer, key, value) bytes; unreadable ones become rejections.
+fn parse_raw(raw: Vec<RawEntry>) -> (Vec<Entry>, Vec<Rejected>) {
+    let mut entries = Vec::new();
+    let mut rejected = Vec::new();
+    for (origin, k, v) in raw {
+        let key = match CacheKey::from_bytes(&k) {
+            Ok(k) => k,
+            Err(e) => {
+                rejected.push(Rejected {
+                    origin,
+                    key: String::from_utf8_lossy(&k).chars().take(80).collect(),
+                    reason: Reject::Unreadable(format!("key: {e}")),
+                });
+                continue;
+            }
+        };
+        match TunedValue::from_bytes(&v) {
+            Ok(mut value) => {
+                // The tree decides the layer, whatever the value claims.
+                value.provenance.origin = origin;
+                entries.push(Entry { key, value });
+            }
+            Err(e) => rejected.push(Rejected {
+                origin,
+                key: key.to_string(),
+                reason: Reject::Unreadable(format!("value: {e}")),
+            }),
+        }
+    }
+    (entries, rejected)
+}
+
+/// Reads an export file: its readable entries and the unreadable ones.
+pub fn read_export(file: &Path) -> Result<(Vec<Entry>, Vec<Rejected>), CacheError> {
+    let text = std::fs::read_to_string(file).map_err(|source| CacheError::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    let fmt_err = |message: String| CacheError::Format {
+        path: file.to_path_buf(),
+        message,
+    };
+    let parsed: ExportFile = serde_json::from_str(&text).map_err(|e| fmt_err(e.to_string()))?;
+    if parsed.format != EXPORT_FORMAT {
+        return Err(fmt_err(format!("format is `{}`", parsed.format)));
+    }
+    if parsed.version != EXPORT_VERSION {
+        return Err(fmt_err(format!(
+            "version {} (this tilekit reads {EXPORT_VERSION})",
+            parsed.version
+        )));
+    }
+    let mut entries = Vec::new();
+    let mut rejected = Vec::new();
+    for (i, v) in parsed.entries.into_iter().enumerate() {
+        match serde_json::from_value::<Entry>(v) {
+            Ok(e) => entries.push(e),
+            Err(e) => rejected.push(Rejected {
+                origin: Origin::Imported,
+                key: format!("#{i} of {}", file.display()),
+                reason: Reject::Unreadable(e.to_string()),
+            }),
+        }
+    }
+    Ok((entries, rejected))
+}

@@ -1,0 +1,162 @@
+//! `tilekit cache`: show, export, import, merge, clear.
+
+use super::table::Table;
+use clap::Subcommand;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use tilekit_ir::{Config, TuneValue};
+use tilekit_tuner::cache::{validate, ImportMode, Reject, TuneCache};
+
+/// What to do with the tuning cache.
+#[derive(Subcommand, Debug)]
+pub enum CacheAction {
+    /// Every entry, whether it is valid for the current kernels, and why not.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write every entry to a versioned JSON file.
+    Export {
+        /// Output file.
+        file: PathBuf,
+    },
+    /// Read an export file into the imported layer (replacing entries of the same key).
+    Import {
+        /// Export file.
+        file: PathBuf,
+    },
+    /// Read an export file into the imported layer, keeping the faster of two entries.
+    Merge {
+        /// Export file.
+        file: PathBuf,
+    },
+    /// Remove every entry (local and imported).
+    Clear,
+}
+
+/// A tuning value as JSON (`1024`, `true`, `"Padded"`).
+pub fn value_json(v: &TuneValue) -> serde_json::Value {
+    match v {
+        TuneValue::Int(i) => json!(i),
+        TuneValue::Bool(b) => json!(b),
+        TuneValue::Enum(s) => json!(s),
+    }
+}
+
+/// A configuration as a JSON object.
+pub fn config_json(c: &Config) -> serde_json::Value {
+    serde_json::Value::Object(
+        c.values
+            .iter()
+            .map(|(n, v)| (n.clone(), value_json(v)))
+            .collect(),
+    )
+}
+
+fn open(path: Option<PathBuf>) -> anyhow::Result<TuneCache> {
+    Ok(match path {
+        Some(p) => TuneCache::at(p),
+        None => TuneCache::open_default()?,
+    })
+}
+
+fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
+    let (entries, rejected) = cache.read_entries()?;
+    let mut rows = Vec::new();
+    for e in &entries {
+        let status = match validate(e, tilekit_kernels::ALL) {
+            Ok(_) => "ok".to_string(),
+            Err(Reject::UnknownKernel(_)) => {
+                "not a library kernel (checked when its program reads it)".into()
+            }
+            Err(r) => format!("ignored: {r}"),
+        };
+        rows.push((e, status));
+    }
+    if json_out {
+        let v = json!({
+            "path": cache.path().display().to_string(),
+            "entries": rows.iter().map(|(e, status)| json!({
+                "key": e.key,
+                "value": e.value,
+                "status": status,
+            })).collect::<Vec<_>>(),
+            "unreadable": rejected.iter().map(|r| json!({
+                "layer": r.origin.as_str(),
+                "key": r.key,
+                "reason": r.reason.to_string(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("tuning cache: {}", cache.path().display());
+    if rows.is_empty() && rejected.is_empty() {
+        println!("(empty)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new(&[
+        "layer", "kernel", "dtype", "shape", "gpu", "config", "best us", "date", "status",
+    ]);
+    for (e, status) in &rows {
+        t.row(vec![
+            e.value.provenance.origin.as_str().to_string(),
+            e.key.kernel.clone(),
+            e.key.bindings.to_string(),
+            e.key.shape.to_string(),
+            e.key.gpu.to_string(),
+            e.value.to_config().to_string(),
+            e.value
+                .best_us
+                .map(|b| format!("{b:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            e.value.provenance.date.clone(),
+            status.clone(),
+        ]);
+    }
+    print!("{}", t.render());
+    for r in &rejected {
+        println!("ignored: {r}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<ExitCode> {
+    let (n, skipped) = cache.import(file, mode)?;
+    for r in &skipped {
+        eprintln!("tilekit: warning: skipped {r}");
+    }
+    println!(
+        "{} {n} entries from {} into {} (layer: imported)",
+        if mode == ImportMode::Replace {
+            "imported"
+        } else {
+            "merged"
+        },
+        file.display(),
+        cache.path().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `tilekit cache ACTION`.
+pub fn run(path: Option<PathBuf>, action: &CacheAction) -> anyhow::Result<ExitCode> {
+    let cache = open(path)?;
+    match action {
+        CacheAction::Show { json } => show(&cache, *json),
+        CacheAction::Export { file } => {
+            let n = cache.export(file)?;
+            println!("exported {n} entries to {}", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        CacheAction::Import { file } => import(&cache, file, ImportMode::Replace),
+        CacheAction::Merge { file } => import(&cache, file, ImportMode::KeepFaster),
+        CacheAction::Clear => {
+            let n = cache.clear()?;
+            println!("removed {n} entries from {}", cache.path().display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Commands that need a CUDA GPU: `devices`, `tune`, `bench`.
+
+use super::table::Table;
+use clap::Args;
+use std::process::ExitCode;
+use tilekit_runtime::{Runtime, RuntimeError};
+use tilekit_tuner::cache::GpuId;
+
+/// Exit code when a GPU is required and there is none (or the step is not available).
+const NO_GPU: u8 = 2;
+
+/// Arguments of `tilekit tune`.
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// Kernel to tune (see `tilekit list`).
+    #[arg(long, required_unless_present = "all")]
+    pub kernel: Option<String>,
+    /// Problem shape, `AxBxC` in the kernel's problem dimensions.
+    #[arg(long)]
+    pub shape: Option<String>,
+    /// Element types (`bf16` or `T=bf16`).
+    #[arg(long, default_value = "bf16")]
+    pub dtype: String,
+    /// Every library kernel on its representative shapes.
+    #[arg(long)]
+    pub all: bool,
+    /// Time every candidate (no adaptive elimination).
+    #[arg(long)]
+    pub exhaustive: bool,
+    /// Re-tune keys that are already in the cache.
+    #[arg(long)]
+    pub force: bool,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+}
+
+/// Arguments of `tilekit bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Kernel to benchmark.
+    #[arg(long)]
+    pub kernel: String,
+    /// Problem shape.
+    #[arg(long)]
+    pub shape: Option<String>,
+    /// Element types.
+    #[arg(long, default_value = "bf16")]
+    pub dtype: String,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+}
+
+/// Opens device `ordinal`, or prints why `what` needs one and returns the exit code.
+fn need_gpu(what: &str, ordinal: usize) -> Result<Runtime, ExitCode> {
+    match Runtime::cuda(ordinal) {
+        Ok(rt) => Ok(rt),
+        Err(e) => {
+            eprintln!(
+                "tilekit {what}: needs a CUDA GPU, and CUDA device {ordinal} is not available: {e}\n\
+                 (`tilekit list`, `tilekit show` and `tilekit cache` work without a GPU)"
+            );
+            Err(ExitCode::from(NO_GPU))
+        }
+    }
+}
+
+fn check_kernel(name: Option<&str>) -> anyhow::Result<()> {
+    if let Some(k) = name {
+        super::find_kernel(k)?;
+    }
+    Ok(())
+}
+
+/// Runs `tilekit tune`.
+pub fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    check_kernel(args.kernel.as_deref())?;
+    let rt = match need_gpu("tune", args.device) {
+        Ok(rt) => rt,
+        Err(code) => return Ok(code),
+    };
+    let gpu = rt.device().map(GpuId::from_device);
+    eprintln!(
+        "tilekit tune: found {}, but the GPU search is not implemented in this build yet \
+         (the cache, `list`, `show` and `cache` are); nothing was tuned",
+        gpu.map(|g| g.to_string()).unwrap_or_default()
+    );
+    Ok(ExitCode::from(NO_GPU))
+}
+
+/// Runs `tilekit bench`.
+pub fn bench(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    check_kernel(Some(&args.kernel))?;
+    let rt = match need_gpu("bench", args.device) {
+        Ok(rt) => rt,
+        Err(code) => return Ok(code),
+    };
+    let gpu = rt.device().map(GpuId::from_device);
+    eprintln!(
+        "tilekit bench: found {}, but tuned-vs-default benchmarking is not implemented in \
+         this build yet (use the tilekit-bench binary of benches/); nothing was measured",
+        gpu.map(|g| g.to_string()).unwrap_or_default()
+    );
+    Ok(ExitCode::from(NO_GPU))
+}
+
+/// Runs `tilekit devices`.
+pub fn devices() -> anyhow::Result<ExitCode> {
+    let mut t = Table::new(&[
+        "#",
+        "name",
+        "cc",
+        "SMs",
+        "smem/block",
+        "target",
+        "driver",
+        "NVRTC",
+    ]);
+    let mut ordinal = 0;
+    loop {
+        match Runtime::cuda(ordinal) {
+            Ok(rt) => {
+                if let Some(d) = rt.device() {
+                    t.row(vec![
+                        ordinal.to_string(),
+                        d.name.clone(),
+                        format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+                        d.sm_count.to_string(),
+                        d.max_smem_optin.to_string(),
+                        d.target.arch().to_string(),
+                        format!("{}.{}", d.driver_version.0, d.driver_version.1),
+                        format!("{}.{}", d.nvrtc_version.0, d.nvrtc_version.1),
+                    ]);
+                }
+                ordinal += 1;
+            }
+            Err(RuntimeError::NoDevice { .. }) if ordinal > 0 => break,
+            Err(e) => {
+                if ordinal == 0 {
+                    println!("no CUDA devices: {e}");
+                    return Ok(ExitCode::SUCCESS);
+                }
+                println!("device {ordinal}: {e}");
+                break;
+            }
+        }
+    }
+    print!("{}", t.render());
+    Ok(ExitCode::SUCCESS)
+}

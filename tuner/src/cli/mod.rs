@@ -1,0 +1,86 @@
+//! The `tilekit` command line, built on `tilekit_tuner`'s library API.
+//!
+//! `list`, `show` and `cache` work without a GPU; `devices` reports what it finds; `tune`
+//! and `bench` need a CUDA GPU and say so clearly when there is none.
+
+mod cache;
+mod gpu;
+mod list;
+mod show;
+mod table;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// tilekit: tile-level GPU kernels with an autotuner.
+#[derive(Parser, Debug)]
+#[command(name = "tilekit", version, about)]
+pub struct Cli {
+    /// The tuning cache (a sled directory); default `$TILEKIT_TUNE_CACHE`, else
+    /// `<data dir>/tilekit/tune.sled`.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cache_path: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// The library's kernels: tuning spaces, problem dimensions, constraints and phases.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The generated CUDA of one variant of a kernel (or its IR with --ir).
+    Show(show::ShowArgs),
+    /// The tuning cache: show, export, import, merge, clear.
+    Cache {
+        /// What to do with it.
+        #[command(subcommand)]
+        action: cache::CacheAction,
+    },
+    /// CUDA devices and their tuning identity.
+    Devices,
+    /// Tune a kernel on this machine's GPU (needs a CUDA GPU).
+    Tune(gpu::TuneArgs),
+    /// Tuned vs default (and a peer) on this machine's GPU (needs a CUDA GPU).
+    Bench(gpu::BenchArgs),
+}
+
+/// Parses the command line, runs it, and maps errors to exit codes (1: failed, 2: usage
+/// or no GPU, as printed).
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cache_path = cli.cache_path.clone();
+    let result = match cli.command {
+        Command::List { json } => list::run(json),
+        Command::Show(args) => show::run(&args),
+        Command::Cache { action } => cache::run(cache_path, &action),
+        Command::Devices => gpu::devices(),
+        Command::Tune(args) => gpu::tune(&args),
+        Command::Bench(args) => gpu::bench(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tilekit: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A library kernel by name, or an error listing the names.
+pub fn find_kernel(name: &str) -> anyhow::Result<&'static tilekit_runtime::KernelSpec> {
+    tilekit_kernels::ALL
+        .iter()
+        .copied()
+        .find(|s| s.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = tilekit_kernels::ALL.iter().map(|s| s.name).collect();
+            anyhow::anyhow!("no library kernel `{name}` (kernels: {})", names.join(", "))
+        })
+}

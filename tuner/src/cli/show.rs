@@ -1,0 +1,127 @@
+//! `tilekit show`: one variant's generated CUDA, or a kernel's IR.
+
+use clap::Args;
+use serde_json::json;
+use std::process::ExitCode;
+use tilekit_codegen::{Target, Variant};
+use tilekit_ir::{Bindings, Config, DType, Kernel};
+
+/// Arguments of `tilekit show`.
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// Kernel name (see `tilekit list`).
+    pub kernel: String,
+    /// Configuration, `BLOCK=1024,WARPS=4` (default: the declared default).
+    #[arg(long)]
+    pub config: Option<String>,
+    /// Element types: `bf16` (every generic) or `T=bf16,U=f32` (default f32).
+    #[arg(long, default_value = "f32")]
+    pub dtype: String,
+    /// Target architecture: sm_80 or sm_90a.
+    #[arg(long, default_value = "sm_90a")]
+    pub target: String,
+    /// The variant for unaligned or strided tensors (default: the aligned one).
+    #[arg(long)]
+    pub unaligned: bool,
+    /// Print the kernel's IR instead of CUDA.
+    #[arg(long)]
+    pub ir: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses `--dtype`: one type for every generic, or `NAME=type` pairs.
+pub fn parse_bindings(kernel: &Kernel, s: &str) -> anyhow::Result<Bindings> {
+    let mut b = Bindings::default();
+    let float = |t: &str| -> anyhow::Result<DType> {
+        DType::parse(t.trim())
+            .filter(|d| DType::FLOATS.contains(d))
+            .ok_or_else(|| anyhow::anyhow!("`{t}` is not an element type (f32, f16, bf16)"))
+    };
+    if s.contains('=') {
+        for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+            let (n, t) = part
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("`{part}`: expected NAME=type"))?;
+            let n = n.trim();
+            if !kernel.generics.iter().any(|g| g == n) {
+                anyhow::bail!(
+                    "kernel `{}` has no generic `{n}` (generics: {})",
+                    kernel.name,
+                    kernel.generics.join(", ")
+                );
+            }
+            b.0.insert(n.to_string(), float(t)?);
+        }
+        if let Some(g) = kernel.generics.iter().find(|g| b.get(g).is_none()) {
+            anyhow::bail!("--dtype gives no type for generic `{g}`");
+        }
+    } else {
+        let d = float(s)?;
+        for g in &kernel.generics {
+            b.0.insert(g.clone(), d);
+        }
+    }
+    Ok(b)
+}
+
+/// Parses and validates `--config` against the kernel's space (default: declared default).
+pub fn parse_config(kernel: &Kernel, s: Option<&str>) -> anyhow::Result<Config> {
+    let Some(s) = s else {
+        return Ok(kernel.space.default_config());
+    };
+    let c = Config::parse(s)
+        .ok_or_else(|| anyhow::anyhow!("`{s}` is not a configuration (NAME=value,...)"))?;
+    Ok(kernel.space.validate(&c)?)
+}
+
+/// Runs `tilekit show`.
+pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
+    let spec = super::find_kernel(&args.kernel)?;
+    let kernel = spec.kernel()?;
+    if args.ir {
+        if args.json {
+            let ir: serde_json::Value = serde_json::from_str(&kernel.to_json())?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"kernel": spec.name, "ir": ir}))?
+            );
+        } else {
+            print!("{kernel}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let config = parse_config(kernel, args.config.as_deref())?;
+    let bindings = parse_bindings(kernel, &args.dtype)?;
+    let target = Target::parse(&args.target)
+        .ok_or_else(|| anyhow::anyhow!("unknown target `{}` (sm_80, sm_90a)", args.target))?;
+    if let Err(why) = tilekit_tuner::target_check(kernel, &config, &bindings, target) {
+        anyhow::bail!(
+            "{} [{config}] is not a valid variant for {}: {why}",
+            spec.name,
+            target.arch()
+        );
+    }
+    let variant = Variant {
+        config: config.clone(),
+        bindings: bindings.clone(),
+        aligned: !args.unaligned,
+        target,
+    };
+    let source = tilekit_codegen::variant_source(kernel, spec.cuda_template, &variant)?;
+    if args.json {
+        let v = json!({
+            "kernel": spec.name,
+            "config": super::cache::config_json(&config),
+            "bindings": bindings.to_string(),
+            "target": target.arch(),
+            "aligned": !args.unaligned,
+            "cuda": source,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{source}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,527 @@
+//! The sled tuning cache without a GPU: round trip, hostile entries, export / import /
+//! merge, layer precedence, corrupt databases, a writer killed with SIGKILL, and a reader
+//! running while another process writes.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tilekit_ir::expr::ExprOp;
+use tilekit_ir::{Bindings, Config, Constraint, DType, Expr};
+use tilekit_runtime::KernelSpec;
+use tilekit_tuner::cache::store::READ_WAIT;
+use tilekit_tuner::cache::{
+    CacheKey, Entry, GpuId, ImportMode, Layers, Origin, Reject, ShapeBucket, Source, Timing,
+    TuneCache, TunedValue,
+};
+
+fn softmax() -> &'static KernelSpec {
+    &tilekit_kernels::softmax::SPEC
+}
+
+fn h100() -> GpuId {
+    GpuId {
+        name: "NVIDIA H100 80GB HBM3".into(),
+        compute_capability: (9, 0),
+        sm_count: 132,
+    }
+}
+
+fn bf16() -> Bindings {
+    Bindings::single("T", DType::BF16)
+}
+
+fn key_for(spec: &KernelSpec, shape: &str) -> CacheKey {
+    let k = spec.kernel().unwrap();
+    let dims = tilekit_ir::cost::parse_shape(k, shape).unwrap();
+    let bucket = ShapeBucket::of(k, &dims, &bf16()).unwrap();
+    CacheKey::new(h100(), spec.name, spec.spec_hash, bf16(), bucket)
+}
+
+/// A distinct softmax key per `i` (only the bucket differs).
+fn key_n(i: usize) -> CacheKey {
+    let mut k = key_for(softmax(), "4096x4096");
+    k.shape.dims.insert("M".into(), i as u64);
+    k
+}
+
+fn value(config: &str, best: f64, origin: Origin) -> TunedValue {
+    let mut v = TunedValue::new(&Config::parse(config).unwrap());
+    v.best_us = Some(best);
+    v.timings = vec![Timing {
+        config: v.config.clone(),
+        samples_us: vec![best, best * 1.01],
+        error: None,
+    }];
+    v.provenance.origin = origin;
+    v.provenance.driver = Some("13.0".into());
+    v
+}
+
+fn cache_in(dir: &Path) -> TuneCache {
+    TuneCache::at(dir.join("tune.sled"))
+}
+
+fn raw_insert(cache: &TuneCache, tree: &str, k: &[u8], v: &[u8]) {
+    let db = sled::open(cache.path()).unwrap();
+    db.open_tree(tree).unwrap().insert(k, v).unwrap();
+    db.flush().unwrap();
+}
+
+#[test]
+fn round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    assert!(cache.load(&[softmax()]).entries.is_empty());
+    assert!(!cache.path().exists(), "a read must not create the cache");
+    let key = key_for(softmax(), "32768x4096");
+    let v = value("WARPS=8,BLOCK=4096", 41.5, Origin::Local);
+    cache.put(&key, &v).unwrap();
+    let loaded = cache.load(&[softmax()]);
+    assert!(loaded.rejected.is_empty(), "{:?}", loaded.rejected);
+    assert_eq!(loaded.entries.len(), 1);
+    let e = &loaded.entries[0];
+    assert_eq!(e.entry.key, key);
+    assert_eq!(e.entry.value, v);
+    // Canonical order of the space.
+    assert_eq!(e.config.to_string(), "BLOCK=4096,WARPS=8");
+    let layers = Layers::new(loaded, &[], &[softmax()]);
+    let c = layers.choose(&key, softmax(), None);
+    assert_eq!(
+        (c.config.to_string().as_str(), c.source),
+        ("BLOCK=4096,WARPS=8", Source::Local)
+    );
+}
+
+#[test]
+fn shape_bucket_and_alignment_class() {
+    let k = tilekit_kernels::matmul::SPEC.kernel().unwrap();
+    let b = |s: &str, d: DType| {
+        let dims = tilekit_ir::cost::parse_shape(k, s).unwrap();
+        ShapeBucket::of(k, &dims, &Bindings::single("T", d)).unwrap()
+    };
+    let aligned = b("4096x4096x4096", DType::BF16);
+    assert_eq!((aligned.align_bytes, aligned.mult64), (16, true));
+    assert_eq!(aligned.dims["K"], 4096);
+    let odd = b("4097x4097x4097", DType::BF16);
+    assert_eq!((odd.align_bytes, odd.mult64), (2, false));
+    assert_eq!(odd.dims["K"], 8192);
+    // 8192x50257x768: N = 50257 is odd; bf16 rows of c are 2-byte aligned.
+    assert_eq!(b("8192x768x50257", DType::BF16).align_bytes, 2);
+    assert_eq!(b("8192x768x50260", DType::F32).align_bytes, 16);
+    assert_eq!(b("8192x768x50260", DType::BF16).align_bytes, 8);
+    assert_ne!(
+        key_for(softmax(), "100x4096"),
+        key_for(softmax(), "100x4095")
+    );
+    assert_eq!(
+        key_for(softmax(), "100x4096"),
+        key_for(softmax(), "120x4096")
+    );
+}
+
+/// softmax with an extra static constraint `WARPS <= 8`, under another name.
+fn limited_softmax() -> &'static KernelSpec {
+    let mut k = softmax().kernel().unwrap().clone();
+    k.name = "softmax_limited".into();
+    k.constraints.push(Constraint {
+        expr: Expr::bin(ExprOp::Le, Expr::Tune("WARPS".into()), Expr::Int(8)),
+        text: "WARPS <= 8".into(),
+        loc: Default::default(),
+    });
+    let hash = tilekit_ir::hash::spec_hash(&k);
+    let json: &'static str = Box::leak(k.to_json().into_boxed_str());
+    Box::leak(Box::new(KernelSpec::new(
+        "softmax_limited",
+        json,
+        softmax().cuda_template,
+        "",
+        hash,
+    )))
+}
+
+#[test]
+fn hostile_entries_are_rejected_on_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    let limited = limited_softmax();
+    let specs = [softmax(), limited];
+    let good = key_for(softmax(), "32768x4096");
+    cache
+        .put(&good, &value("BLOCK=4096,WARPS=8", 40.0, Origin::Local))
+        .unwrap();
+    // Outside the space.
+    let outside = key_n(3);
+    cache
+        .put(&outside, &value("BLOCK=999,WARPS=8", 1.0, Origin::Local))
+        .unwrap();
+    // An injection attempt through an enum value.
+    let injected = key_n(4);
+    let mut v = value("BLOCK=4096,WARPS=8", 1.0, Origin::Local);
+    v.config.insert(
+        "BLOCK".into(),
+        tilekit_tuner::cache::ParamValue::Enum("4096>; asm(\"trap;\"); //".into()),
+    );
+    cache.put(&injected, &v).unwrap();
+    // In the space, but failing the static constraint WARPS <= 8.
+    let mut static_fail = key_for(limited, "32768x4096");
+    static_fail.spec_hash = limited.spec_hash;
+    cache
+        .put(
+            &static_fail,
+            &value("BLOCK=4096,WARPS=16", 1.0, Origin::Local),
+        )
+        .unwrap();
+    // Garbage value bytes, garbage key bytes, garbage in the imported layer.
+    raw_insert(&cache, "local", &key_n(5).to_bytes(), b"\xff\x00not json");
+    raw_insert(&cache, "local", b"\x01\x02garbage key", b"{}");
+    raw_insert(&cache, "imported", &key_n(6).to_bytes(), b"{\"config\": 7}");
+
+    let loaded = cache.load(&specs);
+    assert_eq!(loaded.entries.len(), 1, "{:#?}", loaded.entries);
+    assert_eq!(loaded.entries[0].entry.key, good);
+    assert_eq!(loaded.rejected.len(), 6, "{:#?}", loaded.rejected);
+    assert!(loaded.rejected.iter().all(|r| r.reason.is_hostile()));
+    let count = |f: fn(&Reject) -> bool| loaded.rejected.iter().filter(|r| f(&r.reason)).count();
+    assert_eq!(count(|r| matches!(r, Reject::OutsideSpace(_))), 2);
+    assert_eq!(count(|r| matches!(r, Reject::Constraint(_))), 1);
+    assert_eq!(count(|r| matches!(r, Reject::Unreadable(_))), 3);
+    // The limited kernel's default is used instead; WARPS=8 would be accepted.
+    let layers = Layers::new(loaded, &[], &specs);
+    assert_eq!(
+        layers.choose(&static_fail, limited, None).source,
+        Source::Default
+    );
+    cache
+        .put(
+            &static_fail,
+            &value("BLOCK=4096,WARPS=8", 1.0, Origin::Local),
+        )
+        .unwrap();
+    assert_eq!(cache.load(&specs).entries.len(), 2);
+}
+
+#[test]
+fn stale_and_foreign_entries_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    let mut stale = key_for(softmax(), "64x64");
+    stale.spec_hash ^= 1;
+    cache
+        .put(&stale, &value("BLOCK=1024,WARPS=4", 1.0, Origin::Local))
+        .unwrap();
+    let mut other_schema = key_for(softmax(), "64x64");
+    other_schema.schema = 999;
+    cache
+        .put(
+            &other_schema,
+            &value("BLOCK=1024,WARPS=4", 1.0, Origin::Local),
+        )
+        .unwrap();
+    let mut old_gpu = key_for(softmax(), "64x64");
+    old_gpu.gpu.compute_capability = (7, 5);
+    cache
+        .put(&old_gpu, &value("BLOCK=1024,WARPS=4", 1.0, Origin::Local))
+        .unwrap();
+    let loaded = cache.load(&[softmax()]);
+    assert!(loaded.entries.is_empty());
+    let reasons: Vec<_> = loaded.rejected.iter().map(|r| &r.reason).collect();
+    assert!(reasons
+        .iter()
+        .any(|r| matches!(r, Reject::StaleSpec { .. })));
+    assert!(reasons.iter().any(|r| matches!(r, Reject::Schema(999))));
+    assert!(reasons.iter().any(|r| matches!(r, Reject::NoTarget(7, 5))));
+}
+
+#[test]
+fn export_import_merge_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = cache_in(&dir.path().join("a"));
+    let b = cache_in(&dir.path().join("b"));
+    for i in 0..3 {
+        a.put(
+            &key_n(i),
+            &value("BLOCK=2048,WARPS=4", 10.0 + i as f64, Origin::Local),
+        )
+        .unwrap();
+    }
+    let file = dir.path().join("export.json");
+    assert_eq!(a.export(&file).unwrap(), 3);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["format"], "tilekit-tune-cache");
+    assert_eq!(json["version"], 1);
+    assert_eq!(json["entries"][0]["value"]["config"]["BLOCK"], 2048);
+
+    let (n, skipped) = b.import(&file, ImportMode::Replace).unwrap();
+    assert_eq!((n, skipped.len()), (3, 0));
+    let loaded = b.load(&[softmax()]);
+    assert_eq!(loaded.entries.len(), 3);
+    for e in &loaded.entries {
+        assert_eq!(e.entry.value.provenance.origin, Origin::Imported);
+        let orig = a.read_entries().unwrap().0;
+        let o = orig.iter().find(|o| o.key == e.entry.key).unwrap();
+        assert_eq!(o.value.config, e.entry.value.config);
+        assert_eq!(o.value.timings, e.entry.value.timings);
+        assert_eq!(o.value.provenance.date, e.entry.value.provenance.date);
+    }
+
+    // Merge keeps the faster entry per key; import replaces.
+    let c = cache_in(&dir.path().join("c"));
+    c.put(&key_n(0), &value("BLOCK=4096,WARPS=8", 5.0, Origin::Local))
+        .unwrap();
+    c.put(&key_n(1), &value("BLOCK=4096,WARPS=8", 50.0, Origin::Local))
+        .unwrap();
+    let file2 = dir.path().join("c.json");
+    c.export(&file2).unwrap();
+    b.import(&file2, ImportMode::KeepFaster).unwrap();
+    let best = |cache: &TuneCache, i: usize| {
+        let (entries, _) = cache.read_entries().unwrap();
+        entries
+            .into_iter()
+            .find(|e| e.key == key_n(i))
+            .map(|e| (e.value.best_us.unwrap(), e.value.provenance.origin))
+            .unwrap()
+    };
+    assert_eq!(best(&b, 0), (5.0, Origin::Imported)); // faster: taken
+    assert_eq!(best(&b, 1), (11.0, Origin::Imported)); // slower: kept the old one
+    assert_eq!(best(&b, 2), (12.0, Origin::Imported)); // untouched
+    b.import(&file2, ImportMode::Replace).unwrap();
+    assert_eq!(best(&b, 1), (50.0, Origin::Imported));
+
+    // A file with a bad entry: the rest imports, the bad one is reported.
+    let mut j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    j["entries"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"key": 1}));
+    std::fs::write(&file, j.to_string()).unwrap();
+    let d = cache_in(&dir.path().join("d"));
+    let (n, skipped) = d.import(&file, ImportMode::Replace).unwrap();
+    assert_eq!((n, skipped.len()), (3, 1));
+    // Not an export at all.
+    std::fs::write(&file, "{\"format\": \"other\", \"version\": 1}").unwrap();
+    assert!(d.import(&file, ImportMode::Replace).is_err());
+
+    assert_eq!(b.clear().unwrap(), 3);
+    assert!(b.load(&[softmax()]).entries.is_empty());
+}
+
+#[test]
+fn layer_precedence() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    let spec = softmax();
+    let key = key_for(spec, "32768x4096");
+    let shipped = |config: &str, k: &CacheKey| Entry {
+        key: k.clone(),
+        value: value(config, 30.0, Origin::Local), // the layer decides, not the value
+    };
+    let only_default = key_for(spec, "32768x100");
+    let only_shipped = key_for(spec, "32768x200");
+    let ship = vec![
+        shipped("BLOCK=4096,WARPS=16", &key),
+        shipped("BLOCK=2048,WARPS=16", &only_shipped),
+        shipped("BLOCK=77,WARPS=16", &only_default), // outside the space: ignored
+    ];
+    let choose = |k: &CacheKey, dims: Option<&str>| {
+        let layers = Layers::load(&cache, &ship, &[spec]);
+        let d = dims.map(|s| tilekit_ir::cost::parse_shape(spec.kernel().unwrap(), s).unwrap());
+        let c = layers.choose(k, spec, d.as_ref());
+        (c.config.to_string(), c.source)
+    };
+    assert_eq!(
+        choose(&key, None),
+        ("BLOCK=4096,WARPS=16".into(), Source::Shipped)
+    );
+    assert_eq!(choose(&only_shipped, None).1, Source::Shipped);
+    assert_eq!(
+        choose(&only_default, None),
+        ("BLOCK=1024,WARPS=4".into(), Source::Default)
+    );
+    cache
+        .put(&key, &value("BLOCK=4096,WARPS=8", 20.0, Origin::Imported))
+        .unwrap();
+    assert_eq!(
+        choose(&key, None),
+        ("BLOCK=4096,WARPS=8".into(), Source::Imported)
+    );
+    cache
+        .put(&key, &value("BLOCK=8192,WARPS=4", 10.0, Origin::Local))
+        .unwrap();
+    assert_eq!(
+        choose(&key, None),
+        ("BLOCK=8192,WARPS=4".into(), Source::Local)
+    );
+    // A candidate failing the shape constraint `x.cols() <= BLOCK` at the actual shape is
+    // passed over for the next layer.
+    cache
+        .put(&key, &value("BLOCK=2048,WARPS=4", 10.0, Origin::Local))
+        .unwrap();
+    assert_eq!(
+        choose(&key, Some("32768x4000")),
+        ("BLOCK=4096,WARPS=8".into(), Source::Imported)
+    );
+    assert_eq!(choose(&key, Some("32768x2000")).1, Source::Local);
+    let layers = Layers::load(&cache, &ship, &[spec]);
+    assert_eq!(layers.len(), 2);
+    assert_eq!(layers.rejected().len(), 1);
+    assert_eq!(layers.get(&key).map(|(_, s)| s), Some(Source::Local));
+}
+
+#[test]
+fn corrupt_cache_is_moved_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    cache
+        .put(&key_n(1), &value("BLOCK=2048,WARPS=4", 1.0, Origin::Local))
+        .unwrap();
+    // Overwrite the database's files with garbage.
+    for f in std::fs::read_dir(cache.path()).unwrap() {
+        let p = f.unwrap().path();
+        if p.is_file() {
+            std::fs::write(&p, vec![0xA5u8; 4096]).unwrap();
+        }
+    }
+    cache
+        .put(&key_n(2), &value("BLOCK=2048,WARPS=4", 1.0, Origin::Local))
+        .unwrap();
+    let loaded = cache.load(&[softmax()]);
+    assert_eq!(loaded.entries.len(), 1);
+    assert_eq!(loaded.entries[0].entry.key, key_n(2));
+    let aside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tune.sled.corrupt-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+}
+
+#[test]
+fn locked_reader_gives_up_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    cache
+        .put(&key_n(1), &value("BLOCK=2048,WARPS=4", 1.0, Origin::Local))
+        .unwrap();
+    let held = sled::open(cache.path()).unwrap();
+    let t = Instant::now();
+    let loaded = cache.load(&[softmax()]);
+    let took = t.elapsed();
+    assert!(loaded.unavailable.is_some());
+    assert!(loaded.entries.is_empty());
+    assert!(
+        took >= READ_WAIT && took < READ_WAIT + Duration::from_millis(400),
+        "{took:?}"
+    );
+    drop(held);
+    assert_eq!(cache.load(&[softmax()]).entries.len(), 1);
+}
+
+/// Child process body for the multi-process tests (run through the test binary itself).
+#[test]
+#[ignore = "helper: run as a child process by the multi-process tests"]
+fn child_writer() {
+    let Ok(path) = std::env::var("TK_CHILD_CACHE") else {
+        return;
+    };
+    let n: usize = std::env::var("TK_CHILD_COUNT").unwrap().parse().unwrap();
+    let pause: u64 = std::env::var("TK_CHILD_PAUSE_MS").unwrap().parse().unwrap();
+    let cache = TuneCache::at(path);
+    for i in 0..n {
+        let mut v = value("BLOCK=2048,WARPS=4", i as f64, Origin::Local);
+        // A large value, so a kill is likely to land in the middle of writing one.
+        v.timings = (0..200).map(|_| v.timings[0].clone()).collect();
+        cache.put(&key_n(i), &v).unwrap();
+        println!("tk-child wrote {i}");
+        std::thread::sleep(Duration::from_millis(pause));
+    }
+}
+
+fn spawn_writer(path: &Path, n: usize, pause_ms: u64) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_writer",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("TK_CHILD_CACHE", path)
+        .env("TK_CHILD_COUNT", n.to_string())
+        .env("TK_CHILD_PAUSE_MS", pause_ms.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigkill_while_writing_keeps_earlier_winners() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    for round in 0..3 {
+        let mut child = spawn_writer(cache.path(), 100_000, 0);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let target = 5 + round * 3;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut written = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(i) = line.strip_prefix("tk-child wrote ") {
+                let i: usize = i.parse().unwrap();
+                if i >= target {
+                    written = Some(i);
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "child too slow");
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let written = written.expect("child wrote nothing");
+        let loaded = cache.load(&[softmax()]);
+        assert!(loaded.unavailable.is_none(), "{:?}", loaded.unavailable);
+        assert!(loaded.rejected.is_empty(), "{:?}", loaded.rejected);
+        let have: BTreeMap<u64, f64> = loaded
+            .entries
+            .iter()
+            .map(|e| (e.entry.key.shape.dims["M"], e.entry.value.best_us.unwrap()))
+            .collect();
+        for i in 0..=written {
+            assert_eq!(have.get(&(i as u64)), Some(&(i as f64)), "winner {i} lost");
+        }
+    }
+}
+
+#[test]
+fn reader_while_another_process_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    cache
+        .put(&key_n(0), &value("BLOCK=2048,WARPS=4", 0.0, Origin::Local))
+        .unwrap();
+    let n = 30;
+    let mut child = spawn_writer(cache.path(), n, 5);
+    let (mut ok, mut locked, mut worst) = (0, 0, Duration::ZERO);
+    while child.try_wait().unwrap().is_none() {
+        let t = Instant::now();
+        let loaded = cache.load(&[softmax()]);
+        let took = t.elapsed();
+        worst = worst.max(took);
+        if loaded.unavailable.is_some() {
+            locked += 1;
+        } else {
+            assert!(!loaded.entries.is_empty());
+            ok += 1;
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success(), "writer failed: {status:?}");
+    assert_eq!(cache.load(&[softmax()]).entries.len(), n);
+    eprintln!("reader: {ok} reads, {locked} gave up, worst {worst:?}");
+    assert!(ok > 0, "the reader never got in ({locked} gave up)");
+    assert!(worst < READ_WAIT + Duration::from_millis(500), "{worst:?}");
+}
