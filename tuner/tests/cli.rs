@@ -1,0 +1,168 @@
+//! The `tilekit` binary without a GPU.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn tilekit(cache: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tilekit"));
+    c.env("TILEKIT_TUNE_CACHE", cache);
+    c
+}
+
+fn stdout(c: &mut Command) -> String {
+    let out = c.assert().success().get_output().stdout.clone();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn list_shows_kernels_spaces_and_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = stdout(tilekit(dir.path()).arg("list"));
+    for k in ["softmax", "rmsnorm", "scale_chain", "matmul"] {
+        assert!(text.contains(k), "{text}");
+    }
+    assert!(text.contains("[launch] x.cols() <= BLOCK"), "{text}");
+    assert!(
+        text.contains("[target] smem_bytes() <= max_smem()"),
+        "{text}"
+    );
+    assert!(text.contains("BLOCK = [1024, 2048, 4096, 8192]"), "{text}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(tilekit(dir.path()).args(["list", "--json"]))).unwrap();
+    let softmax = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "softmax")
+        .unwrap();
+    assert_eq!(softmax["problem_dims"], serde_json::json!(["M", "N"]));
+    assert_eq!(softmax["space_size"], 12);
+    assert_eq!(softmax["space"][0]["default"], 1024);
+    assert_eq!(softmax["constraints"][0]["phase"], "launch");
+}
+
+#[test]
+fn show_prints_a_variant_or_the_ir() {
+    let dir = tempfile::tempdir().unwrap();
+    let cuda = stdout(tilekit(dir.path()).args([
+        "show",
+        "softmax",
+        "--config",
+        "BLOCK=1024,WARPS=4",
+        "--dtype",
+        "bf16",
+    ]));
+    assert!(cuda.contains("tilekit_kernel"), "{cuda}");
+    assert!(cuda.contains("__nv_bfloat16"), "{cuda}");
+    assert!(cuda.contains("Variant: BLOCK=1024,WARPS=4"), "{cuda}");
+    let json: serde_json::Value = serde_json::from_str(&stdout(tilekit(dir.path()).args([
+        "show", "matmul", "--dtype", "T=f16", "--target", "sm_80", "--json",
+    ])))
+    .unwrap();
+    assert_eq!(json["config"]["BM"], 64);
+    assert!(json["cuda"].as_str().unwrap().contains("tilekit_kernel"));
+    let ir = stdout(tilekit(dir.path()).args(["show", "softmax", "--ir"]));
+    assert!(ir.contains("kernel softmax"), "{ir}");
+    // Outside the space: refused with the reason.
+    fails_with(
+        tilekit(dir.path()).args(["show", "softmax", "--config", "BLOCK=999,WARPS=4"]),
+        "not a declared value of `BLOCK`",
+    );
+    fails_with(
+        tilekit(dir.path()).args(["show", "nope"]),
+        "no library kernel `nope`",
+    );
+}
+
+/// Asserts the command fails with `s` in its standard error.
+fn fails_with(c: &mut Command, s: &str) {
+    let out = c.assert().failure();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains(s), "{err}");
+}
+
+#[test]
+fn cache_show_export_import_clear() {
+    use tilekit_ir::{Bindings, Config, DType};
+    use tilekit_tuner::cache::{CacheKey, GpuId, ShapeBucket, TuneCache, TunedValue};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sled");
+    let spec = &tilekit_kernels::softmax::SPEC;
+    let k = spec.kernel().unwrap();
+    let b = Bindings::single("T", DType::BF16);
+    let dims = tilekit_ir::cost::parse_shape(k, "32768x4096").unwrap();
+    let key = CacheKey::new(
+        GpuId {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+        },
+        spec.name,
+        spec.spec_hash,
+        b.clone(),
+        ShapeBucket::of(k, &dims, &b).unwrap(),
+    );
+    let mut v = TunedValue::new(&Config::parse("BLOCK=4096,WARPS=8").unwrap());
+    v.best_us = Some(41.25);
+    TuneCache::at(&path).put(&key, &v).unwrap();
+
+    let shown = stdout(tilekit(&path).args(["cache", "show"]));
+    assert!(shown.contains("BLOCK=4096,WARPS=8"), "{shown}");
+    assert!(shown.contains("41.25"), "{shown}");
+    assert!(shown.contains("local"), "{shown}");
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(tilekit(&path).args(["cache", "show", "--json"]))).unwrap();
+    assert_eq!(json["entries"][0]["status"], "ok");
+    assert_eq!(json["entries"][0]["value"]["config"]["BLOCK"], 4096);
+
+    let file = dir.path().join("out.json");
+    let out = stdout(tilekit(&path).arg("cache").arg("export").arg(&file));
+    assert!(out.contains("exported 1 entries"), "{out}");
+    let other = dir.path().join("b.sled");
+    // --cache-path overrides the environment.
+    stdout(
+        tilekit(&path)
+            .args(["cache", "import"])
+            .arg(&file)
+            .arg("--cache-path")
+            .arg(&other),
+    );
+    let shown = stdout(tilekit(&other).args(["cache", "show"]));
+    assert!(shown.contains("imported"), "{shown}");
+    assert!(shown.contains("BLOCK=4096,WARPS=8"), "{shown}");
+    stdout(tilekit(&other).args(["cache", "merge"]).arg(&file));
+    let out = stdout(tilekit(&other).args(["cache", "clear"]));
+    assert!(out.contains("removed 1 entries"), "{out}");
+    assert!(stdout(tilekit(&other).args(["cache", "show"])).contains("(empty)"));
+    tilekit(&other)
+        .args(["cache", "import"])
+        .arg(dir.path().join("missing.json"))
+        .assert()
+        .failure();
+}
+
+#[test]
+fn tune_and_bench_need_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = stdout(tilekit(dir.path()).arg("devices"));
+    let no_gpu = devices.contains("no CUDA devices");
+    for args in [
+        &["tune", "--kernel", "softmax", "--shape", "32768x4096"][..],
+        &["tune", "--all"][..],
+        &["bench", "--kernel", "softmax"][..],
+    ] {
+        let out = tilekit(dir.path()).args(args).assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        // On a GPU machine the search itself is still missing: also a clear refusal.
+        let expect = if no_gpu {
+            "needs a CUDA GPU"
+        } else {
+            "not implemented"
+        };
+        assert!(err.contains(expect), "{err}");
+    }
+    fails_with(
+        tilekit(dir.path()).args(["tune", "--kernel", "nope"]),
+        "no library kernel `nope`",
+    );
+}
