@@ -49,7 +49,8 @@ fn softmax_template() {
     has(&src, "const auto v2_x = tk::make_view<T, 2>(arg0_x);");
     has(
         &src,
-        "tk::compare<tk::op::lt>(tk::cast<long long>(v1_cols), v3)",
+        // Bounds mask `cols < x.cols()`: 32-bit lane compare against the clamped limit.
+        "tk::arange_lt<tk::shape<BLOCK>, TK_L>(0LL, v3)",
     );
     // Contiguous offsets: vectorized load with -inf as `other`, converted to T.
     has(

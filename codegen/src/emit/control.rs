@@ -85,7 +85,11 @@ impl<'k> Emitter<'k> {
                 };
                 if !body.insts.iter().any(|i| heavy(&i.op)) {
                     let pure = !body.insts.iter().any(|i| touches_memory_or_block(&i.op));
-                    self.w.line(if pure { "#pragma unroll 16" } else { "#pragma unroll 4" });
+                    self.w.line(if pure {
+                        "#pragma unroll 16"
+                    } else {
+                        "#pragma unroll 4"
+                    });
                 }
                 self.w.open(&format!(
                     "for (long long {ivn} = {s}; {ivn} < {e}; {ivn} += {st})"

@@ -231,6 +231,31 @@ impl<'k> Emitter<'k> {
             Op::Cmp { op, a, b } => {
                 let r = Self::result(inst)?;
                 let (_, shape) = self.ty(r)?;
+                // Bounds masks `arange (+ s) < n` / `<= n`: compare lane indices with
+                // `n - s` in 32 bits instead of widening every lane to i64.
+                if let (Some(base), true, CmpOp::Lt | CmpOp::Le) =
+                    (self.contiguous_base(*a), self.is_int_scalar(*b), *op)
+                {
+                    if shape.rank() == 1 {
+                        let base = match base {
+                            Some(s) => self.index(s)?,
+                            None => "0LL".to_string(),
+                        };
+                        let limit = self.index(*b)?;
+                        let limit = if *op == CmpOp::Le {
+                            format!("({limit}) + 1LL")
+                        } else {
+                            limit
+                        };
+                        return self.assign(
+                            r,
+                            &format!(
+                                "tk::arange_lt<{}, TK_L>({base}, {limit})",
+                                shape_type(&shape)
+                            ),
+                        );
+                    }
+                }
                 let u = self.unified(*a, *b)?;
                 let ae = self.coerce(*a, &u, &shape)?;
                 let be = self.coerce(*b, &u, &shape)?;

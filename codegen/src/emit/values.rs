@@ -187,6 +187,11 @@ impl Emitter<'_> {
         value_type(elem, shape)
     }
 
+    /// True for an integer scalar (rank 0).
+    pub(super) fn is_int_scalar(&self, v: ValueId) -> bool {
+        matches!(self.types.of(v), Ty::Tile { elem, shape, .. } if shape.is_scalar() && elem.is_int())
+    }
+
     /// `Some(base)` when `offsets` is `arange(N)` (base `None`) or `arange(N) + s` for an
     /// integer scalar `s`: the offsets of one group of VEC lanes are then contiguous.
     pub(super) fn contiguous_base(&self, offsets: ValueId) -> Option<Option<ValueId>> {

@@ -100,6 +100,19 @@ template <class S, class L> TK_DEVICE rt<int, S, L> arange() {
     return r;
 }
 
+/// The mask `arange::<N>() + base < limit`, computed as `i < limit - base` with the
+/// difference clamped to [0, N] once per thread: 32-bit lane arithmetic instead of a
+/// 64-bit add and compare per lane (same result for every `base + i` that fits in i64).
+template <class S, class L> TK_DEVICE rt<bool, S, L> arange_lt(long long base, long long limit) {
+    static_assert(S::rank == 1, "tk::arange_lt: the tile is rank 1");
+    const long long d = limit - base;
+    const int lim = d <= 0 ? 0 : (d >= (long long)S::size ? (int)S::size : (int)d);
+    rt<bool, S, L> r;
+#pragma unroll
+    for (int s = 0; s < rt<bool, S, L>::SLOTS; ++s) r.v[s] = (int)rt<bool, S, L>::flat(s) < lim;
+    return r;
+}
+
 /// Reinterprets a tile with a shape of equal size (`expand_dims`): the flat row-major
 /// order, hence the layout, is unchanged.
 template <class NS, class T, class S, class L> TK_DEVICE rt<T, NS, L> reshape(const rt<T, S, L>& x) {
