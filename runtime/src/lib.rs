@@ -23,12 +23,12 @@ pub mod spec;
 pub mod tensor;
 
 pub use cpu::CpuOptions;
-pub use cuda::{CacheStats, DeviceInfo};
+pub use cuda::{CacheStats, DeviceInfo, LaunchGraph};
 /// The cudarc this runtime is built on (for [`Tensor::from_cuda_slice`] and
 /// [`Runtime::from_cuda_stream`]).
 pub use cudarc;
 pub use element::{Element, Float};
-pub use error::{CpuError, CudaLaunchError, LaunchError, RuntimeError, TensorError};
+pub use error::{CpuError, CudaLaunchError, GraphError, LaunchError, RuntimeError, TensorError};
 pub use launch::{
     launch, launch_cpu_with_options, launch_with, Arg, Generics, ScalarValue, TensorArg,
     TensorArgMut,

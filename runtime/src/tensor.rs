@@ -74,6 +74,22 @@ pub struct Tensor<T: Element, const R: usize> {
     offset: usize,
 }
 
+impl<T: Element, const R: usize> Drop for Tensor<T, R> {
+    /// Frees the tensor's device memory on its stream, unless a launch graph (or a capture
+    /// in progress) refers to it: then the allocation is handed to the graph registry and
+    /// freed with the last such graph (see [`crate::LaunchGraph`]).
+    fn drop(&mut self) {
+        if let Storage::Cuda(b) = &mut self.storage {
+            if let Owner::Slice(_) = b.owner {
+                if let Owner::Slice(s) = std::mem::replace(&mut b.owner, Owner::Borrowed) {
+                    // Given back: dropped (freed) here as before.
+                    drop(crate::cuda::graph::defer_free(b.ptr, s));
+                }
+            }
+        }
+    }
+}
+
 /// A rank-1 tensor.
 pub type Tensor1<T> = Tensor<T, 1>;
 /// A rank-2 tensor.

@@ -11,7 +11,10 @@
 //!   space (default and best reported);
 //! - `launch`: host time per launch of a tiny tilekit kernel in a loop, against a raw
 //!   `cuLaunchKernel` of an empty kernel in the same process;
-//! - `matmul`: the (not yet tensor-core) tiled matmul at 2048^3 bf16, for the record.
+//! - `matmul`: the (not yet tensor-core) tiled matmul at 2048^3 bf16, for the record;
+//! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
+//! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
+//!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
@@ -270,8 +273,221 @@ fn matmul_record(rt: &Runtime) -> Result<Value> {
     Ok(json!({"n": n, "ms": ms, "tflops": tflops}))
 }
 
+/// Per-kernel GPU time inside a replayed graph of 100 tiny tilekit launches (scale_chain
+/// over 1024 f32, R=1, ping-pong between two buffers): CUDA events around each replay,
+/// divided by 100; beside the same 100 launches issued eagerly (events around the loop).
+fn graph_replay(rt: &Runtime) -> Result<Value> {
+    let n = 1024usize;
+    let mut a = Tensor1::<f32>::from_vec(rt, random(n, 7), [n])?;
+    let mut b = Tensor1::<f32>::zeros(rt, [n])?;
+    const LAUNCHES: usize = 100;
+    let mut eager = || -> Result<()> {
+        for _ in 0..LAUNCHES / 2 {
+            scale_chain::launch(rt, &a, &mut b, 1)?;
+            scale_chain::launch(rt, &b, &mut a, 1)?;
+        }
+        Ok(())
+    };
+    eager()?; // warm-up: compiles and loads the variant
+    let eager_ms = time_ms(rt, 3, 50, &mut eager)?;
+    let g = rt.capture(|rt| {
+        for _ in 0..LAUNCHES / 2 {
+            scale_chain::launch(rt, &a, &mut b, 1)?;
+            scale_chain::launch(rt, &b, &mut a, 1)?;
+        }
+        Ok(())
+    })?;
+    g.upload()?;
+    let replay_ms = time_ms(rt, 5, 100, || g.replay().map_err(Into::into))?;
+    // Host time to enqueue one replay.
+    let t = Instant::now();
+    for _ in 0..100 {
+        g.replay()?;
+    }
+    let host_replay_us = t.elapsed().as_secs_f64() * 1e6 / 100.0;
+    rt.synchronize()?;
+    let per_kernel_us = replay_ms * 1e3 / LAUNCHES as f64;
+    let eager_per_kernel_us = eager_ms * 1e3 / LAUNCHES as f64;
+    println!("graph   100 tiny launches: replay {per_kernel_us:.3} us/kernel (GPU, events), eager {eager_per_kernel_us:.3} us/kernel; host enqueue of a replay {host_replay_us:.1} us");
+    Ok(json!({
+        "launches": g.launches(), "replay_ms": replay_ms, "per_kernel_us": per_kernel_us,
+        "eager_ms": eager_ms, "eager_per_kernel_us": eager_per_kernel_us,
+        "host_replay_enqueue_us": host_replay_us,
+    }))
+}
+
+/// `tilekit-bench startup-child --cache DIR [--t0 UNIX_NANOS] [--noop]`: one start-up
+/// sample, printed as one JSON line. Times: since the parent's spawn (`--t0`, realtime
+/// clock), since `main`; the bare context creation (`cuInit` + primary context, made first
+/// and kept, so `Runtime::cuda` reuses it); opening the runtime; the first launch of a small
+/// kernel (compile or disk-cache load included) through its synchronize. `--noop` exits
+/// right away (process start-up alone).
+fn startup_child(args: &[String], main_start: Instant) -> Result<()> {
+    let arg = |k: &str| {
+        args.iter()
+            .position(|a| a == k)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let since_spawn = || -> Option<f64> {
+        let t0: u128 = arg("--t0")?.parse().ok()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_nanos();
+        Some(now.checked_sub(t0)? as f64 / 1e6)
+    };
+    if args.iter().any(|a| a == "--noop") {
+        println!(
+            "{}",
+            json!({"since_spawn_ms": since_spawn(), "since_main_ms": main_start.elapsed().as_secs_f64() * 1e3})
+        );
+        return Ok(());
+    }
+    let dir = arg("--cache").ok_or_else(|| anyhow!("startup-child needs --cache DIR"))?;
+    if std::env::var_os(tilekit_runtime::cuda::CACHE_DIR_VAR).as_deref()
+        != Some(std::ffi::OsStr::new(&dir))
+    {
+        return Err(anyhow!(
+            "startup-child: {} must be set to {dir} by the parent",
+            tilekit_runtime::cuda::CACHE_DIR_VAR
+        ));
+    }
+    let t = Instant::now();
+    let ctx = tilekit_runtime::cudarc::driver::CudaContext::new(0)?;
+    let context_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let rt = Runtime::cuda(0)?;
+    let open_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let x = Tensor1::<f32>::from_vec(&rt, vec![1.0; 1024], [1024])?;
+    let mut y = Tensor1::<f32>::zeros(&rt, [1024])?;
+    scale_chain::launch(&rt, &x, &mut y, 1)?;
+    rt.synchronize()?;
+    let first_launch_ms = t.elapsed().as_secs_f64() * 1e3;
+    let since_main_ms = main_start.elapsed().as_secs_f64() * 1e3;
+    let spawn = since_spawn();
+    let stats = rt.cache_stats();
+    drop(ctx);
+    println!(
+        "{}",
+        json!({
+            "since_spawn_ms": spawn, "since_main_ms": since_main_ms, "context_ms": context_ms,
+            "open_runtime_ms": open_ms, "first_launch_ms": first_launch_ms,
+            "beyond_context_ms": spawn.unwrap_or(since_main_ms) - context_ms,
+            "compiles": stats.compiles, "disk_hits": stats.disk_hits,
+        })
+    );
+    Ok(())
+}
+
+/// Start-up, new process to first completed launch: spawns `startup-child` (this same
+/// executable) 5 times with a fresh empty cache directory each (cold: NVRTC) and 5 times
+/// with a warmed one (hot: disk cache), plus 5 `--noop` children (process start alone);
+/// medians of each field.
+fn startup(_rt: &Runtime) -> Result<Value> {
+    let exe = std::env::current_exe()?;
+    let base = std::env::temp_dir().join(format!("tilekit-startup-{}", std::process::id()));
+    let run = |dir: &std::path::Path, extra: &[&str]| -> Result<Value> {
+        let t0 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos();
+        let t = Instant::now();
+        let out = std::process::Command::new(&exe)
+            .arg("startup-child")
+            .arg("--cache")
+            .arg(dir)
+            .arg("--t0")
+            .arg(t0.to_string())
+            .args(extra)
+            .env(tilekit_runtime::cuda::CACHE_DIR_VAR, dir)
+            .output()?;
+        let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+        if !out.status.success() {
+            return Err(anyhow!(
+                "startup-child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let line = String::from_utf8_lossy(&out.stdout);
+        let mut v: Value = serde_json::from_str(line.trim())
+            .with_context(|| format!("startup-child printed {line:?}"))?;
+        v["process_wall_ms"] = json!(wall_ms);
+        Ok(v)
+    };
+    let median = |samples: &[Value], key: &str| -> Value {
+        let mut xs: Vec<f64> = samples.iter().filter_map(|v| v[key].as_f64()).collect();
+        xs.sort_by(f64::total_cmp);
+        xs.get(xs.len() / 2).map_or(Value::Null, |&m| json!(m))
+    };
+    let summarize = |samples: &[Value]| -> Value {
+        let keys = [
+            "since_spawn_ms",
+            "since_main_ms",
+            "context_ms",
+            "open_runtime_ms",
+            "first_launch_ms",
+            "beyond_context_ms",
+            "process_wall_ms",
+            "compiles",
+            "disk_hits",
+        ];
+        let mut m = serde_json::Map::new();
+        for k in keys {
+            m.insert(k.into(), median(samples, k));
+        }
+        json!({"median": m, "samples": samples})
+    };
+    std::fs::create_dir_all(&base)?;
+    let result = (|| -> Result<Value> {
+        let mut noop = Vec::new();
+        for _ in 0..5 {
+            noop.push(run(&base, &["--noop"])?);
+        }
+        let mut cold = Vec::new();
+        for i in 0..5 {
+            let dir = base.join(format!("cold-{i}"));
+            std::fs::create_dir_all(&dir)?;
+            cold.push(run(&dir, &[])?);
+        }
+        let hot_dir = base.join("hot");
+        std::fs::create_dir_all(&hot_dir)?;
+        run(&hot_dir, &[])?; // fills the cache
+        let mut hot = Vec::new();
+        for _ in 0..5 {
+            hot.push(run(&hot_dir, &[])?);
+        }
+        Ok(json!({"noop": summarize(&noop), "cold": summarize(&cold), "hot": summarize(&hot)}))
+    })();
+    let _ = std::fs::remove_dir_all(&base);
+    let v = result?;
+    for which in ["cold", "hot"] {
+        let m = &v[which]["median"];
+        println!(
+            "startup {which:<4} spawn->first launch {:>8.1} ms (context {:.1} ms, beyond context {:.1} ms, open {:.1} ms, first launch {:.1} ms; compiles {}, disk hits {})",
+            m["since_spawn_ms"].as_f64().unwrap_or(f64::NAN),
+            m["context_ms"].as_f64().unwrap_or(f64::NAN),
+            m["beyond_context_ms"].as_f64().unwrap_or(f64::NAN),
+            m["open_runtime_ms"].as_f64().unwrap_or(f64::NAN),
+            m["first_launch_ms"].as_f64().unwrap_or(f64::NAN),
+            m["compiles"], m["disk_hits"],
+        );
+    }
+    println!(
+        "startup noop process spawn->main {:.1} ms",
+        v["noop"]["median"]["since_spawn_ms"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+    );
+    Ok(v)
+}
+
 fn main() -> Result<()> {
+    let main_start = Instant::now();
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("startup-child") {
+        return startup_child(&args, main_start);
+    }
     let out = args
         .iter()
         .position(|a| a == "--out")
@@ -316,6 +532,12 @@ fn main() -> Result<()> {
     }
     if want("matmul") {
         record("matmul", matmul_record(&rt));
+    }
+    if want("graph") {
+        record("graph", graph_replay(&rt));
+    }
+    if want("startup") {
+        record("startup", startup(&rt));
     }
     let doc = json!({
         "device": dev.name, "compute_capability": format!("{}.{}", dev.compute_capability.0, dev.compute_capability.1),

@@ -155,3 +155,29 @@ pub(crate) fn download<T: DeviceRepr>(
     unsafe { result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }?;
     stream.synchronize()
 }
+
+/// Ends a stream capture that is being abandoned (a launch in it failed, or the closure
+/// panicked) and destroys whatever graph the driver returns, without instantiating it. A
+/// no-op when the stream is not capturing. Afterwards the stream is in normal mode.
+pub(crate) fn abandon_capture(stream: &CudaStream) -> Result<(), DriverError> {
+    use sys::CUstreamCaptureStatus as S;
+    if stream.capture_status()? == S::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    stream.context().bind_to_thread()?;
+    // SAFETY: `stream` is a live stream of the context bound above, and it is capturing
+    // (active or invalidated: both must be ended with cuStreamEndCapture). The call ends
+    // capture mode whether it succeeds or reports the capture invalidated.
+    let graph = unsafe { result::stream::end_capture(stream.cu_stream()) };
+    match graph {
+        Ok(g) if !g.is_null() => {
+            // SAFETY: `g` is the graph the driver just returned to us; nothing else holds
+            // it (it was never instantiated), so destroying it once is sound.
+            unsafe { result::graph::destroy(g) }
+        }
+        Ok(_) => Ok(()),
+        // An invalidated capture: ended, no graph to destroy.
+        Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => Ok(()),
+        Err(e) => Err(e),
+    }
+}

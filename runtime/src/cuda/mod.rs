@@ -20,11 +20,17 @@
 //! 7. the grid struct and parameters are packed (device addresses are read per call) and
 //!    the kernel is launched asynchronously on the runtime's stream with a raw
 //!    `cuLaunchKernel` (no per-launch allocation).
+//!
+//! While the runtime captures a launch graph (`graph`, [`crate::Runtime::capture`]), step 5
+//! takes only the in-memory cache (anything else is [`CudaLaunchError::NotLoadedForCapture`]),
+//! and each launch registers its allocations with the capture (so they outlive the graph).
 
 mod cache;
 mod ffi;
+pub(crate) mod graph;
 
 pub use cache::{CacheStats, CACHE_DIR_VAR};
+pub use graph::LaunchGraph;
 
 use crate::error::{CudaLaunchError, LaunchError, RuntimeError};
 use crate::launch::{check, resolve, Arg, Generics, Layout, ScalarValue};
@@ -37,6 +43,7 @@ use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tilekit_codegen::abi::ENTRY_POINT;
 use tilekit_codegen::{
@@ -155,6 +162,10 @@ pub(crate) struct CudaDevice {
     functions: Mutex<Buckets<Arc<Loaded>>>,
     memo: Memo<Resolved>,
     counters: Counters,
+    /// True while a launch graph is being captured on `stream` (see `graph`).
+    capturing: AtomicBool,
+    /// The capture in progress, if any.
+    capture: Mutex<Option<graph::CaptureState>>,
 }
 
 /// What a launch resolved to (memoized per runtime): nothing to run (an empty grid), or
@@ -272,11 +283,21 @@ impl CudaDevice {
             functions: Mutex::new(HashMap::new()),
             memo: Memo::default(),
             counters: Counters::default(),
+            capturing: AtomicBool::new(false),
+            capture: Mutex::new(None),
         })
     }
 
-    /// Waits for the runtime's stream.
+    /// Waits for the runtime's stream (refused while a launch graph is being captured: the
+    /// driver would invalidate the capture).
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
+        if self.capturing.load(Ordering::Acquire) {
+            return Err(RuntimeError::Driver {
+                call: "cuStreamSynchronize",
+                message: "the runtime is capturing a launch graph; synchronize after the capture"
+                    .into(),
+            });
+        }
         self.stream
             .synchronize()
             .map_err(driver("cuStreamSynchronize"))
@@ -341,6 +362,11 @@ impl CudaDevice {
                 Counters::bump(&self.counters.memory_hits);
                 return Ok(v.clone());
             }
+        }
+        if self.capturing.load(Ordering::Acquire) {
+            return Err(CudaLaunchError::NotLoadedForCapture {
+                config: config.to_string(),
+            });
         }
         let plan = self.plan(id, kernel, config, bindings)?;
         let variant = Variant {
@@ -495,6 +521,43 @@ pub(crate) fn launch(
     ordered: Option<&[tilekit_ir::DType]>,
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
+    if !dev.capturing.load(Ordering::Acquire) {
+        return launch_now(dev, spec, config, generics, ordered, args).map(|_| ());
+    }
+    let r = launch_now(dev, spec, config, generics, ordered, args);
+    // Capture path only: the allocations this launch passes, to outlive the graph.
+    let addrs: Vec<u64> = args
+        .iter()
+        .filter_map(|a| match a {
+            Arg::Tensor(t) => t.device,
+            Arg::TensorMut(t) => t.device,
+            Arg::Scalar(_) => None,
+        })
+        .collect();
+    match r {
+        Ok(false) => Ok(()),
+        Ok(true) => {
+            let ok = Ok(());
+            dev.note_captured(&addrs, &ok);
+            ok
+        }
+        Err(e) => {
+            let err = Err(e);
+            dev.note_captured(&[], &err);
+            err
+        }
+    }
+}
+
+/// [`launch`] proper: `Ok(true)` if a kernel was launched, `Ok(false)` for an empty grid.
+fn launch_now(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    config: Option<&Config>,
+    generics: Generics<'_>,
+    ordered: Option<&[tilekit_ir::DType]>,
+    args: &mut [Arg<'_>],
+) -> Result<bool, LaunchError> {
     let analyzed = spec.analyzed()?;
     let kernel = &analyzed.kernel;
     let aligned = all_aligned(args);
@@ -527,7 +590,7 @@ pub(crate) fn launch(
         }
     };
     let Some((grid, blocks, loaded)) = &resolved.run else {
-        return Ok(());
+        return Ok(false);
     };
     let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
         kernel: kernel.name.clone(),
@@ -583,7 +646,8 @@ pub(crate) fn launch(
             call: "cuLaunchKernel",
             message: e.to_string(),
         })
-    })
+    })?;
+    Ok(true)
 }
 
 /// The full path for one configuration: the checks (with the variant's resources), the
