@@ -302,7 +302,9 @@ pub enum CudaLaunchError {
     /// The variant's CUDA source or launch plan could not be generated.
     #[error("code generation failed: {0}")]
     Codegen(#[from] CodegenError),
-    /// NVRTC rejected the variant's source (a tilekit bug: the log and source are included).
+    /// Compiling the variant failed: NVRTC could not be loaded (it is loaded at the first
+    /// compile, not when the runtime opens; the error says where it was looked for), or it
+    /// rejected the variant's source (a tilekit bug: the log and source are included).
     #[error("NVRTC compilation failed: {0}")]
     Compile(#[from] NvrtcError),
     /// A driver call (loading the module, setting an attribute, launching) failed.

@@ -23,7 +23,7 @@ pub mod spec;
 pub mod tensor;
 
 pub use cpu::CpuOptions;
-pub use cuda::{CacheStats, DeviceInfo, LaunchGraph};
+pub use cuda::{CacheStats, CudaTimings, DeviceInfo, LaunchGraph};
 /// The cudarc this runtime is built on (for [`Tensor::from_cuda_slice`] and
 /// [`Runtime::from_cuda_stream`]).
 pub use cudarc;

@@ -1,7 +1,7 @@
 //! [`Runtime`]: the handle every tensor and launch goes through, and the [`Backend`] it runs on.
 
 use crate::cuda::LaunchGraph;
-use crate::cuda::{CacheStats, CudaDevice, DeviceInfo};
+use crate::cuda::{CacheStats, CudaDevice, CudaTimings, DeviceInfo};
 use crate::error::{GraphError, LaunchError, RuntimeError};
 use crate::launch::CpuResolved;
 use crate::memo::{LaunchMemoStats, Memo};
@@ -74,20 +74,27 @@ impl Runtime {
     ///
     /// Checks, in order, each failure a [`RuntimeError`] that says what to do:
     /// - the driver library `libcuda.so` can be loaded ([`RuntimeError::NoDriver`]);
-    /// - NVRTC (`libnvrtc.so.13`) can be loaded ([`RuntimeError::NoNvrtc`]);
+    /// - NVRTC (`libnvrtc.so.13`) can be found ([`RuntimeError::NoNvrtc`]): a file-system
+    ///   look-up (`nvrtc::locate::find_library`); NVRTC itself is loaded at the first compile,
+    ///   so a process whose kernels all come from the caches never loads it (a library that
+    ///   is found but cannot be loaded is reported by that launch, as
+    ///   [`crate::CudaLaunchError`]'s `Compile`). When the file is not on those paths, the
+    ///   dynamic loader's search is tried here, which loads it;
     /// - the CUDA headers can be found ([`RuntimeError::NoHeaders`]): generated kernels
     ///   include `cuda_fp16.h` / `cuda_bf16.h`, which NVRTC 13 does not bundle. The include
     ///   directory is the first of `$TILEKIT_CUDA_ROOT/include`, `$CUDA_HOME/include`,
     ///   `$CUDA_PATH/include` and `/usr/local/cuda/include` that holds `cuda_bf16.h`; a pip
     ///   install of `nvidia-cuda-runtime` (CUDA 13) provides them under `nvidia/cu13/include`,
     ///   so `TILEKIT_CUDA_ROOT=<site-packages>/nvidia/cu13` works (`cargo xtask cuda-setup`
-    ///   installs it). NVRTC itself is found the same way (`lib/` of those roots, then the
-    ///   system loader path);
+    ///   installs it). NVRTC itself is found the same way (`lib/` and `lib64/` of those roots,
+    ///   then `LD_LIBRARY_PATH`, then `/usr/local/cuda/lib64`);
     /// - the device exists ([`RuntimeError::NoDevice`]);
     /// - its compute capability has a target ([`RuntimeError::UnsupportedArch`]): 9.0 compiles
     ///   for `sm_90a` (H100/H200), 8.x for `sm_80` (an `sm_80` CUBIN runs on every 8.x
     ///   device); other architectures are refused;
-    /// - the driver is at least as new as NVRTC ([`RuntimeError::DriverTooOld`]). Kernels are
+    /// - the driver is at least as new as NVRTC ([`RuntimeError::DriverTooOld`]; the NVRTC
+    ///   version is remembered per library file in the disk cache, so this needs NVRTC
+    ///   loaded only the first time a library is seen). Kernels are
     ///   compiled to CUBIN (SASS) for the device's exact architecture, never to PTX that the
     ///   driver would JIT; a CUBIN from NVRTC 13.0 (PTX ISA 9.0) needs a driver for CUDA 13.0
     ///   or newer (R580+).
@@ -159,6 +166,13 @@ impl Runtime {
             Inner::Cpu(_) => CacheStats::default(),
             Inner::Cuda(d) => d.stats(),
         }
+    }
+
+    /// Where this CUDA runtime's start-up time went: the phases of [`Runtime::cuda`] and the
+    /// time spent on in-memory kernel-cache misses (code generation, disk cache, module
+    /// loads, NVRTC). `None` on the CPU backend. For diagnostics (the start-up benchmark).
+    pub fn cuda_timings(&self) -> Option<CudaTimings> {
+        self.cuda_device().map(|d| d.timings())
     }
 
     /// The cudarc stream every operation of this runtime is ordered on (`None` on the CPU

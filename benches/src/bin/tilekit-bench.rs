@@ -321,7 +321,10 @@ fn graph_replay(rt: &Runtime) -> Result<Value> {
 /// clock), since `main`; the bare context creation (`cuInit` + primary context, made first
 /// and kept, so `Runtime::cuda` reuses it); opening the runtime; the first launch of a small
 /// kernel (compile or disk-cache load included) through its synchronize. `--noop` exits
-/// right away (process start-up alone).
+/// right away (process start-up alone). Also the breakdown: `Runtime::cuda`'s phases
+/// (`open_*_ms`, from `Runtime::cuda_timings`), the first launch split into tensor
+/// allocation + upload, the launch call (code generation, disk read, module load, compile,
+/// other) and the synchronize, and whether NVRTC was loaded (at open, at all).
 fn startup_child(args: &[String], main_start: Instant) -> Result<()> {
     let arg = |k: &str| {
         args.iter()
@@ -355,20 +358,31 @@ fn startup_child(args: &[String], main_start: Instant) -> Result<()> {
     }
     let t = Instant::now();
     let ctx = tilekit_runtime::cudarc::driver::CudaContext::new(0)?;
-    let context_ms = t.elapsed().as_secs_f64() * 1e3;
+    let context_ms = ms(t.elapsed());
     let t = Instant::now();
     let rt = Runtime::cuda(0)?;
-    let open_ms = t.elapsed().as_secs_f64() * 1e3;
+    let open_ms = ms(t.elapsed());
     let t = Instant::now();
     let x = Tensor1::<f32>::from_vec(&rt, vec![1.0; 1024], [1024])?;
     let mut y = Tensor1::<f32>::zeros(&rt, [1024])?;
+    let alloc_upload_ms = ms(t.elapsed());
+    let t = Instant::now();
     scale_chain::launch(&rt, &x, &mut y, 1)?;
+    let launch_call_ms = ms(t.elapsed());
+    let t = Instant::now();
     rt.synchronize()?;
-    let first_launch_ms = t.elapsed().as_secs_f64() * 1e3;
+    let sync_ms = ms(t.elapsed());
+    let first_launch_ms = alloc_upload_ms + launch_call_ms + sync_ms;
     let since_main_ms = main_start.elapsed().as_secs_f64() * 1e3;
     let spawn = since_spawn();
     let stats = rt.cache_stats();
+    let tm = rt
+        .cuda_timings()
+        .ok_or_else(|| anyhow!("a CUDA runtime has timings"))?;
     drop(ctx);
+    // Inside `launch_call_ms`: code generation, the disk cache (key, read, verify), the
+    // module load and (cold) NVRTC; the rest is the argument check and the launch itself.
+    let inside = ms(tm.codegen) + ms(tm.disk_read) + ms(tm.module_load) + ms(tm.compile);
     println!(
         "{}",
         json!({
@@ -376,9 +390,30 @@ fn startup_child(args: &[String], main_start: Instant) -> Result<()> {
             "open_runtime_ms": open_ms, "first_launch_ms": first_launch_ms,
             "beyond_context_ms": spawn.unwrap_or(since_main_ms) - context_ms,
             "compiles": stats.compiles, "disk_hits": stats.disk_hits,
+            "open_libraries_ms": ms(tm.open_libraries),
+            "open_context_ms": ms(tm.open_context),
+            "open_stream_ms": ms(tm.open_stream),
+            "open_attributes_ms": ms(tm.open_attributes),
+            "open_nvrtc_version_ms": ms(tm.open_nvrtc_version),
+            "nvrtc_loaded_at_open": tm.nvrtc_loaded_at_open,
+            "alloc_upload_ms": alloc_upload_ms,
+            "launch_call_ms": launch_call_ms,
+            "codegen_ms": ms(tm.codegen),
+            "disk_read_ms": ms(tm.disk_read),
+            "module_load_ms": ms(tm.module_load),
+            "compile_ms": ms(tm.compile),
+            "launch_other_ms": launch_call_ms - inside,
+            "sync_ms": sync_ms,
+            "nvrtc_loaded": tm.nvrtc_loaded,
+            "nvrtc_load_ms": tm.nvrtc_load.map(ms),
         })
     );
     Ok(())
+}
+
+/// Milliseconds of a duration.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// Start-up, new process to first completed launch: spawns `startup-child` (this same
@@ -431,10 +466,31 @@ fn startup(_rt: &Runtime) -> Result<Value> {
             "process_wall_ms",
             "compiles",
             "disk_hits",
+            "open_libraries_ms",
+            "open_context_ms",
+            "open_stream_ms",
+            "open_attributes_ms",
+            "open_nvrtc_version_ms",
+            "alloc_upload_ms",
+            "launch_call_ms",
+            "codegen_ms",
+            "disk_read_ms",
+            "module_load_ms",
+            "compile_ms",
+            "launch_other_ms",
+            "sync_ms",
+            "nvrtc_load_ms",
         ];
         let mut m = serde_json::Map::new();
         for k in keys {
             m.insert(k.into(), median(samples, k));
+        }
+        for k in ["nvrtc_loaded_at_open", "nvrtc_loaded"] {
+            let n = samples
+                .iter()
+                .filter(|v| v[k].as_bool() == Some(true))
+                .count();
+            m.insert(format!("{k}_count"), json!(n));
         }
         json!({"median": m, "samples": samples})
     };
@@ -463,14 +519,37 @@ fn startup(_rt: &Runtime) -> Result<Value> {
     let v = result?;
     for which in ["cold", "hot"] {
         let m = &v[which]["median"];
+        let f = |k: &str| m[k].as_f64().unwrap_or(f64::NAN);
         println!(
             "startup {which:<4} spawn->first launch {:>8.1} ms (context {:.1} ms, beyond context {:.1} ms, open {:.1} ms, first launch {:.1} ms; compiles {}, disk hits {})",
-            m["since_spawn_ms"].as_f64().unwrap_or(f64::NAN),
-            m["context_ms"].as_f64().unwrap_or(f64::NAN),
-            m["beyond_context_ms"].as_f64().unwrap_or(f64::NAN),
-            m["open_runtime_ms"].as_f64().unwrap_or(f64::NAN),
-            m["first_launch_ms"].as_f64().unwrap_or(f64::NAN),
+            f("since_spawn_ms"),
+            f("context_ms"),
+            f("beyond_context_ms"),
+            f("open_runtime_ms"),
+            f("first_launch_ms"),
             m["compiles"], m["disk_hits"],
+        );
+        println!(
+            "startup {which:<4}   open: libraries {:.2}, context {:.2}, stream {:.2}, attributes {:.2}, nvrtc version {:.2} ms (NVRTC loaded at open in {} of 5)",
+            f("open_libraries_ms"),
+            f("open_context_ms"),
+            f("open_stream_ms"),
+            f("open_attributes_ms"),
+            f("open_nvrtc_version_ms"),
+            m["nvrtc_loaded_at_open_count"],
+        );
+        println!(
+            "startup {which:<4}   first launch: alloc+upload {:.2}, launch call {:.2} (codegen {:.2}, disk read {:.2}, module load {:.2}, compile {:.2}, other {:.2}), sync {:.2} ms (NVRTC loaded in {} of 5, load {:.2} ms)",
+            f("alloc_upload_ms"),
+            f("launch_call_ms"),
+            f("codegen_ms"),
+            f("disk_read_ms"),
+            f("module_load_ms"),
+            f("compile_ms"),
+            f("launch_other_ms"),
+            f("sync_ms"),
+            m["nvrtc_loaded_count"],
+            f("nvrtc_load_ms"),
         );
     }
     println!(

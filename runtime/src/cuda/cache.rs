@@ -1,13 +1,35 @@
 //! The on-disk CUBIN cache and the cache counters.
 //!
 //! An entry is `<dir>/<key>.cubin`, where `key` is the SHA-256 (hex) of: tilekit's version,
-//! the target architecture, the NVRTC version, the NVRTC option strings, every prelude
-//! header (name and contents) and the variant's complete source, each length-prefixed. The
-//! file is a magic tag, the SHA-256 of the CUBIN, then the CUBIN: an entry whose tag or
-//! checksum does not match (a torn or corrupt file) is treated as absent, recompiled and
-//! overwritten. Entries are written to a unique temporary file in the same directory and
-//! renamed over the final name, so concurrent processes never see a partial entry. The cache
-//! can only hold what NVRTC produced for the exact key: it never selects or injects code.
+//! the target architecture, the NVRTC compiler's identity, the NVRTC option strings, every
+//! prelude header (name and contents) and the variant's complete source, each
+//! length-prefixed. The file is a magic tag, the SHA-256 of the CUBIN, then the CUBIN: an
+//! entry whose tag or checksum does not match (a torn or corrupt file) is treated as absent,
+//! recompiled and overwritten. Entries are written to a unique temporary file in the same
+//! directory and renamed over the final name, so concurrent processes never see a partial
+//! entry. The cache can only hold what NVRTC produced for the exact key: it never selects or
+//! injects code.
+//!
+//! **The NVRTC identity, and why a hit needs no NVRTC.** Loading NVRTC costs several
+//! milliseconds (a ~100 MB library), so the key must be computable without it. When
+//! `nvrtc::locate::find_library` finds the library on the file system (the usual case:
+//! `TILEKIT_CUDA_ROOT` / `CUDA_HOME` / `CUDA_PATH`, `LD_LIBRARY_PATH`, `/usr/local/cuda`),
+//! the key holds that file's identity, `nvrtc-file <canonical path> size=.. mtime_ns=..`,
+//! and the process loads exactly that file when it compiles: another NVRTC (another install,
+//! or the same path upgraded in place) misses, and a hit opens no library. The cost is an
+//! occasional spurious miss (the same NVRTC at two paths, or a `touch`), which recompiles
+//! once. When NVRTC is only reachable through the loader's own search (`ld.so.cache`), the
+//! runtime loads it at open and the key holds `nvrtc <major>.<minor>` from `nvrtcVersion`,
+//! as before.
+//!
+//! The NVRTC version itself (`DeviceInfo::nvrtc_version`, and the driver check at open) is
+//! remembered per library identity in `<dir>/nvrtc-<hash of identity>.version` (the
+//! identity, then `13.0`):
+//! read at open when present; otherwise NVRTC is loaded at open, asked, and the file written
+//! (atomically, like entries). A version file that does not parse is ignored and rewritten.
+//! Before each compile the runtime checks that the NVRTC cudarc reaches reports the version
+//! recorded at open (another `libnvrtc` shadowing the found file is a typed error, not a
+//! CUBIN stored under the wrong key).
 
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -88,12 +110,13 @@ fn field(h: &mut Sha256, bytes: &[u8]) {
 }
 
 /// The key of a variant's CUBIN (hex SHA-256; see the module docs).
-pub(crate) fn cubin_key(source: &str, options: &[String], nvrtc: (u32, u32), arch: &str) -> String {
+/// `nvrtc` is the compiler's identity (see the module docs).
+pub(crate) fn cubin_key(source: &str, options: &[String], nvrtc: &str, arch: &str) -> String {
     let mut h = Sha256::new();
     field(&mut h, b"tilekit-cubin");
     field(&mut h, env!("CARGO_PKG_VERSION").as_bytes());
     field(&mut h, arch.as_bytes());
-    field(&mut h, format!("nvrtc {}.{}", nvrtc.0, nvrtc.1).as_bytes());
+    field(&mut h, nvrtc.as_bytes());
     h.update((options.len() as u64).to_le_bytes());
     for o in options {
         field(&mut h, o.as_bytes());
@@ -138,11 +161,19 @@ pub(crate) fn load(dir: &Path, key: &str) -> Lookup {
     if sum != actual {
         return Lookup::Corrupt;
     }
-    Lookup::Hit(body.to_vec())
+    let mut bytes = bytes;
+    bytes.drain(..header); // in place: no second copy of the CUBIN
+    Lookup::Hit(bytes)
 }
 
 /// Writes the entry for `key` atomically (a unique temporary file in `dir`, then a rename).
 pub(crate) fn store(dir: &Path, key: &str, cubin: &[u8]) -> std::io::Result<()> {
+    let sum: [u8; 32] = Sha256::digest(cubin).into();
+    write_atomically(dir, &format!("{key}.cubin"), &[MAGIC, &sum, cubin])
+}
+
+/// Writes `parts` to `dir/name` through a unique temporary file and a rename.
+fn write_atomically(dir: &Path, name: &str, parts: &[&[u8]]) -> std::io::Result<()> {
     fs::create_dir_all(dir)?;
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
@@ -150,24 +181,57 @@ pub(crate) fn store(dir: &Path, key: &str, cubin: &[u8]) -> std::io::Result<()> 
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     let tmp = dir.join(format!(
-        ".{key}.{}.{}.{nanos}.tmp",
+        ".{name}.{}.{}.{nanos}.tmp",
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
-        f.write_all(MAGIC)?;
-        let sum: [u8; 32] = Sha256::digest(cubin).into();
-        f.write_all(&sum)?;
-        f.write_all(cubin)?;
+        for p in parts {
+            f.write_all(p)?;
+        }
         f.sync_all()?;
         drop(f);
-        fs::rename(&tmp, entry_path(dir, key))
+        fs::rename(&tmp, dir.join(name))
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// The file remembering the version of the NVRTC library with this identity.
+fn version_path(dir: &Path, identity: &str) -> PathBuf {
+    let h = Sha256::digest(identity.as_bytes());
+    dir.join(format!("nvrtc-{}.version", hex(&h[..8])))
+}
+
+/// The remembered NVRTC version for a library identity, if a valid one is recorded.
+pub(crate) fn load_nvrtc_version(dir: &Path, identity: &str) -> Option<(u32, u32)> {
+    let text = fs::read_to_string(version_path(dir, identity)).ok()?;
+    let (identity_line, version) = text.trim_end().split_once('\n')?;
+    if identity_line != identity {
+        return None;
+    }
+    let (major, minor) = version.split_once('.')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Records the NVRTC version of a library identity (best effort: errors are returned for
+/// the counters, and the next open asks NVRTC again).
+pub(crate) fn store_nvrtc_version(
+    dir: &Path,
+    identity: &str,
+    version: (u32, u32),
+) -> std::io::Result<()> {
+    let path = version_path(dir, identity);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("nvrtc.version")
+        .to_string();
+    let text = format!("{identity}\n{}.{}\n", version.0, version.1);
+    write_atomically(dir, &name, &[text.as_bytes()])
 }
 
 #[cfg(test)]
@@ -184,7 +248,7 @@ mod tests {
     #[test]
     fn round_trip_and_corruption() {
         let dir = scratch_dir("rt");
-        let key = cubin_key("src", &["--a".into()], (13, 0), "sm_90a");
+        let key = cubin_key("src", &["--a".into()], "nvrtc 13.0", "sm_90a");
         assert_eq!(key.len(), 64);
         assert_eq!(load(&dir, &key), Lookup::Miss);
         store(&dir, &key, b"\x7fELF cubin").unwrap();
@@ -206,11 +270,38 @@ mod tests {
 
     #[test]
     fn keys_depend_on_every_part() {
-        let base = cubin_key("src", &["--a".into()], (13, 0), "sm_90a");
-        assert_ne!(base, cubin_key("src2", &["--a".into()], (13, 0), "sm_90a"));
-        assert_ne!(base, cubin_key("src", &["--b".into()], (13, 0), "sm_90a"));
-        assert_ne!(base, cubin_key("src", &["--a".into()], (13, 1), "sm_90a"));
-        assert_ne!(base, cubin_key("src", &["--a".into()], (13, 0), "sm_80"));
-        assert_ne!(base, cubin_key("src", &[], (13, 0), "sm_90a"));
+        let nv = "nvrtc-file /cuda/lib/libnvrtc.so.13.0.88 size=1 mtime_ns=2";
+        let base = cubin_key("src", &["--a".into()], nv, "sm_90a");
+        assert_ne!(base, cubin_key("src2", &["--a".into()], nv, "sm_90a"));
+        assert_ne!(base, cubin_key("src", &["--b".into()], nv, "sm_90a"));
+        let upgraded = "nvrtc-file /cuda/lib/libnvrtc.so.13.0.88 size=1 mtime_ns=3";
+        assert_ne!(base, cubin_key("src", &["--a".into()], upgraded, "sm_90a"));
+        assert_ne!(
+            base,
+            cubin_key("src", &["--a".into()], "nvrtc 13.0", "sm_90a")
+        );
+        assert_ne!(base, cubin_key("src", &["--a".into()], nv, "sm_80"));
+        assert_ne!(base, cubin_key("src", &[], nv, "sm_90a"));
+        assert_eq!(base, cubin_key("src", &["--a".into()], nv, "sm_90a"));
+    }
+
+    #[test]
+    fn nvrtc_version_files() {
+        let dir = scratch_dir("version");
+        let id = "nvrtc-file /x/libnvrtc.so.13 size=5 mtime_ns=7";
+        assert_eq!(load_nvrtc_version(&dir, id), None);
+        store_nvrtc_version(&dir, id, (13, 0)).unwrap();
+        assert_eq!(load_nvrtc_version(&dir, id), Some((13, 0)));
+        // Another library identity has its own file; garbage is ignored.
+        let other = "nvrtc-file /x/libnvrtc.so.13 size=5 mtime_ns=8";
+        assert_eq!(load_nvrtc_version(&dir, other), None);
+        fs::write(version_path(&dir, id), b"garbage").unwrap();
+        assert_eq!(load_nvrtc_version(&dir, id), None);
+        fs::write(version_path(&dir, id), format!("{id}\n13.x\n")).unwrap();
+        assert_eq!(load_nvrtc_version(&dir, id), None);
+        store_nvrtc_version(&dir, id, (13, 1)).unwrap();
+        assert_eq!(load_nvrtc_version(&dir, id), Some((13, 1)));
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        let _ = fs::remove_dir_all(&dir);
     }
 }

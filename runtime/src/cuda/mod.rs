@@ -28,9 +28,11 @@
 mod cache;
 mod ffi;
 pub(crate) mod graph;
+mod timings;
 
 pub use cache::{CacheStats, CACHE_DIR_VAR};
 pub use graph::LaunchGraph;
+pub use timings::CudaTimings;
 
 use crate::error::{CudaLaunchError, LaunchError, RuntimeError};
 use crate::launch::{check, resolve, Arg, Generics, Layout, ScalarValue};
@@ -45,6 +47,7 @@ use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 use tilekit_codegen::abi::ENTRY_POINT;
 use tilekit_codegen::{
     launch_plan, prelude_headers, variant_source, CodegenError, LaunchPlan, ResourceEnv, Target,
@@ -157,7 +160,11 @@ pub(crate) struct CudaDevice {
     ctx: Arc<CudaContext>,
     options: CompileOptions,
     option_args: Vec<String>,
+    /// The NVRTC part of the disk-cache key (see `cache`).
+    nvrtc_key: String,
     disk: Option<PathBuf>,
+    /// Where open and the in-memory misses spent their time.
+    timings: Mutex<CudaTimings>,
     plans: Mutex<Buckets<Result<LaunchPlan, CodegenError>>>,
     functions: Mutex<Buckets<Arc<Loaded>>>,
     memo: Memo<Resolved>,
@@ -185,20 +192,78 @@ impl std::fmt::Debug for CudaDevice {
     }
 }
 
-/// Checks that need no device: libcuda, NVRTC, headers.
-fn check_libraries() -> Result<(), RuntimeError> {
+/// What the device-independent checks found.
+struct Libraries {
+    /// The NVRTC library file, when found without loading it (else NVRTC was loaded).
+    nvrtc: Option<&'static nvrtc::locate::NvrtcLibrary>,
+    /// The CUDA include directory.
+    include: PathBuf,
+}
+
+/// Checks that need no device: libcuda, NVRTC, headers. NVRTC is only looked for on the
+/// file system (`nvrtc::locate::find_library`); it is loaded here only when that finds
+/// nothing and the dynamic loader's own search must be tried.
+fn check_libraries() -> Result<Libraries, RuntimeError> {
     if !ffi::culib_present() {
         return Err(RuntimeError::NoDriver);
     }
-    nvrtc::locate::ensure_loaded().map_err(|source| RuntimeError::NoNvrtc { source })?;
-    nvrtc::cuda_include_dir().map_err(|source| RuntimeError::NoHeaders { source })?;
-    Ok(())
+    let lib = nvrtc::locate::find_library();
+    if lib.is_none() {
+        nvrtc::locate::ensure_loaded().map_err(|source| RuntimeError::NoNvrtc { source })?;
+    }
+    let include = nvrtc::cuda_include_dir().map_err(|source| RuntimeError::NoHeaders { source })?;
+    Ok(Libraries {
+        nvrtc: lib,
+        include,
+    })
+}
+
+/// Loads NVRTC and asks its version.
+fn loaded_nvrtc_version() -> Result<(u32, u32), RuntimeError> {
+    let nv = nvrtc::nvrtc_version().map_err(|source| RuntimeError::NoNvrtc { source })?;
+    Ok((
+        u32::try_from(nv.0).unwrap_or(0),
+        u32::try_from(nv.1).unwrap_or(0),
+    ))
+}
+
+/// The NVRTC version and the NVRTC part of the disk-cache key (see `cache`'s docs): from
+/// the library's identity and the version file when possible, without loading NVRTC.
+/// Returns whether NVRTC had to be loaded.
+fn nvrtc_identity(
+    lib: Option<&nvrtc::locate::NvrtcLibrary>,
+    disk: Option<&std::path::Path>,
+) -> Result<((u32, u32), String, bool), RuntimeError> {
+    let Some(lib) = lib else {
+        let v = loaded_nvrtc_version()?;
+        return Ok((v, format!("nvrtc {}.{}", v.0, v.1), true));
+    };
+    let key = format!("nvrtc-file {}", lib.identity);
+    if let Some(v) = disk.and_then(|d| cache::load_nvrtc_version(d, &lib.identity)) {
+        return Ok((v, key, false));
+    }
+    let v = loaded_nvrtc_version()?;
+    if v.0 != nvrtc::locate::NVRTC_MAJOR {
+        // cudarc reached another NVRTC than the file found (say a `libnvrtc.so` of another
+        // major earlier on LD_LIBRARY_PATH): the key would name the wrong compiler.
+        return Err(RuntimeError::NoNvrtc {
+            source: nvrtc::locate::shadowed(lib, v),
+        });
+    }
+    if let Some(d) = disk {
+        // Best effort: without the file the next open asks NVRTC again.
+        let _ = cache::store_nvrtc_version(d, &lib.identity, v);
+    }
+    Ok((v, key, true))
 }
 
 impl CudaDevice {
     /// Opens device `ordinal` with its own non-blocking stream and event tracking off.
     pub fn open(ordinal: usize) -> Result<CudaDevice, RuntimeError> {
-        check_libraries()?;
+        let t = Instant::now();
+        let libs = check_libraries()?;
+        let libraries = t.elapsed();
+        let t = Instant::now();
         let count = match CudaContext::device_count() {
             Ok(n) => usize::try_from(n).unwrap_or(0),
             Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => 0,
@@ -209,21 +274,37 @@ impl CudaDevice {
         }
         let ctx = CudaContext::new(ordinal).map_err(driver("cuDevicePrimaryCtxRetain"))?;
         ffi::disable_event_tracking(&ctx);
+        let context = t.elapsed();
+        let t = Instant::now();
         let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-        CudaDevice::from_parts(ctx, stream)
+        let timings = CudaTimings {
+            open_libraries: libraries,
+            open_context: context,
+            open_stream: t.elapsed(),
+            ..CudaTimings::default()
+        };
+        CudaDevice::from_parts(ctx, stream, libs, timings)
     }
 
     /// A device state on a caller's stream.
     pub fn on_stream(stream: Arc<CudaStream>) -> Result<CudaDevice, RuntimeError> {
-        check_libraries()?;
+        let t = Instant::now();
+        let libs = check_libraries()?;
+        let timings = CudaTimings {
+            open_libraries: t.elapsed(),
+            ..CudaTimings::default()
+        };
         let ctx = stream.context().clone();
-        CudaDevice::from_parts(ctx, stream)
+        CudaDevice::from_parts(ctx, stream, libs, timings)
     }
 
     fn from_parts(
         ctx: Arc<CudaContext>,
         stream: Arc<CudaStream>,
+        libs: Libraries,
+        mut timings: CudaTimings,
     ) -> Result<CudaDevice, RuntimeError> {
+        let t = Instant::now();
         let ordinal = ctx.ordinal();
         let name = ctx.name().map_err(driver("cuDeviceGetName"))?;
         let (major, minor) = ctx
@@ -243,11 +324,12 @@ impl CudaDevice {
             sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )?);
         let driver_version = ffi::driver_version().map_err(driver("cuDriverGetVersion"))?;
-        let nv = nvrtc::nvrtc_version().map_err(|source| RuntimeError::NoNvrtc { source })?;
-        let nvrtc_version = (
-            u32::try_from(nv.0).unwrap_or(0),
-            u32::try_from(nv.1).unwrap_or(0),
-        );
+        timings.open_attributes = t.elapsed();
+        let t = Instant::now();
+        let disk = cache::cache_dir();
+        let (nvrtc_version, nvrtc_key, loaded) = nvrtc_identity(libs.nvrtc, disk.as_deref())?;
+        timings.open_nvrtc_version = t.elapsed();
+        timings.nvrtc_loaded_at_open = loaded;
         let target = target_for((major, minor)).ok_or_else(|| RuntimeError::UnsupportedArch {
             ordinal,
             name: name.clone(),
@@ -260,8 +342,7 @@ impl CudaDevice {
                 nvrtc: nvrtc_version,
             });
         }
-        let options = CompileOptions::new(target.arch())
-            .map_err(|source| RuntimeError::NoHeaders { source })?;
+        let options = CompileOptions::with_include_dir(target.arch(), libs.include);
         let option_args = options.to_args();
         Ok(CudaDevice {
             info: DeviceInfo {
@@ -278,7 +359,9 @@ impl CudaDevice {
             ctx,
             options,
             option_args,
-            disk: cache::cache_dir(),
+            nvrtc_key,
+            disk,
+            timings: Mutex::new(timings),
             plans: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             memo: Memo::default(),
@@ -306,6 +389,15 @@ impl CudaDevice {
     /// The cache counters.
     pub fn stats(&self) -> CacheStats {
         self.counters.snapshot()
+    }
+
+    /// Where open and the in-memory misses spent their time.
+    pub fn timings(&self) -> CudaTimings {
+        let mut t = *lock(&self.timings);
+        let (loaded, seconds) = nvrtc::locate::loaded();
+        t.nvrtc_loaded = loaded;
+        t.nvrtc_load = seconds.map(std::time::Duration::from_secs_f64);
+        t
     }
 
     /// The launch memo's counters.
@@ -368,6 +460,7 @@ impl CudaDevice {
                 config: config.to_string(),
             });
         }
+        let t = Instant::now();
         let plan = self.plan(id, kernel, config, bindings)?;
         let variant = Variant {
             config: config.clone(),
@@ -376,13 +469,18 @@ impl CudaDevice {
             target: self.info.target,
         };
         let source = variant_source(kernel, spec.cuda_template, &variant)?;
+        let codegen = t.elapsed();
+        let t = Instant::now();
         let key = cache::cubin_key(
             &source,
             &self.option_args,
-            self.info.nvrtc_version,
+            &self.nvrtc_key,
             self.info.target.arch(),
         );
-        let from_disk = match self.disk.as_deref().map(|d| cache::load(d, &key)) {
+        let lookup = self.disk.as_deref().map(|d| cache::load(d, &key));
+        let disk_read = t.elapsed();
+        let t = Instant::now();
+        let from_disk = match lookup {
             Some(Lookup::Hit(bytes)) => match self.load(bytes, plan) {
                 Ok(l) => {
                     Counters::bump(&self.counters.disk_hits);
@@ -399,9 +497,13 @@ impl CudaDevice {
             }
             Some(Lookup::Miss) | None => None,
         };
+        let mut module_load = t.elapsed();
+        let mut compile = std::time::Duration::ZERO;
         let loaded = match from_disk {
             Some(l) => l,
             None => {
+                let t = Instant::now();
+                self.check_compiler()?;
                 let name = format!("{}.cu", kernel.name);
                 let cubin = compile_cubin(&source, &name, prelude_headers(), &self.options)?;
                 Counters::bump(&self.counters.compiles);
@@ -410,9 +512,20 @@ impl CudaDevice {
                         Counters::bump(&self.counters.disk_errors);
                     }
                 }
-                self.load(cubin.bytes, plan)?
+                compile = t.elapsed();
+                let t = Instant::now();
+                let l = self.load(cubin.bytes, plan)?;
+                module_load += t.elapsed();
+                l
             }
         };
+        {
+            let mut tm = lock(&self.timings);
+            tm.codegen += codegen;
+            tm.disk_read += disk_read;
+            tm.module_load += module_load;
+            tm.compile += compile;
+        }
         let loaded = Arc::new(loaded);
         lock(&self.functions).entry(h).or_default().push((
             VariantKey {
@@ -424,6 +537,23 @@ impl CudaDevice {
             loaded.clone(),
         ));
         Ok(loaded)
+    }
+
+    /// Before a compile (NVRTC is loaded here if it was not yet): the NVRTC that cudarc
+    /// reaches reports the version this runtime recorded at open, so the disk-cache key
+    /// (which names the library file found at open) names the compiler in use.
+    fn check_compiler(&self) -> Result<(), CudaLaunchError> {
+        let (major, minor) = nvrtc::nvrtc_version()?;
+        let v = (
+            u32::try_from(major).unwrap_or(0),
+            u32::try_from(minor).unwrap_or(0),
+        );
+        match nvrtc::locate::find_library() {
+            Some(lib) if v != self.info.nvrtc_version => {
+                Err(nvrtc::locate::shadowed(lib, v).into())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Loads a CUBIN and opts its entry point into the plan's dynamic shared memory.

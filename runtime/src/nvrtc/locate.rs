@@ -1,12 +1,18 @@
-//! Finding the CUDA headers and loading `libnvrtc`.
+//! Finding the CUDA headers and `libnvrtc`, and loading `libnvrtc` when a compile needs it.
+//!
+//! Finding is cheap and loads nothing: [`cuda_include_dir`] and [`find_library`] only look
+//! at the file system, so [`crate::Runtime::cuda`] can report a missing NVRTC or missing
+//! headers at open without paying for loading NVRTC (a ~100 MB library, several ms), which a
+//! process whose kernels all come from the CUBIN caches never needs. [`ensure_loaded`] loads
+//! it, once, at the first compile.
 //!
 //! cudarc loads NVRTC lazily with `dlopen` by bare name (`libnvrtc.so`, then versioned names
 //! such as `libnvrtc.so.13`), so it only finds the library through `LD_LIBRARY_PATH` or the
-//! system loader paths. Cargo overwrites `LD_LIBRARY_PATH` for `cargo test`, so when
-//! `TILEKIT_CUDA_ROOT` (or `CUDA_HOME`, `CUDA_PATH`) is set we first `dlopen`
-//! `libnvrtc-builtins.so.13*` and then `libnvrtc.so.13` by absolute path and keep the handles
-//! for the life of the process. The dynamic loader then hands cudarc's later
-//! `dlopen("libnvrtc.so.13")` the library already loaded under that soname, and libnvrtc's own
+//! system loader paths. Cargo overwrites `LD_LIBRARY_PATH` for `cargo test`, so we first
+//! `dlopen` the `libnvrtc-builtins.so.13*` and then the `libnvrtc.so.13` that
+//! [`find_library`] found, by absolute path, and keep the handles for the life of the
+//! process. The dynamic loader then hands cudarc's later `dlopen("libnvrtc.so.13")` the
+//! library already loaded under that soname, and libnvrtc's own
 //! `dlopen("libnvrtc-builtins.so.13.0")` finds the preloaded builtins (without them every
 //! compile fails with `NVRTC_ERROR_BUILTIN_OPERATION_FAILURE`).
 
@@ -23,6 +29,9 @@ const SYSTEM_CUDA: &str = "/usr/local/cuda";
 
 /// The soname of the NVRTC library this module preloads (CUDA 13).
 const NVRTC_SONAME: &str = "libnvrtc.so.13";
+
+/// The NVRTC major version of the library looked for (`libnvrtc.so.13`).
+pub const NVRTC_MAJOR: u32 = 13;
 
 /// The prefix of the NVRTC builtins library that matches [`NVRTC_SONAME`].
 const BUILTINS_PREFIX: &str = "libnvrtc-builtins.so.13";
@@ -61,14 +70,39 @@ struct Preloaded {
     _nvrtc: libloading::Library,
 }
 
-/// The outcome of the one-time preload: the directory loaded from (if any) and the errors met.
+/// The outcome of the one-time preload: the directory loaded from (if any), the errors met,
+/// and how long the `dlopen`s took.
 struct PreloadOutcome {
     loaded: Option<(PathBuf, Preloaded)>,
-    searched_dirs: Vec<PathBuf>,
     errors: Vec<String>,
+    seconds: f64,
 }
 
 static PRELOAD: OnceLock<PreloadOutcome> = OnceLock::new();
+
+/// The NVRTC library file tilekit loads, found on the file system without loading it (see
+/// [`find_library`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NvrtcLibrary {
+    /// `<dir>/libnvrtc.so.13`, as found (possibly a symbolic link).
+    pub path: PathBuf,
+    /// The matching `libnvrtc-builtins.so.13*` in the same directory.
+    pub builtins: PathBuf,
+    /// The library's identity: its canonical path (symbolic links resolved), size in bytes
+    /// and modification time in nanoseconds since the epoch. A different NVRTC (another
+    /// install, or the same path upgraded in place) has a different identity; the on-disk
+    /// CUBIN cache keys on it so that a cache hit needs no NVRTC at all.
+    pub identity: String,
+}
+
+/// What [`find_library`] found: the library, or the directories searched.
+struct Found {
+    library: Option<NvrtcLibrary>,
+    searched: Vec<PathBuf>,
+    notes: Vec<String>,
+}
+
+static FOUND: OnceLock<Found> = OnceLock::new();
 
 /// Library directories under each environment root (`lib`, `lib64`), in order.
 fn env_lib_dirs() -> Vec<PathBuf> {
@@ -76,6 +110,20 @@ fn env_lib_dirs() -> Vec<PathBuf> {
         .into_iter()
         .flat_map(|root| [root.join("lib"), root.join("lib64")])
         .collect()
+}
+
+/// Every directory [`find_library`] searches, in order: the environment roots' `lib` and
+/// `lib64`, then each `LD_LIBRARY_PATH` entry, then `/usr/local/cuda/lib64` and `lib`.
+fn lib_search_dirs() -> Vec<PathBuf> {
+    let mut dirs = env_lib_dirs();
+    if let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") {
+        dirs.extend(std::env::split_paths(&ld).filter(|d| !d.as_os_str().is_empty()));
+    }
+    dirs.push(Path::new(SYSTEM_CUDA).join("lib64"));
+    dirs.push(Path::new(SYSTEM_CUDA).join("lib"));
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| seen.insert(d.clone()));
+    dirs
 }
 
 /// The builtins library in `dir` matching [`BUILTINS_PREFIX`] (`.alt` variants excluded).
@@ -94,46 +142,102 @@ fn find_builtins(dir: &Path) -> Option<PathBuf> {
     found.into_iter().next()
 }
 
-fn preload() -> PreloadOutcome {
-    let mut outcome = PreloadOutcome {
-        loaded: None,
-        searched_dirs: Vec::new(),
-        errors: Vec::new(),
+/// `canonical path, size, mtime` of a file, or `None` if it cannot be read.
+fn file_identity(path: &Path) -> Option<String> {
+    let canonical = std::fs::canonicalize(path).ok()?;
+    let meta = std::fs::metadata(&canonical).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some(format!(
+        "{} size={} mtime_ns={mtime}",
+        canonical.display(),
+        meta.len()
+    ))
+}
+
+fn search() -> Found {
+    let mut found = Found {
+        library: None,
+        searched: Vec::new(),
+        notes: Vec::new(),
     };
-    for dir in env_lib_dirs() {
-        outcome.searched_dirs.push(dir.clone());
-        let nvrtc_path = dir.join(NVRTC_SONAME);
-        if !nvrtc_path.is_file() {
+    for dir in lib_search_dirs() {
+        found.searched.push(dir.clone());
+        let path = dir.join(NVRTC_SONAME);
+        if !path.is_file() {
             continue;
         }
-        let Some(builtins_path) = find_builtins(&dir) else {
-            outcome.errors.push(format!(
+        let Some(builtins) = find_builtins(&dir) else {
+            found.notes.push(format!(
                 "{} has {NVRTC_SONAME} but no {BUILTINS_PREFIX}*",
                 dir.display()
             ));
             continue;
         };
-        // SAFETY: loading NVRTC runs its initialisers, which have no preconditions; the
-        // libraries are the ones cudarc would load anyway, and the handles are kept forever
-        // so no symbol outlives its library.
-        let loaded = unsafe {
-            libloading::Library::new(&builtins_path).and_then(|builtins| {
-                libloading::Library::new(&nvrtc_path).map(|nvrtc| Preloaded {
-                    _builtins: builtins,
-                    _nvrtc: nvrtc,
-                })
-            })
+        let Some(identity) = file_identity(&path) else {
+            found
+                .notes
+                .push(format!("{}: cannot be read", path.display()));
+            continue;
         };
-        match loaded {
-            Ok(handles) => {
-                outcome.loaded = Some((dir, handles));
-                break;
-            }
-            Err(e) => outcome
-                .errors
-                .push(format!("{}: {}", dir.display(), loader_error(&e))),
-        }
+        found.library = Some(NvrtcLibrary {
+            path,
+            builtins,
+            identity,
+        });
+        break;
     }
+    found
+}
+
+/// The NVRTC library this process will load, found without loading it: the first directory
+/// of the search (the environment roots' `lib` and `lib64`, each `LD_LIBRARY_PATH` entry,
+/// `/usr/local/cuda/lib64`, `/usr/local/cuda/lib`) that holds both `libnvrtc.so.13` and a
+/// `libnvrtc-builtins.so.13*`. Only file-system look-ups (no `dlopen`), once per process.
+///
+/// When this finds a library, [`ensure_loaded`] loads exactly that file (by absolute path)
+/// and nothing else, so its [`NvrtcLibrary::identity`] names the compiler every kernel of
+/// the process is built with. `None`: NVRTC can only be reached through the dynamic
+/// loader's own search (`ld.so.cache`), which [`ensure_loaded`] then tries.
+pub fn find_library() -> Option<&'static NvrtcLibrary> {
+    FOUND.get_or_init(search).library.as_ref()
+}
+
+fn preload() -> PreloadOutcome {
+    let start = std::time::Instant::now();
+    let mut outcome = PreloadOutcome {
+        loaded: None,
+        errors: Vec::new(),
+        seconds: 0.0,
+    };
+    let Some(lib) = find_library() else {
+        return outcome;
+    };
+    // SAFETY: loading NVRTC runs its initialisers, which have no preconditions; the
+    // libraries are the ones cudarc would load anyway, and the handles are kept forever
+    // so no symbol outlives its library.
+    let loaded = unsafe {
+        libloading::Library::new(&lib.builtins).and_then(|builtins| {
+            libloading::Library::new(&lib.path).map(|nvrtc| Preloaded {
+                _builtins: builtins,
+                _nvrtc: nvrtc,
+            })
+        })
+    };
+    match loaded {
+        Ok(handles) => {
+            let dir = lib.path.parent().map(Path::to_path_buf).unwrap_or_default();
+            outcome.loaded = Some((dir, handles));
+        }
+        Err(e) => outcome
+            .errors
+            .push(format!("{}: {}", lib.path.display(), loader_error(&e))),
+    }
+    outcome.seconds = start.elapsed().as_secs_f64();
     outcome
 }
 
@@ -147,28 +251,49 @@ fn preload() -> PreloadOutcome {
 /// (candle does); this probe compiles in both.
 pub const PROBE_NAMES: [&str; 3] = ["libnvrtc.so", NVRTC_SONAME, "libnvrtc.so.12"];
 
-/// Loads NVRTC once (preloading from the environment's CUDA root when one is set) and
-/// checks that cudarc can reach it. Cheap after the first call.
+/// Loads NVRTC once and checks that cudarc can reach it. Cheap after the first call.
+///
+/// If [`find_library`] found a library, exactly that file is loaded by absolute path (with
+/// its builtins); if that fails, the error is returned and no other NVRTC is tried (the
+/// disk cache keys on that file's identity). Otherwise the names in [`PROBE_NAMES`] are
+/// handed to the dynamic loader, as cudarc itself would.
 pub fn ensure_loaded() -> Result<(), NvrtcError> {
     let outcome = PRELOAD.get_or_init(preload);
     if outcome.loaded.is_some() {
         return Ok(());
     }
-    let mut errors = outcome.errors.clone();
+    let found = FOUND.get_or_init(search);
+    let mut errors = found.notes.clone();
+    errors.extend(outcome.errors.iter().cloned());
+    if let Some(lib) = &found.library {
+        return Err(NvrtcError::LibraryNotFound {
+            searched: format!("{} (found, but it could not be loaded)", lib.path.display()),
+            details: errors
+                .iter()
+                .map(|e| format!("loader error: {e}\n"))
+                .collect(),
+        });
+    }
+    if PROBED.get().is_some() {
+        return Ok(());
+    }
     for name in PROBE_NAMES {
         // SAFETY: as in `preload`; the probe handle is dropped at once, which only lowers
         // the loader's reference count.
         match unsafe { libloading::Library::new(name) } {
-            Ok(_) => return Ok(()),
+            Ok(_) => {
+                let _ = PROBED.set(());
+                return Ok(());
+            }
             Err(e) => errors.push(format!("{name}: {}", loader_error(&e))),
         }
     }
     let ld_path = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
-    let dirs = if outcome.searched_dirs.is_empty() {
-        "no lib directory (TILEKIT_CUDA_ROOT, CUDA_HOME and CUDA_PATH are unset)".to_string()
+    let dirs = if found.searched.is_empty() {
+        "no lib directory".to_string()
     } else {
-        outcome
-            .searched_dirs
+        found
+            .searched
             .iter()
             .map(|d| d.join(NVRTC_SONAME).display().to_string())
             .collect::<Vec<_>>()
@@ -187,7 +312,39 @@ pub fn ensure_loaded() -> Result<(), NvrtcError> {
     })
 }
 
-/// The directory NVRTC was preloaded from by absolute path, if the environment named one.
+/// The error when the NVRTC in use reports another version than the one recorded for the
+/// library file [`find_library`] found (another `libnvrtc` shadows it through the dynamic
+/// loader, or the version file in the disk cache is wrong).
+pub fn shadowed(lib: &NvrtcLibrary, in_use: (u32, u32)) -> NvrtcError {
+    NvrtcError::LibraryNotFound {
+        searched: format!(
+            "{} was found ({}), but the NVRTC in use reports version {}.{}",
+            lib.path.display(),
+            lib.identity,
+            in_use.0,
+            in_use.1
+        ),
+        details: "another libnvrtc is reached first through the dynamic loader (a \
+                  `libnvrtc.so` earlier on LD_LIBRARY_PATH?), or the `nvrtc-*.version` file \
+                  in the CUBIN cache directory is wrong (delete it)\n"
+            .to_string(),
+    }
+}
+
+/// Set once a probe through the dynamic loader succeeded.
+static PROBED: OnceLock<()> = OnceLock::new();
+
+/// Whether NVRTC has been loaded in this process (by [`ensure_loaded`]), and the seconds
+/// the load by absolute path took (`None` when it was reached through the loader's search).
+pub fn loaded() -> (bool, Option<f64>) {
+    match PRELOAD.get() {
+        Some(o) if o.loaded.is_some() => (true, Some(o.seconds)),
+        _ => (PROBED.get().is_some(), None),
+    }
+}
+
+/// The directory NVRTC was loaded from by absolute path (see [`find_library`]), if any.
+/// Loads NVRTC if it is not loaded yet.
 pub fn preloaded_from() -> Option<PathBuf> {
     PRELOAD
         .get_or_init(preload)

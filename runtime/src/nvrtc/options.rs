@@ -26,18 +26,22 @@ impl CompileOptions {
     /// [`cuda_include_dir`] and, when the cccl wheel is installed, its `cccl/` subdirectory
     /// (for `<cuda/...>` headers).
     pub fn new(arch: impl Into<String>) -> Result<Self, NvrtcError> {
-        let include = cuda_include_dir()?;
+        Ok(Self::with_include_dir(arch, cuda_include_dir()?))
+    }
+
+    /// As [`CompileOptions::new`], with the CUDA include directory already found.
+    pub fn with_include_dir(arch: impl Into<String>, include: PathBuf) -> Self {
         let cccl = include.join("cccl");
         let mut include_dirs = vec![include];
         if cccl.is_dir() {
             include_dirs.push(cccl);
         }
-        Ok(Self {
+        Self {
             arch: arch.into(),
             include_dirs,
             line_info: false,
             extra: Vec::new(),
-        })
+        }
     }
 
     /// Options for `arch` with no include directories, for sources that include only the
