@@ -6,7 +6,30 @@
 pub mod support {
     //! Shared by the integration tests.
 
+    use std::sync::atomic::{AtomicU64, Ordering};
     use tilekit::Element;
+
+    static SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+    /// A generator with a fresh seed per call, derived from `TILEKIT_TEST_SEED` (or the
+    /// clock); the seed is printed with `what` so a failing run can be reproduced.
+    pub fn seeded_rng(what: &str) -> Rng {
+        let base = std::env::var("TILEKIT_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            });
+        let seed = base
+            ^ SEED_COUNTER
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(0x9e37);
+        eprintln!("{what}: seed {seed} (TILEKIT_TEST_SEED={base} reproduces this run)");
+        Rng(seed)
+    }
 
     /// splitmix64: a small deterministic generator; tests print their seed so a failure
     /// can be reproduced with `TILEKIT_TEST_SEED`.

@@ -10,7 +10,6 @@
 //! usable and able to capture again); captured tensors outlive the graph's users; a panic
 //! in the closure, nested captures and a synchronize inside a capture.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use tilekit::prelude::*;
 use tilekit::{Element, LaunchError};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
@@ -18,24 +17,8 @@ use tilekit_runtime::cudarc::driver::sys::CUstreamCaptureStatus;
 use tilekit_runtime::{Backend, GraphError};
 use tilekit_tests::support::Rng;
 
-static SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 fn rng(what: &str) -> Rng {
-    let base = std::env::var("TILEKIT_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    let seed = base
-        ^ SEED_COUNTER
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0x9e37);
-    eprintln!("{what}: seed {seed} (TILEKIT_TEST_SEED={base} reproduces this run)");
-    Rng(seed)
+    tilekit_tests::support::seeded_rng(what)
 }
 
 #[test]

@@ -18,25 +18,8 @@ use tilekit_runtime::{CacheStats, Tensor as RtTensor};
 
 use tilekit_tests::support::Rng;
 
-static SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A fresh seed per call (printed), from `TILEKIT_TEST_SEED` or the clock.
 fn rng(what: &str) -> Rng {
-    let base = std::env::var("TILEKIT_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    let seed = base
-        ^ SEED_COUNTER
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_mul(0x9e37);
-    eprintln!("{what}: seed {seed} (TILEKIT_TEST_SEED={base} reproduces this run)");
-    Rng(seed)
+    tilekit_tests::support::seeded_rng(what)
 }
 
 fn gpu() -> Runtime {
@@ -343,10 +326,11 @@ fn gpu_matmul_every_dtype_config_and_size() {
 
 /// A fresh runtime whose disk cache is a new temporary directory.
 fn runtime_with_fresh_cache(name: &str) -> (Runtime, std::path::PathBuf) {
+    static DIR_COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
         "tilekit-gpu-test-{name}-{}-{}",
         std::process::id(),
-        SEED_COUNTER.fetch_add(1, Ordering::Relaxed)
+        DIR_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&dir);
     // The tests run with --test-threads=1; the variable is read when a runtime opens.
