@@ -5,7 +5,7 @@
 //! - `cargo xtask test [-- ARGS]`: `cuda-setup`, then `cargo test --workspace --release ARGS`
 //!   with `TILEKIT_CUDA_ROOT` and `LD_LIBRARY_PATH` exported. The README's test command.
 //! - `cargo xtask ci`: `cargo fmt --check`, `cargo clippy -D warnings`, then `xtask test`;
-//!   what `.ci/run` runs.
+//!   the same steps as `.ci/run`.
 //! - `cargo xtask compile-all`: NVRTC-compiles every valid variant of every library kernel.
 
 mod cuda;
