@@ -6,12 +6,23 @@
 
 namespace tk {
 
-/// `program_id(axis)` of the calling block.
-TK_DEVICE long long program_id(const Grid& g, int axis) {
-    const long long lin = (long long)blockIdx.x;
-    if (axis == 0) return lin % g.n[0];
-    if (axis == 1) return (lin / g.n[0]) % g.n[1];
-    return lin / (g.n[0] * g.n[1]);
+/// `program_id(AXIS)` of the calling block in a grid of `RANK` axes. The runtime launches at
+/// most 2^31 - 1 blocks, so the decomposition is done in 32-bit unsigned arithmetic (a
+/// 64-bit `%` is a long software routine per thread); a 1-d grid needs none at all.
+template <int RANK, int AXIS> TK_DEVICE long long program_id(const Grid& g) {
+    static_assert(RANK >= 1 && RANK <= 3, "tk::program_id: grids have 1 to 3 axes");
+    static_assert(AXIS >= 0 && AXIS < RANK, "tk::program_id: axis out of range");
+    const unsigned lin = blockIdx.x;
+    if constexpr (RANK == 1) {
+        return (long long)lin;
+    } else {
+        const unsigned n0 = (unsigned)g.n[0];
+        if constexpr (AXIS == 0) return (long long)(lin % n0);
+        if constexpr (RANK == 2) return (long long)(lin / n0);
+        const unsigned n1 = (unsigned)g.n[1];
+        if constexpr (AXIS == 1) return (long long)((lin / n0) % n1);
+        return (long long)(lin / (n0 * n1));
+    }
 }
 
 /// `num_programs(axis)`.
