@@ -67,7 +67,7 @@ impl<'k> Emitter<'k> {
                     },
                 );
                 // Unrolling: a body of pure register arithmetic (no memory, no block-scope
-                // op, no nested loop) is unrolled by 16, so the 64-bit counter, compare and
+                // op, no nested loop) is unrolled by 32, so the 64-bit counter, compare and
                 // branch stop taking issue slots from the arithmetic (SASS of the x*2 chain:
                 // ~6 such instructions per 4 iterations at nvcc's default unroll); other
                 // bodies without a nested loop or `dot` by 4.
@@ -86,7 +86,7 @@ impl<'k> Emitter<'k> {
                 if !body.insts.iter().any(|i| heavy(&i.op)) {
                     let pure = !body.insts.iter().any(|i| touches_memory_or_block(&i.op));
                     self.w.line(if pure {
-                        "#pragma unroll 16"
+                        "#pragma unroll 32"
                     } else {
                         "#pragma unroll 4"
                     });
