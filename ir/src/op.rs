@@ -244,6 +244,16 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// Looks up a DSL name (`sum`, `max`, `min`).
+    pub fn parse(name: &str) -> Option<ReduceOp> {
+        Some(match name {
+            "sum" => ReduceOp::Sum,
+            "max" => ReduceOp::Max,
+            "min" => ReduceOp::Min,
+            _ => return None,
+        })
+    }
+
     /// DSL name.
     pub fn name(self) -> &'static str {
         match self {

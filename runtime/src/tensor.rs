@@ -98,14 +98,18 @@ pub type Tensor2<T> = Tensor<T, 2>;
 pub type Tensor3<T> = Tensor<T, 3>;
 
 /// Row-major strides of `shape`, or `None` on overflow.
-fn row_major(shape: &[usize]) -> Option<Vec<usize>> {
-    let mut strides = vec![1usize; shape.len()];
+fn row_major<const R: usize>(shape: &[usize; R]) -> Result<[usize; R], TensorError> {
+    let mut strides = [1usize; R];
     let mut acc = 1usize;
-    for a in (0..shape.len()).rev() {
+    for a in (0..R).rev() {
         strides[a] = acc;
-        acc = acc.checked_mul(shape[a].max(1))?;
+        acc = acc
+            .checked_mul(shape[a].max(1))
+            .ok_or_else(|| TensorError::Overflow {
+                shape: shape.to_vec(),
+            })?;
     }
-    Some(strides)
+    Ok(strides)
 }
 
 /// Checks rank and extents; returns the number of elements (at most `i64::MAX`).
@@ -206,11 +210,7 @@ impl<T: Element, const R: usize> Tensor<T, R> {
                 found: data.len(),
             });
         }
-        let strides = row_major(&shape).ok_or_else(|| TensorError::Overflow {
-            shape: shape.to_vec(),
-        })?;
-        let mut st = [0usize; R];
-        st.copy_from_slice(&strides);
+        let st = row_major(&shape)?;
         Ok(Tensor {
             storage: Self::store(rt, data)?,
             shape,
@@ -288,11 +288,7 @@ impl<T: Element, const R: usize> Tensor<T, R> {
             return Self::full(rt, shape, T::default());
         };
         let n = check_shape(&shape)?;
-        let strides = row_major(&shape).ok_or_else(|| TensorError::Overflow {
-            shape: shape.to_vec(),
-        })?;
-        let mut st = [0usize; R];
-        st.copy_from_slice(&strides);
+        let st = row_major(&shape)?;
         let slice = dev
             .stream
             .alloc_zeros::<T>(n.max(1))
@@ -351,11 +347,7 @@ impl<T: Element, const R: usize> Tensor<T, R> {
                 found: slice.len(),
             });
         }
-        let strides = row_major(&shape).ok_or_else(|| TensorError::Overflow {
-            shape: shape.to_vec(),
-        })?;
-        let mut st = [0usize; R];
-        st.copy_from_slice(&strides);
+        let st = row_major(&shape)?;
         Ok(Tensor {
             storage: Storage::Cuda(DeviceBuf::owned(
                 slice,
@@ -406,11 +398,7 @@ impl<T: Element, const R: usize> Tensor<T, R> {
                 message: "null device pointer".into(),
             });
         }
-        let strides = row_major(&shape).ok_or_else(|| TensorError::Overflow {
-            shape: shape.to_vec(),
-        })?;
-        let mut st = [0usize; R];
-        st.copy_from_slice(&strides);
+        let st = row_major(&shape)?;
         Ok(TensorView {
             tensor: Tensor {
                 storage: Storage::Cuda(DeviceBuf {

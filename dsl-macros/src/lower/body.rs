@@ -1137,11 +1137,7 @@ impl Lowerer<'_, '_> {
                 }
                 let x = self.expr(&a[0]);
                 let axis = self.axis(&a[1]);
-                let op = match name.as_str() {
-                    "sum" => ReduceOp::Sum,
-                    "max" => ReduceOp::Max,
-                    _ => ReduceOp::Min,
-                };
+                let op = ReduceOp::parse(&name)?;
                 Some(self.push(
                     Op::Reduce {
                         op,
@@ -1347,11 +1343,7 @@ impl Lowerer<'_, '_> {
                     return None;
                 }
                 let axis = self.axis(&m.args[0]);
-                let op = match name.as_str() {
-                    "sum" => ReduceOp::Sum,
-                    "max" => ReduceOp::Max,
-                    _ => ReduceOp::Min,
-                };
+                let op = ReduceOp::parse(&name)?;
                 Some(self.push(
                     Op::Reduce {
                         op,

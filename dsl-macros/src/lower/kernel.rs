@@ -212,14 +212,15 @@ pub fn build(
     lower_body(f, &mut b, cx);
     b.finish_body();
     let kernel = b.into_kernel();
-    if !cx.has_errors() {
-        let (_, diags) = tilekit_ir::infer(&kernel);
-        cx.diagnostics(diags);
-    } else {
-        // Type errors still help, but only those not caused by front-end errors: report
-        // inference diagnostics too (poisoned values are silent by construction).
-        let (_, diags) = tilekit_ir::infer(&kernel);
-        cx.diagnostics(diags.into_iter().filter(|d| d.loc.span != 0).collect());
-    }
+    // Inference diagnostics are reported alongside front-end errors (poisoned values are
+    // silent by construction); after a front-end error, only those with a span.
+    let front_end_failed = cx.has_errors();
+    let (_, diags) = tilekit_ir::infer(&kernel);
+    cx.diagnostics(
+        diags
+            .into_iter()
+            .filter(|d| !front_end_failed || d.loc.span != 0)
+            .collect(),
+    );
     kernel
 }
