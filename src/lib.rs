@@ -14,7 +14,7 @@
 //! /// y = a * x + y, elementwise.
 //! #[kernel(grid = [cdiv(x.len(), BLOCK)])]
 //! #[tune(BLOCK = [1024, 4096], WARPS = [4, 8])]
-//! #[shapes(x = [N], y = [N])]
+//! #[shapes(x = [N], y = [N], a = 2.0)]
 //! #[cost(flops = 2 * N)]
 //! fn axpy<T: Float>(a: f32, x: &Tensor1<T>, y: &mut Tensor1<T>) {
 //!     let offs = program_id(0) * BLOCK + arange::<BLOCK>();
@@ -40,6 +40,13 @@
 //! `.to_f32()` / `.cast::<E>()`, reductions `sum/max/min(t, axis)`, `expand_dims`,
 //! `dot(a, b, acc)` / `dot_tf32`, `for` over `a..b`, `(a..b).step_by(s)` and
 //! `pipelined(a..b, STEP, STAGES)`, `if`, and `let`.
+//!
+//! The attributes: `#[tune(NAME = [values..])]` declares the tuning space,
+//! `#[constraint(expr)]` restricts it, `#[cost(flops = ..)]` counts the work, and
+//! `#[shapes(..)]` describes the problem the tuner generates: each tensor's dimension names
+//! (`x = [M, N]`), and for a scalar parameter the value (`eps = 1e-5`, `repeats = 64`,
+//! `flag = true`) or the range (`eps = 1e-6..1e-4`) it is given; see [`ir::InputGen`] for
+//! what parameters not given get.
 
 pub use half::{bf16, f16};
 pub use tilekit_ir as ir;

@@ -35,6 +35,21 @@ impl Ctxt {
             .push(syn::Error::new(span, format!("{msg}\n  = help: {help}")));
     }
 
+    /// Records an error covering all of `tokens` (a multi-token expression such as `-1`
+    /// or `1.0 / 3.0` is underlined whole, where a single joined span may not be).
+    pub fn error_spanned(
+        &mut self,
+        tokens: &dyn quote::ToTokens,
+        msg: impl std::fmt::Display,
+        help: Option<&dyn std::fmt::Display>,
+    ) {
+        let msg = match help {
+            Some(h) => format!("{msg}\n  = help: {h}"),
+            None => msg.to_string(),
+        };
+        self.errors.push(syn::Error::new_spanned(tokens, msg));
+    }
+
     /// Records a syn parse error.
     pub fn syn_error(&mut self, e: syn::Error) {
         self.errors.push(e);

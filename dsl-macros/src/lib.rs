@@ -47,7 +47,9 @@ pub fn constraint(_attr: TokenStream, _item: TokenStream) -> TokenStream {
     misplaced("constraint")
 }
 
-/// Names a kernel's tensor dimensions (`#[shapes(x = [M, N])]`); read by `#[kernel]`.
+/// Names a kernel's tensor dimensions and gives its scalar parameters the values the tuner
+/// passes (`#[shapes(x = [M, N], y = [M, N], eps = 1e-5)]`; a range `eps = 1e-6..1e-4` is
+/// sampled uniformly; see `tilekit_ir::InputGen` for scalars not given); read by `#[kernel]`.
 #[proc_macro_attribute]
 pub fn shapes(_attr: TokenStream, _item: TokenStream) -> TokenStream {
     misplaced("shapes")

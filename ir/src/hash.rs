@@ -25,7 +25,9 @@ fn strip(b: &mut Block) {
     }
 }
 
-/// The kernel with everything that does not affect generated code removed.
+/// The kernel with everything that does not affect generated code removed. The problem
+/// description (dimension names, cost, and the input generators of `#[shapes]`) is kept on
+/// purpose: it defines the tuning problem, so changing it must not reuse tuned results.
 pub fn normalized(kernel: &Kernel) -> Kernel {
     let mut k = kernel.clone();
     k.source_file.clear();

@@ -66,15 +66,33 @@ impl Constraint {
     }
 }
 
-/// How the tuner and tests generate valid values for one argument.
+/// How the tuner and tests generate the value of one argument (`Problem::inputs`, one per
+/// parameter). The macro fills it from `#[shapes(..)]`: a scalar parameter given a value
+/// (`eps = 1e-5`, `repeats = 64`, `flag = true`) gets [`InputGen::Value`], one given a range
+/// (`eps = 1e-6..1e-4`) gets [`InputGen::Uniform`], every other parameter (every tensor, and
+/// scalars not given) gets [`InputGen::Random`].
+///
+/// A scalar is generated once per problem (one shape) and the same value is passed to every
+/// timed launch and bound wherever the problem description reads it (e.g. in
+/// `#[cost(flops = repeats * N)]`). Tensor contents may be regenerated freely.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub enum InputGen {
-    /// Uniform floats in `[-1, 1)`; for integer scalars, the problem size.
+    /// The default, by parameter kind:
+    /// - float tensors (`f32`, `f16`, `bf16`): every element uniform in `[-1, 1)`;
+    /// - integer tensors (`i32`, `i64`): every element a uniform integer in `[0, 16)`;
+    /// - float scalars (`f32`): one value uniform in `[-1, 1)`;
+    /// - integer scalars (`i32`, `i64`, `usize`): `1` (not the problem size: a scalar that
+    ///   should scale with the problem must be given a value or a range);
+    /// - `bool` scalars: `false`.
     #[default]
     Random,
-    /// Uniform floats in `[lo, hi)`.
+    /// Uniform in `[lo, hi)`, with `lo < hi`. For float scalars and tensor elements: a
+    /// float; for integer scalars (the macro then checked that `lo` and `hi` are integers in
+    /// the type's range): a uniform integer in `lo..hi`. Never produced for `bool` scalars.
     Uniform(f64, f64),
-    /// A fixed scalar value.
+    /// Exactly this value. Integer scalars: an integer in the type's range and at most 2^53
+    /// in magnitude (exact in `f64`); `bool` scalars: `1.0` for `true`, `0.0` for `false`;
+    /// `f32` scalars: rounded to the nearest `f32`. Never produced for tensors.
     Value(f64),
 }
 
@@ -88,7 +106,11 @@ pub struct Problem {
     pub shapes: Vec<Vec<String>>,
     /// Floating-point operations of one launch (`None`: count none; memory-bound).
     pub flops: Option<Expr>,
-    /// Value generators, per parameter.
+    /// Value generators, one per parameter, in the order of `Kernel::params` (see
+    /// [`InputGen`]). Part of the spec hash, as all of `Problem` is (`hash::normalized`
+    /// keeps it): changing a scalar's declared value changes the tuning problem (e.g.
+    /// `repeats` sets the work per element), so results tuned under the old value must not
+    /// be reused.
     pub inputs: Vec<InputGen>,
 }
 

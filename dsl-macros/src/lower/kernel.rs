@@ -4,13 +4,14 @@
 use crate::ctxt::Ctxt;
 use crate::lower::body::lower_body;
 use crate::lower::host::{self, HostScope};
-use crate::parse::attrs::{KernelArgs, KernelAttrs, TuneLit};
+use crate::parse::attrs::{KernelArgs, KernelAttrs, ShapeValue, TuneLit};
 use crate::parse::signature::Signature;
+use quote::ToTokens;
 use std::collections::HashSet;
 use syn::spanned::Spanned;
 use tilekit_ir::{
-    Constraint, InputGen, Kernel, KernelBuilder, Param, ParamKind, Problem, Space, TuneParam,
-    TuneValue,
+    Constraint, DType, InputGen, Kernel, KernelBuilder, Param, ParamKind, Problem, Space,
+    TuneParam, TuneValue,
 };
 
 fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
@@ -69,45 +70,350 @@ fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
     Space { params }
 }
 
+/// `x, w, y (tensors); eps (scalar)`: the parameters, for messages.
+fn param_list(sig: &Signature) -> String {
+    let names = |scalar: bool| {
+        sig.params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Scalar { .. }) == scalar)
+            .map(|p| format!("`{}`", p.ident))
+            .collect::<Vec<_>>()
+    };
+    let (tensors, scalars) = (names(false), names(true));
+    let mut parts = Vec::new();
+    if !tensors.is_empty() {
+        parts.push(format!("tensors {}", tensors.join(", ")));
+    }
+    if !scalars.is_empty() {
+        parts.push(format!("scalars {}", scalars.join(", ")));
+    }
+    if parts.is_empty() {
+        "this kernel has no parameters".to_string()
+    } else {
+        format!("the parameters are: {}", parts.join("; "))
+    }
+}
+
+/// Example dimension names for a tensor of `rank`.
+fn example_dims(rank: u8) -> &'static str {
+    match rank {
+        1 => "[N]",
+        2 => "[M, N]",
+        _ => "[B, M, N]",
+    }
+}
+
+/// What a scalar parameter's type allows in `#[shapes]`.
+#[derive(Clone, Copy)]
+enum ScalarTy {
+    Float,
+    /// Inclusive bounds (values are stored as `f64`, so at most 2^53 in magnitude).
+    Int(i128, i128),
+    Bool,
+}
+
+/// Integers up to 2^53 in magnitude are exact in the `f64` of an `InputGen`.
+const EXACT: i128 = 1 << 53;
+
+fn scalar_ty(dtype: DType, written: &str) -> ScalarTy {
+    match dtype {
+        DType::Bool => ScalarTy::Bool,
+        DType::I32 => ScalarTy::Int(i32::MIN.into(), i32::MAX.into()),
+        DType::I64 if written == "usize" => ScalarTy::Int(0, EXACT),
+        DType::I64 => ScalarTy::Int(-EXACT, EXACT),
+        _ => ScalarTy::Float,
+    }
+}
+
+/// Example value and range for a scalar of `ty`, for messages.
+fn example_value(ty: ScalarTy) -> &'static str {
+    match ty {
+        ScalarTy::Float => "a value (`1e-5`, `-0.5`) or a range (`1e-6..1e-4`)",
+        ScalarTy::Int(..) => "a value (`64`) or a range (`1..128`)",
+        ScalarTy::Bool => "`true` or `false`",
+    }
+}
+
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+/// A numeric literal, possibly negated: `64`, `1e-5`, `-2`. `Ok(None)`: not a literal.
+fn number(e: &syn::Expr) -> Result<Option<Num>, String> {
+    let (lit, negated) = match e {
+        syn::Expr::Group(g) => return number(&g.expr),
+        syn::Expr::Lit(l) => (&l.lit, false),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => match &**expr {
+            syn::Expr::Lit(l) => (&l.lit, true),
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let n = match lit {
+        syn::Lit::Int(i) => match i.base10_parse::<i128>() {
+            Ok(v) => Num::Int(v),
+            Err(_) => return Err(format!("integer literal `{i}` is out of range")),
+        },
+        syn::Lit::Float(f) => match f.base10_parse::<f64>() {
+            Ok(v) if v.is_finite() => Num::Float(v),
+            _ => return Err(format!("`{f}` is not a finite number")),
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(match (n, negated) {
+        (Num::Int(v), true) => Num::Int(-v),
+        (Num::Float(v), true) => Num::Float(-v),
+        (n, false) => n,
+    }))
+}
+
+/// One end of a range, or a value, checked against the scalar's type.
+fn scalar_number(
+    name: &str,
+    written: &str,
+    ty: ScalarTy,
+    e: &syn::Expr,
+    cx: &mut Ctxt,
+) -> Option<f64> {
+    let text = quote::quote!(#e).to_string().replace("- ", "-");
+    let n = match number(e) {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            let help = format!("`{name}` is `{written}`: give it {}", example_value(ty));
+            cx.error_spanned(
+                e,
+                format!("the value of `{name}` must be a numeric literal, not `{text}`"),
+                Some(&help),
+            );
+            return None;
+        }
+        Err(msg) => {
+            cx.error_spanned(e, msg, None);
+            return None;
+        }
+    };
+    match (ty, n) {
+        (ScalarTy::Int(lo, hi), Num::Int(v)) => {
+            if (lo..=hi).contains(&v) {
+                return Some(v as f64);
+            }
+            // Past 2^53 the limit is the f64 of `InputGen`, not the type: say so.
+            let f64_limit = (v > hi && hi == EXACT) || (v < lo && lo == -EXACT);
+            let help = "values in `#[shapes]` are stored as f64, so integers are limited to 2^53 in magnitude";
+            let bound = |b: i128| match b {
+                EXACT => "2^53".to_string(),
+                b if b == -EXACT => "-2^53".to_string(),
+                b => b.to_string(),
+            };
+            cx.error_spanned(
+                e,
+                format!(
+                    "`{text}` is out of range for `{name}` (`{written}`): expected {} to {}",
+                    bound(lo),
+                    bound(hi)
+                ),
+                f64_limit.then_some(&help as &dyn std::fmt::Display),
+            );
+            None
+        }
+        (ScalarTy::Int(..), Num::Float(_)) => {
+            let help = format!("give it {}", example_value(ty));
+            cx.error_spanned(
+                e,
+                format!("`{name}` is `{written}`, but `{text}` is not an integer literal"),
+                Some(&help),
+            );
+            None
+        }
+        (ScalarTy::Float, n) => {
+            let v = match n {
+                Num::Int(v) => v as f64,
+                Num::Float(v) => v,
+            };
+            if v.abs() > f64::from(f32::MAX) {
+                cx.error_spanned(
+                    e,
+                    format!("`{text}` overflows `{name}` (`{written}`)"),
+                    None,
+                );
+                return None;
+            }
+            Some(v)
+        }
+        (ScalarTy::Bool, _) => {
+            cx.error_spanned(
+                e,
+                format!("`{name}` is `bool`; it takes `true` or `false`, not `{text}`"),
+                Some(&"`true` stands for 1 and `false` for 0 in the problem description"),
+            );
+            None
+        }
+    }
+}
+
+/// The input generator `#[shapes(name = e)]` declares for a scalar parameter.
+fn scalar_input(
+    name: &str,
+    written: &str,
+    ty: ScalarTy,
+    e: &syn::Expr,
+    cx: &mut Ctxt,
+) -> Option<InputGen> {
+    match e {
+        syn::Expr::Group(g) => scalar_input(name, written, ty, &g.expr, cx),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Bool(b),
+            ..
+        }) => match ty {
+            ScalarTy::Bool => Some(InputGen::Value(if b.value { 1.0 } else { 0.0 })),
+            _ => {
+                let help = format!("give it {}", example_value(ty));
+                cx.error_spanned(
+                    e,
+                    format!("`{name}` is `{written}`, not `bool`"),
+                    Some(&help),
+                );
+                None
+            }
+        },
+        syn::Expr::Range(r) => {
+            if let ScalarTy::Bool = ty {
+                cx.error_spanned(
+                    e,
+                    format!("`{name}` is `bool`; it takes `true` or `false`, not a range"),
+                    None,
+                );
+                return None;
+            }
+            if let syn::RangeLimits::Closed(dots) = r.limits {
+                cx.error_spanned(
+                    &dots,
+                    format!(
+                        "the range of `{name}` must be half-open, `lo..hi` (values in [lo, hi))"
+                    ),
+                    None,
+                );
+                return None;
+            }
+            let (Some(start), Some(end)) = (&r.start, &r.end) else {
+                cx.error_spanned(
+                    e,
+                    format!("the range of `{name}` needs both ends, `lo..hi`"),
+                    None,
+                );
+                return None;
+            };
+            let lo = scalar_number(name, written, ty, start, cx);
+            let hi = scalar_number(name, written, ty, end, cx);
+            let (lo, hi) = (lo?, hi?);
+            if lo >= hi {
+                cx.error_spanned(
+                    e,
+                    format!("the range of `{name}` is empty: `lo..hi` needs lo < hi"),
+                    None,
+                );
+                return None;
+            }
+            Some(InputGen::Uniform(lo, hi))
+        }
+        _ => scalar_number(name, written, ty, e, cx).map(InputGen::Value),
+    }
+}
+
 fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
     let mut dims: Vec<String> = Vec::new();
     let mut shapes: Vec<Vec<String>> = vec![Vec::new(); sig.params.len()];
+    let mut inputs = vec![InputGen::Random; sig.params.len()];
+    let mut given = vec![false; sig.params.len()];
     let mut declared = vec![false; sig.params.len()];
     for entry in &attrs.shapes {
         let Some(i) = sig.params.iter().position(|p| p.ident == entry.param) else {
-            cx.error(
+            if sig.rejected.contains(&entry.param) {
+                continue; // its type is already reported
+            }
+            cx.error_help(
                 entry.param.span(),
                 format!("`{}` is not a parameter of this kernel", entry.param),
+                param_list(sig),
             );
             continue;
         };
-        let ParamKind::Tensor { rank, .. } = sig.params[i].kind else {
+        if std::mem::replace(&mut given[i], true) {
             cx.error(
                 entry.param.span(),
-                format!(
-                    "`{}` is a scalar; `#[shapes]` names tensor dimensions",
-                    entry.param
-                ),
-            );
-            continue;
-        };
-        if entry.dims.len() != usize::from(rank) {
-            cx.error(
-                entry.param.span(),
-                format!(
-                    "rank mismatch: `{}` has rank {rank} but `#[shapes]` names {} dimension(s)",
-                    entry.param,
-                    entry.dims.len()
-                ),
+                format!("`{}` is given twice in `#[shapes]`", entry.param),
             );
             continue;
         }
-        declared[i] = true;
-        shapes[i] = entry.dims.iter().map(|d| d.to_string()).collect();
-        for d in &entry.dims {
-            let d = d.to_string();
-            if !dims.contains(&d) {
-                dims.push(d);
+        let p = &sig.params[i];
+        let written = p.written.to_token_stream().to_string();
+        match (&p.kind, &entry.value) {
+            (ParamKind::Scalar { dtype }, ShapeValue::Scalar(e)) => {
+                let ty = scalar_ty(*dtype, &written);
+                if let Some(gen) = scalar_input(&p.ident.to_string(), &written, ty, e, cx) {
+                    inputs[i] = gen;
+                }
+            }
+            (ParamKind::Scalar { dtype }, ShapeValue::Dims(_, span)) => {
+                let ty = scalar_ty(*dtype, &written);
+                cx.error_help(
+                    *span,
+                    format!(
+                        "`{}` is a scalar (`{written}`); `#[shapes]` gives dimension names only to tensors",
+                        entry.param
+                    ),
+                    format!("give `{}` {}", entry.param, example_value(ty)),
+                );
+            }
+            (ParamKind::Tensor { rank, .. }, ShapeValue::Scalar(e)) => {
+                let scalars: Vec<String> = sig
+                    .params
+                    .iter()
+                    .filter(|p| matches!(p.kind, ParamKind::Scalar { .. }))
+                    .map(|p| format!("`{}`", p.ident))
+                    .collect();
+                let scalars = if scalars.is_empty() {
+                    "this kernel has no scalar parameters".to_string()
+                } else {
+                    format!("the scalar parameters are {}", scalars.join(", "))
+                };
+                let help = format!("only scalar parameters take a value; {scalars}");
+                cx.error_spanned(
+                    e,
+                    format!(
+                        "`{}` is a tensor; `#[shapes]` gives it dimension names, e.g. `{} = {}`",
+                        entry.param,
+                        entry.param,
+                        example_dims(*rank)
+                    ),
+                    Some(&help),
+                );
+            }
+            (ParamKind::Tensor { rank, .. }, ShapeValue::Dims(names, _)) => {
+                if names.len() != usize::from(*rank) {
+                    cx.error(
+                        entry.param.span(),
+                        format!(
+                            "rank mismatch: `{}` has rank {rank} but `#[shapes]` names {} dimension(s)",
+                            entry.param,
+                            names.len()
+                        ),
+                    );
+                    continue;
+                }
+                declared[i] = true;
+                shapes[i] = names.iter().map(|d| d.to_string()).collect();
+                for d in names {
+                    let d = d.to_string();
+                    if !dims.contains(&d) {
+                        dims.push(d);
+                    }
+                }
             }
         }
     }
@@ -124,7 +430,7 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
         dims,
         shapes,
         flops: None,
-        inputs: vec![InputGen::Random; sig.params.len()],
+        inputs,
     }
 }
 

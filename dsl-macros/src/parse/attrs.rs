@@ -115,23 +115,39 @@ impl Parse for TuneEntry {
     }
 }
 
-/// `x = [M, N]`
+/// What `#[shapes]` gives one parameter.
+pub enum ShapeValue {
+    /// `x = [M, N]`: a tensor's dimension names, and the span of the brackets.
+    Dims(Vec<Ident>, Span),
+    /// `eps = 1e-5`, `repeats = 64`, `flag = true`, `eps = 1e-6..1e-4`: a scalar's value or
+    /// range, kept as written; it is checked against the parameter's type when the kernel
+    /// is assembled (`lower::kernel`), so every mistake is reported at once.
+    Scalar(Box<Expr>),
+}
+
+/// `x = [M, N]` or `eps = 1e-5`
 pub struct ShapeEntry {
     pub param: Ident,
-    pub dims: Vec<Ident>,
+    pub value: ShapeValue,
 }
 
 impl Parse for ShapeEntry {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let param: Ident = input.parse()?;
         input.parse::<Token![=]>()?;
+        if !input.peek(syn::token::Bracket) {
+            return Ok(ShapeEntry {
+                param,
+                value: ShapeValue::Scalar(Box::new(input.parse()?)),
+            });
+        }
         let content;
-        syn::bracketed!(content in input);
+        let bracket = syn::bracketed!(content in input);
         let dims: Punctuated<Ident, Token![,]> =
             content.parse_terminated(Ident::parse, Token![,])?;
         Ok(ShapeEntry {
             param,
-            dims: dims.into_iter().collect(),
+            value: ShapeValue::Dims(dims.into_iter().collect(), bracket.span.join()),
         })
     }
 }

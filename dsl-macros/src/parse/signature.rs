@@ -22,6 +22,9 @@ pub struct Signature {
     pub vis: syn::Visibility,
     pub generics: Vec<Ident>,
     pub params: Vec<ParamDecl>,
+    /// Parameters whose type was rejected (already reported): not in `params`, but not
+    /// unknown names either.
+    pub rejected: Vec<Ident>,
 }
 
 const PARAM_HELP: &str = "kernel parameters are `&Tensor1<T>`, `&Tensor2<T>`, `&Tensor3<T>` (read), the same with `&mut` (written), or scalars `f32`, `i32`, `i64`, `usize`, `bool`";
@@ -169,6 +172,7 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
         }
     }
     let mut params = Vec::new();
+    let mut rejected = Vec::new();
     for input in &sig.inputs {
         match input {
             FnArg::Receiver(r) => cx.error(r.span(), "a kernel cannot take `self`"),
@@ -184,6 +188,8 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
                         span: pt.span(),
                         written: (*pt.ty).clone(),
                     });
+                } else {
+                    rejected.push(pi.ident.clone());
                 }
             }
         }
@@ -193,6 +199,7 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
         vis: f.vis.clone(),
         generics,
         params,
+        rejected,
     }
 }
 

@@ -4,7 +4,7 @@ use tilekit::prelude::*;
 #[kernel(grid = [x.rows()])]
 #[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 16])]
 #[constraint(x.cols() <= BLOCK)]
-#[shapes(x = [M, N], w = [N], y = [M, N])]
+#[shapes(x = [M, N], w = [N], y = [M, N], eps = 1e-5)]
 #[cost(flops = 4 * M * N)]
 pub fn rmsnorm<T: Float>(x: &Tensor2<T>, w: &Tensor1<T>, y: &mut Tensor2<T>, eps: f32) {
     let row = program_id(0);

@@ -6,7 +6,7 @@ use tilekit::prelude::*;
 /// FLOPs per element.
 #[kernel(grid = [cdiv(x.len(), BLOCK)])]
 #[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
-#[shapes(x = [N], y = [N])]
+#[shapes(x = [N], y = [N], repeats = 64)]
 #[cost(flops = repeats * N)]
 pub fn scale_chain<T: Float>(x: &Tensor1<T>, y: &mut Tensor1<T>, repeats: usize) {
     let offs = program_id(0) * BLOCK + arange::<BLOCK>();
