@@ -284,6 +284,17 @@ pub enum LaunchError {
         /// What failed (boxed: NVRTC reports carry the whole log and source).
         source: Box<CudaLaunchError>,
     },
+    /// The operation exists only on the CUDA backend (for example
+    /// [`crate::Runtime::prepare_variant`], which compiles a variant).
+    #[error("kernel `{kernel}`: {what} needs a CUDA runtime; this runtime runs on the {backend} backend")]
+    NeedsCuda {
+        /// Kernel name.
+        kernel: String,
+        /// What was asked (`"preparing a variant"`).
+        what: &'static str,
+        /// The runtime's backend.
+        backend: crate::Backend,
+    },
     /// A program faulted on the CPU backend; nothing was written to any output.
     #[error("kernel `{kernel}`: program {program:?} faulted: {message}")]
     Fault {

@@ -13,6 +13,7 @@ use crate::error::LaunchError;
 use crate::runtime::{Backend, BackendState, Runtime};
 use crate::spec::KernelSpec;
 use crate::tensor::{HostSlice, HostSliceMut, Tensor};
+use crate::tuned::consult;
 use std::collections::HashMap;
 use tilekit_codegen::ResourceEnv;
 use tilekit_ir::{
@@ -237,10 +238,13 @@ impl Arg<'_> {
     }
 }
 
-/// Launches `spec` with its default configuration (every tuning parameter's first value);
-/// when the default's per-launch constraints fail for these arguments (say
-/// `x.cols() <= BLOCK` for a wide row), the first declared configuration that satisfies
-/// them. A configuration whose constraints fail is never run.
+/// Launches `spec` with the first configuration that passes every check for these
+/// arguments, among, in order: the candidates of the runtime's configuration source, if one
+/// is set ([`crate::Runtime::set_config_source`], see [`crate::tuned`]); the declared
+/// default (every tuning parameter's first value); and, when the default's per-launch
+/// constraints fail for these arguments (say `x.cols() <= BLOCK` for a wide row), the first
+/// declared configuration that satisfies them. A configuration whose constraints fail is
+/// never run. [`chosen_config`] tells which one this is without launching.
 ///
 /// See [`launch_with`] for what is checked. A kernel built by hand (the macro does this):
 ///
@@ -283,26 +287,62 @@ pub fn launch<'g>(
     run(rt, spec, None, generics.into(), args)
 }
 
-/// Resolves a launch: `attempt` (the checks, and what the backend prepares) for `config`,
-/// or with `None` for the default configuration and, when the default's per-launch
-/// constraints fail for these arguments, the first declared configuration whose constraints
-/// hold (checks run before anything is written, so trying is free of side effects). If
-/// none fits, the default's violation is reported.
+/// Resolves a launch: `attempt` (the checks, and what the backend prepares) for `config`;
+/// or, with `None`, for each configuration `tuned()` proposes (the runtime's
+/// [`crate::ConfigSource`], asked only here, so only on a memo miss), then the default, then
+/// the first declared configuration whose constraints hold (checks run before anything is
+/// written, so trying is free of side effects). Each configuration is attempted at most
+/// once.
+///
+/// A tuned candidate that fails passes to the next, whatever the error. A default that
+/// fails with anything but a constraint violation ends the search with that error (as
+/// without a source). If no configuration fits, the error is the first failure of a tuned
+/// candidate past the space and constraint checks (say a variant that does not compile:
+/// the one configuration that fit could not run), else the default's violation.
 pub(crate) fn resolve<R>(
     spec: &KernelSpec,
     config: Option<&Config>,
+    tuned: impl FnOnce() -> Vec<Config>,
     mut attempt: impl FnMut(&Config) -> Result<R, LaunchError>,
 ) -> Result<R, LaunchError> {
     if let Some(c) = config {
         return attempt(c);
     }
+    let space = spec.space()?;
+    // Tried configurations (in the space's canonical order, as `enumerate` and
+    // `default_config` give them) with their errors.
+    let mut tried: Vec<(Config, LaunchError)> = Vec::new();
+    let mut tuned_error: Option<LaunchError> = None;
+    for candidate in tuned() {
+        let candidate = space.validate(&candidate).unwrap_or(candidate);
+        if tried.iter().any(|(c, _)| *c == candidate) {
+            continue;
+        }
+        match attempt(&candidate) {
+            Ok(r) => return Ok(r),
+            Err(e) => {
+                let past_checks = !matches!(
+                    e,
+                    LaunchError::Constraint { .. } | LaunchError::Config { .. }
+                );
+                if past_checks && tuned_error.is_none() {
+                    tuned_error = Some(e.clone());
+                }
+                tried.push((candidate, e));
+            }
+        }
+    }
     let default = spec.default_config()?;
-    let first_error = match attempt(&default) {
+    let default_result = match tried.iter().find(|(c, _)| *c == default) {
+        Some((_, e)) => Err(e.clone()),
+        None => attempt(&default),
+    };
+    let first_error = match default_result {
         Err(e @ LaunchError::Constraint { .. }) => e,
         other => return other,
     };
-    for config in spec.space()?.enumerate() {
-        if config == default {
+    for config in space.enumerate() {
+        if config == default || tried.iter().any(|(c, _)| *c == config) {
             continue;
         }
         match attempt(&config) {
@@ -310,7 +350,86 @@ pub(crate) fn resolve<R>(
             other => return other,
         }
     }
-    Err(first_error)
+    Err(tuned_error.unwrap_or(first_error))
+}
+
+/// The configuration [`launch`] would run for these arguments, without running it: the
+/// same resolution (the runtime's configuration source, the default, the fallback; see
+/// [`launch`]) with the same checks. On the CUDA backend the constraints on `smem_bytes()`,
+/// `max_smem()` and `threads()` are evaluated for the device's target as a launch does,
+/// but nothing is compiled or loaded (a candidate whose compilation would fail is reported
+/// although a launch would pass over it). On the CPU backend a launch with these arguments
+/// that was already resolved answers from the launch memo (without counting a hit).
+///
+/// `args` are the launch's arguments (build `&mut` tensors' arguments with
+/// `Arg::from(&mut t)`: the kinds are checked as for a launch); nothing is read or written.
+/// Errors are the launch's: a launch that would be refused is refused here.
+///
+/// ```
+/// # use tilekit_ir::*;
+/// # use tilekit_runtime::{chosen_config, Arg, KernelSpec, Runtime, Tensor1};
+/// # let mut b = KernelBuilder::new("empty");
+/// # let k = b.kernel_mut();
+/// # let kind = ParamKind::Tensor { rank: 1, elem: Elem::of(DType::F32), mutable: true };
+/// # k.params = vec![Param { name: "y".into(), kind, loc: Loc::default() }];
+/// # k.grid = vec![Expr::TensorDim { param: 0, axis: 0 }];
+/// # let values = vec![TuneValue::Int(64), TuneValue::Int(128)];
+/// # k.space = Space { params: vec![TuneParam { name: "BLOCK".into(), values, loc: Loc::default() }] };
+/// # let json: &'static str = Box::leak(b.into_kernel().to_json().into_boxed_str());
+/// # let spec = KernelSpec::new("empty", json, "", "", 0);
+/// let rt = Runtime::cpu();
+/// let mut y = Tensor1::<f32>::zeros(&rt, [8]).unwrap();
+/// let c = chosen_config(&rt, &spec, &Bindings::default(), &[Arg::from(&mut y)]).unwrap();
+/// assert_eq!(c.to_string(), "BLOCK=64"); // no source set: the declared default
+/// ```
+pub fn chosen_config<'g>(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    generics: impl Into<Generics<'g>>,
+    args: &[Arg<'_>],
+) -> Result<Config, LaunchError> {
+    let generics = generics.into();
+    let analyzed = spec.analyzed()?;
+    let kernel = &analyzed.kernel;
+    let source = rt.config_source().map(|s| &**s);
+    let memo = match rt.backend_state() {
+        BackendState::Cuda(dev, _) => {
+            return crate::cuda::chosen_config(dev, source, spec, generics, args)
+        }
+        BackendState::Cpu(memo) => memo,
+    };
+    let mut buf = [DType::F32; crate::memo::MAX_GENERICS];
+    if let Some(g) = generics.ordered(kernel, &mut buf)? {
+        let probe = crate::memo::Probe::new(
+            spec.content_id(),
+            None,
+            g,
+            args,
+            spec.host_scalars(kernel),
+            false,
+        );
+        if let Some(r) = memo.peek(&probe) {
+            return Ok(r.config);
+        }
+    }
+    let bindings = generics.to_bindings(kernel);
+    resolve(
+        spec,
+        None,
+        || consult(source, spec, kernel, &bindings, args, None),
+        |c| {
+            check(
+                kernel,
+                &analyzed.types,
+                c,
+                &bindings,
+                args,
+                Backend::Cpu,
+                None,
+            )
+            .map(|checked| checked.config)
+        },
+    )
 }
 
 /// The element types bound to a kernel's generic parameters: by name ([`Bindings`]), or in
@@ -419,9 +538,10 @@ fn run(
     let analyzed = spec.analyzed()?;
     let mut buf = [DType::F32; crate::memo::MAX_GENERICS];
     let ordered = generics.ordered(&analyzed.kernel, &mut buf)?;
+    let source = rt.config_source().map(|s| &**s);
     let memo = match rt.backend_state() {
-        BackendState::Cuda(dev) => {
-            return crate::cuda::launch(dev, spec, config, generics, ordered, args)
+        BackendState::Cuda(dev, memo) => {
+            return crate::cuda::launch(dev, memo, source, spec, config, generics, ordered, args)
         }
         BackendState::Cpu(memo) => memo,
     };
@@ -441,21 +561,27 @@ fn run(
     let resolved = match hit {
         Some(r) => r,
         None => {
-            let r = resolve(spec, config, |c| {
-                let checked = check(
-                    kernel,
-                    &analyzed.types,
-                    c,
-                    &bindings,
-                    args,
-                    Backend::Cpu,
-                    None,
-                )?;
-                Ok(CpuResolved {
-                    config: checked.config,
-                    grid: checked.grid,
-                })
-            })?;
+            let shared: &[Arg<'_>] = args;
+            let r = resolve(
+                spec,
+                config,
+                || consult(source, spec, kernel, &bindings, shared, None),
+                |c| {
+                    let checked = check(
+                        kernel,
+                        &analyzed.types,
+                        c,
+                        &bindings,
+                        shared,
+                        Backend::Cpu,
+                        None,
+                    )?;
+                    Ok(CpuResolved {
+                        config: checked.config,
+                        grid: checked.grid,
+                    })
+                },
+            )?;
             if let Some(p) = &probe {
                 memo.insert(p, r.clone());
             }
@@ -483,7 +609,8 @@ fn run(
         .map_err(|e| LaunchError::fault(&kernel.name, e))
 }
 
-/// Launches `spec` with `config` on `rt`'s backend.
+/// Launches `spec` with `config` on `rt`'s backend (the runtime's configuration source, if
+/// any, is not consulted: an explicit configuration is run or refused).
 ///
 /// Before anything runs: the configuration must be a point of the kernel's space; the
 /// bindings must bind every generic parameter to `f32`, `f16` or `bf16`; the arguments must
@@ -599,7 +726,7 @@ impl ExprEnv for LaunchEnv<'_> {
 
 /// Three-valued evaluation of a constraint: `Ok(None)` when it depends on something unknown
 /// on this backend (and no known part of a conjunction or disjunction decides it).
-fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalError> {
+pub(crate) fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalError> {
     match e {
         Expr::Bin(op @ (ExprOp::And | ExprOp::Or), a, b) => {
             let (x, y) = (eval_constraint(a, env)?, eval_constraint(b, env)?);
@@ -622,6 +749,34 @@ fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalErro
 /// How a backend computes the resources of a (validated) configuration for constraints.
 pub(crate) type ResourceFn<'a> = dyn Fn(&Config) -> Result<ResourceEnv, LaunchError> + 'a;
 
+/// Every generic parameter bound to a float type, and nothing else bound.
+pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(), LaunchError> {
+    for g in &kernel.generics {
+        match bindings.get(g) {
+            Some(d) if DType::FLOATS.contains(&d) => {}
+            Some(d) => {
+                return Err(LaunchError::Bindings {
+                    kernel: kernel.name.clone(),
+                    message: format!("generic `{g}` is bound to {d}; it must be f32, f16 or bf16"),
+                })
+            }
+            None => {
+                return Err(LaunchError::Bindings {
+                    kernel: kernel.name.clone(),
+                    message: format!("generic `{g}` is not bound to an element type"),
+                })
+            }
+        }
+    }
+    if let Some(extra) = bindings.0.keys().find(|k| !kernel.generics.contains(k)) {
+        return Err(LaunchError::Bindings {
+            kernel: kernel.name.clone(),
+            message: format!("`{extra}` is bound but is not a generic parameter of the kernel"),
+        });
+    }
+    Ok(())
+}
+
 /// Checks a launch (see [`launch_with`]). `resources`, when given, makes `smem_bytes()`,
 /// `max_smem()` and `threads()` known to the constraints.
 pub(crate) fn check<'k>(
@@ -642,29 +797,7 @@ pub(crate) fn check<'k>(
             source,
         })?;
 
-    for g in &kernel.generics {
-        match bindings.get(g) {
-            Some(d) if DType::FLOATS.contains(&d) => {}
-            Some(d) => {
-                return Err(LaunchError::Bindings {
-                    kernel: name(),
-                    message: format!("generic `{g}` is bound to {d}; it must be f32, f16 or bf16"),
-                })
-            }
-            None => {
-                return Err(LaunchError::Bindings {
-                    kernel: name(),
-                    message: format!("generic `{g}` is not bound to an element type"),
-                })
-            }
-        }
-    }
-    if let Some(extra) = bindings.0.keys().find(|k| !kernel.generics.contains(k)) {
-        return Err(LaunchError::Bindings {
-            kernel: name(),
-            message: format!("`{extra}` is bound but is not a generic parameter of the kernel"),
-        });
-    }
+    check_bindings(kernel, bindings)?;
 
     if args.len() != kernel.params.len() {
         return Err(LaunchError::ArgCount {

@@ -9,6 +9,11 @@
 //!   and dispatch, the CPU backend (an interpreter of the tile IR, rayon over programs).
 //! - [`cuda`]: the CUDA backend (device fingerprint, NVRTC CUBIN caches, ABI packing, launch).
 //! - `memo`: the per-runtime launch memo (a repeated launch skips the argument check).
+//! - [`tuned`]: [`ConfigSource`], the hook through which tuned configurations reach
+//!   [`launch()`] (tried before the declared default); [`chosen_config`] says which
+//!   configuration a launch would run.
+//! - [`resources`]: [`VariantResources`] of a compiled variant
+//!   ([`Runtime::prepare_variant`]) and the `registers()` / `spills()` constraint check.
 //! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
 pub mod cpu;
@@ -18,11 +23,13 @@ pub mod error;
 pub mod launch;
 mod memo;
 pub mod nvrtc;
+pub mod resources;
 pub mod runtime;
 pub mod spec;
 pub mod tensor;
+pub mod tuned;
 
-pub use cpu::CpuOptions;
+pub use cpu::{CpuOptions, ProgramSample};
 pub use cuda::{CacheStats, CudaTimings, DeviceInfo, LaunchGraph};
 /// The cudarc this runtime is built on (for [`Tensor::from_cuda_slice`] and
 /// [`Runtime::from_cuda_stream`]).
@@ -30,12 +37,14 @@ pub use cudarc;
 pub use element::{Element, Float};
 pub use error::{CpuError, CudaLaunchError, GraphError, LaunchError, RuntimeError, TensorError};
 pub use launch::{
-    launch, launch_cpu_with_options, launch_with, Arg, Generics, ScalarValue, TensorArg,
-    TensorArgMut,
+    chosen_config, launch, launch_cpu_with_options, launch_with, Arg, Generics, ScalarValue,
+    TensorArg, TensorArgMut,
 };
 pub use memo::LaunchMemoStats;
 pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
+pub use resources::{compiled_constraints_hold, VariantResources};
 pub use runtime::{Backend, Runtime};
 pub use spec::{KernelSpec, SpecError};
 pub use tensor::{Tensor, Tensor1, Tensor2, Tensor3, TensorView};
 pub use tilekit_ir as ir;
+pub use tuned::{ArgLayout, ConfigSource, LaunchQuery};

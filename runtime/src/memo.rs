@@ -11,9 +11,12 @@
 //! tensor's element type, backend, rank and extents, and an integer / boolean scalar's
 //! value where a constraint or the grid reads it (for other scalars only their variant, and
 //! for a `usize` whether it fits `i64`, which is all `check` looks at); plus the runtime's
-//! backend, fixed per memo. The key holds all of these (and a tensor's strides and the
-//! per-call `aligned` class of the addresses, which select the CUDA variant), so two launches
-//! with equal keys get the same answer from `check`. Entries are inserted only after a
+//! backend and its configuration source (`crate::tuned`), both fixed per memo: setting
+//! another source gives the runtime a new, empty memo. A source's answer depends only on
+//! what its query shows (spec, bindings, shapes, strides, device), all of which the key
+//! holds, and a source is consulted only on a miss. The key holds all of these (and a
+//! tensor's strides and the per-call `aligned` class of the addresses, which select the
+//! CUDA variant), so two launches with equal keys get the same answer from `check`. Entries are inserted only after a
 //! successful resolution; a launch whose arguments fail validation has a key that no entry
 //! can have. Values that change per call and that `check` does not read (device
 //! addresses, unread scalar values) are taken from the arguments on every launch.
@@ -293,6 +296,19 @@ impl<V> Memo<V> {
         self.table.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// An empty memo that continues this one's hit and miss counters: what a runtime
+    /// switches to when its configuration source changes (see
+    /// [`crate::Runtime::set_config_source`]), so that no earlier resolution sticks while
+    /// clones of the runtime that keep the old source keep their entries.
+    pub(crate) fn emptied(&self) -> Memo<V> {
+        let m = Memo::default();
+        m.hits
+            .store(self.hits.load(Ordering::Relaxed), Ordering::Relaxed);
+        m.misses
+            .store(self.misses.load(Ordering::Relaxed), Ordering::Relaxed);
+        m
+    }
+
     /// Hits, misses, entries.
     pub(crate) fn stats(&self) -> LaunchMemoStats {
         LaunchMemoStats {
@@ -320,6 +336,16 @@ impl<V: Clone> Memo<V> {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         found
+    }
+
+    /// As [`Memo::get`], without counting a hit or a miss (for
+    /// [`crate::launch::chosen_config`], which reports what a launch would run).
+    pub(crate) fn peek(&self, p: &Probe<'_, '_>) -> Option<V> {
+        self.read()
+            .buckets
+            .get(&p.hash)
+            .and_then(|list| list.iter().find(|(k, _)| p.matches(k)))
+            .map(|(_, v)| v.clone())
     }
 
     /// Records the resolution of a launch that passed every check.

@@ -1,13 +1,17 @@
 //! [`Runtime`]: the handle every tensor and launch goes through, and the [`Backend`] it runs on.
 
 use crate::cuda::LaunchGraph;
-use crate::cuda::{CacheStats, CudaDevice, CudaTimings, DeviceInfo};
+use crate::cuda::{CacheStats, CudaDevice, CudaResolved, CudaTimings, DeviceInfo};
 use crate::error::{GraphError, LaunchError, RuntimeError};
 use crate::launch::CpuResolved;
 use crate::memo::{LaunchMemoStats, Memo};
+use crate::resources::VariantResources;
+use crate::spec::KernelSpec;
+use crate::tuned::ConfigSource;
 use cudarc::driver::CudaStream;
 use std::fmt;
 use std::sync::Arc;
+use tilekit_ir::{Bindings, Config};
 
 /// Which backend a [`Runtime`] (and every tensor made with it) runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,17 +36,18 @@ impl fmt::Display for Backend {
 
 /// The backend-specific state of a runtime. The CPU backend keeps only its launch memo
 /// (rayon's global pool runs the programs); the CUDA backend keeps its context, stream and
-/// caches (the launch memo among them) here.
+/// kernel caches, and its launch memo beside them. A launch memo belongs to a runtime
+/// handle and its configuration source: clones share it until one sets another source.
 #[derive(Clone, Debug)]
 enum Inner {
     Cpu(Arc<Memo<CpuResolved>>),
-    Cuda(Arc<CudaDevice>),
+    Cuda(Arc<CudaDevice>, Arc<Memo<CudaResolved>>),
 }
 
 /// A runtime's backend state, for the launch path.
 pub(crate) enum BackendState<'a> {
     Cpu(&'a Memo<CpuResolved>),
-    Cuda(&'a CudaDevice),
+    Cuda(&'a CudaDevice, &'a Memo<CudaResolved>),
 }
 
 /// A cheap, cloneable handle on one backend. Tensors are created through it and remember
@@ -58,6 +63,8 @@ pub(crate) enum BackendState<'a> {
 #[derive(Clone, Debug)]
 pub struct Runtime {
     inner: Inner,
+    /// Where [`crate::launch()`] looks for configurations before the declared default.
+    source: Option<Arc<dyn ConfigSource>>,
 }
 
 impl Runtime {
@@ -66,6 +73,7 @@ impl Runtime {
     pub fn cpu() -> Runtime {
         Runtime {
             inner: Inner::Cpu(Arc::default()),
+            source: None,
         }
     }
 
@@ -114,7 +122,8 @@ impl Runtime {
     pub fn cuda(ordinal: usize) -> Result<Runtime, RuntimeError> {
         let dev = CudaDevice::open(ordinal)?;
         Ok(Runtime {
-            inner: Inner::Cuda(Arc::new(dev)),
+            inner: Inner::Cuda(Arc::new(dev), Arc::default()),
+            source: None,
         })
     }
 
@@ -126,7 +135,8 @@ impl Runtime {
     pub fn from_cuda_stream(stream: Arc<CudaStream>) -> Result<Runtime, RuntimeError> {
         let dev = CudaDevice::on_stream(stream)?;
         Ok(Runtime {
-            inner: Inner::Cuda(Arc::new(dev)),
+            inner: Inner::Cuda(Arc::new(dev), Arc::default()),
+            source: None,
         })
     }
 
@@ -134,7 +144,7 @@ impl Runtime {
     pub fn backend(&self) -> Backend {
         match &self.inner {
             Inner::Cpu(_) => Backend::Cpu,
-            Inner::Cuda(d) => Backend::Cuda {
+            Inner::Cuda(d, _) => Backend::Cuda {
                 ordinal: d.info.ordinal,
             },
         }
@@ -145,7 +155,7 @@ impl Runtime {
     pub fn device(&self) -> Option<&DeviceInfo> {
         match &self.inner {
             Inner::Cpu(_) => None,
-            Inner::Cuda(d) => Some(&d.info),
+            Inner::Cuda(d, _) => Some(&d.info),
         }
     }
 
@@ -155,7 +165,7 @@ impl Runtime {
     pub fn synchronize(&self) -> Result<(), RuntimeError> {
         match &self.inner {
             Inner::Cpu(_) => Ok(()),
-            Inner::Cuda(d) => d.synchronize(),
+            Inner::Cuda(d, _) => d.synchronize(),
         }
     }
 
@@ -164,7 +174,7 @@ impl Runtime {
     pub fn cache_stats(&self) -> CacheStats {
         match &self.inner {
             Inner::Cpu(_) => CacheStats::default(),
-            Inner::Cuda(d) => d.stats(),
+            Inner::Cuda(d, _) => d.stats(),
         }
     }
 
@@ -187,7 +197,82 @@ impl Runtime {
     pub fn launch_memo_stats(&self) -> LaunchMemoStats {
         match &self.inner {
             Inner::Cpu(m) => m.stats(),
-            Inner::Cuda(d) => d.memo_stats(),
+            Inner::Cuda(_, m) => m.stats(),
+        }
+    }
+
+    /// Sets (or with `None` removes) the [`ConfigSource`] that [`crate::launch()`] asks for
+    /// configurations before the kernel's declared default (see [`crate::tuned`]).
+    ///
+    /// This runtime handle starts a new, empty launch memo (its counters continue), so no
+    /// launch resolved under the previous source sticks; clones made before this call keep
+    /// their source and their memo, clones made after share both. Explicit configurations
+    /// ([`crate::launch_with`]) never consult the source.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tilekit_runtime::{ConfigSource, LaunchQuery, Runtime};
+    /// use tilekit_runtime::ir::Config;
+    /// #[derive(Debug)]
+    /// struct NoOpinion;
+    /// impl ConfigSource for NoOpinion {
+    ///     fn candidates(&self, _: &LaunchQuery<'_>) -> Vec<Config> { Vec::new() }
+    /// }
+    /// let mut rt = Runtime::cpu();
+    /// assert!(rt.config_source().is_none());
+    /// rt.set_config_source(Some(Arc::new(NoOpinion)));
+    /// assert!(rt.config_source().is_some());
+    /// assert_eq!(rt.launch_memo_stats().entries, 0);
+    /// ```
+    pub fn set_config_source(&mut self, src: Option<Arc<dyn ConfigSource>>) {
+        self.source = src;
+        match &mut self.inner {
+            Inner::Cpu(m) => *m = Arc::new(m.emptied()),
+            Inner::Cuda(_, m) => *m = Arc::new(m.emptied()),
+        }
+    }
+
+    /// The [`ConfigSource`] set with [`Runtime::set_config_source`], if any.
+    pub fn config_source(&self) -> Option<&Arc<dyn ConfigSource>> {
+        self.source.as_ref()
+    }
+
+    /// Compiles or loads one variant of `spec` without launching it, and reports its
+    /// resources: what the tuner needs to compile candidates in parallel (call it from
+    /// several threads: compilations run concurrently, no lock is held while NVRTC runs) and
+    /// to check the `registers()` / `spills()` constraints
+    /// ([`crate::compiled_constraints_hold`]).
+    ///
+    /// `config` must be a point of the kernel's space and `bindings` must bind every generic
+    /// parameter to a float type; `aligned` selects the variant that assumes 16-byte
+    /// aligned, row-contiguous tensors (see [`crate::launch_with`]). The variant comes from
+    /// this runtime's in-memory cache, else the disk cache, else NVRTC, and stays loaded, so
+    /// a later launch of it does not compile again.
+    ///
+    /// On the CPU backend this is [`LaunchError::NeedsCuda`]:
+    ///
+    /// ```
+    /// use tilekit_runtime::{KernelSpec, LaunchError, Runtime};
+    /// use tilekit_runtime::ir::{Bindings, Config};
+    /// static SPEC: KernelSpec = KernelSpec::new("k", "{}", "", "", 0);
+    /// let none = Config { values: vec![] };
+    /// let e = Runtime::cpu().prepare_variant(&SPEC, &none, &Bindings::default(), true);
+    /// assert!(matches!(e, Err(LaunchError::NeedsCuda { .. })));
+    /// ```
+    pub fn prepare_variant(
+        &self,
+        spec: &KernelSpec,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<VariantResources, LaunchError> {
+        match &self.inner {
+            Inner::Cpu(_) => Err(LaunchError::NeedsCuda {
+                kernel: spec.name.to_string(),
+                what: "preparing a variant",
+                backend: self.backend(),
+            }),
+            Inner::Cuda(d, _) => d.prepare(spec, config, bindings, aligned),
         }
     }
 
@@ -236,7 +321,7 @@ impl Runtime {
             Inner::Cpu(_) => Err(GraphError::Unsupported {
                 backend: self.backend(),
             }),
-            Inner::Cuda(d) => crate::cuda::graph::capture(self, d, f),
+            Inner::Cuda(d, _) => crate::cuda::graph::capture(self, d, f),
         }
     }
 
@@ -244,7 +329,7 @@ impl Runtime {
     pub(crate) fn backend_state(&self) -> BackendState<'_> {
         match &self.inner {
             Inner::Cpu(m) => BackendState::Cpu(m),
-            Inner::Cuda(d) => BackendState::Cuda(d),
+            Inner::Cuda(d, m) => BackendState::Cuda(d, m),
         }
     }
 
@@ -252,7 +337,7 @@ impl Runtime {
     pub(crate) fn cuda_device(&self) -> Option<&Arc<CudaDevice>> {
         match &self.inner {
             Inner::Cpu(_) => None,
-            Inner::Cuda(d) => Some(d),
+            Inner::Cuda(d, _) => Some(d),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The executor: copies the writable tensors to scratch buffers, runs every program of the
-//! grid in parallel with rayon, and copies the results back only if no program faulted.
+//! grid (or a [`super::ProgramSample`] of them) in parallel with rayon, and copies the
+//! results back only if no program faulted.
 
 use super::interp::{resolve_dtypes, Plan, Program};
 use super::memory::{Buf, Mem, Scratch, View};
@@ -94,7 +95,7 @@ pub(crate) fn execute(
             .iter()
             .try_fold(1i64, |acc, &g| acc.checked_mul(g))
             .ok_or_else(|| setup("grid too large".into()))?;
-        (0..total).into_par_iter().try_for_each(|lin| {
+        let run = |lin: i64| {
             let pid = program_ids(lin, grid);
             Program::new(&plan, &mem, pid)
                 .run()
@@ -102,7 +103,17 @@ pub(crate) fn execute(
                     program: pid[..grid.len().min(3)].to_vec(),
                     message,
                 })
-        })?;
+        };
+        match options.sample {
+            None => (0..total).into_par_iter().try_for_each(run)?,
+            Some(sample) => {
+                // `total` is non-negative (the grid check refuses negative extents).
+                let picked = sample.programs(u64::try_from(total).unwrap_or(0));
+                picked
+                    .into_par_iter()
+                    .try_for_each(|lin| run(i64::try_from(lin).unwrap_or(i64::MAX)))?
+            }
+        }
     }
 
     for (arg, s) in args.iter_mut().zip(scratch) {

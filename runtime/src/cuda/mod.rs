@@ -3,17 +3,18 @@
 //! and launching through cudarc.
 //!
 //! Module map: `ffi` holds every `unsafe` operation (the ABI structs, the launch, raw
-//! copies); `cache` the on-disk CUBIN cache. This module holds [`CudaDevice`] (the state of a
+//! copies); `cache` the on-disk CUBIN cache. This module holds `CudaDevice` (the state of a
 //! CUDA [`crate::Runtime`]) and the launch path:
 //!
 //! 1. `aligned` is chosen per launch from the tensors' addresses and strides;
-//! 2. the launch memo (`crate::memo`) is probed with everything the checks below read plus
-//!    `aligned`; a hit yields the resolved launch (grid, block count, loaded variant) and
-//!    goes to step 7;
-//! 3. the shared argument check (`launch::check`), with `smem_bytes()`, `max_smem()` and
-//!    `threads()` known from the variant's launch plan for the device's target, so a
-//!    configuration that fails them is refused like any other constraint (and
-//!    [`crate::launch`]'s fallback skips it);
+//! 2. the launch memo (`crate::memo`, held by the [`crate::Runtime`] handle beside this
+//!    device) is probed with everything the checks below read plus `aligned`; a hit yields
+//!    the resolved launch (grid, block count, loaded variant) and goes to step 7;
+//! 3. the configuration is resolved (`launch::resolve`: the runtime's configuration source,
+//!    the default, the fallback), each candidate through the shared argument check
+//!    (`launch::check`), with `smem_bytes()`, `max_smem()` and `threads()` known from the
+//!    variant's launch plan for the device's target, so a configuration that fails them is
+//!    refused like any other constraint (and the resolution passes over it);
 //! 4. an empty grid resolves to a no-op (`Ok` with nothing launched);
 //! 5. the loaded function comes from the in-memory cache, else the disk cache, else NVRTC;
 //! 6. the resolution is recorded in the memo;
@@ -35,10 +36,12 @@ pub use graph::LaunchGraph;
 pub use timings::CudaTimings;
 
 use crate::error::{CudaLaunchError, LaunchError, RuntimeError};
-use crate::launch::{check, resolve, Arg, Generics, Layout, ScalarValue};
-use crate::memo::{LaunchMemoStats, Memo, Probe};
+use crate::launch::{check, check_bindings, resolve, Arg, Checked, Generics, Layout, ScalarValue};
+use crate::memo::{Memo, Probe};
 use crate::nvrtc::{self, compile_cubin, CompileOptions};
+use crate::resources::VariantResources;
 use crate::spec::KernelSpec;
+use crate::tuned::{consult, ConfigSource};
 use cache::{Counters, Lookup};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaStream, DriverError};
 use cudarc::nvrtc::Ptx;
@@ -109,6 +112,8 @@ struct Loaded {
     func: CudaFunction,
     plan: LaunchPlan,
     smem: u32,
+    /// Seconds NVRTC took, when this runtime compiled the variant (not a disk-cache hit).
+    compile_seconds: Option<f64>,
 }
 
 /// What identifies a variant in a runtime's in-memory caches.
@@ -153,7 +158,8 @@ fn driver(call: &'static str) -> impl Fn(DriverError) -> RuntimeError {
 }
 
 /// The state of a CUDA [`crate::Runtime`]: context, stream, device fingerprint, compile
-/// options and the caches.
+/// options and the kernel caches (the launch memo is the runtime handle's, see
+/// `runtime::Inner`).
 pub(crate) struct CudaDevice {
     pub info: DeviceInfo,
     pub stream: Arc<CudaStream>,
@@ -167,7 +173,6 @@ pub(crate) struct CudaDevice {
     timings: Mutex<CudaTimings>,
     plans: Mutex<Buckets<Result<LaunchPlan, CodegenError>>>,
     functions: Mutex<Buckets<Arc<Loaded>>>,
-    memo: Memo<Resolved>,
     counters: Counters,
     /// True while a launch graph is being captured on `stream` (see `graph`).
     capturing: AtomicBool,
@@ -178,9 +183,12 @@ pub(crate) struct CudaDevice {
 /// What a launch resolved to (memoized per runtime): nothing to run (an empty grid), or
 /// the grid struct, the block count and the loaded variant.
 #[derive(Clone, Debug)]
-struct Resolved {
+pub(crate) struct Resolved {
     run: Option<(ffi::GridAbi, u32, Arc<Loaded>)>,
 }
+
+/// The memo entries of a CUDA runtime (see `crate::memo`).
+pub(crate) type CudaResolved = Resolved;
 
 impl std::fmt::Debug for CudaDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -364,7 +372,6 @@ impl CudaDevice {
             timings: Mutex::new(timings),
             plans: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
-            memo: Memo::default(),
             counters: Counters::default(),
             capturing: AtomicBool::new(false),
             capture: Mutex::new(None),
@@ -398,11 +405,6 @@ impl CudaDevice {
         t.nvrtc_loaded = loaded;
         t.nvrtc_load = seconds.map(std::time::Duration::from_secs_f64);
         t
-    }
-
-    /// The launch memo's counters.
-    pub fn memo_stats(&self) -> LaunchMemoStats {
-        self.memo.stats()
     }
 
     /// The launch plan of a (spec, configuration, bindings), computed once.
@@ -514,8 +516,9 @@ impl CudaDevice {
                 }
                 compile = t.elapsed();
                 let t = Instant::now();
-                let l = self.load(cubin.bytes, plan)?;
+                let mut l = self.load(cubin.bytes, plan)?;
                 module_load += t.elapsed();
+                l.compile_seconds = Some(compile.as_secs_f64());
                 l
             }
         };
@@ -527,7 +530,17 @@ impl CudaDevice {
             tm.compile += compile;
         }
         let loaded = Arc::new(loaded);
-        lock(&self.functions).entry(h).or_default().push((
+        let mut functions = lock(&self.functions);
+        let list = functions.entry(h).or_default();
+        // Another thread may have loaded the same variant meanwhile (no lock is held while
+        // compiling, so that variants compile in parallel): keep the first one.
+        if let Some((_, v)) = list
+            .iter()
+            .find(|(k, _)| k.matches(id, config, bindings, aligned))
+        {
+            return Ok(v.clone());
+        }
+        list.push((
             VariantKey {
                 spec: id,
                 config: config.clone(),
@@ -589,7 +602,12 @@ impl CudaDevice {
             )
             .map_err(err("cuFuncSetAttribute"))?;
         }
-        Ok(Loaded { func, plan, smem })
+        Ok(Loaded {
+            func,
+            plan,
+            smem,
+            compile_seconds: None,
+        })
     }
 }
 
@@ -640,21 +658,26 @@ fn all_aligned(args: &[Arg<'_>]) -> bool {
     })
 }
 
-/// Runs a launch on the CUDA backend (see the module docs). `config`: `None` for the
-/// default with [`crate::launch`]'s fallback; `ordered`: the generics in the kernel's order
-/// when they can key the memo.
+/// Runs a launch on the CUDA backend (see the module docs). `memo`: the runtime handle's
+/// launch memo; `source`: its configuration source; `config`: `None` to resolve one (the
+/// source's candidates, the default, the fallback: `launch::resolve`); `ordered`: the
+/// generics in the kernel's order when they can key the memo.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     dev: &CudaDevice,
+    memo: &Memo<Resolved>,
+    source: Option<&dyn ConfigSource>,
     spec: &KernelSpec,
     config: Option<&Config>,
     generics: Generics<'_>,
     ordered: Option<&[tilekit_ir::DType]>,
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
+    let tuning = (memo, source);
     if !dev.capturing.load(Ordering::Acquire) {
-        return launch_now(dev, spec, config, generics, ordered, args).map(|_| ());
+        return launch_now(dev, tuning, spec, config, generics, ordered, args).map(|_| ());
     }
-    let r = launch_now(dev, spec, config, generics, ordered, args);
+    let r = launch_now(dev, tuning, spec, config, generics, ordered, args);
     // Capture path only: the allocations this launch passes, to outlive the graph.
     let addrs: Vec<u64> = args
         .iter()
@@ -682,6 +705,7 @@ pub(crate) fn launch(
 /// [`launch`] proper: `Ok(true)` if a kernel was launched, `Ok(false)` for an empty grid.
 fn launch_now(
     dev: &CudaDevice,
+    (memo, source): (&Memo<Resolved>, Option<&dyn ConfigSource>),
     spec: &KernelSpec,
     config: Option<&Config>,
     generics: Generics<'_>,
@@ -701,7 +725,7 @@ fn launch_now(
             aligned,
         )
     });
-    let resolved = match probe.as_ref().and_then(|p| dev.memo.get(p)) {
+    let resolved = match probe.as_ref().and_then(|p| memo.get(p)) {
         Some(r) => {
             if r.run.is_some() {
                 Counters::bump(&dev.counters.memory_hits);
@@ -710,11 +734,15 @@ fn launch_now(
         }
         None => {
             let bindings = generics.to_bindings(kernel);
-            let r = resolve(spec, config, |c| {
-                resolve_config(dev, spec, c, &bindings, args, aligned)
-            })?;
+            let shared: &[Arg<'_>] = args;
+            let r = resolve(
+                spec,
+                config,
+                || consult(source, spec, kernel, &bindings, shared, Some(&dev.info)),
+                |c| resolve_config(dev, spec, c, &bindings, shared, aligned),
+            )?;
             if let Some(p) = &probe {
-                dev.memo.insert(p, r.clone());
+                memo.insert(p, r.clone());
             }
             r
         }
@@ -780,18 +808,20 @@ fn launch_now(
     Ok(true)
 }
 
-/// The full path for one configuration: the checks (with the variant's resources), the
-/// grid limits, the device addresses, and the loaded variant.
-fn resolve_config(
+/// The checks of one configuration on the CUDA backend, short of loading its variant: the
+/// argument check with the variant's resources (`smem_bytes()`, `max_smem()`, `threads()`
+/// from its launch plan for the device's target), then, unless the grid is empty, the
+/// block limit and the device addresses. Returns the check and the block count (`None`
+/// for an empty grid).
+fn check_config<'k>(
     dev: &CudaDevice,
     spec: &KernelSpec,
+    kernel: &'k Kernel,
+    types: &'k tilekit_ir::Types,
     config: &Config,
     bindings: &Bindings,
     args: &[Arg<'_>],
-    aligned: bool,
-) -> Result<Resolved, LaunchError> {
-    let analyzed = spec.analyzed()?;
-    let kernel = &analyzed.kernel;
+) -> Result<(Checked<'k>, Option<u32>), LaunchError> {
     let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
         kernel: kernel.name.clone(),
         source: Box::new(source),
@@ -814,7 +844,7 @@ fn resolve_config(
     };
     let checked = check(
         kernel,
-        &analyzed.types,
+        types,
         config,
         bindings,
         args,
@@ -822,7 +852,7 @@ fn resolve_config(
         Some(&resources),
     )?;
     if checked.grid.contains(&0) {
-        return Ok(Resolved { run: None });
+        return Ok((checked, None));
     }
     let blocks: i64 = checked.grid.iter().product();
     if blocks > MAX_BLOCKS {
@@ -847,9 +877,32 @@ fn resolve_config(
             }));
         }
     }
+    Ok((checked, Some(blocks)))
+}
+
+/// The full path for one configuration: the checks ([`check_config`]) and the loaded
+/// variant.
+fn resolve_config(
+    dev: &CudaDevice,
+    spec: &KernelSpec,
+    config: &Config,
+    bindings: &Bindings,
+    args: &[Arg<'_>],
+    aligned: bool,
+) -> Result<Resolved, LaunchError> {
+    let analyzed = spec.analyzed()?;
+    let kernel = &analyzed.kernel;
+    let (checked, blocks) =
+        check_config(dev, spec, kernel, &analyzed.types, config, bindings, args)?;
+    let Some(blocks) = blocks else {
+        return Ok(Resolved { run: None });
+    };
     let loaded = dev
         .function(spec, kernel, &checked.config, bindings, aligned)
-        .map_err(cuda_err)?;
+        .map_err(|source| LaunchError::Cuda {
+            kernel: kernel.name.clone(),
+            source: Box::new(source),
+        })?;
     let mut grid = ffi::GridAbi { n: [1; 3] };
     for (a, &g) in checked.grid.iter().enumerate().take(3) {
         grid.n[a] = g;
@@ -857,6 +910,79 @@ fn resolve_config(
     Ok(Resolved {
         run: Some((grid, blocks, loaded)),
     })
+}
+
+/// [`crate::chosen_config`] on the CUDA backend: the launch's resolution with
+/// [`check_config`] for each candidate, nothing compiled or loaded.
+pub(crate) fn chosen_config(
+    dev: &CudaDevice,
+    source: Option<&dyn ConfigSource>,
+    spec: &KernelSpec,
+    generics: Generics<'_>,
+    args: &[Arg<'_>],
+) -> Result<Config, LaunchError> {
+    let analyzed = spec.analyzed()?;
+    let kernel = &analyzed.kernel;
+    let bindings = generics.to_bindings(kernel);
+    resolve(
+        spec,
+        None,
+        || consult(source, spec, kernel, &bindings, args, Some(&dev.info)),
+        |c| {
+            check_config(dev, spec, kernel, &analyzed.types, c, &bindings, args)
+                .map(|(checked, _)| checked.config)
+        },
+    )
+}
+
+impl CudaDevice {
+    /// [`crate::Runtime::prepare_variant`]: validates the configuration and bindings, loads
+    /// the variant (memory, disk, NVRTC) and reads its attributes.
+    pub(crate) fn prepare(
+        &self,
+        spec: &KernelSpec,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<VariantResources, LaunchError> {
+        let analyzed = spec.analyzed()?;
+        let kernel = &analyzed.kernel;
+        let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
+            kernel: kernel.name.clone(),
+            source: Box::new(source),
+        };
+        let config = kernel
+            .space
+            .validate(config)
+            .map_err(|source| LaunchError::Config {
+                kernel: kernel.name.clone(),
+                source,
+            })?;
+        check_bindings(kernel, bindings)?;
+        let loaded = self
+            .function(spec, kernel, &config, bindings, aligned)
+            .map_err(cuda_err)?;
+        let attr = |call: &'static str, v: Result<i32, DriverError>| {
+            v.map(|v| u32::try_from(v).unwrap_or(0)).map_err(|e| {
+                cuda_err(CudaLaunchError::Driver {
+                    call,
+                    message: e.to_string(),
+                })
+            })
+        };
+        let f = &loaded.func;
+        Ok(VariantResources {
+            registers: attr("cuFuncGetAttribute(NUM_REGS)", f.num_regs())?,
+            local_bytes: attr("cuFuncGetAttribute(LOCAL_SIZE_BYTES)", f.local_size_bytes())?,
+            smem_bytes: loaded.smem,
+            threads: loaded.plan.threads,
+            max_threads_per_block: attr(
+                "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)",
+                f.max_threads_per_block(),
+            )?,
+            compile_seconds: loaded.compile_seconds,
+        })
+    }
 }
 
 #[cfg(test)]

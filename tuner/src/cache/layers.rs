@@ -2,7 +2,8 @@
 //!
 //! Precedence: a local tune, then imported entries, then the shipped results, then the
 //! kernel's declared default. A candidate that fails the per-launch (shape) constraints at
-//! the actual problem shape is passed over for the next layer.
+//! the actual problem shape is passed over for the next layer. The runtime reads these
+//! layers through [`super::source::TunedConfigs`], its configuration source.
 
 use super::{
     log_rejection, shape_check, validate, CacheKey, Entry, Loaded, Origin, Rejected, TuneCache,
@@ -135,6 +136,43 @@ impl Layers {
             .get(key)
             .and_then(|c| c.first())
             .map(|c| (&c.value, c.source))
+    }
+
+    /// How many entries the layer `source` holds (0 for [`Source::Default`], which has
+    /// none: it is the kernel's declaration).
+    pub fn count(&self, source: Source) -> usize {
+        self.map
+            .values()
+            .flatten()
+            .filter(|c| c.source == source)
+            .count()
+    }
+
+    /// Every tuned configuration of `key` that passes the shape constraints at `dims` (when
+    /// given), in precedence order (local, imported, shipped); never the declared default.
+    /// The first one is what [`Layers::choose`] returns when it does not fall back to the
+    /// default.
+    pub fn candidates(
+        &self,
+        key: &CacheKey,
+        spec: &KernelSpec,
+        dims: Option<&DimValues>,
+    ) -> Vec<Choice> {
+        let kernel = spec.kernel().ok();
+        let Some(cands) = self.map.get(key) else {
+            return Vec::new();
+        };
+        cands
+            .iter()
+            .filter(|c| match (kernel, dims) {
+                (Some(k), Some(d)) => shape_check(k, &c.config, d).is_ok(),
+                _ => true,
+            })
+            .map(|c| Choice {
+                config: c.config.clone(),
+                source: c.source,
+            })
+            .collect()
     }
 
     /// The configuration to launch for `key`: the first layer whose configuration passes

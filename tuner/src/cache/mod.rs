@@ -10,6 +10,8 @@
 //!   process holds the database; export / import / merge as a versioned JSON file.
 //! - [`layers`]: [`Layers`], the in-memory lookup: local tune, then imported, then shipped,
 //!   then the declared default.
+//! - [`source`]: [`TunedConfigs`], the layers as the runtime's configuration source, and
+//!   [`attach_tuned`], which loads them and sets them on a runtime.
 //!
 //! **Every value is validated when read** ([`validate`]): its configuration must be a point
 //! of the kernel's declared space and pass the static and per-target constraints for the
@@ -18,11 +20,13 @@
 
 pub mod key;
 pub mod layers;
+pub mod source;
 pub mod store;
 pub mod value;
 
 pub use key::{CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
 pub use layers::{Choice, Layers, Source};
+pub use source::{attach_tuned, attach_tuned_from, AttachReport, TunedConfigs};
 pub use store::{CacheError, ImportMode, Loaded, TuneCache};
 pub use value::{Origin, ParamValue, Provenance, Timing, TunedValue};
 

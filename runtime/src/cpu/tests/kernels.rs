@@ -532,7 +532,10 @@ fn check_matmul<T: Float>(
         &cfg(config),
         &bind::<T>(),
         &mut args,
-        &CpuOptions { exact },
+        &CpuOptions {
+            exact,
+            ..CpuOptions::default()
+        },
     )
     .unwrap();
     let tf = |x: f32| {

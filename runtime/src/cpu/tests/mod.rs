@@ -4,6 +4,7 @@
 mod errors;
 mod kernels;
 mod memo;
+mod tuned;
 
 use crate::spec::KernelSpec;
 use tilekit_ir::{
