@@ -22,6 +22,12 @@ pub use ops::rmsnorm::rmsnorm;
 pub use ops::scale_chain::scale_chain;
 pub use ops::softmax::softmax;
 
+/// Tuned results shipped with the library, measured on the H100 the project borrows: a
+/// `tilekit cache export` file (format `tilekit-tune-cache`, version 1) embedded at build
+/// time. `tilekit_tuner::cache::shipped` reads it as the read-only `shipped` layer; CI
+/// checks that every entry names a current spec hash and lies in its kernel's space.
+pub const SHIPPED_TUNING: &str = include_str!("../tuned/h100.json");
+
 /// Every kernel of the library.
 pub static ALL: &[&tilekit::KernelSpec] = &[
     &softmax::SPEC,

@@ -9,6 +9,7 @@
 //! - the `tilekit` command line: `src/bin/tilekit.rs` and `src/cli/` (built on this library).
 
 pub mod cache;
+pub mod tune;
 pub mod variants;
 
 pub use variants::{covering_variants, target_check, valid_variants, VariantKey};

@@ -545,3 +545,18 @@ fn reader_while_another_process_writes() {
     assert!(ok > 0, "the reader never got in ({locked} gave up)");
     assert!(worst < READ_WAIT + Duration::from_millis(2000), "{worst:?}");
 }
+
+/// Every shipped entry (kernels-lib/tuned/h100.json) names a current spec hash and lies in
+/// its kernel's space, for the GPU in its key: a kernel change that makes a shipped result
+/// stale fails here, so the file is re-tuned or pruned with the change.
+#[test]
+fn shipped_entries_match_current_kernels() {
+    let (entries, unreadable) = tilekit_tuner::cache::shipped::entries();
+    assert!(unreadable.is_empty(), "{unreadable:?}");
+    for e in &entries {
+        if let Err(r) = tilekit_tuner::cache::validate(e, tilekit_kernels::ALL) {
+            panic!("shipped entry {} is not valid: {r}", e.key);
+        }
+        assert_eq!(e.value.provenance.origin, Origin::Shipped);
+    }
+}

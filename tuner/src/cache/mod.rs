@@ -20,6 +20,7 @@
 
 pub mod key;
 pub mod layers;
+pub mod shipped;
 pub mod source;
 pub mod store;
 pub mod value;

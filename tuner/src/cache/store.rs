@@ -455,11 +455,17 @@ pub fn read_export(file: &Path) -> Result<(Vec<Entry>, Vec<Rejected>), CacheErro
         path: file.to_path_buf(),
         source,
     })?;
+    parse_export(&text, file)
+}
+
+/// Parses the text of an export file (`file` names it in messages): its readable entries
+/// and the unreadable ones.
+pub fn parse_export(text: &str, file: &Path) -> Result<(Vec<Entry>, Vec<Rejected>), CacheError> {
     let fmt_err = |message: String| CacheError::Format {
         path: file.to_path_buf(),
         message,
     };
-    let parsed: ExportFile = serde_json::from_str(&text).map_err(|e| fmt_err(e.to_string()))?;
+    let parsed: ExportFile = serde_json::from_str(text).map_err(|e| fmt_err(e.to_string()))?;
     if parsed.format != EXPORT_FORMAT {
         return Err(fmt_err(format!("format is `{}`", parsed.format)));
     }

@@ -1,0 +1,413 @@
+//! Inputs of a tuning problem as data: host vectors of any element type ([`HostVec`]),
+//! tensors of any element type and rank 1 to 3 ([`DynTensor`]) and a full argument list
+//! ([`ArgSet`]) built from a kernel's parameters, its `#[shapes]` and a seed.
+
+use super::problem::TuneProblem;
+use super::TuneError;
+use half::{bf16, f16};
+use tilekit_ir::{DType, Kernel, ParamKind};
+use tilekit_runtime::{Arg, Element, Runtime, ScalarValue, Tensor};
+
+/// A small, fast generator (splitmix64), so inputs are reproducible from a seed.
+#[derive(Clone, Debug)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// A host vector of one of the element types a tensor may hold.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostVec {
+    /// f32
+    F32(Vec<f32>),
+    /// f16
+    F16(Vec<f16>),
+    /// bf16
+    BF16(Vec<bf16>),
+    /// i32
+    I32(Vec<i32>),
+    /// i64
+    I64(Vec<i64>),
+}
+
+macro_rules! on_host {
+    ($v:expr, $x:ident => $body:expr) => {
+        match $v {
+            HostVec::F32($x) => $body,
+            HostVec::F16($x) => $body,
+            HostVec::BF16($x) => $body,
+            HostVec::I32($x) => $body,
+            HostVec::I64($x) => $body,
+        }
+    };
+}
+
+fn fill<T: Element>(n: usize, mut f: impl FnMut() -> f64) -> Vec<T> {
+    (0..n).map(|_| T::from_f64(f())).collect()
+}
+
+impl HostVec {
+    /// `n` values of `dtype` from `f` (rounded to the type).
+    pub fn generate(dtype: DType, n: usize, f: impl FnMut() -> f64) -> Result<HostVec, TuneError> {
+        Ok(match dtype {
+            DType::F32 => HostVec::F32(fill(n, f)),
+            DType::F16 => HostVec::F16(fill(n, f)),
+            DType::BF16 => HostVec::BF16(fill(n, f)),
+            DType::I32 => HostVec::I32(fill(n, f)),
+            DType::I64 => HostVec::I64(fill(n, f)),
+            other => {
+                return Err(TuneError::Problem(format!(
+                    "tensors of {other} are not supported"
+                )))
+            }
+        })
+    }
+
+    /// Uniform random values in `[lo, hi)` from `rng`.
+    pub fn random(
+        dtype: DType,
+        n: usize,
+        lo: f64,
+        hi: f64,
+        rng: &mut SplitMix,
+    ) -> Result<HostVec, TuneError> {
+        HostVec::generate(dtype, n, || lo + (hi - lo) * rng.unit())
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            HostVec::F32(_) => DType::F32,
+            HostVec::F16(_) => DType::F16,
+            HostVec::BF16(_) => DType::BF16,
+            HostVec::I32(_) => DType::I32,
+            HostVec::I64(_) => DType::I64,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        on_host!(self, v => v.len())
+    }
+
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every element as f64.
+    pub fn to_f64(&self) -> Vec<f64> {
+        on_host!(self, v => v.iter().map(|x| x.to_f64()).collect())
+    }
+}
+
+/// A tensor of any supported element type and rank 1 to 3.
+#[derive(Debug)]
+pub enum DynTensor {
+    /// f32 tensors.
+    F32(Ranked<f32>),
+    /// f16 tensors.
+    F16(Ranked<f16>),
+    /// bf16 tensors.
+    BF16(Ranked<bf16>),
+    /// i32 tensors.
+    I32(Ranked<i32>),
+    /// i64 tensors.
+    I64(Ranked<i64>),
+}
+
+/// A tensor of element type `T` and rank 1 to 3.
+#[derive(Debug)]
+pub enum Ranked<T: Element> {
+    /// Rank 1.
+    R1(Tensor<T, 1>),
+    /// Rank 2.
+    R2(Tensor<T, 2>),
+    /// Rank 3.
+    R3(Tensor<T, 3>),
+}
+
+fn ranked<T: Element>(rt: &Runtime, data: Vec<T>, shape: &[usize]) -> Result<Ranked<T>, TuneError> {
+    let e = |e: tilekit_runtime::TensorError| TuneError::Runtime(e.to_string());
+    Ok(match *shape {
+        [a] => Ranked::R1(Tensor::from_vec(rt, data, [a]).map_err(e)?),
+        [a, b] => Ranked::R2(Tensor::from_vec(rt, data, [a, b]).map_err(e)?),
+        [a, b, c] => Ranked::R3(Tensor::from_vec(rt, data, [a, b, c]).map_err(e)?),
+        _ => {
+            return Err(TuneError::Problem(format!(
+                "tensors of rank {} are not supported",
+                shape.len()
+            )))
+        }
+    })
+}
+
+impl<T: Element> Ranked<T> {
+    fn arg(&self) -> Arg<'_> {
+        match self {
+            Ranked::R1(t) => Arg::from(t),
+            Ranked::R2(t) => Arg::from(t),
+            Ranked::R3(t) => Arg::from(t),
+        }
+    }
+
+    fn arg_mut(&mut self) -> Arg<'_> {
+        match self {
+            Ranked::R1(t) => Arg::from(t),
+            Ranked::R2(t) => Arg::from(t),
+            Ranked::R3(t) => Arg::from(t),
+        }
+    }
+
+    fn to_vec(&self) -> Result<Vec<T>, TuneError> {
+        let r = match self {
+            Ranked::R1(t) => t.to_vec(),
+            Ranked::R2(t) => t.to_vec(),
+            Ranked::R3(t) => t.to_vec(),
+        };
+        r.map_err(|e| TuneError::Runtime(e.to_string()))
+    }
+}
+
+macro_rules! on_tensor {
+    ($v:expr, $x:ident => $body:expr) => {
+        match $v {
+            DynTensor::F32($x) => $body,
+            DynTensor::F16($x) => $body,
+            DynTensor::BF16($x) => $body,
+            DynTensor::I32($x) => $body,
+            DynTensor::I64($x) => $body,
+        }
+    };
+}
+
+impl DynTensor {
+    /// A tensor on `rt` holding `data` in the given shape (row-major).
+    pub fn upload(rt: &Runtime, data: HostVec, shape: &[usize]) -> Result<DynTensor, TuneError> {
+        Ok(match data {
+            HostVec::F32(v) => DynTensor::F32(ranked(rt, v, shape)?),
+            HostVec::F16(v) => DynTensor::F16(ranked(rt, v, shape)?),
+            HostVec::BF16(v) => DynTensor::BF16(ranked(rt, v, shape)?),
+            HostVec::I32(v) => DynTensor::I32(ranked(rt, v, shape)?),
+            HostVec::I64(v) => DynTensor::I64(ranked(rt, v, shape)?),
+        })
+    }
+
+    /// The tensor as a read-only argument.
+    pub fn arg(&self) -> Arg<'_> {
+        on_tensor!(self, t => t.arg())
+    }
+
+    /// The tensor as a writable argument.
+    pub fn arg_mut(&mut self) -> Arg<'_> {
+        on_tensor!(self, t => t.arg_mut())
+    }
+
+    /// Downloads every element as f64.
+    pub fn to_f64(&self) -> Result<Vec<f64>, TuneError> {
+        on_tensor!(self, t => Ok(t.to_vec()?.into_iter().map(Element::to_f64).collect()))
+    }
+}
+
+/// One argument of a launch, owned.
+#[derive(Debug)]
+pub enum OwnedArg {
+    /// A tensor the kernel reads.
+    Tensor(DynTensor),
+    /// A tensor the kernel may write.
+    TensorMut(DynTensor),
+    /// A scalar.
+    Scalar(ScalarValue),
+}
+
+/// A full argument list for a kernel, with the host data it was made from.
+#[derive(Debug)]
+pub struct ArgSet {
+    /// In the kernel's parameter order.
+    pub args: Vec<OwnedArg>,
+    /// The host data of every tensor (`None` for scalars), as uploaded.
+    pub host: Vec<Option<HostVec>>,
+    /// Shapes of tensors (`None` for scalars).
+    pub shapes: Vec<Option<Vec<usize>>>,
+}
+
+/// The value written into outputs before a candidate runs, so an element the candidate
+/// fails to write is caught: NaN for floats, a sentinel for integers.
+pub const POISON: f64 = f64::NAN;
+
+fn poison_for(dtype: DType) -> f64 {
+    if dtype.is_float() {
+        POISON
+    } else {
+        -123_456_789.0
+    }
+}
+
+impl ArgSet {
+    /// Host data for every parameter of `kernel` under `problem`: tensors the kernel only
+    /// reads get uniform values in `[-1, 1)` (or the kernel's declared range); tensors it
+    /// only writes get the poison value; tensors it reads and writes get random values.
+    pub fn host_data(
+        kernel: &Kernel,
+        problem: &TuneProblem,
+        seed: u64,
+    ) -> Result<Vec<Option<HostVec>>, TuneError> {
+        let read = read_params(kernel);
+        let mut rng = SplitMix::new(seed);
+        let mut out = Vec::with_capacity(kernel.params.len());
+        for (i, p) in kernel.params.iter().enumerate() {
+            let ParamKind::Tensor { elem, mutable, .. } = &p.kind else {
+                out.push(None);
+                continue;
+            };
+            let dtype = elem.resolve(&problem.bindings).ok_or_else(|| {
+                TuneError::Problem(format!("element type of `{}` is not bound", p.name))
+            })?;
+            let n: usize = problem.tensor_shape(kernel, i)?.iter().product();
+            let (lo, hi) = match kernel.problem.inputs.get(i) {
+                Some(tilekit_ir::InputGen::Uniform(lo, hi)) => (*lo, *hi),
+                Some(tilekit_ir::InputGen::Value(v)) => (*v, *v),
+                _ if dtype.is_float() => (-1.0, 1.0),
+                _ => (0.0, 16.0),
+            };
+            let v = if *mutable && !read[i] {
+                let poison = poison_for(dtype);
+                HostVec::generate(dtype, n, || poison)?
+            } else {
+                HostVec::random(dtype, n, lo, hi, &mut rng)?
+            };
+            out.push(Some(v));
+        }
+        Ok(out)
+    }
+
+    /// Uploads host data (from [`ArgSet::host_data`]) to `rt` with scalars from `problem`.
+    pub fn upload(
+        rt: &Runtime,
+        kernel: &Kernel,
+        problem: &TuneProblem,
+        host: &[Option<HostVec>],
+    ) -> Result<ArgSet, TuneError> {
+        let mut args = Vec::with_capacity(kernel.params.len());
+        let mut shapes = Vec::with_capacity(kernel.params.len());
+        for (i, p) in kernel.params.iter().enumerate() {
+            match (&p.kind, host.get(i).and_then(Option::as_ref)) {
+                (ParamKind::Tensor { mutable, .. }, Some(data)) => {
+                    let shape = problem.tensor_shape(kernel, i)?;
+                    let t = DynTensor::upload(rt, data.clone(), &shape)?;
+                    args.push(if *mutable {
+                        OwnedArg::TensorMut(t)
+                    } else {
+                        OwnedArg::Tensor(t)
+                    });
+                    shapes.push(Some(shape));
+                }
+                (ParamKind::Scalar { dtype }, _) => {
+                    args.push(OwnedArg::Scalar(scalar(
+                        *dtype,
+                        problem.scalar_value(kernel, i),
+                    )?));
+                    shapes.push(None);
+                }
+                _ => {
+                    return Err(TuneError::Problem(format!(
+                        "no data for parameter `{}`",
+                        p.name
+                    )))
+                }
+            }
+        }
+        Ok(ArgSet {
+            args,
+            host: host.to_vec(),
+            shapes,
+        })
+    }
+
+    /// The arguments to pass to a launch.
+    pub fn launch_args(&mut self) -> Vec<Arg<'_>> {
+        self.args
+            .iter_mut()
+            .map(|a| match a {
+                OwnedArg::Tensor(t) => t.arg(),
+                OwnedArg::TensorMut(t) => t.arg_mut(),
+                OwnedArg::Scalar(s) => Arg::Scalar(*s),
+            })
+            .collect()
+    }
+
+    /// Restores every writable tensor to its host data (poison for pure outputs).
+    pub fn reset_outputs(&mut self, rt: &Runtime) -> Result<(), TuneError> {
+        for (i, a) in self.args.iter_mut().enumerate() {
+            if let OwnedArg::TensorMut(t) = a {
+                let (Some(data), Some(shape)) = (&self.host[i], &self.shapes[i]) else {
+                    continue;
+                };
+                *t = DynTensor::upload(rt, data.clone(), shape)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Indices of writable tensor parameters.
+    pub fn outputs(&self) -> Vec<usize> {
+        (0..self.args.len())
+            .filter(|&i| matches!(self.args[i], OwnedArg::TensorMut(_)))
+            .collect()
+    }
+
+    /// Downloads tensor `i` as f64.
+    pub fn read(&self, i: usize) -> Result<Vec<f64>, TuneError> {
+        match &self.args[i] {
+            OwnedArg::Tensor(t) | OwnedArg::TensorMut(t) => t.to_f64(),
+            OwnedArg::Scalar(_) => Err(TuneError::Problem(format!("parameter {i} is a scalar"))),
+        }
+    }
+}
+
+/// Per parameter: whether the kernel reads it (every `&` tensor; `&mut` tensors the body
+/// loads from).
+fn read_params(kernel: &Kernel) -> Vec<bool> {
+    let rw = kernel.read_written_params();
+    kernel
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match p.kind {
+            ParamKind::Tensor { mutable, .. } => !mutable || rw.contains(&i),
+            _ => false,
+        })
+        .collect()
+}
+
+fn scalar(dtype: DType, v: f64) -> Result<ScalarValue, TuneError> {
+    Ok(match dtype {
+        DType::F32 => ScalarValue::F32(v as f32),
+        DType::I32 => ScalarValue::I32(v as i32),
+        DType::I64 => ScalarValue::I64(v as i64),
+        DType::Bool => ScalarValue::Bool(v != 0.0),
+        other => {
+            return Err(TuneError::Problem(format!(
+                "scalars of {other} are not supported"
+            )))
+        }
+    })
+}

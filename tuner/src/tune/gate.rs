@@ -1,0 +1,179 @@
+//! The correctness gate: a candidate's output against the CPU backend's exact (f64)
+//! reference on the same inputs, with outputs poisoned beforehand so an element the
+//! candidate does not write is caught.
+
+use serde::{Deserialize, Serialize};
+use tilekit_ir::DType;
+
+/// Relative tolerance per element type of an output, against the exact reference.
+///
+/// ```
+/// use tilekit_ir::DType;
+/// assert!(tilekit_tuner::tune::gate::tolerance(DType::BF16) > tilekit_tuner::tune::gate::tolerance(DType::F32));
+/// ```
+pub fn tolerance(dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 => 2e-5,
+        DType::F16 => 2e-3,
+        DType::BF16 => 1.6e-2,
+        _ => 0.0,
+    }
+}
+
+/// What comparing one output found.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Elements compared (those the reference computed).
+    pub compared: usize,
+    /// Elements outside the tolerance.
+    pub mismatches: usize,
+    /// Elements still holding the poison value where the reference wrote a number, or
+    /// (when the reference ran only sampled programs) anywhere.
+    pub unwritten: usize,
+    /// Largest error relative to the tolerance scale (1.0 = at the tolerance).
+    pub worst: f64,
+    /// The first few mismatches: (index, got, want).
+    pub examples: Vec<(usize, f64, f64)>,
+}
+
+impl Comparison {
+    /// True if every compared element is within tolerance and nothing was left unwritten.
+    pub fn ok(&self) -> bool {
+        self.mismatches == 0 && self.unwritten == 0
+    }
+}
+
+/// Compares `got` (the candidate's output) with `want` (the reference). Elements where the
+/// reference is NaN are skipped when `sampled` (the reference left them unwritten: its
+/// programs ran for a sample of tiles only); then any NaN in `got` counts as unwritten,
+/// since every input is finite. Without sampling a NaN in `want` must be NaN in `got`.
+///
+/// ```
+/// use tilekit_tuner::tune::gate::compare;
+/// use tilekit_ir::DType;
+/// let c = compare(&[1.0, 2.0, f64::NAN], &[1.0, 2.0, 3.0], DType::F32, false);
+/// assert_eq!(c.unwritten, 1);
+/// assert!(!c.ok());
+/// assert!(compare(&[1.0, 2.000001], &[1.0, 2.0], DType::F32, false).ok());
+/// ```
+pub fn compare(got: &[f64], want: &[f64], dtype: DType, sampled: bool) -> Comparison {
+    let mut c = Comparison::default();
+    if got.len() != want.len() {
+        c.mismatches = got.len().max(want.len());
+        return c;
+    }
+    let rel = tolerance(dtype);
+    let scale = want
+        .iter()
+        .filter(|w| w.is_finite())
+        .fold(0.0f64, |m, w| m.max(w.abs()));
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if w.is_nan() {
+            if sampled {
+                if g.is_nan() {
+                    c.unwritten += 1;
+                }
+                continue;
+            }
+            c.compared += 1;
+            if !g.is_nan() {
+                c.mismatches += 1;
+                push(&mut c.examples, i, g, w);
+            }
+            continue;
+        }
+        c.compared += 1;
+        if g.is_nan() {
+            c.unwritten += 1;
+            push(&mut c.examples, i, g, w);
+            continue;
+        }
+        let bound = rel * (w.abs() + 0.05 * scale) + 1e-30;
+        let err = if w.is_infinite() || g.is_infinite() {
+            if g == w {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            (g - w).abs()
+        };
+        let ratio = if dtype.is_float() {
+            err / bound
+        } else if err == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        if ratio > c.worst {
+            c.worst = ratio;
+        }
+        if ratio > 1.0 {
+            c.mismatches += 1;
+            push(&mut c.examples, i, g, w);
+        }
+    }
+    c
+}
+
+fn push(v: &mut Vec<(usize, f64, f64)>, i: usize, g: f64, w: f64) {
+    if v.len() < 8 {
+        v.push((i, g, w));
+    }
+}
+
+/// The verdict on one candidate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckReport {
+    /// The seed of the inputs (pass it back with `--seed` to reproduce).
+    pub seed: u64,
+    /// Whether the reference ran only a sample of the programs (large problems).
+    pub sampled: bool,
+    /// Per output parameter: its name and the comparison.
+    pub outputs: Vec<(String, Comparison)>,
+}
+
+impl CheckReport {
+    /// True if every output matched.
+    pub fn ok(&self) -> bool {
+        self.outputs.iter().all(|(_, c)| c.ok())
+    }
+
+    /// One line for messages.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = self
+            .outputs
+            .iter()
+            .map(|(n, c)| {
+                let ex: Vec<String> = c
+                    .examples
+                    .iter()
+                    .take(3)
+                    .map(|(i, g, w)| format!("[{i}] got {g:e} want {w:e}"))
+                    .collect();
+                format!(
+                    "{n}: {}/{} wrong, {} unwritten, worst {:.2}x tolerance{}",
+                    c.mismatches,
+                    c.compared,
+                    c.unwritten,
+                    c.worst,
+                    if ex.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", ex.join(", "))
+                    }
+                )
+            })
+            .collect();
+        format!(
+            "seed {} ({}): {}",
+            self.seed,
+            if self.sampled {
+                "sampled programs"
+            } else {
+                "full reference"
+            },
+            parts.join("; ")
+        )
+    }
+}

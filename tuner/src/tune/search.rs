@@ -1,0 +1,390 @@
+//! The search: enumerate the declared space, reject what the constraints rule out phase by
+//! phase, compile the rest in parallel, time with adaptive elimination, check finalists
+//! against the reference, re-time them interleaved, and store the winner.
+
+use super::eliminate::{finalists, median, pick, survivors};
+use super::gate::CheckReport;
+use super::measure::Measurer;
+use super::report::{CandidateReport, Outcome, PhaseTimes, TuneReport};
+use super::{Event, TuneError, TuneOptions, TuneProblem};
+use crate::cache::value::{config_to_map, Provenance, Timing, TunedValue};
+use crate::cache::{shape_check, CacheKey, GpuId, ShapeBucket};
+use crate::variants::target_check;
+use rayon::prelude::*;
+use std::time::Instant;
+use tilekit_codegen::Target;
+use tilekit_ir::Config;
+use tilekit_runtime::{KernelSpec, Runtime};
+
+/// Tunes `spec` for `problem` on `rt`'s GPU (see the [module docs](super)).
+pub fn tune(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    problem: &TuneProblem,
+    opts: &TuneOptions,
+    observe: &(dyn Fn(&Event) + Sync),
+) -> Result<TuneReport, TuneError> {
+    let started = Instant::now();
+    let kernel = spec.kernel().map_err(|e| TuneError::Spec(e.to_string()))?;
+    // The CPU backend tunes too (host-clock timing, no compile phase): that is how the
+    // search is tested without a GPU. Its results are never stored.
+    let device = rt.device().cloned();
+    let target = device.as_ref().map_or(Target::Sm90a, |d| d.target);
+    let seed = opts.seed.unwrap_or_else(super::fresh_seed);
+    let place = device
+        .as_ref()
+        .map_or("the CPU backend".to_string(), |d| d.name.clone());
+    observe(&Event::Note(format!("{problem} on {place} (seed {seed})")));
+    let default = spec
+        .default_config()
+        .map_err(|e| TuneError::Spec(e.to_string()))?;
+    let bindings = &problem.bindings;
+
+    // Phases static, target and launch (the problem's shape): no compile needed.
+    let mut reports: Vec<CandidateReport> = Vec::new();
+    for config in kernel.space.enumerate() {
+        let outcome = match target_check(kernel, &config, bindings, target) {
+            Err(reason) => Some(Outcome::Rejected {
+                phase: "static/target".into(),
+                reason,
+            }),
+            Ok(()) => shape_check(kernel, &config, &problem.dims)
+                .err()
+                .map(|reason| Outcome::Rejected {
+                    phase: "launch".into(),
+                    reason,
+                }),
+        };
+        reports.push(CandidateReport::new(
+            config,
+            outcome.unwrap_or(Outcome::Pending),
+        ));
+    }
+    let t_enumerate = started.elapsed().as_secs_f64();
+
+    // Compile in parallel; then the compiled phase (registers, spills).
+    let t = Instant::now();
+    let pending: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].outcome == Outcome::Pending)
+        .collect();
+    observe(&Event::Phase {
+        name: "compile",
+        total: pending.len(),
+    });
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(opts.compile_threads.max(1))
+        .build()
+        .map_err(|e| TuneError::Runtime(e.to_string()))?;
+    let compile_all = || {
+        pool.install(|| {
+            pending
+                .par_iter()
+                .map(|&i| {
+                    let r = rt
+                        .prepare_variant(spec, &reports[i].config, bindings, true)
+                        .map_err(|e| e.to_string());
+                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    observe(&Event::Advance {
+                        name: "compile",
+                        done: n,
+                        detail: reports[i].config.to_string(),
+                    });
+                    (i, r)
+                })
+                .collect()
+        })
+    };
+    // The CPU backend has nothing to compile (and no registers to constrain).
+    let compiled: Vec<(usize, Result<tilekit_runtime::VariantResources, String>)> =
+        if device.is_some() {
+            compile_all()
+        } else {
+            Vec::new()
+        };
+    for (i, r) in compiled {
+        let rep = &mut reports[i];
+        match r {
+            Err(e) => rep.outcome = Outcome::CompileFailed(e),
+            Ok(res) => {
+                rep.registers = Some(res.registers);
+                rep.local_bytes = Some(res.local_bytes);
+                rep.compile_s = res.compile_seconds;
+                if let Err(reason) = tilekit_runtime::compiled_constraints_hold(
+                    kernel,
+                    &rep.config,
+                    bindings,
+                    target,
+                    &res,
+                ) {
+                    rep.outcome = Outcome::Rejected {
+                        phase: "compiled".into(),
+                        reason,
+                    };
+                }
+            }
+        }
+    }
+    let t_compile = t.elapsed().as_secs_f64();
+    let live: Vec<usize> = (0..reports.len())
+        .filter(|&i| reports[i].outcome == Outcome::Pending)
+        .collect();
+    if live.is_empty() {
+        return Err(TuneError::NoCandidate(summarize_rejections(&reports)));
+    }
+
+    // Measure.
+    let t = Instant::now();
+    let mut m = Measurer::start(rt, spec, problem, seed, opts)?;
+    let policy = &opts.policy;
+    let first = if policy.exhaustive {
+        policy.full_samples
+    } else {
+        policy.first_samples
+    };
+    observe(&Event::Phase {
+        name: "time",
+        total: live.len(),
+    });
+    for (n, &i) in live.iter().enumerate() {
+        match m.time(&reports[i].config, policy.warmup, first) {
+            Ok(ms) => reports[i].samples_ms = ms,
+            Err(e) => reports[i].outcome = Outcome::Failed(e.to_string()),
+        }
+        observe(&Event::Advance {
+            name: "time",
+            done: n + 1,
+            detail: reports[i].config.to_string(),
+        });
+    }
+    let table = |reports: &[CandidateReport]| -> Vec<Option<Vec<f64>>> {
+        reports
+            .iter()
+            .map(|r| {
+                (r.outcome == Outcome::Pending && !r.samples_ms.is_empty())
+                    .then(|| r.samples_ms.clone())
+            })
+            .collect()
+    };
+    if !policy.exhaustive {
+        let keep = survivors(&table(&reports), policy.factor, policy.keep_at_least);
+        for &i in &live {
+            if reports[i].outcome == Outcome::Pending && !keep.contains(&i) {
+                reports[i].outcome = Outcome::Eliminated;
+            }
+        }
+        observe(&Event::Phase {
+            name: "refine",
+            total: keep.len(),
+        });
+        for (n, &i) in keep.iter().enumerate() {
+            let more = policy
+                .full_samples
+                .saturating_sub(reports[i].samples_ms.len());
+            match m.time(&reports[i].config, 0, more) {
+                Ok(ms) => reports[i].samples_ms.extend(ms),
+                Err(e) => reports[i].outcome = Outcome::Failed(e.to_string()),
+            }
+            observe(&Event::Advance {
+                name: "refine",
+                done: n + 1,
+                detail: reports[i].config.to_string(),
+            });
+        }
+    }
+    for r in reports.iter_mut() {
+        r.median_ms = median(&r.samples_ms);
+    }
+    let t_measure = t.elapsed().as_secs_f64();
+
+    // Check finalists (fastest first) until `finalists` correct ones are found.
+    let t = Instant::now();
+    let order = finalists(&table(&reports), usize::MAX);
+    let mut correct: Vec<usize> = Vec::new();
+    let mut winner_check: Option<CheckReport> = None;
+    observe(&Event::Phase {
+        name: "check",
+        total: policy.finalists.min(order.len()),
+    });
+    for &i in &order {
+        if correct.len() >= policy.finalists {
+            break;
+        }
+        match m.check(&reports[i].config, seed ^ 0x5EED) {
+            Ok(c) if c.ok() => {
+                if winner_check.is_none() {
+                    winner_check = Some(c);
+                }
+                reports[i].outcome = Outcome::Finalist;
+                correct.push(i);
+            }
+            Ok(c) => {
+                observe(&Event::Note(format!(
+                    "WRONG {}: {}",
+                    reports[i].config,
+                    c.summary()
+                )));
+                reports[i].outcome = Outcome::Wrong(c.summary());
+            }
+            Err(e) => reports[i].outcome = Outcome::Failed(e.to_string()),
+        }
+        observe(&Event::Advance {
+            name: "check",
+            done: correct.len(),
+            detail: reports[i].config.to_string(),
+        });
+    }
+    for r in reports.iter_mut() {
+        if r.outcome == Outcome::Pending {
+            r.outcome = Outcome::Measured;
+        }
+    }
+    let t_check = t.elapsed().as_secs_f64();
+    if correct.is_empty() {
+        return Err(TuneError::NoCandidate(summarize_rejections(&reports)));
+    }
+
+    // Interleaved re-timing of the finalists, with the default beside them when it is
+    // valid, so the report's speed-up over the default is measured the same way.
+    let t = Instant::now();
+    let mut contenders: Vec<Config> = correct.iter().map(|&i| reports[i].config.clone()).collect();
+    let default_valid = reports.iter().any(|r| {
+        r.config == default
+            && !matches!(
+                r.outcome,
+                Outcome::Rejected { .. }
+                    | Outcome::CompileFailed(_)
+                    | Outcome::Failed(_)
+                    | Outcome::Wrong(_)
+            )
+    });
+    if default_valid && !contenders.contains(&default) {
+        contenders.push(default.clone());
+    }
+    observe(&Event::Phase {
+        name: "re-time",
+        total: 1,
+    });
+    let inter = m.interleave(&contenders, policy.rounds)?;
+    observe(&Event::Advance {
+        name: "re-time",
+        done: 1,
+        detail: String::new(),
+    });
+    // The default joins the re-timing only as a yardstick: it wins only if it was checked.
+    let eligible: Vec<Vec<f64>> = inter
+        .iter()
+        .enumerate()
+        .map(|(k, v)| {
+            if k < correct.len() {
+                v.clone()
+            } else {
+                vec![f64::INFINITY]
+            }
+        })
+        .collect();
+    let w = pick(&eligible).ok_or_else(|| TuneError::NoCandidate("no finalist timed".into()))?;
+    let winner_idx = correct[w];
+    reports[winner_idx].outcome = Outcome::Winner;
+    let winner = reports[winner_idx].config.clone();
+    let winner_ms = median(&inter[w]).unwrap_or(f64::NAN);
+    let default_ms = contenders
+        .iter()
+        .position(|c| *c == default)
+        .and_then(|k| median(&inter[k]));
+    let t_retime = t.elapsed().as_secs_f64();
+    let winner_check = if w == 0 {
+        winner_check
+    } else {
+        // The check of the re-timing's winner (run above, before it became a finalist).
+        m.check(&winner, seed ^ 0x5EED).ok()
+    };
+
+    // Store (a GPU result only).
+    let gpu = device.as_ref().map(GpuId::from_device);
+    let key = match (&gpu, ShapeBucket::of(kernel, &problem.dims, bindings)) {
+        (Some(g), Some(b)) => Some(CacheKey::new(
+            g.clone(),
+            spec.name,
+            spec.spec_hash,
+            bindings.clone(),
+            b,
+        )),
+        _ => None,
+    };
+    let mut stored = false;
+    if let (Some(cache), Some(key), Some(device)) = (&opts.store, &key, &device) {
+        let value = TunedValue {
+            config: config_to_map(&winner),
+            best_us: Some(winner_ms * 1e3),
+            timings: reports
+                .iter()
+                .filter(|r| !matches!(r.outcome, Outcome::Rejected { .. }))
+                .map(|r| Timing {
+                    config: config_to_map(&r.config),
+                    samples_us: r.samples_ms.iter().map(|v| v * 1e3).collect(),
+                    error: r.outcome.error(),
+                })
+                .collect(),
+            provenance: Provenance {
+                driver: Some(format!(
+                    "{}.{}",
+                    device.driver_version.0, device.driver_version.1
+                )),
+                nvrtc: Some(format!(
+                    "{}.{}",
+                    device.nvrtc_version.0, device.nvrtc_version.1
+                )),
+                shape: Some(
+                    kernel
+                        .problem
+                        .dims
+                        .iter()
+                        .filter_map(|d| problem.dims.get(d).map(i64::to_string))
+                        .collect::<Vec<_>>()
+                        .join("x"),
+                ),
+                ..Provenance::local_now()
+            },
+        };
+        cache
+            .put(key, &value)
+            .map_err(|e| TuneError::Cache(e.to_string()))?;
+        stored = true;
+    }
+    Ok(TuneReport {
+        problem: problem.clone(),
+        seed,
+        gpu,
+        key,
+        stored,
+        winner,
+        winner_ms,
+        default,
+        default_ms,
+        interleaved: contenders.into_iter().zip(inter).collect(),
+        winner_check,
+        candidates: reports,
+        restarts: m.restarts(),
+        times: PhaseTimes {
+            enumerate_s: t_enumerate,
+            compile_s: t_compile,
+            measure_s: t_measure,
+            check_s: t_check,
+            retime_s: t_retime,
+            total_s: started.elapsed().as_secs_f64(),
+        },
+    })
+}
+
+fn summarize_rejections(reports: &[CandidateReport]) -> String {
+    let mut lines: Vec<String> = reports
+        .iter()
+        .take(12)
+        .map(|r| format!("{}: {}", r.config, r.outcome))
+        .collect();
+    if reports.len() > 12 {
+        lines.push(format!("... and {} more", reports.len() - 12));
+    }
+    format!("no candidate survived:\n  {}", lines.join("\n  "))
+}

@@ -1,0 +1,280 @@
+//! [`Session`]: one tuning problem set up on a GPU — inputs rotated beyond L2, CUDA-event
+//! timing of a configuration, and the correctness check against the CPU reference. The
+//! worker subprocess runs one; `Isolation::InProcess` runs one in the caller's process.
+
+use super::data::ArgSet;
+use super::gate::{compare, CheckReport};
+use super::problem::TuneProblem;
+use super::TuneError;
+use std::sync::Arc;
+use tilekit_ir::{Config, Kernel, ParamKind};
+use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
+use tilekit_runtime::cudarc::driver::CudaStream;
+use tilekit_runtime::{
+    launch_cpu_with_options, launch_with, CpuOptions, KernelSpec, ProgramSample, Runtime,
+};
+
+/// Bytes the rotation of input sets should cover at least: beyond the H100's 50 MB L2, so a
+/// timed launch never finds its inputs in cache.
+pub const ROTATION_BYTES: u64 = 128 << 20;
+
+/// Most input sets in a rotation.
+pub const MAX_ROTATION: usize = 32;
+
+/// Problems up to this many FLOPs and bytes are checked against a full reference; larger
+/// ones against [`SAMPLED_PROGRAMS`] programs of it.
+pub const FULL_CHECK_FLOPS: u64 = 1 << 30;
+/// See [`FULL_CHECK_FLOPS`].
+pub const FULL_CHECK_BYTES: u64 = 64 << 20;
+/// Programs of the reference run for a large problem.
+pub const SAMPLED_PROGRAMS: usize = 24;
+
+/// A problem set up for measurement on a CUDA runtime.
+pub struct Session<'a> {
+    rt: &'a Runtime,
+    spec: &'a KernelSpec,
+    kernel: &'a Kernel,
+    problem: TuneProblem,
+    /// The CUDA stream (`None` on the CPU backend: timed with the host clock).
+    stream: Option<Arc<CudaStream>>,
+    sets: Vec<ArgSet>,
+    next: usize,
+    /// Some tensor is read and written: restore it before every timed launch.
+    reset: bool,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("problem", &self.problem)
+            .field("rotation", &self.sets.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn rt_err(e: impl std::fmt::Display) -> TuneError {
+    TuneError::Runtime(e.to_string())
+}
+
+impl<'a> Session<'a> {
+    /// Allocates and fills the rotation of input sets on `rt` (inputs from `seed`).
+    pub fn new(
+        rt: &'a Runtime,
+        spec: &'a KernelSpec,
+        problem: TuneProblem,
+        seed: u64,
+    ) -> Result<Session<'a>, TuneError> {
+        let kernel = spec.kernel().map_err(rt_err)?;
+        let stream = rt.cuda_stream().cloned();
+        let per_set = problem.tensor_bytes(kernel)?.max(1);
+        let count = usize::try_from(ROTATION_BYTES.div_ceil(per_set))
+            .unwrap_or(MAX_ROTATION)
+            .clamp(1, MAX_ROTATION);
+        let host = ArgSet::host_data(kernel, &problem, seed)?;
+        let mut sets = Vec::with_capacity(count);
+        for _ in 0..count {
+            sets.push(ArgSet::upload(rt, kernel, &problem, &host)?);
+        }
+        let reset = kernel.read_written_params().iter().any(|&i| {
+            matches!(
+                kernel.params[i].kind,
+                ParamKind::Tensor { mutable: true, .. }
+            )
+        });
+        rt.synchronize().map_err(rt_err)?;
+        Ok(Session {
+            rt,
+            spec,
+            kernel,
+            problem,
+            stream,
+            sets,
+            next: 0,
+            reset,
+        })
+    }
+
+    /// Number of input sets in the rotation.
+    pub fn rotation(&self) -> usize {
+        self.sets.len()
+    }
+
+    /// The runtime it measures on.
+    pub fn runtime(&self) -> &'a Runtime {
+        self.rt
+    }
+
+    /// The problem.
+    pub fn problem(&self) -> &TuneProblem {
+        &self.problem
+    }
+
+    fn launch_next(&mut self, config: &Config) -> Result<(), TuneError> {
+        let i = self.next % self.sets.len();
+        self.next = self.next.wrapping_add(1);
+        let set = &mut self.sets[i];
+        let mut args = set.launch_args();
+        launch_with(
+            self.rt,
+            self.spec,
+            config,
+            &self.problem.bindings,
+            &mut args,
+        )
+        .map_err(|e| TuneError::Candidate(e.to_string()))
+    }
+
+    fn reset_next(&mut self) -> Result<(), TuneError> {
+        if self.reset {
+            let i = self.next % self.sets.len();
+            self.sets[i].reset_outputs(self.rt)?;
+        }
+        Ok(())
+    }
+
+    /// `samples` event-timed launches of `config` (milliseconds each) after `warmup`
+    /// untimed ones, each on the next input set of the rotation.
+    pub fn time(
+        &mut self,
+        config: &Config,
+        warmup: usize,
+        samples: usize,
+    ) -> Result<Vec<f64>, TuneError> {
+        for _ in 0..warmup {
+            self.reset_next()?;
+            self.launch_next(config)?;
+        }
+        self.rt
+            .synchronize()
+            .map_err(|e| TuneError::Candidate(e.to_string()))?;
+        let Some(stream) = self.stream.clone() else {
+            // CPU backend: the host clock (launches are synchronous there).
+            let mut out = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                self.reset_next()?;
+                let t = std::time::Instant::now();
+                self.launch_next(config)?;
+                out.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            return Ok(out);
+        };
+        let ctx = stream.context().clone();
+        let start = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(rt_err)?;
+        let end = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(rt_err)?;
+        let mut out = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            self.reset_next()?;
+            start.record(&stream).map_err(rt_err)?;
+            self.launch_next(config)?;
+            end.record(&stream).map_err(rt_err)?;
+            end.synchronize()
+                .map_err(|e| TuneError::Candidate(e.to_string()))?;
+            out.push(f64::from(start.elapsed_ms(&end).map_err(rt_err)?));
+        }
+        Ok(out)
+    }
+
+    /// Interleaved timing: `rounds` rounds, each timing every configuration once (in an
+    /// order rotated per round), so drift affects all alike. Milliseconds per config.
+    pub fn interleave(
+        &mut self,
+        configs: &[Config],
+        rounds: usize,
+    ) -> Result<Vec<Vec<f64>>, TuneError> {
+        let mut out = vec![Vec::with_capacity(rounds); configs.len()];
+        for c in configs {
+            self.time(c, 1, 0)?;
+        }
+        for r in 0..rounds {
+            for k in 0..configs.len() {
+                let i = (k + r) % configs.len();
+                let t = self.time(&configs[i], 0, 1)?;
+                out[i].extend(t);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks `config` against the CPU backend's exact reference on fresh inputs from
+    /// `seed`, outputs poisoned first (see [`super::gate`]).
+    pub fn check(&mut self, config: &Config, seed: u64) -> Result<CheckReport, TuneError> {
+        let kernel = self.kernel;
+        let host = ArgSet::host_data(kernel, &self.problem, seed)?;
+        let mut gpu = ArgSet::upload(self.rt, kernel, &self.problem, &host)?;
+        {
+            let mut args = gpu.launch_args();
+            launch_with(
+                self.rt,
+                self.spec,
+                config,
+                &self.problem.bindings,
+                &mut args,
+            )
+            .map_err(|e| TuneError::Candidate(e.to_string()))?;
+        }
+        self.rt
+            .synchronize()
+            .map_err(|e| TuneError::Candidate(e.to_string()))?;
+        let flops = self.problem.flops(kernel).unwrap_or(u64::MAX);
+        let bytes = self.problem.bytes(kernel).unwrap_or(u64::MAX);
+        let sampled = flops > FULL_CHECK_FLOPS || bytes > FULL_CHECK_BYTES;
+        let cpu = Runtime::cpu();
+        let mut reference = ArgSet::upload(&cpu, kernel, &self.problem, &host)?;
+        // Outputs that are also read keep their inputs; pure outputs are poisoned (NaN), so
+        // a sampled reference leaves NaN where its programs did not run.
+        let options = CpuOptions {
+            exact: true,
+            sample: sampled.then_some(ProgramSample {
+                count: SAMPLED_PROGRAMS,
+                seed,
+            }),
+        };
+        {
+            let mut args = reference.launch_args();
+            launch_cpu_with_options(
+                self.spec,
+                config,
+                &self.problem.bindings,
+                &mut args,
+                &options,
+            )
+            .map_err(|e| TuneError::Reference(e.to_string()))?;
+        }
+        let mut report = CheckReport {
+            seed,
+            sampled,
+            outputs: Vec::new(),
+        };
+        for i in gpu.outputs() {
+            let dtype = match &kernel.params[i].kind {
+                ParamKind::Tensor { elem, .. } => elem.resolve(&self.problem.bindings),
+                _ => None,
+            }
+            .unwrap_or(tilekit_ir::DType::F32);
+            let got = gpu.read(i)?;
+            let mut want = reference.read(i)?;
+            if sampled {
+                // A tensor that is read and written keeps its input where the sampled
+                // programs did not run: compare only what the reference changed.
+                if let Some(Some(input)) = host.get(i).map(|h| h.as_ref().map(|h| h.to_f64())) {
+                    if input.iter().any(|v| !v.is_nan()) {
+                        for (w, x) in want.iter_mut().zip(&input) {
+                            if *w == *x {
+                                *w = f64::NAN;
+                            }
+                        }
+                    }
+                }
+            }
+            report.outputs.push((
+                kernel.params[i].name.clone(),
+                compare(&got, &want, dtype, sampled),
+            ));
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,167 @@
+//! The search end to end on the CPU backend (host-clock timing, no compile phase), the
+//! worker protocol without a GPU, and the correctness gate's input handling.
+
+use std::io::Cursor;
+use tilekit_runtime::Runtime;
+use tilekit_tuner::tune::data::{ArgSet, HostVec};
+use tilekit_tuner::tune::worker::{serve, WorkerExe, WorkerFailure, WorkerProcess};
+use tilekit_tuner::tune::{tune, Isolation, Outcome, TuneError, TuneOptions, TuneProblem};
+
+fn options(seed: u64) -> TuneOptions {
+    let mut o = TuneOptions {
+        seed: Some(seed),
+        isolation: Isolation::InProcess,
+        ..TuneOptions::default()
+    };
+    o.policy.rounds = 3;
+    o.policy.full_samples = 4;
+    o
+}
+
+#[test]
+fn tunes_softmax_on_the_cpu_backend() {
+    let rt = Runtime::cpu();
+    let spec = &tilekit_kernels::softmax::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "16x1500", "f32").unwrap();
+    let events = std::sync::Mutex::new(Vec::new());
+    let r = tune(&rt, spec, &p, &options(7), &|e| {
+        events.lock().unwrap().push(format!("{e:?}"))
+    })
+    .unwrap();
+    let space = spec.space().unwrap().enumerate().len();
+    assert_eq!(
+        r.candidates.len(),
+        space,
+        "every point of the space is reported"
+    );
+    // BLOCK=1024 cannot hold a 1500-wide row: rejected at the launch phase, never timed.
+    for c in &r.candidates {
+        if c.config.int("BLOCK") == Some(1024) {
+            assert!(
+                matches!(&c.outcome, Outcome::Rejected { phase, .. } if phase == "launch"),
+                "{c:?}"
+            );
+            assert!(c.samples_ms.is_empty());
+        }
+    }
+    assert!(r.winner.int("BLOCK").unwrap() >= 2048);
+    assert_eq!(r.seed, 7);
+    assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()));
+    assert!(!r.stored && r.key.is_none(), "CPU results are never stored");
+    assert!(r.winner_ms > 0.0);
+    let winners = r
+        .candidates
+        .iter()
+        .filter(|c| c.outcome == Outcome::Winner)
+        .count();
+    assert_eq!(winners, 1);
+    let ev = events.lock().unwrap();
+    assert!(
+        ev.iter().any(|e| e.contains("seed 7")),
+        "the seed is announced: {ev:?}"
+    );
+    assert!(ev.iter().any(|e| e.contains("\"check\"")));
+}
+
+#[test]
+fn exhaustive_times_every_valid_candidate_fully() {
+    let rt = Runtime::cpu();
+    let spec = &tilekit_kernels::rmsnorm::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "8x3000", "bf16").unwrap();
+    let mut o = options(11);
+    o.policy.exhaustive = true;
+    let r = tune(&rt, spec, &p, &o, &|_| {}).unwrap();
+    for c in &r.candidates {
+        match c.outcome {
+            Outcome::Rejected { .. } => assert!(c.samples_ms.is_empty()),
+            _ => assert_eq!(c.samples_ms.len(), o.policy.full_samples, "{c:?}"),
+        }
+        assert_ne!(c.outcome, Outcome::Eliminated);
+    }
+}
+
+#[test]
+fn no_valid_candidate_is_an_error_naming_the_constraint() {
+    let rt = Runtime::cpu();
+    let spec = &tilekit_kernels::softmax::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "2x100000", "f32").unwrap();
+    match tune(&rt, spec, &p, &options(1), &|_| {}) {
+        Err(TuneError::NoCandidate(m)) => assert!(m.contains("x.cols() <= BLOCK"), "{m}"),
+        other => panic!("expected NoCandidate, got {other:?}"),
+    }
+}
+
+#[test]
+fn problems_are_checked() {
+    let k = tilekit_kernels::scale_chain::SPEC.kernel().unwrap();
+    assert!(TuneProblem::parse(k, "10x10", "f32").is_err());
+    assert!(TuneProblem::parse(k, "1024", "i32").is_err());
+    let p = TuneProblem::parse(k, "1024", "f32").unwrap();
+    let p = p.with_scalar(k, "repeats", 256.0).unwrap();
+    assert_eq!(p.flops(k), Some(256 * 1024));
+    let e = TuneProblem::parse(k, "1024", "f32")
+        .unwrap()
+        .with_scalar(k, "x", 1.0);
+    assert!(e.unwrap_err().to_string().contains("scalars: repeats"));
+}
+
+#[test]
+fn inputs_are_reproducible_and_outputs_poisoned() {
+    let k = tilekit_kernels::softmax::SPEC.kernel().unwrap();
+    let p = TuneProblem::parse(k, "4x8", "bf16").unwrap();
+    let a = ArgSet::host_data(k, &p, 3).unwrap();
+    let b = ArgSet::host_data(k, &p, 3).unwrap();
+    let c = ArgSet::host_data(k, &p, 4).unwrap();
+    assert_eq!(a[0], b[0]);
+    assert_ne!(a[0], c[0]);
+    let x = a[0].as_ref().unwrap();
+    assert_eq!(x.len(), 32);
+    assert!(x.to_f64().iter().all(|v| (-1.0..1.0).contains(v)));
+    let y: &HostVec = a[1].as_ref().unwrap();
+    assert!(
+        y.to_f64().iter().all(|v| v.is_nan()),
+        "pure outputs start poisoned"
+    );
+}
+
+#[test]
+fn worker_protocol_answers_hello_then_errors_without_dying() {
+    let mut out = Vec::new();
+    let code = serve(tilekit_kernels::ALL, Cursor::new("not json\n\n"), &mut out);
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        lines[0].starts_with("@tk ") && lines[0].contains("hello"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("bad request") && lines[1].contains("\"sticky\":false"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 2);
+}
+
+#[test]
+fn worker_protocol_refuses_an_unknown_kernel() {
+    let req = r#"{"op":"setup","kernel":"nope","spec_hash":1,"problem":{"kernel":"nope","bindings":{},"dims":{}},"seed":1,"ordinal":0}"#;
+    let mut out = Vec::new();
+    let code = serve(
+        tilekit_kernels::ALL,
+        Cursor::new(format!("{req}\n")),
+        &mut out,
+    );
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(code, 1, "an unknown kernel ends the worker: {text}");
+    assert!(text.contains("no kernel `nope`"), "{text}");
+}
+
+#[test]
+fn a_binary_that_is_not_a_worker_is_reported() {
+    let t = std::time::Duration::from_secs(10);
+    let e = WorkerProcess::spawn(&WorkerExe::Path("true".into(), vec![]), t).unwrap_err();
+    assert!(matches!(e, WorkerFailure::Died(_)), "{e:?}");
+    let e = WorkerProcess::spawn(&WorkerExe::Path("/nonexistent/tilekit".into(), vec![]), t)
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot start"), "{e}");
+}
