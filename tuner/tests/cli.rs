@@ -149,7 +149,6 @@ fn tune_and_bench_need_a_gpu() {
     for args in [
         &["tune", "--kernel", "softmax", "--shape", "32768x4096"][..],
         &["tune", "--all"][..],
-        &["bench", "--kernel", "softmax"][..],
     ] {
         let out = tilekit(dir.path()).args(args).assert().code(2);
         let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
@@ -165,4 +164,60 @@ fn tune_and_bench_need_a_gpu() {
         tilekit(dir.path()).args(["tune", "--kernel", "nope"]),
         "no library kernel `nope`",
     );
+}
+
+#[test]
+fn bench_checks_its_arguments_then_needs_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = stdout(tilekit(dir.path()).arg("devices"));
+    // Arguments are checked before a GPU is looked for: these fail with 1 everywhere.
+    fails_with(
+        tilekit(dir.path()).args(["bench", "--kernel", "nope", "--shape", "64x64"]),
+        "no library kernel `nope` (kernels: softmax",
+    );
+    tilekit(dir.path())
+        .args(["bench", "--kernel", "nope", "--shape", "64x64"])
+        .assert()
+        .code(1);
+    for (args, why) in [
+        (&["--shape", "64"][..], "problem dimensions"),
+        (&["--shape", "64x64", "--peer", "torch"][..], "NAME=MS"),
+        (
+            &["--shape", "64x64", "--config", "BLOCK=3,WARPS=4"][..],
+            "BLOCK",
+        ),
+    ] {
+        let out = tilekit(dir.path())
+            .args(["bench", "--kernel", "softmax"])
+            .args(args)
+            .assert()
+            .code(1);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    let svg = dir.path().join("roofline.svg");
+    let mut bench = tilekit(dir.path());
+    bench
+        .args(["bench", "--kernel", "softmax", "--shape", "64x64"])
+        .args(["--peer", "torch.compile=0.01", "--rounds", "3", "--svg"])
+        .arg(&svg);
+    if devices.contains("no CUDA devices") {
+        let out = bench.assert().code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains("tilekit bench: needs a CUDA GPU"), "{err}");
+        assert!(!svg.exists());
+    } else {
+        let text = stdout(&mut bench);
+        for s in [
+            "median ms",
+            "default",
+            "torch.compile",
+            "peer",
+            "copy ceiling",
+        ] {
+            assert!(text.contains(s), "{s} missing:\n{text}");
+        }
+        let plot = std::fs::read_to_string(&svg).unwrap();
+        assert!(plot.contains("memory roof"), "{plot}");
+    }
 }

@@ -2,6 +2,7 @@
 
 use super::table::Table;
 use clap::Args;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use tilekit_runtime::{Runtime, RuntimeError};
 use tilekit_tuner::cache::GpuId;
@@ -30,23 +31,6 @@ pub struct TuneArgs {
     /// Re-tune keys that are already in the cache.
     #[arg(long)]
     pub force: bool,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
-}
-
-/// Arguments of `tilekit bench`.
-#[derive(Args, Debug)]
-pub struct BenchArgs {
-    /// Kernel to benchmark.
-    #[arg(long)]
-    pub kernel: String,
-    /// Problem shape.
-    #[arg(long)]
-    pub shape: Option<String>,
-    /// Element types.
-    #[arg(long, default_value = "bf16")]
-    pub dtype: String,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
@@ -89,20 +73,23 @@ pub fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(NO_GPU))
 }
 
-/// Runs `tilekit bench`.
-pub fn bench(args: &BenchArgs) -> anyhow::Result<ExitCode> {
-    check_kernel(Some(&args.kernel))?;
+/// Runs `tilekit bench`: the arguments are checked first (a bad kernel, shape or
+/// configuration fails with 1), then the GPU is opened (none: exit 2).
+pub fn bench(
+    cache_path: Option<PathBuf>,
+    args: &super::bench::BenchArgs,
+) -> anyhow::Result<ExitCode> {
+    let plan = super::bench::plan(args)?;
     let rt = match need_gpu("bench", args.device) {
         Ok(rt) => rt,
         Err(code) => return Ok(code),
     };
-    let gpu = rt.device().map(GpuId::from_device);
-    eprintln!(
-        "tilekit bench: found {}, but tuned-vs-default benchmarking is not implemented in \
-         this build yet (use the tilekit-bench binary of benches/); nothing was measured",
-        gpu.map(|g| g.to_string()).unwrap_or_default()
-    );
-    Ok(ExitCode::from(NO_GPU))
+    // An unreadable cache leaves only the shipped layer (said in the report).
+    let cache = super::bench::open_cache(cache_path);
+    if let Err(e) = &cache {
+        eprintln!("tilekit bench: tuning cache not read ({e:#}): shipped configurations only");
+    }
+    super::bench::run(args, plan, &rt, cache.as_ref().ok())
 }
 
 /// Runs `tilekit devices`.

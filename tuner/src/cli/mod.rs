@@ -3,9 +3,11 @@
 //! `list`, `show` and `cache` work without a GPU; `devices` reports what it finds; `tune`
 //! and `bench` need a CUDA GPU and say so clearly when there is none.
 
+mod bench;
 mod cache;
 mod gpu;
 mod list;
+mod roofline;
 mod show;
 mod table;
 
@@ -47,8 +49,9 @@ pub enum Command {
     Devices,
     /// Tune a kernel on this machine's GPU (needs a CUDA GPU).
     Tune(gpu::TuneArgs),
-    /// Tuned vs default (and a peer) on this machine's GPU (needs a CUDA GPU).
-    Bench(gpu::BenchArgs),
+    /// Tuned vs default (and given configurations and peers) on this machine's GPU, beside
+    /// the measured copy bandwidth; optionally a roofline SVG (needs a CUDA GPU).
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the command line, runs it, and maps errors to exit codes (1: failed, 2: usage
@@ -62,7 +65,7 @@ pub fn main() -> ExitCode {
         Command::Cache { action } => cache::run(cache_path, &action),
         Command::Devices => gpu::devices(),
         Command::Tune(args) => gpu::tune(&args),
-        Command::Bench(args) => gpu::bench(&args),
+        Command::Bench(args) => gpu::bench(cache_path, &args),
     };
     match result {
         Ok(code) => code,
