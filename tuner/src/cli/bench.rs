@@ -26,10 +26,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tilekit_ir::{Config, Kernel};
+use tilekit_ir::Config;
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::{chosen_config, KernelSpec, Runtime};
-use tilekit_tuner::cache::{shipped, CacheKey, GpuId, ShapeBucket, TuneCache, TunedConfigs};
+use tilekit_tuner::cache::{shipped, GpuId, TuneCache, TunedConfigs};
 use tilekit_tuner::tune::data::ArgSet;
 use tilekit_tuner::tune::eliminate::median;
 use tilekit_tuner::tune::session::Session;
@@ -451,28 +451,6 @@ fn copy_ceiling(rt: &Runtime) -> anyhow::Result<CopyCeiling> {
     })
 }
 
-/// The tuning cache at `path` (`--cache-path`), else the default one
-/// (`$TILEKIT_TUNE_CACHE`, else the platform data directory).
-pub fn open_cache(path: Option<PathBuf>) -> anyhow::Result<TuneCache> {
-    Ok(match path {
-        Some(p) => TuneCache::at(p),
-        None => TuneCache::open_default()?,
-    })
-}
-
-/// The cache key of the problem on `gpu` (as [`TunedConfigs::key`] derives it from a
-/// launch's tensors).
-fn key_of(spec: &KernelSpec, kernel: &Kernel, p: &TuneProblem, gpu: &GpuId) -> Option<CacheKey> {
-    let bucket = ShapeBucket::of(kernel, &p.dims, &p.bindings)?;
-    Some(CacheKey::new(
-        gpu.clone(),
-        spec.name,
-        spec.spec_hash,
-        p.bindings.clone(),
-        bucket,
-    ))
-}
-
 /// Runs `tilekit bench` on an opened GPU (`rt` without a configuration source) with the
 /// tuning cache `cache` (`None`: only the shipped layer).
 pub fn run(
@@ -519,7 +497,8 @@ pub fn run(
     };
     drop(probe);
     let declared = spec.default_config()?;
-    let candidates = key_of(spec, kernel, &problem, &gpu)
+    let candidates = problem
+        .cache_key(spec, &gpu)
         .map(|k| layers.candidates(&k, spec, Some(&problem.dims)))
         .unwrap_or_default();
     let tuned_label = match candidates.iter().find(|c| c.config == tuned) {

@@ -55,7 +55,7 @@ pub fn config_json(c: &Config) -> serde_json::Value {
     )
 }
 
-fn open(path: Option<PathBuf>) -> anyhow::Result<TuneCache> {
+pub fn open(path: Option<PathBuf>) -> anyhow::Result<TuneCache> {
     Ok(match path {
         Some(p) => TuneCache::at(p),
         None => TuneCache::open_default()?,

@@ -1,40 +1,12 @@
 //! Commands that need a CUDA GPU: `devices`, `tune`, `bench`.
 
 use super::table::Table;
-use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tilekit_runtime::{Runtime, RuntimeError};
-use tilekit_tuner::cache::GpuId;
 
 /// Exit code when a GPU is required and there is none (or the step is not available).
 const NO_GPU: u8 = 2;
-
-/// Arguments of `tilekit tune`.
-#[derive(Args, Debug)]
-pub struct TuneArgs {
-    /// Kernel to tune (see `tilekit list`).
-    #[arg(long, required_unless_present = "all")]
-    pub kernel: Option<String>,
-    /// Problem shape, `AxBxC` in the kernel's problem dimensions.
-    #[arg(long)]
-    pub shape: Option<String>,
-    /// Element types (`bf16` or `T=bf16`).
-    #[arg(long, default_value = "bf16")]
-    pub dtype: String,
-    /// Every library kernel on its representative shapes.
-    #[arg(long)]
-    pub all: bool,
-    /// Time every candidate (no adaptive elimination).
-    #[arg(long)]
-    pub exhaustive: bool,
-    /// Re-tune keys that are already in the cache.
-    #[arg(long)]
-    pub force: bool,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: usize,
-}
 
 /// Opens device `ordinal`, or prints why `what` needs one and returns the exit code.
 fn need_gpu(what: &str, ordinal: usize) -> Result<Runtime, ExitCode> {
@@ -58,19 +30,14 @@ fn check_kernel(name: Option<&str>) -> anyhow::Result<()> {
 }
 
 /// Runs `tilekit tune`.
-pub fn tune(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+pub fn tune(cache_path: Option<PathBuf>, args: &super::tune::TuneArgs) -> anyhow::Result<ExitCode> {
     check_kernel(args.kernel.as_deref())?;
     let rt = match need_gpu("tune", args.device) {
         Ok(rt) => rt,
         Err(code) => return Ok(code),
     };
-    let gpu = rt.device().map(GpuId::from_device);
-    eprintln!(
-        "tilekit tune: found {}, but the GPU search is not implemented in this build yet \
-         (the cache, `list`, `show` and `cache` are); nothing was tuned",
-        gpu.map(|g| g.to_string()).unwrap_or_default()
-    );
-    Ok(ExitCode::from(NO_GPU))
+    let cache = super::cache::open(cache_path)?;
+    super::tune::run(args, &rt, cache)
 }
 
 /// Runs `tilekit bench`: the arguments are checked first (a bad kernel, shape or
@@ -85,7 +52,7 @@ pub fn bench(
         Err(code) => return Ok(code),
     };
     // An unreadable cache leaves only the shipped layer (said in the report).
-    let cache = super::bench::open_cache(cache_path);
+    let cache = super::cache::open(cache_path);
     if let Err(e) = &cache {
         eprintln!("tilekit bench: tuning cache not read ({e:#}): shipped configurations only");
     }

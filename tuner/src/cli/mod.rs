@@ -7,9 +7,11 @@ mod bench;
 mod cache;
 mod gpu;
 mod list;
+mod progress;
 mod roofline;
 mod show;
 mod table;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -48,7 +50,7 @@ pub enum Command {
     /// CUDA devices and their tuning identity.
     Devices,
     /// Tune a kernel on this machine's GPU (needs a CUDA GPU).
-    Tune(gpu::TuneArgs),
+    Tune(tune::TuneArgs),
     /// Tuned vs default (and given configurations and peers) on this machine's GPU, beside
     /// the measured copy bandwidth; optionally a roofline SVG (needs a CUDA GPU).
     Bench(bench::BenchArgs),
@@ -57,6 +59,8 @@ pub enum Command {
 /// Parses the command line, runs it, and maps errors to exit codes (1: failed, 2: usage
 /// or no GPU, as printed).
 pub fn main() -> ExitCode {
+    // Started as a tuning worker by `tilekit tune`: serve and exit.
+    tilekit_tuner::tune::worker_main(tilekit_kernels::ALL);
     let cli = Cli::parse();
     let cache_path = cli.cache_path.clone();
     let result = match cli.command {
@@ -64,7 +68,7 @@ pub fn main() -> ExitCode {
         Command::Show(args) => show::run(&args),
         Command::Cache { action } => cache::run(cache_path, &action),
         Command::Devices => gpu::devices(),
-        Command::Tune(args) => gpu::tune(&args),
+        Command::Tune(args) => gpu::tune(cache_path, &args),
         Command::Bench(args) => gpu::bench(cache_path, &args),
     };
     match result {

@@ -2,10 +2,12 @@
 //! values of the kernel's scalar parameters — and the cost figures derived from it.
 
 use super::TuneError;
+use crate::cache::{CacheKey, GpuId, ShapeBucket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tilekit_ir::cost::{self, DimValues};
 use tilekit_ir::{Bindings, DType, InputGen, Kernel, ParamKind};
+use tilekit_runtime::KernelSpec;
 
 /// One tuning problem of a kernel.
 ///
@@ -139,6 +141,20 @@ impl TuneProblem {
             _ if dtype == DType::Bool => 0.0,
             _ => 1.0,
         }
+    }
+
+    /// The tuning-cache key of this problem for `spec` on `gpu` (the key
+    /// `TunedConfigs` derives from a launch's tensors of these shapes).
+    pub fn cache_key(&self, spec: &KernelSpec, gpu: &GpuId) -> Option<CacheKey> {
+        let kernel = spec.kernel().ok()?;
+        let bucket = ShapeBucket::of(kernel, &self.dims, &self.bindings)?;
+        Some(CacheKey::new(
+            gpu.clone(),
+            spec.name,
+            spec.spec_hash,
+            self.bindings.clone(),
+            bucket,
+        ))
     }
 
     /// Bytes one launch moves at least (see [`tilekit_ir::cost::launch_bytes`]).

@@ -8,7 +8,7 @@ use super::measure::Measurer;
 use super::report::{CandidateReport, Outcome, PhaseTimes, TuneReport};
 use super::{Event, TuneError, TuneOptions, TuneProblem};
 use crate::cache::value::{config_to_map, Provenance, Timing, TunedValue};
-use crate::cache::{shape_check, CacheKey, GpuId, ShapeBucket};
+use crate::cache::{shape_check, GpuId};
 use crate::variants::target_check;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -302,16 +302,7 @@ pub fn tune(
 
     // Store (a GPU result only).
     let gpu = device.as_ref().map(GpuId::from_device);
-    let key = match (&gpu, ShapeBucket::of(kernel, &problem.dims, bindings)) {
-        (Some(g), Some(b)) => Some(CacheKey::new(
-            g.clone(),
-            spec.name,
-            spec.spec_hash,
-            bindings.clone(),
-            b,
-        )),
-        _ => None,
-    };
+    let key = gpu.as_ref().and_then(|g| problem.cache_key(spec, g));
     let mut stored = false;
     if let (Some(cache), Some(key), Some(device)) = (&opts.store, &key, &device) {
         let value = TunedValue {
