@@ -132,7 +132,14 @@ fn run<T: Float>(rt: &Runtime, dtype: &'static str, rows: &mut Vec<Row>) -> Resu
 
 fn main() -> Result<()> {
     let rt = match Runtime::cuda(0) {
-        Ok(rt) => rt,
+        Ok(mut rt) => {
+            // Tuned configurations: this machine's tuning cache, then the shipped results.
+            let (shipped, _) = tilekit_tuner::cache::shipped::entries();
+            let report =
+                tilekit_tuner::cache::attach_tuned(&mut rt, &shipped, tilekit_kernels::ALL);
+            println!("tuned configurations: {report}");
+            rt
+        }
         Err(e) => {
             println!("no usable CUDA device ({e}); running on the CPU backend");
             Runtime::cpu()

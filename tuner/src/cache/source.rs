@@ -54,7 +54,16 @@ impl TunedConfigs {
             local: layers.count(Source::Local),
             imported: layers.count(Source::Imported),
             shipped: layers.count(Source::Shipped),
-            rejected: layers.rejected().len(),
+            rejected: layers
+                .rejected()
+                .iter()
+                .filter(|r| r.reason.is_hostile())
+                .count(),
+            skipped: layers
+                .rejected()
+                .iter()
+                .filter(|r| !r.reason.is_hostile())
+                .count(),
             unavailable,
             attached: false,
             gpu: Some(gpu.clone()),
@@ -125,9 +134,12 @@ pub struct AttachReport {
     pub imported: usize,
     /// Shipped entries that passed validation.
     pub shipped: usize,
-    /// Entries read and ignored (unreadable, stale, outside the space, failing a
+    /// Entries read and refused as invalid (unreadable, outside the space, failing a
     /// constraint), every layer together.
     pub rejected: usize,
+    /// Entries that are not for this process's kernels (another binary's kernel, another
+    /// schema, a spec changed since tuning): passed over quietly.
+    pub skipped: usize,
     /// Why the on-disk cache could not be read, if it could not (the runtime then uses the
     /// shipped configurations and the defaults).
     pub unavailable: Option<String>,
@@ -139,11 +151,12 @@ impl fmt::Display for AttachReport {
             None => write!(f, "no GPU: running declared defaults")?,
             Some(g) => write!(
                 f,
-                "{g}: {} local, {} imported, {} shipped, {} rejected{}",
+                "{g}: {} local, {} imported, {} shipped, {} rejected, {} for other kernels{}",
                 self.local,
                 self.imported,
                 self.shipped,
                 self.rejected,
+                self.skipped,
                 if self.attached { "" } else { " (not attached)" }
             )?,
         }

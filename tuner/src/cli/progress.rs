@@ -51,7 +51,8 @@ impl Bars {
 
     /// A line above the bars (stderr).
     pub fn println(&self, line: &str) {
-        if self.visible {
+        // Hidden bars (JSON output, or stderr not a terminal) print nothing: plain lines.
+        if self.visible && !self.multi.is_hidden() {
             let _ = self.multi.println(line);
         } else {
             eprintln!("{line}");

@@ -5,6 +5,7 @@
 use super::problem::TuneProblem;
 use super::TuneError;
 use half::{bf16, f16};
+use rayon::prelude::*;
 use tilekit_ir::{DType, Kernel, ParamKind};
 use tilekit_runtime::{Arg, Element, Runtime, ScalarValue, Tensor};
 
@@ -32,6 +33,9 @@ impl SplitMix {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// Elements per independently seeded chunk of random data (see [`HostVec::random`]).
+pub const CHUNK: usize = 1 << 16;
 
 /// A host vector of one of the element types a tensor may hold.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +86,10 @@ impl HostVec {
     }
 
     /// Uniform random values in `[lo, hi)` from `rng`.
+    ///
+    /// Generated in parallel in chunks of [`CHUNK`] elements, chunk `i` from a generator
+    /// seeded by `rng`'s next value and `i`: the same seed gives the same data on any
+    /// number of threads.
     pub fn random(
         dtype: DType,
         n: usize,
@@ -89,7 +97,38 @@ impl HostVec {
         hi: f64,
         rng: &mut SplitMix,
     ) -> Result<HostVec, TuneError> {
-        HostVec::generate(dtype, n, || lo + (hi - lo) * rng.unit())
+        let base = rng.next_u64();
+        let seed_of = move |chunk: usize| base ^ (chunk as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+        fn par_fill<T: Element + Send>(
+            n: usize,
+            lo: f64,
+            hi: f64,
+            seed_of: impl Fn(usize) -> u64 + Sync,
+        ) -> Vec<T> {
+            let mut out: Vec<T> = Vec::with_capacity(n);
+            out.resize_with(n, || T::from_f64(0.0));
+            out.par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| {
+                    let mut r = SplitMix::new(seed_of(c));
+                    for v in chunk {
+                        *v = T::from_f64(lo + (hi - lo) * r.unit());
+                    }
+                });
+            out
+        }
+        Ok(match dtype {
+            DType::F32 => HostVec::F32(par_fill(n, lo, hi, seed_of)),
+            DType::F16 => HostVec::F16(par_fill(n, lo, hi, seed_of)),
+            DType::BF16 => HostVec::BF16(par_fill(n, lo, hi, seed_of)),
+            DType::I32 => HostVec::I32(par_fill(n, lo, hi, seed_of)),
+            DType::I64 => HostVec::I64(par_fill(n, lo, hi, seed_of)),
+            other => {
+                return Err(TuneError::Problem(format!(
+                    "tensors of {other} are not supported"
+                )))
+            }
+        })
     }
 
     /// The element type.
@@ -115,7 +154,7 @@ impl HostVec {
 
     /// Every element as f64.
     pub fn to_f64(&self) -> Vec<f64> {
-        on_host!(self, v => v.iter().map(|x| x.to_f64()).collect())
+        on_host!(self, v => v.par_iter().map(|x| x.to_f64()).collect())
     }
 }
 
@@ -223,7 +262,7 @@ impl DynTensor {
 
     /// Downloads every element as f64.
     pub fn to_f64(&self) -> Result<Vec<f64>, TuneError> {
-        on_tensor!(self, t => Ok(t.to_vec()?.into_iter().map(Element::to_f64).collect()))
+        on_tensor!(self, t => Ok(t.to_vec()?.into_par_iter().map(Element::to_f64).collect()))
     }
 }
 

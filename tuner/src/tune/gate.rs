@@ -2,6 +2,7 @@
 //! reference on the same inputs, with outputs poisoned beforehand so an element the
 //! candidate does not write is caught.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tilekit_ir::DType;
 
@@ -57,17 +58,52 @@ impl Comparison {
 /// assert!(compare(&[1.0, 2.000001], &[1.0, 2.0], DType::F32, false).ok());
 /// ```
 pub fn compare(got: &[f64], want: &[f64], dtype: DType, sampled: bool) -> Comparison {
-    let mut c = Comparison::default();
     if got.len() != want.len() {
-        c.mismatches = got.len().max(want.len());
-        return c;
+        return Comparison {
+            mismatches: got.len().max(want.len()),
+            ..Comparison::default()
+        };
     }
-    let rel = tolerance(dtype);
     let scale = want
-        .iter()
+        .par_iter()
         .filter(|w| w.is_finite())
-        .fold(0.0f64, |m, w| m.max(w.abs()));
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        .map(|w| w.abs())
+        .reduce(|| 0.0f64, f64::max);
+    // Chunks in parallel, merged in order (so the examples are the first mismatches).
+    let parts: Vec<Comparison> = got
+        .par_chunks(CHUNK)
+        .zip(want.par_chunks(CHUNK))
+        .enumerate()
+        .map(|(c, (g, w))| compare_chunk(g, w, c * CHUNK, dtype, sampled, scale))
+        .collect();
+    let mut total = Comparison::default();
+    for p in parts {
+        total.compared += p.compared;
+        total.mismatches += p.mismatches;
+        total.unwritten += p.unwritten;
+        total.worst = total.worst.max(p.worst);
+        for (i, g, w) in p.examples {
+            push(&mut total.examples, i, g, w);
+        }
+    }
+    total
+}
+
+/// Elements compared per parallel task.
+const CHUNK: usize = 1 << 16;
+
+fn compare_chunk(
+    got: &[f64],
+    want: &[f64],
+    offset: usize,
+    dtype: DType,
+    sampled: bool,
+    scale: f64,
+) -> Comparison {
+    let mut c = Comparison::default();
+    let rel = tolerance(dtype);
+    for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let i = offset + k;
         if w.is_nan() {
             if sampled {
                 if g.is_nan() {

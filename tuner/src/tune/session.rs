@@ -41,6 +41,16 @@ pub struct Session<'a> {
     next: usize,
     /// Some tensor is read and written: restore it before every timed launch.
     reset: bool,
+    /// The inputs of the last correctness check, kept for the next one of the same seed.
+    check_data: Option<CheckData>,
+}
+
+/// The inputs of a correctness check: host data and its copies on the GPU and the CPU.
+struct CheckData {
+    seed: u64,
+    host: Vec<Option<super::data::HostVec>>,
+    gpu: ArgSet,
+    cpu: ArgSet,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -91,6 +101,7 @@ impl<'a> Session<'a> {
             sets,
             next: 0,
             reset,
+            check_data: None,
         })
     }
 
@@ -203,8 +214,41 @@ impl<'a> Session<'a> {
     /// `seed`, outputs poisoned first (see [`super::gate`]).
     pub fn check(&mut self, config: &Config, seed: u64) -> Result<CheckReport, TuneError> {
         let kernel = self.kernel;
-        let host = ArgSet::host_data(kernel, &self.problem, seed)?;
-        let mut gpu = ArgSet::upload(self.rt, kernel, &self.problem, &host)?;
+        // Inputs of a seed are generated and uploaded once: every finalist's check reuses
+        // them, with its outputs poisoned afresh.
+        let cached = self.check_data.take().filter(|c| c.seed == seed);
+        let mut data = match cached {
+            Some(mut c) => {
+                c.gpu.reset_outputs(self.rt)?;
+                c.cpu.reset_outputs(&Runtime::cpu())?;
+                c
+            }
+            None => {
+                let host = ArgSet::host_data(kernel, &self.problem, seed)?;
+                let gpu = ArgSet::upload(self.rt, kernel, &self.problem, &host)?;
+                let cpu = ArgSet::upload(&Runtime::cpu(), kernel, &self.problem, &host)?;
+                CheckData {
+                    seed,
+                    host,
+                    gpu,
+                    cpu,
+                }
+            }
+        };
+        let report = self.check_with(config, seed, &mut data);
+        self.check_data = Some(data);
+        report
+    }
+
+    fn check_with(
+        &mut self,
+        config: &Config,
+        seed: u64,
+        data: &mut CheckData,
+    ) -> Result<CheckReport, TuneError> {
+        let kernel = self.kernel;
+        let host = &data.host;
+        let gpu = &mut data.gpu;
         {
             let mut args = gpu.launch_args();
             launch_with(
@@ -222,8 +266,7 @@ impl<'a> Session<'a> {
         let flops = self.problem.flops(kernel).unwrap_or(u64::MAX);
         let bytes = self.problem.bytes(kernel).unwrap_or(u64::MAX);
         let sampled = flops > FULL_CHECK_FLOPS || bytes > FULL_CHECK_BYTES;
-        let cpu = Runtime::cpu();
-        let mut reference = ArgSet::upload(&cpu, kernel, &self.problem, &host)?;
+        let reference = &mut data.cpu;
         // Outputs that are also read keep their inputs; pure outputs are poisoned (NaN), so
         // a sampled reference leaves NaN where its programs did not run.
         let options = CpuOptions {

@@ -330,7 +330,9 @@ impl WorkerProcess {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let Some(json) = line.strip_prefix(PREFIX) else {
+                // The prefix may follow other output on the same line (say a test harness
+                // that printed `test name ... ` without a newline).
+                let Some(json) = line.find(PREFIX).map(|i| &line[i + PREFIX.len()..]) else {
                     continue;
                 };
                 let msg = serde_json::from_str::<Response>(json)
