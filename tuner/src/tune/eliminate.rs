@@ -106,6 +106,18 @@ pub fn finalists(samples: &[Option<Vec<f64>>], n: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The entries of an interleaved re-timing, lowest median first (ties: the earlier entry;
+/// an entry with no finite median is left out): the order the correctness gate checks them.
+///
+/// ```
+/// use tilekit_tuner::tune::eliminate::by_median;
+/// assert_eq!(by_median(&[vec![2.0, 2.1], vec![1.9, 1.95], vec![]]), vec![1, 0]);
+/// ```
+pub fn by_median(interleaved: &[Vec<f64>]) -> Vec<usize> {
+    let t: Vec<Option<Vec<f64>>> = interleaved.iter().map(|v| Some(v.clone())).collect();
+    ranking(&t).into_iter().map(|(i, _)| i).collect()
+}
+
 /// The winner of an interleaved re-timing: the lowest median (ties: the earlier entry).
 ///
 /// ```
@@ -114,8 +126,7 @@ pub fn finalists(samples: &[Option<Vec<f64>>], n: usize) -> Vec<usize> {
 /// assert_eq!(pick(&[]), None);
 /// ```
 pub fn pick(interleaved: &[Vec<f64>]) -> Option<usize> {
-    let t: Vec<Option<Vec<f64>>> = interleaved.iter().map(|v| Some(v.clone())).collect();
-    ranking(&t).first().map(|(i, _)| *i)
+    by_median(interleaved).first().copied()
 }
 
 #[cfg(test)]

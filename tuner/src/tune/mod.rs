@@ -20,9 +20,10 @@
 //! rest in parallel (NVRTC, in this process, into the CUBIN caches) and reject by the
 //! compiled constraints (registers, spills); time each with CUDA events after warm-up on
 //! inputs rotated beyond L2 ([`session`]), dropping those slower than 1.5x the leader after
-//! three samples ([`eliminate`]); check the fastest against the CPU backend's exact
-//! reference on fresh inputs with poisoned outputs ([`gate`]; a wrong one never wins);
-//! re-time the finalists and the default interleaved; store the winner ([`crate::cache`]).
+//! three samples ([`eliminate`]); re-time the fastest (the finalists) and the default
+//! interleaved; then check them fastest first against the CPU backend's exact reference on
+//! fresh inputs with poisoned outputs ([`gate`]): the first correct one wins, a wrong one is
+//! reported and never wins; store the winner ([`crate::cache`]).
 //! Candidates run in a long-lived worker subprocess ([`worker`]) unless
 //! [`Isolation::InProcess`] is chosen.
 
@@ -98,7 +99,7 @@ pub struct TuneOptions {
     pub isolation: Isolation,
     /// Longest wait for one answer of the worker (a hang is killed after it).
     pub timeout: Duration,
-    /// Threads compiling candidates (NVRTC scales to about 4 in one process).
+    /// Threads compiling candidates in this process (default: the cores, at most 16).
     pub compile_threads: usize,
     /// Where the winner is written (`None`: not stored).
     pub store: Option<TuneCache>,
@@ -111,7 +112,7 @@ impl Default for TuneOptions {
             seed: None,
             isolation: Isolation::Subprocess(WorkerExe::CurrentExe),
             timeout: Duration::from_secs(120),
-            compile_threads: std::thread::available_parallelism().map_or(4, |n| n.get().min(8)),
+            compile_threads: std::thread::available_parallelism().map_or(4, |n| n.get().min(16)),
             store: None,
         }
     }

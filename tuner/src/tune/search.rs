@@ -2,7 +2,7 @@
 //! phase, compile the rest in parallel, time with adaptive elimination, check finalists
 //! against the reference, re-time them interleaved, and store the winner.
 
-use super::eliminate::{finalists, median, pick, survivors};
+use super::eliminate::{by_median, finalists, median, survivors};
 use super::gate::CheckReport;
 use super::measure::Measurer;
 use super::report::{CandidateReport, Outcome, PhaseTimes, TuneReport};
@@ -197,27 +197,70 @@ pub fn tune(
     }
     let t_measure = t.elapsed().as_secs_f64();
 
-    // Check finalists (fastest first) until `finalists` correct ones are found.
+    for r in reports.iter_mut() {
+        if r.outcome == Outcome::Pending {
+            r.outcome = Outcome::Measured;
+        }
+    }
+
+    // Finalists: the fastest measured candidates, re-timed interleaved with the default
+    // beside them (when it is valid), so drift affects all alike and the report's speed-up
+    // over the default is measured the same way.
     let t = Instant::now();
-    let order = finalists(&table(&reports), usize::MAX);
-    let mut correct: Vec<usize> = Vec::new();
-    let mut winner_check: Option<CheckReport> = None;
+    let measured = |reports: &[CandidateReport]| -> Vec<Option<Vec<f64>>> {
+        reports
+            .iter()
+            .map(|r| (r.outcome == Outcome::Measured).then(|| r.samples_ms.clone()))
+            .collect()
+    };
+    let mut contenders: Vec<usize> = finalists(&measured(&reports), policy.finalists);
+    if contenders.is_empty() {
+        return Err(TuneError::NoCandidate(summarize_rejections(&reports)));
+    }
+    for &i in &contenders {
+        reports[i].outcome = Outcome::Finalist;
+    }
+    let default_idx = reports.iter().position(|r| {
+        r.config == default
+            && matches!(
+                r.outcome,
+                Outcome::Measured | Outcome::Eliminated | Outcome::Finalist
+            )
+    });
+    if let Some(d) = default_idx {
+        if !contenders.contains(&d) {
+            contenders.push(d);
+        }
+    }
+    let configs: Vec<Config> = contenders
+        .iter()
+        .map(|&i| reports[i].config.clone())
+        .collect();
+    observe(&Event::Phase {
+        name: "re-time",
+        total: 1,
+    });
+    let inter = m.interleave(&configs, policy.rounds)?;
+    observe(&Event::Advance {
+        name: "re-time",
+        done: 1,
+        detail: String::new(),
+    });
+    let t_retime = t.elapsed().as_secs_f64();
+
+    // The correctness gate, fastest first: the first candidate that matches the reference
+    // wins; a wrong one is reported and never wins.
+    let t = Instant::now();
+    let order = by_median(&inter);
     observe(&Event::Phase {
         name: "check",
-        total: policy.finalists.min(order.len()),
+        total: order.len(),
     });
-    for &i in &order {
-        if correct.len() >= policy.finalists {
-            break;
-        }
+    let mut won: Option<(usize, CheckReport)> = None;
+    for (n, &k) in order.iter().enumerate() {
+        let i = contenders[k];
         match m.check(&reports[i].config, seed ^ 0x5EED) {
-            Ok(c) if c.ok() => {
-                if winner_check.is_none() {
-                    winner_check = Some(c);
-                }
-                reports[i].outcome = Outcome::Finalist;
-                correct.push(i);
-            }
+            Ok(c) if c.ok() => won = Some((k, c)),
             Ok(c) => {
                 observe(&Event::Note(format!(
                     "WRONG {}: {}",
@@ -230,75 +273,26 @@ pub fn tune(
         }
         observe(&Event::Advance {
             name: "check",
-            done: correct.len(),
+            done: n + 1,
             detail: reports[i].config.to_string(),
         });
-    }
-    for r in reports.iter_mut() {
-        if r.outcome == Outcome::Pending {
-            r.outcome = Outcome::Measured;
+        if won.is_some() {
+            break;
         }
     }
     let t_check = t.elapsed().as_secs_f64();
-    if correct.is_empty() {
+    let Some((w, check)) = won else {
         return Err(TuneError::NoCandidate(summarize_rejections(&reports)));
-    }
-
-    // Interleaved re-timing of the finalists, with the default beside them when it is
-    // valid, so the report's speed-up over the default is measured the same way.
-    let t = Instant::now();
-    let mut contenders: Vec<Config> = correct.iter().map(|&i| reports[i].config.clone()).collect();
-    let default_valid = reports.iter().any(|r| {
-        r.config == default
-            && !matches!(
-                r.outcome,
-                Outcome::Rejected { .. }
-                    | Outcome::CompileFailed(_)
-                    | Outcome::Failed(_)
-                    | Outcome::Wrong(_)
-            )
-    });
-    if default_valid && !contenders.contains(&default) {
-        contenders.push(default.clone());
-    }
-    observe(&Event::Phase {
-        name: "re-time",
-        total: 1,
-    });
-    let inter = m.interleave(&contenders, policy.rounds)?;
-    observe(&Event::Advance {
-        name: "re-time",
-        done: 1,
-        detail: String::new(),
-    });
-    // The default joins the re-timing only as a yardstick: it wins only if it was checked.
-    let eligible: Vec<Vec<f64>> = inter
-        .iter()
-        .enumerate()
-        .map(|(k, v)| {
-            if k < correct.len() {
-                v.clone()
-            } else {
-                vec![f64::INFINITY]
-            }
-        })
-        .collect();
-    let w = pick(&eligible).ok_or_else(|| TuneError::NoCandidate("no finalist timed".into()))?;
-    let winner_idx = correct[w];
+    };
+    let winner_idx = contenders[w];
     reports[winner_idx].outcome = Outcome::Winner;
     let winner = reports[winner_idx].config.clone();
     let winner_ms = median(&inter[w]).unwrap_or(f64::NAN);
-    let default_ms = contenders
+    let default_ms = configs
         .iter()
         .position(|c| *c == default)
         .and_then(|k| median(&inter[k]));
-    let t_retime = t.elapsed().as_secs_f64();
-    let winner_check = if w == 0 {
-        winner_check
-    } else {
-        // The check of the re-timing's winner (run above, before it became a finalist).
-        m.check(&winner, seed ^ 0x5EED).ok()
-    };
+    let winner_check = Some(check);
 
     // Store (a GPU result only).
     let gpu = device.as_ref().map(GpuId::from_device);
@@ -353,7 +347,7 @@ pub fn tune(
         winner_ms,
         default,
         default_ms,
-        interleaved: contenders.into_iter().zip(inter).collect(),
+        interleaved: configs.into_iter().zip(inter).collect(),
         winner_check,
         candidates: reports,
         restarts: m.restarts(),
