@@ -45,6 +45,9 @@ fn tunes_softmax_on_the_cpu_backend() {
         }
     }
     assert!(r.winner.int("BLOCK").unwrap() >= 2048);
+    // The default is what `launch` runs here: the declared one does not fit the row.
+    assert_eq!(r.default.to_string(), "BLOCK=2048,WARPS=4");
+    assert!(r.default_ms.is_some_and(|d| d > 0.0));
     assert_eq!(r.seed, 7);
     assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()));
     assert!(!r.stored && r.key.is_none(), "CPU results are never stored");

@@ -136,7 +136,8 @@ pub struct TuneReport {
     pub winner: Config,
     /// Its median in the interleaved re-timing, milliseconds.
     pub winner_ms: f64,
-    /// The declared default.
+    /// The default `launch` runs at this shape: the declared default, or the first declared
+    /// configuration whose per-launch constraints hold when the declared one's fail.
     pub default: Config,
     /// The default's median in the same re-timing (`None` if it is not valid here).
     pub default_ms: Option<f64>,

@@ -220,13 +220,30 @@ pub fn tune(
     for &i in &contenders {
         reports[i].outcome = Outcome::Finalist;
     }
-    let default_idx = reports.iter().position(|r| {
-        r.config == default
-            && matches!(
-                r.outcome,
-                Outcome::Measured | Outcome::Eliminated | Outcome::Finalist
-            )
-    });
+    // The default as `launch` would run it: the declared default, or when a per-launch
+    // constraint rules it out at this shape, the first declared configuration that fits.
+    let runnable = |r: &CandidateReport| {
+        matches!(
+            r.outcome,
+            Outcome::Measured | Outcome::Eliminated | Outcome::Finalist
+        )
+    };
+    let declared_fits = reports
+        .iter()
+        .any(|r| r.config == default && !matches!(r.outcome, Outcome::Rejected { .. }));
+    let default_idx = if declared_fits {
+        reports
+            .iter()
+            .position(|r| r.config == default && runnable(r))
+    } else {
+        reports
+            .iter()
+            .position(|r| {
+                runnable(r) || matches!(r.outcome, Outcome::Failed(_) | Outcome::CompileFailed(_))
+            })
+            .filter(|&i| runnable(&reports[i]))
+    };
+    let default = default_idx.map_or(default, |i| reports[i].config.clone());
     if let Some(d) = default_idx {
         if !contenders.contains(&d) {
             contenders.push(d);
