@@ -233,28 +233,18 @@ impl<'k> Emitter<'k> {
                 let (_, shape) = self.ty(r)?;
                 // Bounds masks `arange (+ s) < n` / `<= n`: compare lane indices with
                 // `n - s` in 32 bits instead of widening every lane to i64.
-                if let (Some(base), true, CmpOp::Lt | CmpOp::Le) =
-                    (self.contiguous_base(*a), self.is_int_scalar(*b), *op)
-                {
-                    if shape.rank() == 1 {
-                        let base = match base {
-                            Some(s) => self.index(s)?,
-                            None => "0LL".to_string(),
-                        };
-                        let limit = self.index(*b)?;
-                        let limit = if *op == CmpOp::Le {
-                            format!("({limit}) + 1LL")
-                        } else {
-                            limit
-                        };
-                        return self.assign(
-                            r,
-                            &format!(
-                                "tk::arange_lt<{}, TK_L>({base}, {limit})",
-                                shape_type(&shape)
-                            ),
-                        );
-                    }
+                if let Some((base, limit)) = self.prefix_mask(r)? {
+                    let base = match base {
+                        Some(s) => self.index(s)?,
+                        None => "0LL".to_string(),
+                    };
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::arange_lt<{}, TK_L>({base}, {limit})",
+                            shape_type(&shape)
+                        ),
+                    );
                 }
                 let u = self.unified(*a, *b)?;
                 let ae = self.coerce(*a, &u, &shape)?;
@@ -441,10 +431,17 @@ impl<'k> Emitter<'k> {
                     Some(b) => self.index(b)?,
                     None => "0LL".to_string(),
                 };
-                format!(
-                    "tk::load_contig<ALIGNED, {}, TK_L>({v}, {b}, {m}, {o})",
-                    shape_type(&shape)
-                )
+                match self.same_base_prefix(mask, base)? {
+                    // The bounds mask of these very offsets: one whole-tile test.
+                    Some(limit) => format!(
+                        "tk::load_prefix<ALIGNED, {}, TK_L>({v}, {b}, {limit}, {o})",
+                        shape_type(&shape)
+                    ),
+                    None => format!(
+                        "tk::load_contig<ALIGNED, {}, TK_L>({v}, {b}, {m}, {o})",
+                        shape_type(&shape)
+                    ),
+                }
             }
             _ => {
                 let off = self.offsets_expr(offsets)?;
@@ -452,6 +449,20 @@ impl<'k> Emitter<'k> {
             }
         };
         self.assign(r, &expr)
+    }
+
+    /// The limit of `mask` when it is the bounds mask `arange + base < limit` of offsets
+    /// with this same `base` (then every lane is in bounds iff `limit - base >= size`).
+    fn same_base_prefix(
+        &self,
+        mask: Option<ValueId>,
+        base: Option<ValueId>,
+    ) -> Result<Option<String>, CodegenError> {
+        let Some(m) = mask else { return Ok(None) };
+        Ok(match self.prefix_mask(m)? {
+            Some((mb, limit)) if mb == base => Some(limit),
+            _ => None,
+        })
     }
 
     fn offsets_expr(&self, offsets: ValueId) -> Result<String, CodegenError> {
@@ -485,10 +496,16 @@ impl<'k> Emitter<'k> {
                     Some(b) => self.index(b)?,
                     None => "0LL".to_string(),
                 };
-                self.w.line(&format!(
-                    "tk::store_contig<ALIGNED, {}, TK_L>({v}, {b}, {val}, {m});",
-                    shape_type(&shape)
-                ));
+                match self.same_base_prefix(mask, base)? {
+                    Some(limit) => self.w.line(&format!(
+                        "tk::store_prefix<ALIGNED, {}, TK_L>({v}, {b}, {val}, {limit});",
+                        shape_type(&shape)
+                    )),
+                    None => self.w.line(&format!(
+                        "tk::store_contig<ALIGNED, {}, TK_L>({v}, {b}, {val}, {m});",
+                        shape_type(&shape)
+                    )),
+                }
             }
             _ => {
                 let off = self.offsets_expr(offsets)?;

@@ -5,7 +5,7 @@ use super::Emitter;
 use crate::error::CodegenError;
 use crate::names::{elem_ctype, sanitize, shape_type, value_type};
 use crate::plan::Factor;
-use tilekit_ir::{DType, Elem, Literal, Op, Shape, Ty, ValueId};
+use tilekit_ir::{CmpOp, DType, Elem, Literal, Op, Shape, Ty, ValueId};
 
 /// The lowered form of an IR value.
 #[derive(Clone, Debug)]
@@ -219,5 +219,31 @@ impl Emitter<'_> {
             }
         }
         None
+    }
+
+    /// A bounds mask `arange (+ base) < limit` / `<= limit` over a rank-1 tile: the base
+    /// (`None` for a bare `arange`) and the limit as a C++ expression (`limit + 1` for
+    /// `<=`). The emitter computes such masks with `tk::arange_lt`, and a load or store
+    /// whose offsets have the same base uses the whole-tile test `tk::*_prefix`.
+    pub(super) fn prefix_mask(
+        &self,
+        mask: ValueId,
+    ) -> Result<Option<(Option<ValueId>, String)>, CodegenError> {
+        let Some(Op::Cmp { op, a, b }) = self.defs.get(mask.index()).copied().flatten() else {
+            return Ok(None);
+        };
+        let rank1 = matches!(self.types.of(mask), Ty::Tile { shape, .. } if shape.rank() == 1);
+        let (Some(base), true, true, CmpOp::Lt | CmpOp::Le) =
+            (self.contiguous_base(*a), self.is_int_scalar(*b), rank1, *op)
+        else {
+            return Ok(None);
+        };
+        let limit = self.index(*b)?;
+        let limit = if *op == CmpOp::Le {
+            format!("({limit}) + 1LL")
+        } else {
+            limit
+        };
+        Ok(Some((base, limit)))
     }
 }

@@ -7,6 +7,7 @@
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/view.cuh"
 #include "tilekit/ops/memory/vec.cuh"
+#include "tilekit/ops/thread/maps.cuh"
 
 namespace tk {
 
@@ -53,7 +54,8 @@ TK_DEVICE rt<T, S, L> load_contig(const view<T, 1>& v, long long base, const M& 
 #pragma unroll
     for (int g = 0; g < R::SLOTS / VEC; ++g) {
         const long long e0 = R::flat(g * VEC);
-        bool whole = vec_ok && e0 + VEC <= S::size;
+        // An exact layout covers the tile with no spare slot: the bound is static.
+        bool whole = vec_ok && (L::exact(S::size) || e0 + VEC <= S::size);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) whole = whole && mask_at(mask, g * VEC + i);
         if (whole) {
@@ -94,7 +96,8 @@ TK_DEVICE void store_contig(const view<T, 1>& v, long long base, const X& value,
 #pragma unroll
     for (int g = 0; g < R::SLOTS / VEC; ++g) {
         const long long e0 = R::flat(g * VEC);
-        bool whole = vec_ok && e0 + VEC <= S::size;
+        // An exact layout covers the tile with no spare slot: the bound is static.
+        bool whole = vec_ok && (L::exact(S::size) || e0 + VEC <= S::size);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) whole = whole && mask_at(mask, g * VEC + i);
         if (whole) {
@@ -110,6 +113,22 @@ TK_DEVICE void store_contig(const view<T, 1>& v, long long base, const X& value,
             }
         }
     }
+}
+
+/// `load(view, base + arange(S), arange(S) + base < limit, other)`: when the whole tile is
+/// in bounds (`limit - base >= size`, the same for every thread of the block) the mask is
+/// skipped (unmasked vector loads); otherwise the masked path. Same result either way.
+template <bool ALIGNED, class S, class L, class T, class Oth>
+TK_DEVICE rt<T, S, L> load_prefix(const view<T, 1>& v, long long base, long long limit, const Oth& other) {
+    if (limit - base >= (long long)S::size) return load_contig<ALIGNED, S, L>(v, base, no_mask{}, other);
+    return load_contig<ALIGNED, S, L>(v, base, arange_lt<S, L>(base, limit), other);
+}
+
+/// `store(view, base + arange(S), value, arange(S) + base < limit)`: see `load_prefix`.
+template <bool ALIGNED, class S, class L, class T, class X>
+TK_DEVICE void store_prefix(const view<T, 1>& v, long long base, const X& value, long long limit) {
+    if (limit - base >= (long long)S::size) store_contig<ALIGNED, S, L>(v, base, value, no_mask{});
+    else store_contig<ALIGNED, S, L>(v, base, value, arange_lt<S, L>(base, limit));
 }
 
 } // namespace tk
