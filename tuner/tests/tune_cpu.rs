@@ -2,7 +2,7 @@
 //! worker protocol without a GPU, and the correctness gate's input handling.
 
 use std::io::Cursor;
-use tilekit_runtime::Runtime;
+use tilekit::prelude::*;
 use tilekit_tuner::tune::data::{ArgSet, HostVec};
 use tilekit_tuner::tune::worker::{serve, WorkerExe, WorkerFailure, WorkerProcess};
 use tilekit_tuner::tune::{tune, Isolation, Outcome, TuneError, TuneOptions, TuneProblem};
@@ -167,4 +167,66 @@ fn a_binary_that_is_not_a_worker_is_reported() {
     let e = WorkerProcess::spawn(&WorkerExe::Path("/nonexistent/tilekit".into(), vec![]), t)
         .unwrap_err();
     assert!(e.to_string().contains("cannot start"), "{e}");
+}
+
+/// y = (x + big) - big with big = (BLOCK - 128) * 1e8: exact with BLOCK=128; with BLOCK=256
+/// f32 arithmetic loses x entirely (the f64 reference keeps it), so that candidate's output
+/// is wrong, whatever its speed.
+#[kernel(grid = [cdiv(x.len(), BLOCK)])]
+#[tune(BLOCK = [256, 128])]
+#[shapes(x = [N], y = [N])]
+fn lossy(x: &Tensor1<f32>, y: &mut Tensor1<f32>) {
+    let offs = program_id(0) * BLOCK + arange::<BLOCK>();
+    let mask = offs < x.len();
+    let v = load(x, offs, mask, 0.0);
+    let big = (BLOCK - 128).to_f32() * 100000000.0;
+    store(y, offs, (v + big) - big, mask);
+}
+
+#[test]
+fn a_wrong_candidate_is_reported_and_never_wins() {
+    let rt = Runtime::cpu();
+    let spec = &lossy::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "4096", "f32").unwrap();
+    let notes = std::sync::Mutex::new(Vec::new());
+    let r = tune(&rt, spec, &p, &options(3), &|e| {
+        if let tilekit_tuner::tune::Event::Note(n) = e {
+            notes.lock().unwrap().push(n.clone());
+        }
+    })
+    .unwrap();
+    assert_eq!(r.winner.int("BLOCK"), Some(128), "{r:?}");
+    let bad = r
+        .candidates
+        .iter()
+        .find(|c| c.config.int("BLOCK") == Some(256))
+        .unwrap();
+    match &bad.outcome {
+        // Checked only if it re-timed faster; then it must be reported wrong, with the seed.
+        Outcome::Wrong(m) => {
+            assert!(m.contains("seed"), "{m}");
+            assert!(notes
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|n| n.starts_with("WRONG BLOCK=256")));
+        }
+        other => assert!(matches!(other, Outcome::Finalist), "{other:?}"),
+    }
+    assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()));
+
+    // The gate itself, deterministically: the lossy configuration fails, the exact one
+    // passes, and the report names the seed.
+    let mut s = tilekit_tuner::tune::session::Session::new(&rt, spec, p, 9).unwrap();
+    let wrong = s.check(&Config::parse("BLOCK=256").unwrap(), 9).unwrap();
+    assert!(
+        !wrong.ok() && wrong.summary().contains("seed 9"),
+        "{}",
+        wrong.summary()
+    );
+    assert!(wrong.outputs[0].1.mismatches > 4000, "{}", wrong.summary());
+    assert!(s
+        .check(&Config::parse("BLOCK=128").unwrap(), 9)
+        .unwrap()
+        .ok());
 }
