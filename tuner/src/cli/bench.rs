@@ -100,14 +100,9 @@ pub fn plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     let kernel = spec.kernel()?;
     let mut problem = TuneProblem::parse(kernel, &args.shape, &args.dtype)?;
     for s in &args.scalar {
-        let (n, v) = s
-            .split_once('=')
-            .with_context(|| format!("`--scalar {s}`: expected NAME=VALUE"))?;
-        let v: f64 = v
-            .trim()
-            .parse()
-            .with_context(|| format!("`--scalar {s}`: `{v}` is not a number"))?;
-        problem = problem.with_scalar(kernel, n.trim(), v)?;
+        problem = problem
+            .with_assignment(kernel, s)
+            .with_context(|| format!("`--scalar {s}`"))?;
     }
     let mut given = Vec::new();
     for s in &args.config {

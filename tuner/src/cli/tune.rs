@@ -80,14 +80,9 @@ fn problem(
     let kernel = spec.kernel()?;
     let mut p = TuneProblem::parse(kernel, shape, dtype)?;
     for s in scalars {
-        let (n, v) = s
-            .split_once('=')
-            .with_context(|| format!("`--scalar {s}`: expected NAME=VALUE"))?;
-        let v: f64 = v
-            .trim()
-            .parse()
-            .with_context(|| format!("`{v}` is not a number"))?;
-        p = p.with_scalar(kernel, n.trim(), v)?;
+        p = p
+            .with_assignment(kernel, s)
+            .with_context(|| format!("`--scalar {s}`"))?;
     }
     Ok(p)
 }

@@ -98,6 +98,27 @@ impl TuneProblem {
         Ok(self)
     }
 
+    /// Sets a scalar parameter from a `NAME=VALUE` assignment (the command line's
+    /// `--scalar repeats=256`).
+    ///
+    /// ```
+    /// use tilekit_tuner::tune::TuneProblem;
+    /// let k = tilekit_kernels::scale_chain::SPEC.kernel().unwrap();
+    /// let p = TuneProblem::parse(k, "1024", "f32").unwrap();
+    /// assert_eq!(p.clone().with_assignment(k, "repeats=256").unwrap().scalars["repeats"], 256.0);
+    /// assert!(p.clone().with_assignment(k, "repeats").is_err());
+    /// assert!(p.with_assignment(k, "repeats=lots").is_err());
+    /// ```
+    pub fn with_assignment(self, kernel: &Kernel, assignment: &str) -> Result<Self, TuneError> {
+        let (name, value) = assignment
+            .split_once('=')
+            .ok_or_else(|| TuneError::Problem(format!("`{assignment}`: expected NAME=VALUE")))?;
+        let v: f64 = value.trim().parse().map_err(|_| {
+            TuneError::Problem(format!("`{assignment}`: `{value}` is not a number"))
+        })?;
+        self.with_scalar(kernel, name.trim(), v)
+    }
+
     /// The shape of tensor parameter `param`, from the kernel's `#[shapes]`.
     pub fn tensor_shape(&self, kernel: &Kernel, param: usize) -> Result<Vec<usize>, TuneError> {
         let names = kernel.problem.shapes.get(param).ok_or_else(|| {

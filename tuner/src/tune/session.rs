@@ -62,6 +62,19 @@ impl std::fmt::Debug for Session<'_> {
     }
 }
 
+/// Launches `config` on the arguments of `set`; a failure is the candidate's.
+fn launch_set(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    bindings: &tilekit_ir::Bindings,
+    set: &mut ArgSet,
+    config: &Config,
+) -> Result<(), TuneError> {
+    let mut args = set.launch_args();
+    launch_with(rt, spec, config, bindings, &mut args)
+        .map_err(|e| TuneError::Candidate(e.to_string()))
+}
+
 fn rt_err(e: impl std::fmt::Display) -> TuneError {
     TuneError::Runtime(e.to_string())
 }
@@ -123,16 +136,8 @@ impl<'a> Session<'a> {
     fn launch_next(&mut self, config: &Config) -> Result<(), TuneError> {
         let i = self.next % self.sets.len();
         self.next = self.next.wrapping_add(1);
-        let set = &mut self.sets[i];
-        let mut args = set.launch_args();
-        launch_with(
-            self.rt,
-            self.spec,
-            config,
-            &self.problem.bindings,
-            &mut args,
-        )
-        .map_err(|e| TuneError::Candidate(e.to_string()))
+        let (rt, spec, bindings) = (self.rt, self.spec, &self.problem.bindings);
+        launch_set(rt, spec, bindings, &mut self.sets[i], config)
     }
 
     fn reset_next(&mut self) -> Result<(), TuneError> {
@@ -249,17 +254,7 @@ impl<'a> Session<'a> {
         let kernel = self.kernel;
         let host = &data.host;
         let gpu = &mut data.gpu;
-        {
-            let mut args = gpu.launch_args();
-            launch_with(
-                self.rt,
-                self.spec,
-                config,
-                &self.problem.bindings,
-                &mut args,
-            )
-            .map_err(|e| TuneError::Candidate(e.to_string()))?;
-        }
+        launch_set(self.rt, self.spec, &self.problem.bindings, gpu, config)?;
         self.rt
             .synchronize()
             .map_err(|e| TuneError::Candidate(e.to_string()))?;
