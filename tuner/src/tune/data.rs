@@ -64,27 +64,7 @@ macro_rules! on_host {
     };
 }
 
-fn fill<T: Element>(n: usize, mut f: impl FnMut() -> f64) -> Vec<T> {
-    (0..n).map(|_| T::from_f64(f())).collect()
-}
-
 impl HostVec {
-    /// `n` values of `dtype` from `f` (rounded to the type).
-    pub fn generate(dtype: DType, n: usize, f: impl FnMut() -> f64) -> Result<HostVec, TuneError> {
-        Ok(match dtype {
-            DType::F32 => HostVec::F32(fill(n, f)),
-            DType::F16 => HostVec::F16(fill(n, f)),
-            DType::BF16 => HostVec::BF16(fill(n, f)),
-            DType::I32 => HostVec::I32(fill(n, f)),
-            DType::I64 => HostVec::I64(fill(n, f)),
-            other => {
-                return Err(TuneError::Problem(format!(
-                    "tensors of {other} are not supported"
-                )))
-            }
-        })
-    }
-
     /// Uniform random values in `[lo, hi)` from `rng`.
     ///
     /// Generated in parallel in chunks of [`CHUNK`] elements, chunk `i` from a generator
@@ -123,6 +103,25 @@ impl HostVec {
             DType::BF16 => HostVec::BF16(par_fill(n, lo, hi, seed_of)),
             DType::I32 => HostVec::I32(par_fill(n, lo, hi, seed_of)),
             DType::I64 => HostVec::I64(par_fill(n, lo, hi, seed_of)),
+            other => {
+                return Err(TuneError::Problem(format!(
+                    "tensors of {other} are not supported"
+                )))
+            }
+        })
+    }
+
+    /// `n` copies of `value` (rounded to the type).
+    pub fn filled(dtype: DType, n: usize, value: f64) -> Result<HostVec, TuneError> {
+        fn f<T: Element>(n: usize, v: f64) -> Vec<T> {
+            vec![T::from_f64(v); n]
+        }
+        Ok(match dtype {
+            DType::F32 => HostVec::F32(f(n, value)),
+            DType::F16 => HostVec::F16(f(n, value)),
+            DType::BF16 => HostVec::BF16(f(n, value)),
+            DType::I32 => HostVec::I32(f(n, value)),
+            DType::I64 => HostVec::I64(f(n, value)),
             other => {
                 return Err(TuneError::Problem(format!(
                     "tensors of {other} are not supported"
@@ -328,8 +327,7 @@ impl ArgSet {
                 _ => (0.0, 16.0),
             };
             let v = if *mutable && !read[i] {
-                let poison = poison_for(dtype);
-                HostVec::generate(dtype, n, || poison)?
+                HostVec::filled(dtype, n, poison_for(dtype))?
             } else {
                 HostVec::random(dtype, n, lo, hi, &mut rng)?
             };

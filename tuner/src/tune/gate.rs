@@ -167,6 +167,23 @@ pub struct CheckReport {
     pub sampled: bool,
     /// Per output parameter: its name and the comparison.
     pub outputs: Vec<(String, Comparison)>,
+    /// Where the check's time went.
+    #[serde(default)]
+    pub timings: CheckTimings,
+}
+
+/// Wall-clock seconds of the steps of one check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckTimings {
+    /// Generating and uploading the inputs (first check of a seed) or poisoning the
+    /// outputs again (later checks).
+    pub inputs_s: f64,
+    /// The candidate's launch, synchronized.
+    pub candidate_s: f64,
+    /// The CPU backend's exact reference (all programs, or the sample).
+    pub reference_s: f64,
+    /// Downloading the outputs and comparing them.
+    pub compare_s: f64,
 }
 
 impl CheckReport {

@@ -3,7 +3,7 @@
 //! worker subprocess runs one; `Isolation::InProcess` runs one in the caller's process.
 
 use super::data::ArgSet;
-use super::gate::{compare, CheckReport};
+use super::gate::{compare, CheckReport, CheckTimings};
 use super::problem::TuneProblem;
 use super::TuneError;
 use std::sync::Arc;
@@ -221,6 +221,7 @@ impl<'a> Session<'a> {
         let kernel = self.kernel;
         // Inputs of a seed are generated and uploaded once: every finalist's check reuses
         // them, with its outputs poisoned afresh.
+        let t = std::time::Instant::now();
         let cached = self.check_data.take().filter(|c| c.seed == seed);
         let mut data = match cached {
             Some(mut c) => {
@@ -240,9 +241,13 @@ impl<'a> Session<'a> {
                 }
             }
         };
+        let inputs_s = t.elapsed().as_secs_f64();
         let report = self.check_with(config, seed, &mut data);
         self.check_data = Some(data);
-        report
+        report.map(|mut r| {
+            r.timings.inputs_s = inputs_s;
+            r
+        })
     }
 
     fn check_with(
@@ -254,10 +259,14 @@ impl<'a> Session<'a> {
         let kernel = self.kernel;
         let host = &data.host;
         let gpu = &mut data.gpu;
+        let mut timings = CheckTimings::default();
+        let t = std::time::Instant::now();
         launch_set(self.rt, self.spec, &self.problem.bindings, gpu, config)?;
         self.rt
             .synchronize()
             .map_err(|e| TuneError::Candidate(e.to_string()))?;
+        timings.candidate_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
         let flops = self.problem.flops(kernel).unwrap_or(u64::MAX);
         let bytes = self.problem.bytes(kernel).unwrap_or(u64::MAX);
         let sampled = flops > FULL_CHECK_FLOPS || bytes > FULL_CHECK_BYTES;
@@ -282,10 +291,14 @@ impl<'a> Session<'a> {
             )
             .map_err(|e| TuneError::Reference(e.to_string()))?;
         }
+        timings.reference_s = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        let read_written = kernel.read_written_params();
         let mut report = CheckReport {
             seed,
             sampled,
             outputs: Vec::new(),
+            timings: CheckTimings::default(),
         };
         for i in gpu.outputs() {
             let dtype = match &kernel.params[i].kind {
@@ -295,15 +308,13 @@ impl<'a> Session<'a> {
             .unwrap_or(tilekit_ir::DType::F32);
             let got = gpu.read(i)?;
             let mut want = reference.read(i)?;
-            if sampled {
+            if sampled && read_written.contains(&i) {
                 // A tensor that is read and written keeps its input where the sampled
                 // programs did not run: compare only what the reference changed.
                 if let Some(Some(input)) = host.get(i).map(|h| h.as_ref().map(|h| h.to_f64())) {
-                    if input.iter().any(|v| !v.is_nan()) {
-                        for (w, x) in want.iter_mut().zip(&input) {
-                            if *w == *x {
-                                *w = f64::NAN;
-                            }
+                    for (w, x) in want.iter_mut().zip(&input) {
+                        if *w == *x {
+                            *w = f64::NAN;
                         }
                     }
                 }
@@ -313,6 +324,8 @@ impl<'a> Session<'a> {
                 compare(&got, &want, dtype, sampled),
             ));
         }
+        timings.compare_s = t.elapsed().as_secs_f64();
+        report.timings = timings;
         Ok(report)
     }
 }
