@@ -510,18 +510,24 @@ pub fn run(
     labelled.extend(given.into_iter().map(|c| (c, "given".to_string())));
     let contenders = contenders(labelled);
 
-    eprintln!("tilekit bench: {problem} on {gpu}: measuring the copy ceiling");
+    let steps = super::progress::Bars::steps(3, !args.json);
+    steps.step(&format!("{problem} on {gpu}: measuring the copy ceiling"));
     let ceiling = copy_ceiling(rt)?;
-    eprintln!(
-        "tilekit bench: timing {} configuration(s), {} interleaved rounds",
-        contenders.len(),
-        args.rounds
-    );
+    steps.step(&format!(
+        "generating inputs (seed {seed}) and compiling {} configuration(s)",
+        contenders.len()
+    ));
     let configs: Vec<Config> = contenders.iter().map(|c| c.config.clone()).collect();
     let samples = {
         let mut session = Session::new(rt, spec, problem.clone(), seed)?;
+        steps.step(&format!(
+            "timing {} configuration(s), {} interleaved rounds",
+            contenders.len(),
+            args.rounds
+        ));
         session.interleave(&configs, args.rounds)?
     };
+    steps.finish();
 
     let report = BenchReport {
         kernel: spec.name.to_string(),

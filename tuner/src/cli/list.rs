@@ -72,6 +72,7 @@ fn kernel_json(spec: &KernelSpec, kernel: &Kernel) -> serde_json::Value {
         "generics": kernel.generics,
         "problem_dims": kernel.problem.dims,
         "shapes": shapes,
+        "scalar_inputs": scalar_inputs(kernel),
         "space": kernel.space.params.iter().map(|p| json!({
             "name": p.name,
             "values": p.values.iter().map(super::cache::value_json).collect::<Vec<_>>(),
@@ -93,6 +94,20 @@ fn kernel_json(spec: &KernelSpec, kernel: &Kernel) -> serde_json::Value {
 }
 
 /// Runs `tilekit list`.
+/// Each scalar parameter and the value the tuner passes it (`#[shapes]`), as `name = v`.
+fn scalar_inputs(k: &tilekit_ir::Kernel) -> Vec<String> {
+    k.params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, tilekit_ir::ParamKind::Scalar { .. }))
+        .map(|(i, p)| match k.problem.inputs.get(i) {
+            Some(tilekit_ir::InputGen::Value(v)) => format!("{} = {v}", p.name),
+            Some(tilekit_ir::InputGen::Uniform(lo, hi)) => format!("{} in {lo}..{hi}", p.name),
+            _ => format!("{} (default input)", p.name),
+        })
+        .collect()
+}
+
 pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
     let mut kernels = Vec::new();
     for spec in tilekit_kernels::ALL {
@@ -130,6 +145,13 @@ pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
             shapes.join(" ")
         );
         println!("  generics     {}", k.generics.join(", "));
+        let scalars = scalar_inputs(k);
+        if !scalars.is_empty() {
+            println!(
+                "  scalars      {}  (override: --scalar NAME=VALUE)",
+                scalars.join(", ")
+            );
+        }
         for p in &k.space.params {
             let vals: Vec<String> = p.values.iter().map(|v| v.to_string()).collect();
             println!(

@@ -39,6 +39,25 @@ impl Bars {
         }
     }
 
+    /// One bar over `n` steps of a single job (`bench`): each `step` advances it and names
+    /// the step (a plain line on stderr when the bar is hidden).
+    pub fn steps(n: usize, visible: bool) -> Bars {
+        let b = Bars::new(n, visible);
+        b.jobs.set_prefix("bench");
+        b
+    }
+
+    /// Starts the next step of a `steps` bar.
+    pub fn step(&self, what: &str) {
+        if self.jobs.position() > 0 || !self.jobs.message().is_empty() {
+            self.jobs.inc(1);
+        }
+        self.jobs.set_message(what.to_string());
+        if !self.visible || self.multi.is_hidden() {
+            eprintln!("tilekit bench: {what}");
+        }
+    }
+
     /// A job starts.
     pub fn start_job(&self, what: &str) {
         self.jobs.set_message(what.to_string());
