@@ -41,15 +41,19 @@ pub struct Session<'a> {
     next: usize,
     /// Some tensor is read and written: restore it before every timed launch.
     reset: bool,
+    /// The seed of the rotation's inputs.
+    seed: u64,
     /// The inputs of the last correctness check, kept for the next one of the same seed.
     check_data: Option<CheckData>,
 }
 
 /// The inputs of a correctness check: host data and its copies on the GPU and the CPU.
+/// `host` and `gpu` are `None` when the check runs on the first input set of the rotation
+/// (a check with the session's own seed: the same random inputs, outputs poisoned again).
 struct CheckData {
     seed: u64,
-    host: Vec<Option<super::data::HostVec>>,
-    gpu: ArgSet,
+    host: Option<Vec<Option<super::data::HostVec>>>,
+    gpu: Option<ArgSet>,
     cpu: ArgSet,
 }
 
@@ -114,6 +118,7 @@ impl<'a> Session<'a> {
             sets,
             next: 0,
             reset,
+            seed,
             check_data: None,
         })
     }
@@ -215,8 +220,10 @@ impl<'a> Session<'a> {
         Ok(out)
     }
 
-    /// Checks `config` against the CPU backend's exact reference on fresh inputs from
-    /// `seed`, outputs poisoned first (see [`super::gate`]).
+    /// Checks `config` against the CPU backend's exact reference on the random inputs of
+    /// `seed`, outputs poisoned first (see [`super::gate`]). With the session's own seed
+    /// (what the search does) the first timing set's inputs are reused on the GPU: the same
+    /// data the candidate was timed on, generated for this tune.
     pub fn check(&mut self, config: &Config, seed: u64) -> Result<CheckReport, TuneError> {
         let kernel = self.kernel;
         // Inputs of a seed are generated and uploaded once: every finalist's check reuses
@@ -225,9 +232,25 @@ impl<'a> Session<'a> {
         let cached = self.check_data.take().filter(|c| c.seed == seed);
         let mut data = match cached {
             Some(mut c) => {
-                c.gpu.reset_outputs(self.rt)?;
+                match c.gpu.as_mut() {
+                    Some(g) => g.reset_outputs(self.rt)?,
+                    None => self.sets[0].reset_outputs(self.rt)?,
+                }
                 c.cpu.reset_outputs(&Runtime::cpu())?;
                 c
+            }
+            // The session's seed: the first timing set already holds these inputs on the
+            // GPU; only its outputs are poisoned again.
+            None if seed == self.seed => {
+                self.sets[0].reset_outputs(self.rt)?;
+                let cpu =
+                    ArgSet::upload(&Runtime::cpu(), kernel, &self.problem, &self.sets[0].host)?;
+                CheckData {
+                    seed,
+                    host: None,
+                    gpu: None,
+                    cpu,
+                }
             }
             None => {
                 let host = ArgSet::host_data(kernel, &self.problem, seed)?;
@@ -235,8 +258,8 @@ impl<'a> Session<'a> {
                 let cpu = ArgSet::upload(&Runtime::cpu(), kernel, &self.problem, &host)?;
                 CheckData {
                     seed,
-                    host,
-                    gpu,
+                    host: Some(host),
+                    gpu: Some(gpu),
                     cpu,
                 }
             }
@@ -257,11 +280,15 @@ impl<'a> Session<'a> {
         data: &mut CheckData,
     ) -> Result<CheckReport, TuneError> {
         let kernel = self.kernel;
-        let host = &data.host;
-        let gpu = &mut data.gpu;
         let mut timings = CheckTimings::default();
         let t = std::time::Instant::now();
-        launch_set(self.rt, self.spec, &self.problem.bindings, gpu, config)?;
+        {
+            let gpu = match data.gpu.as_mut() {
+                Some(g) => g,
+                None => &mut self.sets[0],
+            };
+            launch_set(self.rt, self.spec, &self.problem.bindings, gpu, config)?;
+        }
         self.rt
             .synchronize()
             .map_err(|e| TuneError::Candidate(e.to_string()))?;
@@ -294,6 +321,8 @@ impl<'a> Session<'a> {
         timings.reference_s = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
         let read_written = kernel.read_written_params();
+        let gpu = data.gpu.as_ref().unwrap_or(&self.sets[0]);
+        let host = data.host.as_ref().unwrap_or(&self.sets[0].host);
         let mut report = CheckReport {
             seed,
             sampled,
