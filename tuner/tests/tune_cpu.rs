@@ -230,3 +230,32 @@ fn a_wrong_candidate_is_reported_and_never_wins() {
         .unwrap()
         .ok());
 }
+
+/// y[i] = i as an i32 (no `#[cost]`: the check samples programs, and integer outputs carry
+/// a sentinel, not NaN, where the sampled reference did not run).
+#[kernel(grid = [cdiv(y.len(), BLOCK)])]
+#[tune(BLOCK = [128, 256])]
+#[shapes(x = [N], y = [N])]
+fn iota_i32(x: &Tensor1<f32>, y: &mut Tensor1<i32>) {
+    let offs = program_id(0) * BLOCK + arange::<BLOCK>();
+    let mask = offs < y.len();
+    let v = load(x, offs, mask, 0.0);
+    store(
+        y,
+        offs,
+        (offs + (v * 0.0).cast::<i64>()).cast::<i32>(),
+        mask,
+    );
+}
+
+#[test]
+fn integer_outputs_pass_a_sampled_check() {
+    let rt = Runtime::cpu();
+    let spec = &iota_i32::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "100000", "f32").unwrap();
+    let mut s = tilekit_tuner::tune::session::Session::new(&rt, spec, p, 4).unwrap();
+    let r = s.check(&Config::parse("BLOCK=256").unwrap(), 4).unwrap();
+    assert!(r.sampled, "no #[cost]: the reference samples programs");
+    assert!(r.ok(), "{}", r.summary());
+    assert!(r.outputs[0].1.compared >= 24 * 256 - 256, "{}", r.summary());
+}

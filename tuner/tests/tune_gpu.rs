@@ -37,6 +37,18 @@ fn wild(x: &Tensor1<f32>, y: &mut Tensor1<f32>) {
     store(y, offs + (BLOCK - 128) * 8589934592, v, mask);
 }
 
+/// y = x, but with BLOCK=256 only the first 128 lanes of each tile are written.
+#[kernel(grid = [cdiv(x.len(), BLOCK)])]
+#[tune(BLOCK = [256, 128])]
+#[shapes(x = [N], y = [N])]
+fn half_written(x: &Tensor1<f32>, y: &mut Tensor1<f32>) {
+    let lanes = arange::<BLOCK>();
+    let offs = program_id(0) * BLOCK + lanes;
+    let mask = offs < x.len();
+    let v = load(x, offs, mask, 0.0);
+    store(y, offs, v, mask & (lanes < 128));
+}
+
 fn gpu() -> Runtime {
     Runtime::cuda(0).unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"))
 }
@@ -45,7 +57,12 @@ fn gpu() -> Runtime {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn worker_entry() {
-    worker_main(&[&spin::SPEC, &wild::SPEC, &tilekit_kernels::softmax::SPEC]);
+    worker_main(&[
+        &spin::SPEC,
+        &wild::SPEC,
+        &half_written::SPEC,
+        &tilekit_kernels::softmax::SPEC,
+    ]);
 }
 
 fn self_as_worker() -> WorkerExe {
@@ -159,4 +176,28 @@ fn the_winner_is_stored_and_used_by_a_fresh_runtime() {
         chosen, r.winner,
         "a shape of the same bucket uses the winner"
     );
+}
+
+/// An unwritten output is caught through the worker: the report (NaN in its examples)
+/// crosses the JSON protocol, and the next check of the same worker still works.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_unwritten_output_is_caught_through_the_worker() {
+    let rt = gpu();
+    let spec = &half_written::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "1048576", "f32").unwrap();
+    let opts = isolated(60);
+    let mut m = tilekit_tuner::tune::measure::Measurer::start(&rt, spec, &p, 7, &opts).unwrap();
+    let bad = m
+        .check(&tilekit::Config::parse("BLOCK=256").unwrap(), 7)
+        .unwrap();
+    assert!(!bad.ok(), "{}", bad.summary());
+    assert!(bad.outputs[0].1.unwritten > 0, "{}", bad.summary());
+    assert!(bad.outputs[0].1.examples.iter().any(|e| e.1.is_nan()));
+    let good = m
+        .check(&tilekit::Config::parse("BLOCK=128").unwrap(), 7)
+        .unwrap();
+    assert!(good.ok(), "{}", good.summary());
+    let r = tune(&rt, spec, &p, &opts, &|_| {}).unwrap();
+    assert_eq!(r.winner.int("BLOCK"), Some(128));
 }

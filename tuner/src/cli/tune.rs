@@ -96,7 +96,20 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
                 continue;
             }
             let spec = super::find_kernel(k)?;
-            jobs.push((spec, problem(spec, shape, dtype, &args.scalar)?));
+            // `--scalar` applies to the kernels that have that scalar parameter.
+            let kernel = spec.kernel()?;
+            let own: Vec<String> = args
+                .scalar
+                .iter()
+                .filter(|a| {
+                    let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n).trim();
+                    kernel.params.iter().any(|p| {
+                        p.name == name && matches!(p.kind, tilekit_ir::ParamKind::Scalar { .. })
+                    })
+                })
+                .cloned()
+                .collect();
+            jobs.push((spec, problem(spec, shape, dtype, &own)?));
         }
     } else {
         let name = args.kernel.as_deref().context("--kernel is required")?;
@@ -108,7 +121,17 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
     let tuned: Vec<CacheKey> = if args.force {
         Vec::new()
     } else {
-        let (entries, _) = cache.read_entries().unwrap_or_default();
+        let (entries, _) = match cache.read_entries() {
+            Ok(e) => e,
+            Err(e) => {
+                // Still tune, but say that nothing can be skipped.
+                eprintln!(
+                    "tilekit tune: the tuning cache could not be read ({e}); \
+                     nothing is skipped as already tuned"
+                );
+                Default::default()
+            }
+        };
         entries
             .into_iter()
             .filter(|e| e.value.provenance.origin == Origin::Local)

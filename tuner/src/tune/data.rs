@@ -291,13 +291,17 @@ pub struct ArgSet {
 /// fails to write is caught: NaN for floats, a sentinel for integers.
 pub const POISON: f64 = f64::NAN;
 
-fn poison_for(dtype: DType) -> f64 {
+/// The poison of an element type: NaN for floats, [`INT_POISON`] for integers.
+pub fn poison_for(dtype: DType) -> f64 {
     if dtype.is_float() {
         POISON
     } else {
-        -123_456_789.0
+        INT_POISON
     }
 }
+
+/// The value written into integer outputs before a candidate runs (integers have no NaN).
+pub const INT_POISON: f64 = -123_456_789.0;
 
 impl ArgSet {
     /// Host data for every parameter of `kernel` under `problem`: tensors the kernel only
@@ -395,6 +399,20 @@ impl ArgSet {
     pub fn reset_outputs(&mut self, rt: &Runtime) -> Result<(), TuneError> {
         for (i, a) in self.args.iter_mut().enumerate() {
             if let OwnedArg::TensorMut(t) = a {
+                let (Some(data), Some(shape)) = (&self.host[i], &self.shapes[i]) else {
+                    continue;
+                };
+                *t = DynTensor::upload(rt, data.clone(), shape)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads every tensor again from its host data (inputs included): after a candidate
+    /// that may have written where it should not.
+    pub fn restore_all(&mut self, rt: &Runtime) -> Result<(), TuneError> {
+        for (i, a) in self.args.iter_mut().enumerate() {
+            if let OwnedArg::Tensor(t) | OwnedArg::TensorMut(t) = a {
                 let (Some(data), Some(shape)) = (&self.host[i], &self.shapes[i]) else {
                     continue;
                 };

@@ -28,12 +28,15 @@ pub struct Comparison {
     pub compared: usize,
     /// Elements outside the tolerance.
     pub mismatches: usize,
-    /// Elements still holding the poison value where the reference wrote a number, or
-    /// (when the reference ran only sampled programs) anywhere.
+    /// Elements that are NaN (or, for integers, still the poison value) where the reference
+    /// has a number, or (when the reference ran only sampled programs) anywhere: not written,
+    /// or computed as NaN.
     pub unwritten: usize,
     /// Largest error relative to the tolerance scale (1.0 = at the tolerance).
+    #[serde(with = "any_f64")]
     pub worst: f64,
     /// The first few mismatches: (index, got, want).
+    #[serde(with = "any_f64::triples")]
     pub examples: Vec<(usize, f64, f64)>,
 }
 
@@ -205,7 +208,7 @@ impl CheckReport {
                     .map(|(i, g, w)| format!("[{i}] got {g:e} want {w:e}"))
                     .collect();
                 format!(
-                    "{n}: {}/{} wrong, {} unwritten, worst {:.2}x tolerance{}",
+                    "{n}: {}/{} wrong, {} NaN or unwritten, worst {:.2}x tolerance{}",
                     c.mismatches,
                     c.compared,
                     c.unwritten,
@@ -228,5 +231,100 @@ impl CheckReport {
             },
             parts.join("; ")
         )
+    }
+}
+
+/// Serde for f64 values that may be NaN or infinite (JSON has no such numbers: they are
+/// written as the strings `"NaN"`, `"inf"`, `"-inf"`), so a report survives the worker's
+/// JSON lines intact.
+mod any_f64 {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Num(f64),
+        Text(String),
+    }
+
+    fn to_repr(v: f64) -> Repr {
+        if v.is_finite() {
+            Repr::Num(v)
+        } else if v.is_nan() {
+            Repr::Text("NaN".into())
+        } else if v > 0.0 {
+            Repr::Text("inf".into())
+        } else {
+            Repr::Text("-inf".into())
+        }
+    }
+
+    fn from_repr(r: Repr) -> f64 {
+        match r {
+            Repr::Num(v) => v,
+            Repr::Text(t) => match t.as_str() {
+                "inf" => f64::INFINITY,
+                "-inf" => f64::NEG_INFINITY,
+                _ => f64::NAN,
+            },
+        }
+    }
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        to_repr(*v).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Repr::deserialize(d).map(from_repr)
+    }
+
+    /// The same for `(index, got, want)` triples.
+    pub mod triples {
+        use super::{from_repr, to_repr, Repr};
+        use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+        pub fn serialize<S: Serializer>(v: &[(usize, f64, f64)], s: S) -> Result<S::Ok, S::Error> {
+            let r: Vec<(usize, Repr, Repr)> = v
+                .iter()
+                .map(|&(i, g, w)| (i, to_repr(g), to_repr(w)))
+                .collect();
+            r.serialize(s)
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Vec<(usize, f64, f64)>, D::Error> {
+            let r: Vec<(usize, Repr, Repr)> = Vec::deserialize(d)?;
+            Ok(r.into_iter()
+                .map(|(i, g, w)| (i, from_repr(g), from_repr(w)))
+                .collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report with NaN and infinity crosses JSON (the worker's protocol) unchanged.
+    #[test]
+    fn non_finite_values_survive_json() {
+        let c = compare(
+            &[f64::NAN, 1.0, 5.0],
+            &[1.0, f64::INFINITY, 5.0],
+            DType::I32,
+            false,
+        );
+        assert!(c.worst.is_infinite() && c.examples.iter().any(|e| e.1.is_nan()));
+        let r = CheckReport {
+            seed: 1,
+            sampled: false,
+            outputs: vec![("y".into(), c)],
+            timings: CheckTimings::default(),
+        };
+        let back: CheckReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.outputs[0].1.worst, f64::INFINITY);
+        assert!(back.outputs[0].1.examples[0].1.is_nan());
+        assert_eq!(back.outputs[0].1.mismatches, r.outputs[0].1.mismatches);
     }
 }

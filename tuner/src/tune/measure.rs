@@ -59,7 +59,11 @@ impl Remote {
     /// Sends `req`; after a failure that leaves the worker unusable, drops it so the next
     /// request starts a fresh one.
     fn call(&mut self, req: &Request) -> Result<Response, TuneError> {
-        let timeout = self.timeout;
+        // A check also runs the CPU reference (an f64 interpreter): it gets longer.
+        let timeout = match req {
+            Request::Check { .. } => self.timeout.saturating_mul(4),
+            _ => self.timeout,
+        };
         let r = self.ensure().and_then(|p| p.call(req, timeout));
         match r {
             Ok(r) => Ok(r),

@@ -30,7 +30,8 @@ pub enum Outcome {
     Measured,
     /// Its output did not match the reference.
     Wrong(String),
-    /// Checked correct and re-timed interleaved.
+    /// Among the fastest: re-timed interleaved with the others (checked only if it was
+    /// the fastest left when the gate ran).
     Finalist,
     /// The winner.
     Winner,

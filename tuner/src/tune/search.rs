@@ -1,6 +1,7 @@
 //! The search: enumerate the declared space, reject what the constraints rule out phase by
-//! phase, compile the rest in parallel, time with adaptive elimination, check finalists
-//! against the reference, re-time them interleaved, and store the winner.
+//! phase, compile the rest in parallel, time with adaptive elimination, re-time the
+//! finalists (and the default) interleaved, check them fastest first against the reference
+//! (the first correct one wins), and store the winner.
 
 use super::eliminate::{by_median, finalists, median, survivors};
 use super::gate::CheckReport;
@@ -249,7 +250,7 @@ pub fn tune(
             contenders.push(d);
         }
     }
-    let configs: Vec<Config> = contenders
+    let mut configs: Vec<Config> = contenders
         .iter()
         .map(|&i| reports[i].config.clone())
         .collect();
@@ -257,7 +258,32 @@ pub fn tune(
         name: "re-time",
         total: 1,
     });
-    let inter = m.interleave(&configs, policy.rounds)?;
+    let inter = match m.interleave(&configs, policy.rounds) {
+        Ok(v) => v,
+        Err(first) => {
+            // One contender failed during the re-timing (a rare fault, a timeout): find it by
+            // timing each once, drop what fails, and re-time the rest.
+            observe(&Event::Note(format!(
+                "re-timing failed ({first}); retrying without the failing configurations"
+            )));
+            let mut keep = Vec::new();
+            for (k, &i) in contenders.iter().enumerate() {
+                match m.time(&configs[k], 1, 1) {
+                    Ok(_) => keep.push(i),
+                    Err(e) => reports[i].outcome = Outcome::Failed(e.to_string()),
+                }
+            }
+            if keep.is_empty() {
+                return Err(first);
+            }
+            contenders = keep;
+            configs = contenders
+                .iter()
+                .map(|&i| reports[i].config.clone())
+                .collect();
+            m.interleave(&configs, policy.rounds)?
+        }
+    };
     observe(&Event::Advance {
         name: "re-time",
         done: 1,
@@ -380,13 +406,29 @@ pub fn tune(
 }
 
 fn summarize_rejections(reports: &[CandidateReport]) -> String {
-    let mut lines: Vec<String> = reports
+    // What was tried first (failed, wrong, measured), then what the constraints ruled out.
+    let mut ordered: Vec<&CandidateReport> = reports
+        .iter()
+        .filter(|r| !matches!(r.outcome, Outcome::Rejected { .. }))
+        .collect();
+    let rejected = reports.len() - ordered.len();
+    ordered.extend(
+        reports
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Rejected { .. })),
+    );
+    let mut lines: Vec<String> = ordered
         .iter()
         .take(12)
         .map(|r| format!("{}: {}", r.config, r.outcome))
         .collect();
-    if reports.len() > 12 {
-        lines.push(format!("... and {} more", reports.len() - 12));
+    if ordered.len() > 12 {
+        lines.push(format!("... and {} more", ordered.len() - 12));
     }
-    format!("no candidate survived:\n  {}", lines.join("\n  "))
+    format!(
+        "no candidate survived ({} of {} ruled out by constraints):\n  {}",
+        rejected,
+        reports.len(),
+        lines.join("\n  ")
+    )
 }

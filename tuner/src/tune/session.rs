@@ -18,6 +18,18 @@ use tilekit_runtime::{
 /// timed launch never finds its inputs in cache.
 pub const ROTATION_BYTES: u64 = 128 << 20;
 
+/// Bytes of the buffer cleared to evict L2 (the H100's L2 is 50 MB).
+pub const FLUSH_BYTES: usize = 128 << 20;
+
+/// Free device memory, when the runtime is on a GPU.
+fn device_free_bytes(rt: &Runtime) -> Option<u64> {
+    let stream = rt.cuda_stream()?;
+    stream.context().bind_to_thread().ok()?;
+    tilekit_runtime::cudarc::driver::result::mem_get_info()
+        .ok()
+        .map(|(free, _)| free as u64)
+}
+
 /// Most input sets in a rotation.
 pub const MAX_ROTATION: usize = 32;
 
@@ -43,6 +55,9 @@ pub struct Session<'a> {
     reset: bool,
     /// The seed of the rotation's inputs.
     seed: u64,
+    /// A device buffer cleared before each timed launch to evict L2, when rotation alone
+    /// does not (see [`Session::new`]).
+    flush: Option<tilekit_runtime::cudarc::driver::CudaSlice<u8>>,
     /// The inputs of the last correctness check, kept for the next one of the same seed.
     check_data: Option<CheckData>,
 }
@@ -97,6 +112,18 @@ impl<'a> Session<'a> {
         let count = usize::try_from(ROTATION_BYTES.div_ceil(per_set))
             .unwrap_or(MAX_ROTATION)
             .clamp(1, MAX_ROTATION);
+        // Refuse a problem the device cannot hold, before generating anything (a worker
+        // killed by an allocation failure says nothing useful).
+        if let Some(free) = device_free_bytes(rt) {
+            if per_set > free {
+                return Err(TuneError::Problem(format!(
+                    "{problem} needs {:.2} GB of device memory for one set of arguments; \
+                     the device has {:.2} GB free",
+                    per_set as f64 / 1e9,
+                    free as f64 / 1e9
+                )));
+            }
+        }
         let host = ArgSet::host_data(kernel, &problem, seed)?;
         let mut sets = Vec::with_capacity(count);
         for _ in 0..count {
@@ -108,8 +135,18 @@ impl<'a> Session<'a> {
                 ParamKind::Tensor { mutable: true, .. }
             )
         });
+        // Too small to rotate beyond L2, or a tensor restored right before each launch (hot in
+        // L2): a scratch buffer larger than L2 is cleared before every timed launch instead.
+        let covered = per_set.saturating_mul(count as u64);
+        let flush = match &stream {
+            Some(st) if covered < ROTATION_BYTES || reset => {
+                Some(st.alloc_zeros::<u8>(FLUSH_BYTES).map_err(rt_err)?)
+            }
+            _ => None,
+        };
         rt.synchronize().map_err(rt_err)?;
         Ok(Session {
+            flush,
             rt,
             spec,
             kernel,
@@ -189,6 +226,9 @@ impl<'a> Session<'a> {
         let mut out = Vec::with_capacity(samples);
         for _ in 0..samples {
             self.reset_next()?;
+            if let Some(f) = self.flush.as_mut() {
+                stream.memset_zeros(f).map_err(rt_err)?;
+            }
             start.record(&stream).map_err(rt_err)?;
             self.launch_next(config)?;
             end.record(&stream).map_err(rt_err)?;
@@ -266,7 +306,13 @@ impl<'a> Session<'a> {
         };
         let inputs_s = t.elapsed().as_secs_f64();
         let report = self.check_with(config, seed, &mut data);
-        self.check_data = Some(data);
+        // After a wrong or failed candidate the inputs may be damaged (a stray write that did
+        // not fault): the next check starts from fresh copies.
+        if report.as_ref().is_ok_and(|r| r.ok()) {
+            self.check_data = Some(data);
+        } else if data.gpu.is_none() {
+            self.sets[0].restore_all(self.rt)?;
+        }
         report.map(|mut r| {
             r.timings.inputs_s = inputs_s;
             r
@@ -294,7 +340,11 @@ impl<'a> Session<'a> {
             .map_err(|e| TuneError::Candidate(e.to_string()))?;
         timings.candidate_s = t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();
-        let flops = self.problem.flops(kernel).unwrap_or(u64::MAX);
+        // A kernel with no `#[cost(flops)]` may be compute-heavy: unknown counts as large.
+        let flops = match kernel.problem.flops {
+            Some(_) => self.problem.flops(kernel).unwrap_or(u64::MAX),
+            None => u64::MAX,
+        };
         let bytes = self.problem.bytes(kernel).unwrap_or(u64::MAX);
         let sampled = flops > FULL_CHECK_FLOPS || bytes > FULL_CHECK_BYTES;
         let reference = &mut data.cpu;
@@ -335,8 +385,17 @@ impl<'a> Session<'a> {
                 _ => None,
             }
             .unwrap_or(tilekit_ir::DType::F32);
-            let got = gpu.read(i)?;
+            let mut got = gpu.read(i)?;
             let mut want = reference.read(i)?;
+            if !dtype.is_float() {
+                // Integers carry a sentinel instead of NaN: an element still holding it was
+                // not written (by the candidate, or by the sampled reference's programs).
+                for v in got.iter_mut().chain(want.iter_mut()) {
+                    if *v == super::data::INT_POISON {
+                        *v = f64::NAN;
+                    }
+                }
+            }
             if sampled && read_written.contains(&i) {
                 // A tensor that is read and written keeps its input where the sampled
                 // programs did not run: compare only what the reference changed.

@@ -302,6 +302,14 @@ pub enum WorkerExe {
 impl WorkerProcess {
     /// Starts a worker and waits (at most `timeout`) for its hello.
     pub fn spawn(exe: &WorkerExe, timeout: Duration) -> Result<WorkerProcess, WorkerFailure> {
+        if std::env::var_os(WORKER_ENV).is_some() {
+            // This process was started as a worker but is tuning: its `main` did not call
+            // `worker_main` first. Starting another would recurse without end.
+            return Err(WorkerFailure::Died(format!(
+                "this process runs as a tuning worker ({WORKER_ENV} is set) but called tune: \
+                 its main must call tilekit_tuner::tune::worker_main(..) before anything else"
+            )));
+        }
         let (path, args) = match exe {
             WorkerExe::CurrentExe => (
                 std::env::current_exe()
@@ -360,6 +368,9 @@ impl WorkerProcess {
             }
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {
+                // A bad line or closed output: the worker may still be alive, waiting for
+                // its next request. End it before waiting, or `wait` never returns.
+                let _ = self.child.kill();
                 let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
                 Err(WorkerFailure::Died(format!("{e} ({status})")))
             }
