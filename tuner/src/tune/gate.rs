@@ -111,6 +111,7 @@ fn compare_chunk(
             if sampled {
                 if g.is_nan() {
                     c.unwritten += 1;
+                    push(&mut c.examples, i, g, w);
                 }
                 continue;
             }
