@@ -17,7 +17,7 @@
 //!
 //! The steps ([`search`]): enumerate the space; reject candidates by the static and
 //! per-target constraints, then by the per-launch ones at the problem's shape; compile the
-//! rest in parallel (NVRTC, in this process, into the CUBIN caches) and reject by the
+//! rest in parallel ([`compile`]: threads, into the CUBIN caches) and reject by the
 //! compiled constraints (registers, spills); time each with CUDA events after warm-up on
 //! inputs rotated beyond L2 ([`session`]), dropping those slower than 1.5x the leader after
 //! three samples ([`eliminate`]); re-time the fastest (the finalists) and the default
@@ -27,6 +27,7 @@
 //! Candidates run in a long-lived worker subprocess ([`worker`]) unless
 //! [`Isolation::InProcess`] is chosen.
 
+pub mod compile;
 pub mod data;
 pub mod eliminate;
 pub mod gate;
@@ -99,7 +100,7 @@ pub struct TuneOptions {
     pub isolation: Isolation,
     /// Longest wait for one answer of the worker (a hang is killed after it).
     pub timeout: Duration,
-    /// Threads compiling candidates in this process (default: the cores, at most 16).
+    /// Threads compiling candidates (default: the cores, at most 16).
     pub compile_threads: usize,
     /// Where the winner is written (`None`: not stored).
     pub store: Option<TuneCache>,

@@ -11,7 +11,6 @@ use super::{Event, TuneError, TuneOptions, TuneProblem};
 use crate::cache::value::{config_to_map, Provenance, Timing, TunedValue};
 use crate::cache::{shape_check, GpuId};
 use crate::variants::target_check;
-use rayon::prelude::*;
 use std::time::Instant;
 use tilekit_codegen::Target;
 use tilekit_ir::Config;
@@ -72,37 +71,16 @@ pub fn tune(
         name: "compile",
         total: pending.len(),
     });
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(opts.compile_threads.max(1))
-        .build()
-        .map_err(|e| TuneError::Runtime(e.to_string()))?;
-    let compile_all = || {
-        pool.install(|| {
-            pending
-                .par_iter()
-                .map(|&i| {
-                    let r = rt
-                        .prepare_variant(spec, &reports[i].config, bindings, true)
-                        .map_err(|e| e.to_string());
-                    let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    observe(&Event::Advance {
-                        name: "compile",
-                        done: n,
-                        detail: reports[i].config.to_string(),
-                    });
-                    (i, r)
-                })
-                .collect()
-        })
-    };
     // The CPU backend has nothing to compile (and no registers to constrain).
-    let compiled: Vec<(usize, Result<tilekit_runtime::VariantResources, String>)> =
-        if device.is_some() {
-            compile_all()
-        } else {
-            Vec::new()
-        };
+    let compiled = if device.is_some() {
+        let list: Vec<(usize, Config)> = pending
+            .iter()
+            .map(|&i| (i, reports[i].config.clone()))
+            .collect();
+        super::compile::compile_all(rt, spec, bindings, &list, opts, observe)?
+    } else {
+        Vec::new()
+    };
     for (i, r) in compiled {
         let rep = &mut reports[i];
         match r {
