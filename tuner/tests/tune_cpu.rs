@@ -259,3 +259,18 @@ fn integer_outputs_pass_a_sampled_check() {
     assert!(r.ok(), "{}", r.summary());
     assert!(r.outputs[0].1.compared >= 24 * 256 - 256, "{}", r.summary());
 }
+
+/// With one finalist, the lossy configuration may be the only contender (it is also the
+/// default); when it is wrong the gate goes on to the slower measured candidates.
+#[test]
+fn when_every_contender_is_wrong_a_slower_correct_candidate_wins() {
+    let rt = Runtime::cpu();
+    let spec = &lossy::SPEC;
+    let p = TuneProblem::parse(spec.kernel().unwrap(), "4096", "f32").unwrap();
+    let mut o = options(5);
+    o.policy.finalists = 1;
+    let r = tune(&rt, spec, &p, &o, &|_| {}).unwrap();
+    assert_eq!(r.winner.int("BLOCK"), Some(128), "{r:?}");
+    assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()));
+    assert!(r.winner_ms > 0.0);
+}

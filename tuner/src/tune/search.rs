@@ -277,11 +277,12 @@ pub fn tune(
         name: "check",
         total: order.len(),
     });
-    let mut won: Option<(usize, CheckReport)> = None;
-    for (n, &k) in order.iter().enumerate() {
-        let i = contenders[k];
-        match m.check(&reports[i].config, seed) {
-            Ok(c) if c.ok() => won = Some((k, c)),
+    // `won`: (report index, its time in ms, the check).
+    let mut won: Option<(usize, f64, CheckReport)> = None;
+    let mut checked = 0;
+    let mut check_one = |i: usize, reports: &mut [CandidateReport]| -> Option<CheckReport> {
+        let verdict = match m.check(&reports[i].config, seed) {
+            Ok(c) if c.ok() => Some(c),
             Ok(c) => {
                 observe(&Event::Note(format!(
                     "WRONG {}: {}",
@@ -289,26 +290,55 @@ pub fn tune(
                     c.summary()
                 )));
                 reports[i].outcome = Outcome::Wrong(c.summary());
+                None
             }
-            Err(e) => reports[i].outcome = Outcome::Failed(e.to_string()),
-        }
+            Err(e) => {
+                reports[i].outcome = Outcome::Failed(e.to_string());
+                None
+            }
+        };
+        checked += 1;
         observe(&Event::Advance {
             name: "check",
-            done: n + 1,
+            done: checked,
             detail: reports[i].config.to_string(),
         });
-        if won.is_some() {
+        verdict
+    };
+    for &k in &order {
+        let i = contenders[k];
+        if let Some(c) = check_one(i, &mut reports) {
+            won = Some((i, median(&inter[k]).unwrap_or(f64::NAN), c));
             break;
         }
     }
+    // Every contender was wrong or failed: go on with the slower measured candidates, by
+    // their elimination-phase medians (then the winner's time is that median).
+    if won.is_none() {
+        let timed: Vec<Option<Vec<f64>>> = reports
+            .iter()
+            .map(|r| {
+                matches!(r.outcome, Outcome::Measured | Outcome::Eliminated)
+                    .then(|| r.samples_ms.clone())
+            })
+            .collect();
+        let rest = finalists(&timed, usize::MAX);
+        for i in rest {
+            if contenders.contains(&i) {
+                continue;
+            }
+            if let Some(c) = check_one(i, &mut reports) {
+                won = Some((i, reports[i].median_ms.unwrap_or(f64::NAN), c));
+                break;
+            }
+        }
+    }
     let t_check = t.elapsed().as_secs_f64();
-    let Some((w, check)) = won else {
+    let Some((winner_idx, winner_ms, check)) = won else {
         return Err(TuneError::NoCandidate(summarize_rejections(&reports)));
     };
-    let winner_idx = contenders[w];
     reports[winner_idx].outcome = Outcome::Winner;
     let winner = reports[winner_idx].config.clone();
-    let winner_ms = median(&inter[w]).unwrap_or(f64::NAN);
     let default_ms = configs
         .iter()
         .position(|c| *c == default)
