@@ -3,72 +3,83 @@
 
 use super::*;
 use crate::error::LaunchError;
-use crate::launch::{launch, launch_with, Arg};
+use crate::launch::{launch, launch_with, Arg, Generics};
 use crate::runtime::Runtime;
 use crate::tensor::{Tensor1, Tensor2};
 use half::f16;
-use tilekit_ir::{Bindings, Config, Constraint, ExprOp, Func};
+use tilekit_ir::{Bindings, Config, ExprOp, Func};
 
 /// `y[r, :] = x[r, :] + 1` over rows, BLOCK columns, with a configurable grid and constraints.
 fn row_copy(grid: Vec<Expr>, constraints: Vec<(Expr, &str)>, masked: bool) -> &'static KernelSpec {
     let mut k = K::new(
         "row_copy",
-        vec![
-            tensor("x", 2, t(), false),
-            tensor("y", 2, t(), true),
-            scalar("n", DType::I64),
-        ],
+        rows_params(),
         grid,
         &[("BLOCK", &[8, 16])],
-        &[&["M", "N"], &["M", "N"], &[]],
+        ROWS_SHAPES,
     );
-    k.b.kernel_mut().constraints = constraints
-        .into_iter()
-        .map(|(expr, text)| Constraint {
-            expr,
-            text: text.into(),
-            loc: Loc::default(),
-        })
-        .collect();
+    k.constrain(
+        constraints
+            .into_iter()
+            .map(|(expr, text)| constraint(expr, text))
+            .collect(),
+    );
     let (x, y) = (k.param(0), k.param(1));
     let row = k.pid(0);
-    let cols = k.arange("BLOCK");
-    let n = k.dim(x, 1);
-    let mask = k.cmp(CmpOp::Lt, cols, n);
-    let xr = k.op(Op::Row {
-        tensor: x,
-        index: row,
-    });
+    let (cols, mask) = k.masked_arange("BLOCK", x, 1);
+    let xr = k.row(x, row);
     let mask = masked.then_some(mask);
-    let v = k.op(Op::Load {
-        view: xr,
-        offsets: cols,
-        mask,
-        other: None,
-    });
+    let v = k.load(xr, cols, mask);
     let one = k.float(1.0);
     let v = k.bin(BinOp::Add, v, one);
-    let yr = k.op(Op::Row {
-        tensor: y,
-        index: row,
-    });
-    k.void(Op::Store {
-        view: yr,
-        offsets: cols,
-        value: v,
-        mask,
-    });
+    let yr = k.row(y, row);
+    k.store(yr, cols, v, mask);
     k.spec()
 }
 
-fn f32s() -> Bindings {
-    Bindings::single("T", DType::F32)
+/// The parameters `x: &Tensor2<T>, y: &mut Tensor2<T>, n: usize` of the row kernels here.
+fn rows_params() -> Vec<Param> {
+    vec![input("x", 2), output("y", 2), scalar("n", DType::I64)]
 }
+
+/// The shapes of [`rows_params`]: `x = y = [M, N]`.
+const ROWS_SHAPES: &[&[&str]] = &[&["M", "N"], &["M", "N"], &[]];
 
 struct Io {
     rt: Runtime,
     x: Tensor2<f32>,
     y: Tensor2<f32>,
+}
+
+impl Io {
+    /// Launches `spec` (`T = f32`, the default configuration) on `(x, y, n)`.
+    fn launch(
+        &mut self,
+        spec: &'static KernelSpec,
+        n: impl Into<Arg<'static>>,
+    ) -> Result<(), LaunchError> {
+        self.launch_as(spec, &f32s(), n)
+    }
+
+    /// As [`Io::launch`], with the given generics.
+    fn launch_as<'g>(
+        &mut self,
+        spec: &'static KernelSpec,
+        generics: impl Into<Generics<'g>>,
+        n: impl Into<Arg<'static>>,
+    ) -> Result<(), LaunchError> {
+        launch(
+            &self.rt,
+            spec,
+            generics,
+            &mut [Arg::from(&self.x), Arg::from(&mut self.y), n.into()],
+        )
+    }
+
+    /// `y` after a successful row-copy launch: `x + 1`.
+    fn x_plus_one(&self) -> Vec<f32> {
+        self.x.to_vec().unwrap().iter().map(|v| v + 1.0).collect()
+    }
 }
 
 fn io(rows: usize, cols: usize) -> Io {
@@ -114,13 +125,7 @@ fn argument_checks() {
     );
     assert!(e.to_string().contains("&mut Tensor2<T>"), "{e}");
 
-    let e = launch(
-        &rt,
-        spec,
-        &b,
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5i32)],
-    )
-    .unwrap_err();
+    let e = s.launch_as(spec, &b, 5i32).unwrap_err();
     assert!(
         matches!(&e, LaunchError::ArgKind { param, .. } if param == "n"),
         "{e}"
@@ -152,21 +157,11 @@ fn argument_checks() {
         "{e}"
     );
 
-    let e = launch(
-        &rt,
-        spec,
-        &Bindings::default(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
-    )
-    .unwrap_err();
+    let e = s.launch_as(spec, &Bindings::default(), 5usize).unwrap_err();
     assert!(matches!(e, LaunchError::Bindings { .. }), "{e}");
-    let e = launch(
-        &rt,
-        spec,
-        &Bindings::single("T", DType::I32),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
-    )
-    .unwrap_err();
+    let e = s
+        .launch_as(spec, &Bindings::single("T", DType::I32), 5usize)
+        .unwrap_err();
     assert!(matches!(e, LaunchError::Bindings { .. }), "{e}");
 
     let e = launch_with(
@@ -213,27 +208,14 @@ fn shape_contract() {
     }
     assert!(untouched(&y));
     // Matching shapes run.
-    launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
-    )
-    .unwrap();
-    assert_eq!(
-        s.y.to_vec().unwrap(),
-        s.x.to_vec()
-            .unwrap()
-            .iter()
-            .map(|v| v + 1.0)
-            .collect::<Vec<f32>>()
-    );
+    s.launch(spec, 5usize).unwrap();
+    assert_eq!(s.y.to_vec().unwrap(), s.x_plus_one());
 }
 
 #[test]
 fn constraints_are_checked_before_running() {
     // x.cols() <= BLOCK (a launch-phase constraint) and `n` positive (a scalar).
-    let fits = Expr::bin(ExprOp::Le, dim(0, 1), Expr::Tune("BLOCK".into()));
+    let fits = Expr::bin(ExprOp::Le, dim(0, 1), tuned("BLOCK"));
     let n_pos = Expr::bin(ExprOp::Gt, Expr::Scalar(2), Expr::Int(0));
     let smem = Expr::bin(
         ExprOp::Le,
@@ -287,14 +269,7 @@ fn constraints_are_checked_before_running() {
     assert!(untouched(&s.y));
     // smem_bytes()/max_smem() are unknown on the CPU: not checked here. Everything else holds.
     run(&mut s, &big, 1, &f32s()).unwrap();
-    assert_eq!(
-        s.y.to_vec().unwrap(),
-        s.x.to_vec()
-            .unwrap()
-            .iter()
-            .map(|v| v + 1.0)
-            .collect::<Vec<f32>>()
-    );
+    assert_eq!(s.y.to_vec().unwrap(), s.x_plus_one());
     // A named dimension: M = 3 is odd.
     let mut odd = io(3, 12);
     let e = run(&mut odd, &big, 1, &f32s()).unwrap_err();
@@ -314,7 +289,7 @@ fn conjunction_with_a_false_known_part_is_refused() {
     let mixed = Expr::bin(
         ExprOp::And,
         smem,
-        Expr::bin(ExprOp::Ge, Expr::Tune("BLOCK".into()), Expr::Int(16)),
+        Expr::bin(ExprOp::Ge, tuned("BLOCK"), Expr::Int(16)),
     );
     let spec = row_copy(
         vec![dim(0, 0)],
@@ -334,13 +309,7 @@ fn conjunction_with_a_false_known_part_is_refused() {
     assert!(matches!(e, LaunchError::Constraint { .. }), "{e}");
     assert!(untouched(&s.y));
     // The fallback runs the first configuration whose constraints hold.
-    launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(1usize)],
-    )
-    .unwrap();
+    s.launch(spec, 1usize).unwrap();
     assert!(!untouched(&s.y));
 }
 
@@ -349,13 +318,7 @@ fn out_of_bounds_fault_writes_nothing() {
     // Unmasked: every program loads BLOCK = 8 lanes of a row with 5 columns.
     let spec = row_copy(vec![dim(0, 0)], vec![], false);
     let mut s = io(6, 5);
-    let e = launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(1usize)],
-    )
-    .unwrap_err();
+    let e = s.launch(spec, 1usize).unwrap_err();
     match &e {
         LaunchError::Fault {
             kernel,
@@ -380,51 +343,23 @@ fn fault_in_one_program_discards_every_program_s_writes() {
     // indexes row 64 of y, out of range, while the other 63 programs succeed.
     let mut k = K::new(
         "rev",
-        vec![
-            tensor("x", 2, t(), false),
-            tensor("y", 2, t(), true),
-            scalar("n", DType::I64),
-        ],
+        rows_params(),
         vec![dim(0, 0)],
         &[("BLOCK", &[8])],
-        &[&["M", "N"], &["M", "N"], &[]],
+        ROWS_SHAPES,
     );
     let (x, y) = (k.param(0), k.param(1));
     let n = k.scalar(2);
     let p = k.pid(0);
     let row = k.bin(BinOp::Sub, n, p);
-    let cols = k.arange("BLOCK");
-    let w = k.dim(x, 1);
-    let mask = k.cmp(CmpOp::Lt, cols, w);
-    let xr = k.op(Op::Row {
-        tensor: x,
-        index: p,
-    });
-    let v = k.op(Op::Load {
-        view: xr,
-        offsets: cols,
-        mask: Some(mask),
-        other: None,
-    });
-    let yr = k.op(Op::Row {
-        tensor: y,
-        index: row,
-    });
-    k.void(Op::Store {
-        view: yr,
-        offsets: cols,
-        value: v,
-        mask: Some(mask),
-    });
+    let (cols, mask) = k.masked_arange("BLOCK", x, 1);
+    let xr = k.row(x, p);
+    let v = k.load(xr, cols, Some(mask));
+    let yr = k.row(y, row);
+    k.store(yr, cols, v, Some(mask));
     let spec = k.spec();
     let mut s = io(64, 5);
-    let e = launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(64usize)],
-    )
-    .unwrap_err();
+    let e = s.launch(spec, 64usize).unwrap_err();
     match &e {
         LaunchError::Fault {
             program, message, ..
@@ -436,13 +371,7 @@ fn fault_in_one_program_discards_every_program_s_writes() {
     }
     assert!(untouched(&s.y));
     // With n = 63 every row is in range and the rows come out reversed.
-    launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(63usize)],
-    )
-    .unwrap();
+    s.launch(spec, 63usize).unwrap();
     let (xv, yv) = (s.x.to_vec().unwrap(), s.y.to_vec().unwrap());
     for r in 0..64 {
         assert_eq!(yv[r * 5..r * 5 + 5], xv[(63 - r) * 5..(63 - r) * 5 + 5]);
@@ -453,7 +382,7 @@ fn fault_in_one_program_discards_every_program_s_writes() {
 fn non_positive_loop_step_faults() {
     let mut k = K::new(
         "steps",
-        vec![tensor("y", 1, t(), true), scalar("step", DType::I64)],
+        vec![output("y", 1), scalar("step", DType::I64)],
         vec![Expr::Int(1)],
         &[("BLOCK", &[4])],
         &[&["N"], &[]],
@@ -462,22 +391,13 @@ fn non_positive_loop_step_faults() {
     let step = k.scalar(1);
     let (start, end) = (k.int(0), k.int(8));
     let zero = k.float(0.0);
-    let acc0 = k.op(Op::Full {
-        elem: t(),
-        shape: vec![Dim::param("BLOCK")],
-        value: zero,
-    });
+    let acc0 = k.full(t(), &["BLOCK"], zero);
     let acc = k.for_(start, end, step, vec![acc0], |k, _, c| {
         let one = k.float(1.0);
         vec![k.bin(BinOp::Add, c[0], one)]
     });
     let lanes = k.arange("BLOCK");
-    k.void(Op::Store {
-        view: y,
-        offsets: lanes,
-        value: acc[0],
-        mask: None,
-    });
+    k.store(y, lanes, acc[0], None);
     let spec = k.spec();
     let rt = Runtime::cpu();
     let mut y = Tensor1::full(&rt, [4], -7.0f32).unwrap();
@@ -504,20 +424,8 @@ fn empty_grid_is_a_no_op_and_negative_grid_an_error() {
     let spec = row_copy(vec![Expr::Scalar(2)], vec![], false);
     let mut s = io(4, 5);
     // Unmasked loads would fault (5 columns < BLOCK): a zero grid runs nothing at all.
-    launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(0usize)],
-    )
-    .unwrap();
+    s.launch(spec, 0usize).unwrap();
     assert!(untouched(&s.y));
-    let e = launch(
-        &s.rt,
-        spec,
-        &f32s(),
-        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(-1i64)],
-    )
-    .unwrap_err();
+    let e = s.launch(spec, -1i64).unwrap_err();
     assert!(matches!(e, LaunchError::Grid { axis: 0, .. }), "{e}");
 }

@@ -5,7 +5,7 @@ use super::*;
 use crate::element::{Element, Float};
 use crate::launch::{launch, launch_cpu_with_options, launch_with, Arg};
 use crate::runtime::Runtime;
-use crate::tensor::{Tensor1, Tensor2};
+use crate::tensor::{Tensor, Tensor1, Tensor2};
 use crate::CpuOptions;
 use half::bf16;
 use std::time::Instant;
@@ -24,6 +24,30 @@ fn to_t<T: Float>(x: f32) -> f32 {
     T::from_f64(f64::from(x)).to_f64() as f32
 }
 
+/// `n` values uniform in `[-scale, scale)` from `seed`, rounded to `T` (kept as f32).
+fn rounded_data<T: Float>(seed: u64, n: usize, scale: f32) -> Vec<f32> {
+    Rng::new(seed)
+        .vec(n, scale)
+        .into_iter()
+        .map(to_t::<T>)
+        .collect()
+}
+
+/// `v` as `T` elements (exact for values [`rounded_data`] made).
+fn as_t<T: Float>(v: &[f32]) -> Vec<T> {
+    v.iter().map(|&x| T::from_f64(f64::from(x))).collect()
+}
+
+/// Launches a kernel of parameters `(x, y)` with `T = B` and the default configuration.
+fn launch_xy<B: Element, X: Element, Y: Element, const R: usize>(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    x: &Tensor<X, R>,
+    y: &mut Tensor<Y, R>,
+) {
+    launch(rt, spec, &bind::<B>(), &mut [Arg::from(x), Arg::from(y)]).unwrap();
+}
+
 fn assert_bits<T: Element>(got: &[T], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -40,56 +64,27 @@ fn assert_bits<T: Element>(got: &[T], want: &[f32], what: &str) {
 fn softmax_kernel() -> &'static KernelSpec {
     let mut k = K::new(
         "softmax",
-        vec![tensor("x", 2, t(), false), tensor("y", 2, t(), true)],
+        vec![input("x", 2), output("y", 2)],
         vec![dim(0, 0)],
         &[("BLOCK", &[1024, 128])],
         &[&["M", "N"], &["M", "N"]],
     );
     let (x, y) = (k.param(0), k.param(1));
     let row = k.pid(0);
-    let cols = k.arange("BLOCK");
-    let n = k.dim(x, 1);
-    let mask = k.cmp(CmpOp::Lt, cols, n);
-    let xr = k.op(Op::Row {
-        tensor: x,
-        index: row,
-    });
+    let (cols, mask) = k.masked_arange("BLOCK", x, 1);
+    let xr = k.row(x, row);
     // -inf does not survive the IR's JSON form (serde_json writes null); f64::MIN rounds to -inf in T.
     let ninf = k.float(f64::MIN);
-    let v = k.op(Op::Load {
-        view: xr,
-        offsets: cols,
-        mask: Some(mask),
-        other: Some(ninf),
-    });
+    let v = k.load_or(xr, cols, mask, ninf);
     let v = k.cast(v, Elem::of(DType::F32));
-    let m = k.op(Op::Reduce {
-        op: ReduceOp::Max,
-        x: v,
-        axis: 0,
-    });
+    let m = k.reduce(ReduceOp::Max, v, 0);
     let d = k.bin(BinOp::Sub, v, m);
-    let e = k.op(Op::Unary {
-        op: UnaryOp::Exp,
-        x: d,
-    });
-    let s = k.op(Op::Reduce {
-        op: ReduceOp::Sum,
-        x: e,
-        axis: 0,
-    });
+    let e = k.unary(UnaryOp::Exp, d);
+    let s = k.reduce(ReduceOp::Sum, e, 0);
     let q = k.bin(BinOp::Div, e, s);
     let q = k.cast(q, t());
-    let yr = k.op(Op::Row {
-        tensor: y,
-        index: row,
-    });
-    k.void(Op::Store {
-        view: yr,
-        offsets: cols,
-        value: q,
-        mask: Some(mask),
-    });
+    let yr = k.row(y, row);
+    k.store(yr, cols, q, Some(mask));
     k.spec()
 }
 
@@ -106,17 +101,8 @@ fn softmax_ref<T: Float>(x: &[f32], cols: usize) -> Vec<f32> {
 
 fn check_softmax<T: Float>(rows: usize, cols: usize, block: i64, seed: u64) {
     let rt = Runtime::cpu();
-    let data: Vec<f32> = Rng::new(seed)
-        .vec(rows * cols, 4.0)
-        .into_iter()
-        .map(to_t::<T>)
-        .collect();
-    let x = Tensor2::from_vec(
-        &rt,
-        data.iter().map(|&v| T::from_f64(f64::from(v))).collect(),
-        [rows, cols],
-    )
-    .unwrap();
+    let data = rounded_data::<T>(seed, rows * cols, 4.0);
+    let x = Tensor2::from_vec(&rt, as_t::<T>(&data), [rows, cols]).unwrap();
     let mut y = Tensor2::full(&rt, [rows, cols], T::from_f64(f64::NAN)).unwrap();
     launch_with(
         &rt,
@@ -157,73 +143,41 @@ fn chain_kernel() -> &'static KernelSpec {
     let mut k = K::new(
         "chain",
         vec![
-            tensor("x", 1, t(), false),
-            tensor("y", 1, t(), true),
+            input("x", 1),
+            output("y", 1),
             scalar("iters", DType::I64),
             scalar("scale", DType::F32),
         ],
-        vec![cdiv(dim(0, 0), Expr::Tune("BLOCK".into()))],
+        vec![blocks(0, 0, "BLOCK")],
         &[("BLOCK", &[64])],
         &[&["N"], &["N"], &[], &[]],
     );
     let (x, y) = (k.param(0), k.param(1));
     let (iters, scale) = (k.scalar(2), k.scalar(3));
-    let p = k.pid(0);
-    let bl = k.tune("BLOCK");
-    let base = k.bin(BinOp::Mul, p, bl);
-    let lanes = k.arange("BLOCK");
-    let offs = k.bin(BinOp::Add, base, lanes);
-    let n = k.dim(x, 0);
-    let mask = k.cmp(CmpOp::Lt, offs, n);
-    let v = k.op(Op::Load {
-        view: x,
-        offsets: offs,
-        mask: Some(mask),
-        other: None,
-    });
+    let l = k.block_lanes(x);
+    let v = k.load(x, l.offs, Some(l.mask));
     let vf = k.cast(v, Elem::of(DType::F32));
     let zero = k.float(0.0);
-    let acc0 = k.op(Op::Full {
-        elem: Elem::of(DType::F32),
-        shape: vec![Dim::param("BLOCK")],
-        value: zero,
-    });
+    let acc0 = k.full(Elem::of(DType::F32), &["BLOCK"], zero);
     let (start, step) = (k.int(0), k.int(2));
     let acc = k.for_(start, iters, step, vec![acc0], |k, i, carried| {
         let fi = k.cast(i, Elem::of(DType::F32));
         let t1 = k.bin(BinOp::Mul, vf, scale);
-        let t2 = k.op(Op::Unary {
-            op: UnaryOp::Sigmoid,
-            x: t1,
-        });
+        let t2 = k.unary(UnaryOp::Sigmoid, t1);
         let half = k.float(0.5);
         let t3 = k.bin(BinOp::Mul, carried[0], half);
         let t4 = k.bin(BinOp::Mul, t2, fi);
         vec![k.bin(BinOp::Add, t3, t4)]
     });
     let out = k.cast(acc[0], t());
-    k.void(Op::Store {
-        view: y,
-        offsets: offs,
-        value: out,
-        mask: Some(mask),
-    });
+    k.store(y, l.offs, out, Some(l.mask));
     k.spec()
 }
 
 fn check_chain<T: Float>(n: usize, iters: usize, scale: f32) {
     let rt = Runtime::cpu();
-    let data: Vec<f32> = Rng::new(n as u64)
-        .vec(n, 3.0)
-        .into_iter()
-        .map(to_t::<T>)
-        .collect();
-    let x = Tensor1::from_vec(
-        &rt,
-        data.iter().map(|&v| T::from_f64(f64::from(v))).collect(),
-        [n],
-    )
-    .unwrap();
+    let data = rounded_data::<T>(n as u64, n, 3.0);
+    let x = Tensor1::from_vec(&rt, as_t::<T>(&data), [n]).unwrap();
     let mut y = Tensor1::full(&rt, [n], T::from_f64(f64::NAN)).unwrap();
     let mut args = [
         Arg::from(&x),
@@ -265,49 +219,22 @@ fn elementwise_chain_with_loop_carried_value() {
 fn reductions_over_each_axis_with_zero_fill() {
     let mut k = K::new(
         "reduce2d",
-        vec![
-            tensor("x", 2, t(), false),
-            tensor("colsum", 1, t(), true),
-            tensor("rowmax", 1, t(), true),
-        ],
+        vec![input("x", 2), output("colsum", 1), output("rowmax", 1)],
         vec![Expr::Int(1)],
         &[("BM", &[8]), ("BN", &[16])],
         &[&["M", "N"], &["N"], &["M"]],
     );
     let (x, cs, rm) = (k.param(0), k.param(1), k.param(2));
     let zero = k.int(0);
-    let tile = k.op(Op::LoadTile {
-        tensor: x,
-        origin: vec![zero, zero],
-        shape: vec![Dim::param("BM"), Dim::param("BN")],
-    });
+    let tile = k.load_tile(x, vec![zero, zero], &["BM", "BN"]);
     let tf = k.cast(tile, Elem::of(DType::F32));
-    let c = k.op(Op::Reduce {
-        op: ReduceOp::Sum,
-        x: tf,
-        axis: 0,
-    });
-    let r = k.op(Op::Reduce {
-        op: ReduceOp::Max,
-        x: tf,
-        axis: 1,
-    });
-    let cols = k.arange("BN");
-    let n = k.dim(x, 1);
-    let mask = k.cmp(CmpOp::Lt, cols, n);
+    let c = k.reduce(ReduceOp::Sum, tf, 0);
+    let r = k.reduce(ReduceOp::Max, tf, 1);
+    let (cols, mask) = k.masked_arange("BN", x, 1);
     let c = k.cast(c, t());
-    k.void(Op::Store {
-        view: cs,
-        offsets: cols,
-        value: c,
-        mask: Some(mask),
-    });
+    k.store(cs, cols, c, Some(mask));
     let r = k.cast(r, t());
-    k.void(Op::StoreTile {
-        tensor: rm,
-        origin: vec![zero],
-        value: r,
-    });
+    k.store_tile(rm, vec![zero], r);
     let spec = k.spec();
 
     let rt = Runtime::cpu();
@@ -359,38 +286,24 @@ fn tiles_at_ragged_edges_and_strided_views() {
     let mut k = K::new(
         "shift",
         vec![
-            tensor("x", 2, t(), false),
-            tensor("y", 2, t(), true),
+            input("x", 2),
+            output("y", 2),
             scalar("dy", DType::I64),
             scalar("dx", DType::I64),
         ],
-        vec![
-            cdiv(dim(1, 0), Expr::Tune("BM".into())),
-            cdiv(dim(1, 1), Expr::Tune("BN".into())),
-        ],
+        vec![blocks(1, 0, "BM"), blocks(1, 1, "BN")],
         &[("BM", &[16]), ("BN", &[8])],
         &[&["A", "B"], &["M", "N"], &[], &[]],
     );
     let (x, y) = (k.param(0), k.param(1));
     let (dy, dx) = (k.scalar(2), k.scalar(3));
-    let (pm, pn) = (k.pid(0), k.pid(1));
-    let (bm, bn) = (k.tune("BM"), k.tune("BN"));
-    let r0 = k.bin(BinOp::Mul, pm, bm);
-    let c0 = k.bin(BinOp::Mul, pn, bn);
+    let (r0, c0) = k.tile_origin();
     let ro = k.bin(BinOp::Add, r0, dy);
     let co = k.bin(BinOp::Add, c0, dx);
-    let tile = k.op(Op::LoadTile {
-        tensor: x,
-        origin: vec![ro, co],
-        shape: vec![Dim::param("BM"), Dim::param("BN")],
-    });
+    let tile = k.load_tile(x, vec![ro, co], &["BM", "BN"]);
     let two = k.float(2.0);
     let t2 = k.bin(BinOp::Mul, tile, two);
-    k.void(Op::StoreTile {
-        tensor: y,
-        origin: vec![r0, c0],
-        value: t2,
-    });
+    k.store_tile(y, vec![r0, c0], t2);
     let spec = k.spec();
 
     let rt = Runtime::cpu();
@@ -451,42 +364,21 @@ fn tiles_at_ragged_edges_and_strided_views() {
 fn matmul_kernel(precision: Precision) -> &'static KernelSpec {
     let mut k = K::new(
         "matmul",
-        vec![
-            tensor("a", 2, t(), false),
-            tensor("b", 2, t(), false),
-            tensor("c", 2, t(), true),
-        ],
-        vec![
-            cdiv(dim(2, 0), Expr::Tune("BM".into())),
-            cdiv(dim(2, 1), Expr::Tune("BN".into())),
-        ],
+        vec![input("a", 2), input("b", 2), output("c", 2)],
+        vec![blocks(2, 0, "BM"), blocks(2, 1, "BN")],
         &[("BM", &[16, 64]), ("BN", &[16, 64]), ("BK", &[8, 32])],
         &[&["M", "K"], &["K", "N"], &["M", "N"]],
     );
     let (a, b, c) = (k.param(0), k.param(1), k.param(2));
-    let (pm, pn) = (k.pid(0), k.pid(1));
-    let (bm, bn, bk) = (k.tune("BM"), k.tune("BN"), k.tune("BK"));
-    let r0 = k.bin(BinOp::Mul, pm, bm);
-    let c0 = k.bin(BinOp::Mul, pn, bn);
+    let (r0, c0) = k.tile_origin();
+    let bk = k.tune("BK");
     let zero = k.float(0.0);
-    let acc0 = k.op(Op::Full {
-        elem: Elem::of(DType::F32),
-        shape: vec![Dim::param("BM"), Dim::param("BN")],
-        value: zero,
-    });
+    let acc0 = k.full(Elem::of(DType::F32), &["BM", "BN"], zero);
     let kdim = k.dim(a, 1);
     let start = k.int(0);
     let acc = k.for_(start, kdim, bk, vec![acc0], |k, kk, carried| {
-        let ta = k.op(Op::LoadTile {
-            tensor: a,
-            origin: vec![r0, kk],
-            shape: vec![Dim::param("BM"), Dim::param("BK")],
-        });
-        let tb = k.op(Op::LoadTile {
-            tensor: b,
-            origin: vec![kk, c0],
-            shape: vec![Dim::param("BK"), Dim::param("BN")],
-        });
+        let ta = k.load_tile(a, vec![r0, kk], &["BM", "BK"]);
+        let tb = k.load_tile(b, vec![kk, c0], &["BK", "BN"]);
         vec![k.op(Op::Dot {
             a: ta,
             b: tb,
@@ -495,11 +387,7 @@ fn matmul_kernel(precision: Precision) -> &'static KernelSpec {
         })]
     });
     let out = k.cast(acc[0], t());
-    k.void(Op::StoreTile {
-        tensor: c,
-        origin: vec![r0, c0],
-        value: out,
-    });
+    k.store_tile(c, vec![r0, c0], out);
     k.spec()
 }
 
@@ -517,13 +405,8 @@ fn check_matmul<T: Float>(
     let mut rng = Rng::new((m * 31 + kd * 7 + n) as u64);
     let av: Vec<f32> = rng.vec(m * kd, 1.0).into_iter().map(to_t::<T>).collect();
     let bv: Vec<f32> = rng.vec(kd * n, 1.0).into_iter().map(to_t::<T>).collect();
-    let conv = |v: &[f32]| {
-        v.iter()
-            .map(|&x| T::from_f64(f64::from(x)))
-            .collect::<Vec<T>>()
-    };
-    let a = Tensor2::from_vec(&rt, conv(&av), [m, kd]).unwrap();
-    let b = Tensor2::from_vec(&rt, conv(&bv), [kd, n]).unwrap();
+    let a = Tensor2::from_vec(&rt, as_t::<T>(&av), [m, kd]).unwrap();
+    let b = Tensor2::from_vec(&rt, as_t::<T>(&bv), [kd, n]).unwrap();
     let mut c = Tensor2::full(&rt, [m, n], T::from_f64(f64::NAN)).unwrap();
     let spec = matmul_kernel(precision);
     let mut args = [Arg::from(&a), Arg::from(&b), Arg::from(&mut c)];
@@ -599,27 +482,16 @@ fn matmul_4097x64x33_is_fast() {
 fn if_selects_per_program() {
     let mut k = K::new(
         "branch",
-        vec![tensor("x", 1, t(), false), tensor("y", 1, t(), true)],
-        vec![cdiv(dim(0, 0), Expr::Tune("BLOCK".into()))],
+        vec![input("x", 1), output("y", 1)],
+        vec![blocks(0, 0, "BLOCK")],
         &[("BLOCK", &[32])],
         &[&["N"], &["N"]],
     );
     let (x, y) = (k.param(0), k.param(1));
-    let p = k.pid(0);
-    let bl = k.tune("BLOCK");
-    let base = k.bin(BinOp::Mul, p, bl);
-    let lanes = k.arange("BLOCK");
-    let offs = k.bin(BinOp::Add, base, lanes);
-    let n = k.dim(x, 0);
-    let mask = k.cmp(CmpOp::Lt, offs, n);
-    let v = k.op(Op::Load {
-        view: x,
-        offsets: offs,
-        mask: Some(mask),
-        other: None,
-    });
+    let l = k.block_lanes(x);
+    let v = k.load(x, l.offs, Some(l.mask));
     let two = k.int(2);
-    let r = k.bin(BinOp::Rem, p, two);
+    let r = k.bin(BinOp::Rem, l.pid, two);
     let zero = k.int(0);
     let even = k.cmp(CmpOp::Eq, r, zero);
     let out = k.if_(
@@ -633,34 +505,14 @@ fn if_selects_per_program() {
             vec![k.bin(BinOp::Sub, v, c)]
         },
     );
-    k.void(Op::Store {
-        view: y,
-        offsets: offs,
-        value: out[0],
-        mask: Some(mask),
-    });
+    k.store(y, l.offs, out[0], Some(l.mask));
     let spec = k.spec();
 
     let rt = Runtime::cpu();
-    let data: Vec<f32> = Rng::new(11)
-        .vec(100, 2.0)
-        .into_iter()
-        .map(to_t::<bf16>)
-        .collect();
-    let x = Tensor1::from_vec(
-        &rt,
-        data.iter().map(|&v| bf16::from_f32(v)).collect(),
-        [100],
-    )
-    .unwrap();
+    let data = rounded_data::<bf16>(11, 100, 2.0);
+    let x = Tensor1::from_vec(&rt, as_t::<bf16>(&data), [100]).unwrap();
     let mut y = Tensor1::full(&rt, [100], bf16::NAN).unwrap();
-    launch(
-        &rt,
-        spec,
-        &bind::<bf16>(),
-        &mut [Arg::from(&x), Arg::from(&mut y)],
-    )
-    .unwrap();
+    launch_xy::<bf16, _, _, 1>(&rt, spec, &x, &mut y);
     // The literal adopts bf16: `v - 0.1` is `v - bf16(0.1)` computed in f32, rounded to bf16.
     let tenth = to_t::<bf16>(0.1);
     let want: Vec<f32> = data
@@ -692,37 +544,19 @@ fn integer_division_truncates() {
         &[&["N"], &["N"]],
     );
     let (x, y) = (k.param(0), k.param(1));
-    let offs = k.arange("BLOCK");
-    let n = k.dim(x, 0);
-    let mask = k.cmp(CmpOp::Lt, offs, n);
-    let v = k.op(Op::Load {
-        view: x,
-        offsets: offs,
-        mask: Some(mask),
-        other: None,
-    });
+    let (offs, mask) = k.masked_arange("BLOCK", x, 0);
+    let v = k.load(x, offs, Some(mask));
     let m3 = k.int(-3);
     let q = k.bin(BinOp::Div, v, m3);
     let five = k.int(5);
     let r = k.bin(BinOp::Rem, q, five);
-    k.void(Op::Store {
-        view: y,
-        offsets: offs,
-        value: r,
-        mask: Some(mask),
-    });
+    k.store(y, offs, r, Some(mask));
     let spec = k.spec();
     let rt = Runtime::cpu();
     let data: Vec<i32> = (0..50).map(|i| (i * 37 % 101) - 50).collect();
     let x = Tensor1::from_vec(&rt, data.clone(), [50]).unwrap();
     let mut y = Tensor1::full(&rt, [50], i32::MIN).unwrap();
-    launch(
-        &rt,
-        spec,
-        &bind::<f32>(),
-        &mut [Arg::from(&x), Arg::from(&mut y)],
-    )
-    .unwrap();
+    launch_xy::<f32, _, _, 1>(&rt, spec, &x, &mut y);
     assert_eq!(
         y.to_vec().unwrap(),
         data.iter().map(|v| v / -3 % 5).collect::<Vec<i32>>()

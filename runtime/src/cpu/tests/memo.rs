@@ -9,7 +9,7 @@ use crate::tensor::{Tensor1, Tensor2};
 use half::bf16;
 use std::hash::{Hash, Hasher};
 use std::time::Instant;
-use tilekit_ir::{Bindings, Config, Constraint, ExprOp};
+use tilekit_ir::{Bindings, Config, ExprOp};
 
 /// `scale_chain` as the library declares it: `y = x` (the chain body does not matter to the
 /// host path), grid `cdiv(x.len(), BLOCK)`, `BLOCK = [2048, 1024, 4096, 8192]`,
@@ -22,46 +22,21 @@ fn scale_like() -> &'static KernelSpec {
 fn scale_kernel(limit: bool) -> &'static KernelSpec {
     let mut k = K::new(
         "scale_like",
-        vec![
-            tensor("x", 1, t(), false),
-            tensor("y", 1, t(), true),
-            scalar("repeats", DType::I64),
-        ],
-        vec![cdiv(dim(0, 0), Expr::Tune("BLOCK".into()))],
+        vec![input("x", 1), output("y", 1), scalar("repeats", DType::I64)],
+        vec![blocks(0, 0, "BLOCK")],
         &[("BLOCK", &[2048, 1024, 4096, 8192]), ("WARPS", &[4, 8])],
         &[&["N"], &["N"], &[]],
     );
     if limit {
-        k.b.kernel_mut().constraints = vec![Constraint {
-            expr: Expr::Bin(
-                ExprOp::Le,
-                Box::new(Expr::Scalar(2)),
-                Box::new(Expr::Int(100)),
-            ),
-            text: "repeats <= 100".into(),
-            loc: Loc::default(),
-        }];
+        k.constrain(vec![constraint(
+            Expr::bin(ExprOp::Le, Expr::Scalar(2), Expr::Int(100)),
+            "repeats <= 100",
+        )]);
     }
     let (x, y) = (k.param(0), k.param(1));
-    let p = k.pid(0);
-    let bl = k.tune("BLOCK");
-    let base = k.bin(BinOp::Mul, p, bl);
-    let lanes = k.arange("BLOCK");
-    let offs = k.bin(BinOp::Add, base, lanes);
-    let n = k.dim(x, 0);
-    let mask = k.cmp(CmpOp::Lt, offs, n);
-    let v = k.op(Op::Load {
-        view: x,
-        offsets: offs,
-        mask: Some(mask),
-        other: None,
-    });
-    k.void(Op::Store {
-        view: y,
-        offsets: offs,
-        value: v,
-        mask: Some(mask),
-    });
+    let l = k.block_lanes(x);
+    let v = k.load(x, l.offs, Some(l.mask));
+    k.store(y, l.offs, v, Some(l.mask));
     k.spec()
 }
 
@@ -150,10 +125,6 @@ fn launch_host_microbench() {
 
 fn stats(rt: &Runtime) -> LaunchMemoStats {
     rt.launch_memo_stats()
-}
-
-fn f32s() -> Bindings {
-    Bindings::single("T", DType::F32)
 }
 
 #[test]
@@ -287,45 +258,19 @@ fn a_failing_launch_never_hits() {
     let x6 = Tensor1::<f32>::zeros(&rt, [6]).unwrap();
     // Each refused twice: the second time must give the same answer (no entry was made).
     for _ in 0..2 {
-        let e = launch(
-            &rt,
-            spec,
-            &b,
-            &mut [Arg::from(&x), Arg::from(&mut y), Arg::from(101usize)],
-        )
-        .unwrap_err();
+        // `(x, y, repeats)` with the given `x` and `repeats`, `T = f32`: an error.
+        let mut refused = |x: Arg<'_>, repeats: Arg<'_>| {
+            launch(&rt, spec, &b, &mut [x, Arg::from(&mut y), repeats]).unwrap_err()
+        };
+        let e = refused(Arg::from(&x), Arg::from(101usize));
         assert!(matches!(e, LaunchError::Constraint { .. }), "{e}");
-        let e = launch(
-            &rt,
-            spec,
-            &b,
-            &mut [Arg::from(&xh), Arg::from(&mut y), Arg::from(3usize)],
-        )
-        .unwrap_err();
+        let e = refused(Arg::from(&xh), Arg::from(3usize));
         assert!(matches!(e, LaunchError::DType { .. }), "{e}");
-        let e = launch(
-            &rt,
-            spec,
-            &b,
-            &mut [Arg::from(&x2), Arg::from(&mut y), Arg::from(3usize)],
-        )
-        .unwrap_err();
+        let e = refused(Arg::from(&x2), Arg::from(3usize));
         assert!(matches!(e, LaunchError::Rank { .. }), "{e}");
-        let e = launch(
-            &rt,
-            spec,
-            &b,
-            &mut [Arg::from(&x6), Arg::from(&mut y), Arg::from(3usize)],
-        )
-        .unwrap_err();
+        let e = refused(Arg::from(&x6), Arg::from(3usize));
         assert!(matches!(e, LaunchError::Shape { .. }), "{e}");
-        let e = launch(
-            &rt,
-            spec,
-            &b,
-            &mut [Arg::from(&x), Arg::from(&mut y), Arg::from(3i32)],
-        )
-        .unwrap_err();
+        let e = refused(Arg::from(&x), Arg::from(3i32));
         assert!(matches!(e, LaunchError::ArgKind { .. }), "{e}");
         let e = launch(&rt, spec, &b, &mut [Arg::from(&x), Arg::from(&mut y)]).unwrap_err();
         assert!(matches!(e, LaunchError::ArgCount { .. }), "{e}");

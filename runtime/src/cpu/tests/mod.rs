@@ -1,12 +1,14 @@
 //! End-to-end tests of the CPU backend: kernels built by hand with `KernelBuilder`,
 //! launched through the public launch API and checked against plain Rust references.
 
+mod build;
 mod errors;
 mod kernels;
 mod memo;
 mod tuned;
 
 use crate::spec::KernelSpec;
+use build::*;
 use tilekit_ir::{
     BinOp, CmpOp, DType, Dim, Elem, Expr, KernelBuilder, Literal, Loc, Op, Param, ParamKind,
     Problem, Space, TuneParam, TuneValue, ValueId,

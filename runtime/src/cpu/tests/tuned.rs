@@ -13,23 +13,11 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tilekit_codegen::Target;
-use tilekit_ir::{Bindings, Config, Constraint, ExprOp, Func};
-
-fn f32s() -> Bindings {
-    Bindings::single("T", DType::F32)
-}
+use tilekit_ir::{Bindings, Config, ExprOp, Func};
 
 fn block(v: i64) -> Config {
     Config {
         values: vec![("BLOCK".into(), TuneValue::Int(v))],
-    }
-}
-
-fn constraint(expr: Expr, text: &str) -> Constraint {
-    Constraint {
-        expr,
-        text: text.into(),
-        loc: Loc::default(),
     }
 }
 
@@ -39,33 +27,22 @@ fn constraint(expr: Expr, text: &str) -> Constraint {
 fn write_block() -> &'static KernelSpec {
     let mut k = K::new(
         "write_block",
-        vec![tensor("y", 1, t(), true)],
-        vec![cdiv(dim(0, 0), Expr::Tune("BLOCK".into()))],
+        vec![output("y", 1)],
+        vec![blocks(0, 0, "BLOCK")],
         &[("BLOCK", &[4, 8, 16])],
         &[&["N"]],
     );
-    k.b.kernel_mut().constraints = vec![constraint(
-        Expr::bin(ExprOp::Le, Expr::Tune("BLOCK".into()), dim(0, 0)),
+    k.constrain(vec![constraint(
+        Expr::bin(ExprOp::Le, tuned("BLOCK"), dim(0, 0)),
         "BLOCK <= y.len()",
-    )];
+    )]);
     let y = k.param(0);
-    let p = k.pid(0);
-    let bl = k.tune("BLOCK");
-    let base = k.bin(BinOp::Mul, p, bl);
-    let lanes = k.arange("BLOCK");
-    let offs = k.bin(BinOp::Add, base, lanes);
-    let n = k.dim(y, 0);
-    let mask = k.cmp(CmpOp::Lt, offs, n);
+    let l = k.block_lanes(y);
     let zero = k.int(0);
-    let v = k.bin(BinOp::Mul, offs, zero);
-    let v = k.bin(BinOp::Add, v, bl);
+    let v = k.bin(BinOp::Mul, l.offs, zero);
+    let v = k.bin(BinOp::Add, v, l.size);
     let v = k.cast(v, t());
-    k.void(Op::Store {
-        view: y,
-        offsets: offs,
-        value: v,
-        mask: Some(mask),
-    });
+    k.store(y, l.offs, v, Some(l.mask));
     k.spec()
 }
 
@@ -173,7 +150,7 @@ fn candidates_in_any_order_of_values_are_canonicalized() {
     // configuration (and is not attempted twice).
     let spec = K::new(
         "two_params",
-        vec![tensor("y", 1, t(), true)],
+        vec![output("y", 1)],
         vec![Expr::Int(0)],
         &[("A", &[1, 2]), ("B", &[3, 4])],
         &[&["N"]],
@@ -291,7 +268,7 @@ fn chosen_config_agrees_with_what_ran() {
 fn add_one_per_program() -> &'static KernelSpec {
     let mut k = K::new(
         "add_one",
-        vec![tensor("x", 1, t(), false), tensor("y", 1, t(), true)],
+        vec![input("x", 1), output("y", 1)],
         vec![cdiv(dim(0, 0), Expr::Int(4))],
         &[],
         &[&["N"], &["N"]],
@@ -299,25 +276,11 @@ fn add_one_per_program() -> &'static KernelSpec {
     let (x, y) = (k.param(0), k.param(1));
     let p = k.pid(0);
     let four = k.int(4);
-    let base = k.bin(BinOp::Mul, p, four);
-    let lanes = k.op(Op::Arange { n: Dim::Const(4) });
-    let offs = k.bin(BinOp::Add, base, lanes);
-    let n = k.dim(x, 0);
-    let mask = k.cmp(CmpOp::Lt, offs, n);
-    let v = k.op(Op::Load {
-        view: x,
-        offsets: offs,
-        mask: Some(mask),
-        other: None,
-    });
+    let l = k.lanes(p, four, Dim::Const(4), x);
+    let v = k.load(x, l.offs, Some(l.mask));
     let one = k.float(1.0);
     let v = k.bin(BinOp::Add, v, one);
-    k.void(Op::Store {
-        view: y,
-        offsets: offs,
-        value: v,
-        mask: Some(mask),
-    });
+    k.store(y, l.offs, v, Some(l.mask));
     k.spec()
 }
 
@@ -406,14 +369,14 @@ fn program_sample_is_uniform_without_replacement() {
 fn compiled_constraints_see_registers_and_spills() {
     let mut k = K::new(
         "regs",
-        vec![tensor("x", 1, t(), false)],
+        vec![input("x", 1)],
         vec![Expr::Int(1)],
         &[("BLOCK", &[64, 128])],
         &[&["N"]],
     );
     let regs = || Expr::Call(Func::Registers, vec![]);
     let spills = || Expr::Call(Func::Spills, vec![]);
-    k.b.kernel_mut().constraints = vec![
+    k.constrain(vec![
         constraint(
             Expr::bin(ExprOp::Le, regs(), Expr::Int(128)),
             "registers() <= 128",
@@ -428,14 +391,14 @@ fn compiled_constraints_see_registers_and_spills() {
                 ExprOp::And,
                 Expr::bin(
                     ExprOp::Le,
-                    Expr::bin(ExprOp::Mul, regs(), Expr::Tune("BLOCK".into())),
+                    Expr::bin(ExprOp::Mul, regs(), tuned("BLOCK")),
                     Expr::Int(12_000),
                 ),
-                Expr::bin(ExprOp::Le, Expr::Tune("BLOCK".into()), dim(0, 0)),
+                Expr::bin(ExprOp::Le, tuned("BLOCK"), dim(0, 0)),
             ),
             "registers() * BLOCK <= 12000 && BLOCK <= x.len()",
         ),
-    ];
+    ]);
     let spec = k.spec();
     let kernel = spec.kernel().unwrap();
     let res = |registers, local_bytes| VariantResources {
