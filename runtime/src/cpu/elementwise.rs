@@ -16,39 +16,71 @@ fn finish(dtype: DType, weak: bool, exact: bool, v: Vec<f64>) -> Data {
     }
 }
 
-fn unary_f32(op: UnaryOp, x: f32) -> f32 {
+/// A unary op in the precision of `F` (f32 as the GPU computes it, or f64), with its
+/// constants rounded to `F` (`c(v)`).
+fn unary_in<F>(op: UnaryOp, x: F, c: impl Fn(f64) -> F) -> F
+where
+    F: Copy
+        + std::ops::Neg<Output = F>
+        + std::ops::Add<Output = F>
+        + std::ops::Mul<Output = F>
+        + std::ops::Div<Output = F>,
+    F: Real,
+{
+    let one = c(1.0);
     match op {
         UnaryOp::Neg => -x,
         UnaryOp::Not => x,
         UnaryOp::Exp => x.exp(),
         UnaryOp::Log => x.ln(),
         UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
+        UnaryOp::Rsqrt => one / x.sqrt(),
         UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+        UnaryOp::Sigmoid => one / (one + (-x).exp()),
         UnaryOp::Abs => x.abs(),
-        UnaryOp::Gelu => 0.5 * x * (1.0 + (0.797_884_6_f32 * (x + 0.044715 * x * x * x)).tanh()),
-        UnaryOp::Relu => x.max(0.0),
+        UnaryOp::Gelu => {
+            c(0.5) * x * (one + (c(0.797_884_560_802_865_4) * (x + c(0.044715) * x * x * x)).tanh())
+        }
+        UnaryOp::Relu => x.max(c(0.0)),
     }
 }
 
-fn unary_f64(op: UnaryOp, x: f64) -> f64 {
-    match op {
-        UnaryOp::Neg => -x,
-        UnaryOp::Not => x,
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Gelu => {
-            0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044715 * x * x * x)).tanh())
-        }
-        UnaryOp::Relu => x.max(0.0),
-    }
+/// The functions `unary_in` needs, for f32 and f64.
+trait Real: Sized {
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn tanh(self) -> Self;
+    fn abs(self) -> Self;
+    fn max(self, other: Self) -> Self;
 }
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
 
 /// A unary op; the result has the operand's dtype.
 pub(crate) fn unary(op: UnaryOp, x: &Tile, exact: bool) -> Result<Tile, String> {
@@ -57,14 +89,14 @@ pub(crate) fn unary(op: UnaryOp, x: &Tile, exact: bool) -> Result<Tile, String> 
             x.dtype,
             x.weak,
             exact,
-            v.iter().map(|&a| unary_f64(op, a)).collect(),
+            v.iter().map(|&a| unary_in(op, a, |c| c)).collect(),
         ),
         (Data::F(v), _) => finish(
             x.dtype,
             false,
             false,
             v.iter()
-                .map(|&a| f64::from(unary_f32(op, a as f32)))
+                .map(|&a| f64::from(unary_in(op, a as f32, |c| c as f32)))
                 .collect(),
         ),
         (Data::I(v), UnaryOp::Neg) => {
