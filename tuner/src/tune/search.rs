@@ -136,17 +136,12 @@ pub fn tune(
             detail: reports[i].config.to_string(),
         });
     }
-    let table = |reports: &[CandidateReport]| -> Vec<Option<Vec<f64>>> {
-        reports
-            .iter()
-            .map(|r| {
-                (r.outcome == Outcome::Pending && !r.samples_ms.is_empty())
-                    .then(|| r.samples_ms.clone())
-            })
-            .collect()
-    };
     if !policy.exhaustive {
-        let keep = survivors(&table(&reports), policy.factor, policy.keep_at_least);
+        let keep = survivors(
+            &timings(&reports, |o| *o == Outcome::Pending),
+            policy.factor,
+            policy.keep_at_least,
+        );
         for &i in &live {
             if reports[i].outcome == Outcome::Pending && !keep.contains(&i) {
                 reports[i].outcome = Outcome::Eliminated;
@@ -186,13 +181,10 @@ pub fn tune(
     // beside them (when it is valid), so drift affects all alike and the report's speed-up
     // over the default is measured the same way.
     let t = Instant::now();
-    let measured = |reports: &[CandidateReport]| -> Vec<Option<Vec<f64>>> {
-        reports
-            .iter()
-            .map(|r| (r.outcome == Outcome::Measured).then(|| r.samples_ms.clone()))
-            .collect()
-    };
-    let mut contenders: Vec<usize> = finalists(&measured(&reports), policy.finalists);
+    let mut contenders: Vec<usize> = finalists(
+        &timings(&reports, |o| *o == Outcome::Measured),
+        policy.finalists,
+    );
     if contenders.is_empty() {
         return Err(TuneError::NoCandidate(summarize_rejections(&reports)));
     }
@@ -315,14 +307,8 @@ pub fn tune(
     // Every contender was wrong or failed: go on with the slower measured candidates, by
     // their elimination-phase medians (then the winner's time is that median).
     if won.is_none() {
-        let timed: Vec<Option<Vec<f64>>> = reports
-            .iter()
-            .map(|r| {
-                matches!(r.outcome, Outcome::Measured | Outcome::Eliminated)
-                    .then(|| r.samples_ms.clone())
-            })
-            .collect();
-        let rest = finalists(&timed, usize::MAX);
+        let slower = |o: &Outcome| matches!(o, Outcome::Measured | Outcome::Eliminated);
+        let rest = finalists(&timings(&reports, slower), usize::MAX);
         for i in rest {
             if contenders.contains(&i) {
                 continue;
@@ -411,6 +397,15 @@ pub fn tune(
             total_s: started.elapsed().as_secs_f64(),
         },
     })
+}
+
+/// The timing table the policy functions read: each candidate's samples when its outcome
+/// passes `keep` and it has any, else `None`.
+fn timings(reports: &[CandidateReport], keep: impl Fn(&Outcome) -> bool) -> Vec<Option<Vec<f64>>> {
+    reports
+        .iter()
+        .map(|r| (keep(&r.outcome) && !r.samples_ms.is_empty()).then(|| r.samples_ms.clone()))
+        .collect()
 }
 
 fn summarize_rejections(reports: &[CandidateReport]) -> String {
