@@ -49,8 +49,8 @@ try:
 except ImportError:
     triton = tl = None
 
-ORDER = ["copy", "chain", "norms", "launch"]
-LETTERS = {"e": "copy", "c": "chain", "d": "norms", "a": "launch"}
+ORDER = ["copy", "chain", "norms", "launch", "matmul"]
+LETTERS = {"e": "copy", "c": "chain", "d": "norms", "a": "launch", "m": "matmul"}
 CHAIN_R = (1, 4, 16, 64, 256)
 NORM_SHAPE = (32768, 4096)
 EPS = 1e-5
@@ -365,7 +365,25 @@ def m_launch(b, ctx):
     return res
 
 
-MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "launch": m_launch}
+# ----------------------------------------------------------------------------- (m) matmul
+def m_matmul(b, ctx):
+    """cuBLAS (torch.matmul) bf16 8192^3 / 4096^3, fp16 4096^3, tf32 4096^3 (allow_tf32)."""
+    out = {}
+    for dt, n in (("bf16", 8192), ("bf16", 4096), ("fp16", 4096), ("tf32", 4096)):
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32}[dt]
+        torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
+        x = torch.randn(n, n, device="cuda", dtype=dtype)
+        y = torch.randn(n, n, device="cuda", dtype=dtype)
+        z = torch.empty(n, n, device="cuda", dtype=dtype)
+        rec = b.time(lambda i: torch.matmul(x, y, out=z))
+        rate(rec, 3 * n * n * x.element_size(), None, flops=2.0 * n ** 3)
+        row("matmul", "cuBLAS", f"{dt} {n}^3", rec)
+        out[f"cublas_{dt}_{n}"] = rec
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return out
+
+
+MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "launch": m_launch, "matmul": m_matmul}
 
 
 # ----------------------------------------------------------------------------- driver

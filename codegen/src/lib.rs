@@ -30,15 +30,20 @@
 //! `threadIdx` (only the prelude does).
 
 pub mod abi;
+mod analyze;
+mod dump;
 mod emit;
 pub mod error;
+pub mod layout;
 mod names;
 mod params;
 pub mod plan;
 pub mod prelude;
+pub mod smem;
 pub mod target;
 pub mod variant;
 
+pub use dump::{dump, Stage};
 pub use emit::generate;
 pub use error::CodegenError;
 pub use plan::{launch_plan, LaunchPlan, ResourceEnv, DEFAULT_THREADS};

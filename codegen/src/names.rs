@@ -144,17 +144,13 @@ pub(crate) fn shape_type(s: &Shape) -> String {
     format!("tk::shape<{}>", dims.join(", "))
 }
 
-/// A register tile type.
-pub(crate) fn tile_type(e: &Elem, s: &Shape) -> String {
-    format!("tk::rt<{}, {}, TK_L>", elem_ctype(e), shape_type(s))
-}
-
-/// The C++ type of a value of element type `e` and shape `s` (scalars are plain C++ values).
-pub(crate) fn value_type(e: &Elem, s: &Shape) -> String {
+/// The C++ type of a value of element type `e` and shape `s` in layout `layout` (a
+/// layout type name such as `TK_L`); scalars are plain C++ values.
+pub(crate) fn value_type(e: &Elem, s: &Shape, layout: &str) -> String {
     if s.is_scalar() {
         elem_ctype(e)
     } else {
-        tile_type(e, s)
+        format!("tk::rt<{}, {}, {layout}>", elem_ctype(e), shape_type(s))
     }
 }
 

@@ -1,197 +1,15 @@
-//! The lowering plan: threads per block, the blocked layout's vector width, and the
-//! shared-memory allocation plan.
-//!
-//! **Invariant:** the [`SmemPlan`] built while emitting a kernel's code is the only source
-//! of shared-memory sizes. The emitter renders each use's offsets and the template's
-//! `SMEM_BYTES` from it, and [`launch_plan`] evaluates the same structure; every variant
-//! `static_assert`s that the two agree.
+//! The launch plan: threads per block, the blocked layout's vector width, and the
+//! resources constraints read (the shared-memory plan itself is `crate::smem`).
 
 use crate::emit::lower;
 use crate::error::CodegenError;
-use crate::names::{dim_expr, elem_ctype};
 use crate::params::check_bindings;
+use crate::smem::{eval_dim, size_of, SizeEnv, SmemKind};
 use crate::target::Target;
-use tilekit_ir::{
-    Bindings, Config, DType, Dim, Elem, EvalValue, ExprEnv, Func, Kernel, Shape, TuneValue,
-};
+use tilekit_ir::{Bindings, Config, Elem, EvalValue, ExprEnv, Func, Kernel, Shape, TuneValue};
 
 /// Threads per block when the space has no `WARPS` parameter.
 pub const DEFAULT_THREADS: u32 = 128;
-
-/// One factor of a shared-memory size.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Factor {
-    /// A tile extent.
-    Dim(Dim),
-    /// `sizeof` an element type.
-    SizeOf(Elem),
-    /// `sizeof(tk::acc_t<E>)`: the reduction accumulator of an element type.
-    AccSizeOf(Elem),
-    /// Warps per block.
-    Warps,
-}
-
-/// One block-scope operation's shared memory: consecutive parts, each 16-byte aligned,
-/// each the product of its factors.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SmemUse {
-    /// What uses it (for comments).
-    pub what: String,
-    /// Parts, in address order.
-    pub parts: Vec<Vec<Factor>>,
-}
-
-/// All shared-memory uses of a kernel. They never overlap in time (each ends with a
-/// barrier), so they share one scratch region of the largest use's size at offset 0.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SmemPlan {
-    /// Every use, in program order.
-    pub uses: Vec<SmemUse>,
-}
-
-fn render_factor(f: &Factor) -> String {
-    match f {
-        Factor::Dim(d) => format!("(long long)({})", dim_expr(d)),
-        Factor::SizeOf(e) => format!("(long long)sizeof({})", elem_ctype(e)),
-        Factor::AccSizeOf(e) => format!("(long long)sizeof(tk::acc_t<{}>)", elem_ctype(e)),
-        Factor::Warps => "(long long)(TK_THREADS / 32)".to_string(),
-    }
-}
-
-fn render_part(p: &[Factor]) -> String {
-    let f: Vec<String> = p.iter().map(render_factor).collect();
-    if f.is_empty() {
-        "1LL".to_string()
-    } else {
-        f.join(" * ")
-    }
-}
-
-/// Everything a size evaluates against.
-pub(crate) struct SizeEnv<'a> {
-    pub config: &'a Config,
-    pub bindings: &'a Bindings,
-    pub threads: u32,
-}
-
-fn elem_size(e: &Elem, b: &Bindings) -> Result<u64, CodegenError> {
-    let d = e
-        .resolve(b)
-        .ok_or_else(|| CodegenError::UnboundGeneric(e.to_string()))?;
-    Ok(d.size_bytes() as u64)
-}
-
-fn acc_size(e: &Elem, b: &Bindings) -> Result<u64, CodegenError> {
-    let d = e
-        .resolve(b)
-        .ok_or_else(|| CodegenError::UnboundGeneric(e.to_string()))?;
-    Ok(match d {
-        DType::F32 | DType::F16 | DType::BF16 | DType::I32 => 4,
-        DType::F64 | DType::I64 => 8,
-        DType::Bool => 1,
-    })
-}
-
-/// Evaluates a tile extent under a configuration.
-pub(crate) fn eval_dim(d: &Dim, config: &Config) -> Result<u64, CodegenError> {
-    match d {
-        Dim::Const(c) => Ok(*c),
-        Dim::Param(p) => match config.get(p) {
-            Some(TuneValue::Int(v)) if *v > 0 => Ok(*v as u64),
-            _ => Err(CodegenError::Eval(format!(
-                "tile extent `{p}` has no positive integer value"
-            ))),
-        },
-    }
-}
-
-fn eval_factor(f: &Factor, env: &SizeEnv) -> Result<u64, CodegenError> {
-    match f {
-        Factor::Dim(d) => eval_dim(d, env.config),
-        Factor::SizeOf(e) => elem_size(e, env.bindings),
-        Factor::AccSizeOf(e) => acc_size(e, env.bindings),
-        Factor::Warps => Ok(u64::from(env.threads / 32)),
-    }
-}
-
-fn align16(x: u64) -> Option<u64> {
-    x.checked_add(15).map(|v| v / 16 * 16)
-}
-
-impl SmemUse {
-    /// C++ expression of the byte offset of part `i`.
-    pub fn offset_expr(&self, i: usize) -> String {
-        if i == 0 {
-            return "0".to_string();
-        }
-        let terms: Vec<String> = self.parts[..i]
-            .iter()
-            .map(|p| format!("tk::align16({})", render_part(p)))
-            .collect();
-        terms.join(" + ")
-    }
-
-    /// C++ expression of the total size.
-    pub fn size_expr(&self) -> String {
-        let terms: Vec<String> = self
-            .parts
-            .iter()
-            .map(|p| format!("tk::align16({})", render_part(p)))
-            .collect();
-        if terms.is_empty() {
-            "0LL".to_string()
-        } else {
-            terms.join(" + ")
-        }
-    }
-
-    fn eval(&self, env: &SizeEnv) -> Result<u64, CodegenError> {
-        let overflow = || CodegenError::Eval(format!("shared memory of {} overflows", self.what));
-        let mut total = 0u64;
-        for p in &self.parts {
-            let mut size = 1u64;
-            for f in p {
-                size = size
-                    .checked_mul(eval_factor(f, env)?)
-                    .ok_or_else(overflow)?;
-            }
-            total = total
-                .checked_add(align16(size).ok_or_else(overflow)?)
-                .ok_or_else(overflow)?;
-        }
-        Ok(total)
-    }
-}
-
-impl SmemPlan {
-    /// Adds a use and returns its index.
-    pub fn add(&mut self, what: String, parts: Vec<Vec<Factor>>) -> usize {
-        self.uses.push(SmemUse { what, parts });
-        self.uses.len() - 1
-    }
-
-    /// The C++ constant expression of the scratch size (`SMEM_BYTES`).
-    pub fn total_expr(&self) -> String {
-        let mut seen: Vec<String> = Vec::new();
-        for u in &self.uses {
-            let e = u.size_expr();
-            if !seen.contains(&e) {
-                seen.push(e);
-            }
-        }
-        seen.into_iter()
-            .fold("0LL".to_string(), |acc, e| format!("tk::cmax({acc}, {e})"))
-    }
-
-    /// The scratch size in bytes under a configuration.
-    pub fn total(&self, env: &SizeEnv) -> Result<u64, CodegenError> {
-        let mut m = 0;
-        for u in &self.uses {
-            m = m.max(u.eval(env)?);
-        }
-        Ok(m)
-    }
-}
 
 /// How the block size follows from the configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -265,6 +83,7 @@ pub fn launch_plan(
         config: &config,
         bindings,
         threads,
+        kind: SmemKind::of(kernel, &config)?,
     })?;
     Ok(LaunchPlan {
         threads,
@@ -285,7 +104,7 @@ pub(crate) fn choose_vec(
     let mut min_size = None::<u64>;
     for p in &kernel.params {
         if let tilekit_ir::ParamKind::Tensor { elem, .. } = &p.kind {
-            let s = elem_size(elem, bindings)?;
+            let s = size_of(elem, bindings)?;
             min_size = Some(min_size.map_or(s, |m: u64| m.min(s)));
         }
     }

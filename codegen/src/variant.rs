@@ -4,8 +4,10 @@
 use crate::abi::{param_ctype, ENTRY_POINT};
 use crate::emit::{lower, struct_name};
 use crate::error::CodegenError;
+use crate::layout::warp_grid;
 use crate::params::{arguments, check_bindings};
-use crate::plan::{choose_vec, SizeEnv};
+use crate::plan::choose_vec;
+use crate::smem::{eval_dim, SizeEnv, SmemKind};
 use crate::target::Target;
 use tilekit_ir::{Bindings, Config, Kernel};
 
@@ -55,6 +57,7 @@ pub fn variant_source(
         config: &config,
         bindings: &v.bindings,
         threads,
+        kind: SmemKind::of(kernel, &config)?,
     })?;
     let vec = choose_vec(kernel, &lowered.tile_shapes, &config, &v.bindings, threads)?;
     let args = arguments(kernel, &config, &v.bindings, v.aligned, vec)?;
@@ -87,11 +90,22 @@ pub fn variant_source(
     out.push_str(&format!(
         "static_assert(tilekit_variant::SMEM_BYTES == {smem}LL, \"shared memory differs from the launch plan\");\n"
     ));
+    for (k, acc) in lowered.layouts.accs.iter().enumerate() {
+        let wm = warp_grid(
+            eval_dim(&acc.m, &config)?,
+            eval_dim(&acc.n, &config)?,
+            threads / 32,
+        )
+        .map_or(0, |g| g.wm);
+        out.push_str(&format!(
+            "static_assert(tilekit_variant::TK_GRID{k}::WM == {wm}, \"acc{k}: warp arrangement differs from the code generator's\");\n"
+        ));
+    }
     out.push_str(&format!(
         "extern \"C\" __global__ void __launch_bounds__({threads}) {ENTRY_POINT}({}) {{\n",
         params.join(", ")
     ));
-    out.push_str("    extern __shared__ __align__(16) unsigned char tk_smem[];\n");
+    out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
     out.push_str(&format!(
         "    tilekit_variant::run({});\n}}\n",
         names.join(", ")

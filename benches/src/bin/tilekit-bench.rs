@@ -11,7 +11,8 @@
 //!   space (default and best reported);
 //! - `launch`: host time per launch of a tiny tilekit kernel in a loop, against a raw
 //!   `cuLaunchKernel` of an empty kernel in the same process;
-//! - `matmul`: the (not yet tensor-core) tiled matmul at 2048^3 bf16, for the record;
+//! - `matmul`: the tensor-core matmul, bf16 8192^3 / 4096^3 and f16 4096^3, default and a
+//!   few configurations;
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -260,17 +261,91 @@ fn launch_overhead(rt: &Runtime) -> Result<Value> {
     )
 }
 
-fn matmul_record(rt: &Runtime) -> Result<Value> {
-    let n = 2048usize;
-    let a = Tensor2::<half::bf16>::from_vec(rt, random(n * n, 5), [n, n])?;
-    let b = Tensor2::<half::bf16>::from_vec(rt, random(n * n, 6), [n, n])?;
-    let mut c = Tensor2::<half::bf16>::zeros(rt, [n, n])?;
-    let ms = time_ms(rt, 1, 5, || {
+/// Configurations timed beside the default at every matmul shape (the best is reported).
+const MATMUL_CONFIGS: &[&str] = &[
+    "BM=128,BN=256,BK=32,STAGES=3,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=256,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128",
+    "BM=256,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Padded",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=RowMajor",
+];
+
+/// One matmul shape: the default configuration and [`MATMUL_CONFIGS`], median of 10.
+fn matmul_shape<T: Element + Float>(
+    rt: &Runtime,
+    dt: &str,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Result<Value> {
+    let a = Tensor2::<T>::from_vec(rt, random(m * k, 5), [m, k])?;
+    let b = Tensor2::<T>::from_vec(rt, random(k * n, 6), [k, n])?;
+    let mut c = Tensor2::<T>::zeros(rt, [m, n])?;
+    let flops = 2.0 * (m * n * k) as f64;
+    let ms = time_ms(rt, 3, 10, || {
         matmul::launch(rt, &a, &b, &mut c).map_err(Into::into)
     })?;
-    let tflops = 2.0 * (n * n * n) as f64 / (ms * 1e-3) / 1e12;
-    println!("matmul  tilekit default    2048^3 bf16      {ms:>9.4} ms {tflops:>7.2} TFLOP/s (scalar FMA dot, no tensor cores yet)");
-    Ok(json!({"n": n, "ms": ms, "tflops": tflops}))
+    let default = matmul::SPEC
+        .default_config()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    println!(
+        "matmul  {dt:<4} {m}x{k}x{n:<6} default {default:<52} {ms:>8.4} ms {:>7.1} TFLOP/s",
+        flops / (ms * 1e-3) / 1e12
+    );
+    let mut rows = vec![json!({"config": default, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12})];
+    let (mut best_ms, mut best_cfg) = (ms, default.clone());
+    for text in MATMUL_CONFIGS {
+        let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        let r = time_ms(rt, 3, 10, || {
+            matmul::launch_with(rt, &cfg, &a, &b, &mut c).map_err(Into::into)
+        });
+        match r {
+            Ok(t) => {
+                println!(
+                    "matmul  {dt:<4} {m}x{k}x{n:<6}         {text:<52} {t:>8.4} ms {:>7.1} TFLOP/s",
+                    flops / (t * 1e-3) / 1e12
+                );
+                rows.push(json!({"config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12}));
+                if t < best_ms {
+                    best_ms = t;
+                    best_cfg = text.to_string();
+                }
+            }
+            Err(e) => {
+                println!("matmul  {dt:<4} {m}x{k}x{n:<6}         {text:<52} FAILED: {e:#}");
+                rows.push(json!({"config": text, "error": format!("{e:#}")}));
+            }
+        }
+    }
+    Ok(
+        json!({"dtype": dt, "m": m, "k": k, "n": n, "default_ms": ms, "default_tflops": flops / (ms * 1e-3) / 1e12,
+        "best_ms": best_ms, "best_config": best_cfg, "best_tflops": flops / (best_ms * 1e-3) / 1e12, "rows": rows}),
+    )
+}
+
+/// The tensor-core matmul: bf16 8192^3 and 4096^3, f16 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3
+/// bf16 only).
+fn matmul_record(rt: &Runtime) -> Result<Value> {
+    let mut v = serde_json::Map::new();
+    v.insert(
+        "bf16_4096".into(),
+        matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?,
+    );
+    if std::env::var("TK_MATMUL_QUICK").as_deref() != Ok("1") {
+        v.insert(
+            "bf16_8192".into(),
+            matmul_shape::<half::bf16>(rt, "bf16", 8192, 8192, 8192)?,
+        );
+        v.insert(
+            "f16_4096".into(),
+            matmul_shape::<half::f16>(rt, "f16", 4096, 4096, 4096)?,
+        );
+    }
+    Ok(Value::Object(v))
 }
 
 /// Per-kernel GPU time inside a replayed graph of 100 tiny tilekit launches (scale_chain

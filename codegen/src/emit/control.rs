@@ -31,20 +31,22 @@ impl<'k> Emitter<'k> {
                         "a `for` whose carried values do not match its inits".into(),
                     ));
                 }
-                if let Some(d) = stages {
+                let ring_loop = self.layouts.ring_loop(*iv).cloned();
+                if let (Some(d), None) = (stages, &ring_loop) {
                     self.w.line(&format!(
-                        "// pipelined(stages = {}): v1 runs the stages in order",
+                        "// pipelined(stages = {}): no load_tile feeds only a dot, so the body runs in order",
                         dim_expr(d)
                     ));
                 }
                 let mut targets = Vec::new();
                 for ((arg, init), res) in carried.iter().zip(inits).zip(&inst.results) {
                     let (elem, shape) = self.ty(*arg)?;
-                    let init_e = self.coerce(*init, &elem, &shape)?;
+                    let l = self.layout(*arg);
+                    let init_e = self.coerce(*init, &elem, &shape, l)?;
                     let name = self.cname(*arg);
                     self.w.line(&format!(
                         "{} {name} = {init_e};",
-                        Self::ctype(&elem, &shape)
+                        Self::ctype(&elem, &shape, l)
                     ));
                     let v = Val::Tile {
                         name: name.clone(),
@@ -54,7 +56,7 @@ impl<'k> Emitter<'k> {
                     };
                     self.define(*arg, v.clone());
                     self.define(*res, v);
-                    targets.push((name, elem, shape));
+                    targets.push((name, elem, shape, l));
                 }
                 let ivn = self.cname(*iv);
                 self.define(
@@ -66,6 +68,12 @@ impl<'k> Emitter<'k> {
                         lit: None,
                     },
                 );
+                if let (Some(d), Some(rl)) = (stages, ring_loop) {
+                    self.yield_targets.push(targets);
+                    let r = self.pipelined(inst, body, d, &rl, (&s, &e, &st));
+                    self.yield_targets.pop();
+                    return r;
+                }
                 // Unrolling: a body of pure register arithmetic (no memory, no block-scope
                 // op, no nested loop) is unrolled by 32, so the 64-bit counter, compare and
                 // branch stop taking issue slots from the arithmetic (SASS of the x*2 chain:
@@ -110,10 +118,11 @@ impl<'k> Emitter<'k> {
                 let mut targets = Vec::new();
                 for r in &inst.results {
                     let (elem, shape) = self.ty(*r)?;
+                    let l = self.layout(*r);
                     let name = self.cname(*r);
                     self.w
-                        .line(&format!("{} {name};", Self::ctype(&elem, &shape)));
-                    targets.push((name.clone(), elem.clone(), shape.clone()));
+                        .line(&format!("{} {name};", Self::ctype(&elem, &shape, l)));
+                    targets.push((name.clone(), elem.clone(), shape.clone(), l));
                     self.define(
                         *r,
                         Val::Tile {
@@ -146,8 +155,8 @@ impl<'k> Emitter<'k> {
                     )));
                 }
                 let mut exprs = Vec::new();
-                for (v, (name, elem, shape)) in values.iter().zip(&targets) {
-                    let e = self.coerce(*v, elem, shape)?;
+                for (v, (name, elem, shape, l)) in values.iter().zip(&targets) {
+                    let e = self.coerce(*v, elem, shape, *l)?;
                     if &e != name {
                         exprs.push((name.clone(), e));
                     }

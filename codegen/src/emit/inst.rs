@@ -1,12 +1,12 @@
 //! Lowering of straight-line ops, one function per op family.
 
-use super::{param_name, Emitter, Val};
+use super::{layout_name, param_name, Emitter, Val};
 use crate::error::CodegenError;
+use crate::layout::Layout;
 use crate::names::{elem_ctype, f64_literal, i64_literal, shape_type};
-use crate::plan::Factor;
+use crate::smem::Factor;
 use tilekit_ir::{
-    BinOp, CmpOp, DType, Dim, Elem, Inst, Literal, Op, ParamKind, Precision, ReduceOp, Shape, Ty,
-    UnaryOp, ValueId,
+    BinOp, CmpOp, DType, Elem, Inst, Literal, Op, ParamKind, ReduceOp, Shape, Ty, UnaryOp, ValueId,
 };
 
 fn unary_op(op: UnaryOp) -> &'static str {
@@ -221,8 +221,9 @@ impl<'k> Emitter<'k> {
             Op::Binary { op, a, b } => {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
-                let ae = self.coerce(*a, &elem, &shape)?;
-                let be = self.coerce(*b, &elem, &shape)?;
+                let l = self.layout(r);
+                let ae = self.coerce(*a, &elem, &shape, l)?;
+                let be = self.coerce(*b, &elem, &shape, l)?;
                 self.assign(
                     r,
                     &format!("tk::binary<tk::op::{}>({ae}, {be})", binary_op(*op)),
@@ -247,8 +248,9 @@ impl<'k> Emitter<'k> {
                     );
                 }
                 let u = self.unified(*a, *b)?;
-                let ae = self.coerce(*a, &u, &shape)?;
-                let be = self.coerce(*b, &u, &shape)?;
+                let l = self.layout(r);
+                let ae = self.coerce(*a, &u, &shape, l)?;
+                let be = self.coerce(*b, &u, &shape, l)?;
                 self.assign(
                     r,
                     &format!("tk::compare<tk::op::{}>({ae}, {be})", cmp_op(*op)),
@@ -257,9 +259,10 @@ impl<'k> Emitter<'k> {
             Op::Select { cond, a, b } => {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
-                let ce = self.coerce(*cond, &boole(), &shape)?;
-                let ae = self.coerce(*a, &elem, &shape)?;
-                let be = self.coerce(*b, &elem, &shape)?;
+                let l = self.layout(r);
+                let ce = self.coerce(*cond, &boole(), &shape, l)?;
+                let ae = self.coerce(*a, &elem, &shape, l)?;
+                let be = self.coerce(*b, &elem, &shape, l)?;
                 self.assign(r, &format!("tk::select({ce}, {ae}, {be})"))
             }
             Op::Cast { x, to } => {
@@ -274,7 +277,7 @@ impl<'k> Emitter<'k> {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, xshape, _) = self.tile(*x)?;
-                let xe = self.cast_to(*x, &elem)?;
+                let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
                 let expr = if xshape.is_scalar() {
                     format!(
                         "tk::full<{}, {}, TK_L>({xe})",
@@ -287,12 +290,14 @@ impl<'k> Emitter<'k> {
                 self.assign(r, &expr)
             }
             Op::Full { elem, shape, value } => {
+                let r = Self::result(inst)?;
                 let ve = self.cast_to(*value, elem)?;
                 let s = Shape::new(shape.clone());
+                let l = layout_name(self.layout(r));
                 self.assign(
-                    Self::result(inst)?,
+                    r,
                     &format!(
-                        "tk::full<{}, {}, TK_L>({ve})",
+                        "tk::full<{}, {}, {l}>({ve})",
                         elem_ctype(elem),
                         shape_type(&s)
                     ),
@@ -315,12 +320,17 @@ impl<'k> Emitter<'k> {
                 origin,
                 shape,
             } => {
+                let r = Self::result(inst)?;
+                if let Layout::Ring(ring) = self.layout(r) {
+                    return self.ring_slot(r, ring);
+                }
                 let (t, _, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
+                let l = layout_name(self.layout(r));
                 self.assign(
-                    Self::result(inst)?,
-                    &format!("tk::load_tile<ALIGNED, {}, TK_L>({t}, {o})", shape_type(&s)),
+                    r,
+                    &format!("tk::load_tile<ALIGNED, {}, {l}>({t}, {o})", shape_type(&s)),
                 )
             }
             Op::StoreTile {
@@ -331,7 +341,7 @@ impl<'k> Emitter<'k> {
                 let (t, elem, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let (_, _, vshape, _) = self.tile(*value)?;
-                let v = self.coerce(*value, &elem, &vshape)?;
+                let v = self.coerce(*value, &elem, &vshape, self.layout(*value))?;
                 self.w
                     .line(&format!("tk::store_tile<ALIGNED>({t}, {o}, {v});"));
                 Ok(())
@@ -346,7 +356,7 @@ impl<'k> Emitter<'k> {
         }
     }
 
-    fn origin(&self, origin: &[ValueId]) -> Result<String, CodegenError> {
+    pub(super) fn origin(&self, origin: &[ValueId]) -> Result<String, CodegenError> {
         if origin.is_empty() || origin.len() > 3 {
             return Err(CodegenError::Unsupported(format!(
                 "a {}-d tile origin",
@@ -373,14 +383,14 @@ impl<'k> Emitter<'k> {
         let r = Self::result(inst)?;
         let (elem, out_shape) = self.ty(r)?;
         let (_, _, xshape, _) = self.tile(x)?;
-        let xe = self.cast_to(x, &elem)?;
+        let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
         let red = reduce_op(op);
         if xshape.rank() == 1 {
             let u = self.smem.add(
                 format!("{red} of {xshape} to a scalar"),
                 vec![vec![Factor::Warps, Factor::AccSizeOf(elem.clone())]],
             );
-            let off = self.smem.uses[u].offset_expr(0);
+            let off = self.smem.scratch_offset(u, 0);
             self.w.line(&format!("// [block] {red} over axis 0: warp shuffles + one partial per warp in shared memory"));
             self.assign(
                 r,
@@ -392,7 +402,7 @@ impl<'k> Emitter<'k> {
             let u = self
                 .smem
                 .add(format!("{red} of {xshape} over axis {axis}"), vec![f]);
-            let off = self.smem.uses[u].offset_expr(0);
+            let off = self.smem.scratch_offset(u, 0);
             self.w.line(&format!(
                 "// [block] {red} over axis {axis}: staged through shared memory"
             ));
@@ -418,11 +428,11 @@ impl<'k> Emitter<'k> {
         let (v, elem, _) = self.view(view)?;
         let (_, _, shape, _) = self.tile(offsets)?;
         let m = match mask {
-            Some(m) => self.coerce(m, &boole(), &shape)?,
+            Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
             None => "tk::no_mask{}".to_string(),
         };
         let o = match other {
-            Some(o) => self.coerce(o, &elem, &shape)?,
+            Some(o) => self.coerce(o, &elem, &shape, Layout::Blocked)?,
             None => format!("tk::cast<{}>(0)", elem_ctype(&elem)),
         };
         let expr = match (shape.rank(), self.contiguous_base(offsets)) {
@@ -485,9 +495,9 @@ impl<'k> Emitter<'k> {
     ) -> Result<(), CodegenError> {
         let (v, elem, _) = self.view(view)?;
         let (_, _, shape, _) = self.tile(offsets)?;
-        let val = self.coerce(value, &elem, &shape)?;
+        let val = self.coerce(value, &elem, &shape, Layout::Blocked)?;
         let m = match mask {
-            Some(m) => self.coerce(m, &boole(), &shape)?,
+            Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
             None => "tk::no_mask{}".to_string(),
         };
         match (shape.rank(), self.contiguous_base(offsets)) {
@@ -514,54 +524,5 @@ impl<'k> Emitter<'k> {
             }
         }
         Ok(())
-    }
-
-    fn dot(
-        &mut self,
-        inst: &'k Inst,
-        a: ValueId,
-        b: ValueId,
-        acc: ValueId,
-        precision: Precision,
-    ) -> Result<(), CodegenError> {
-        let r = Self::result(inst)?;
-        let (_, ea, sa, _) = self.tile(a)?;
-        let (_, _, sb, _) = self.tile(b)?;
-        let (_, _, sc, _) = self.tile(acc)?;
-        let dims = |s: &Shape| -> Result<(Dim, Dim), CodegenError> {
-            match s.0.as_slice() {
-                [x, y] => Ok((x.clone(), y.clone())),
-                _ => Err(CodegenError::Unsupported(format!("`dot` of a {s} tile"))),
-            }
-        };
-        let (m, k) = dims(&sa)?;
-        let (_, n) = dims(&sb)?;
-        let ae = self.cast_to(a, &ea)?;
-        let be = self.cast_to(b, &ea)?;
-        let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc)?;
-        let what = format!("dot {sa} @ {sb}");
-        let u = self.smem.add(
-            what.clone(),
-            vec![
-                vec![
-                    Factor::Dim(m),
-                    Factor::Dim(k.clone()),
-                    Factor::SizeOf(ea.clone()),
-                ],
-                vec![Factor::Dim(k), Factor::Dim(n), Factor::SizeOf(ea)],
-            ],
-        );
-        let (oa, ob) = (
-            self.smem.uses[u].offset_expr(0),
-            self.smem.uses[u].offset_expr(1),
-        );
-        let tf32 = precision == Precision::Tf32;
-        self.w.line(&format!(
-            "// [block] {what}: A and B staged in shared memory, f32 accumulation"
-        ));
-        self.assign(
-            r,
-            &format!("tk::dot<{tf32}>({ae}, {be}, {ce}, smem + {oa}, smem + {ob})"),
-        )
     }
 }

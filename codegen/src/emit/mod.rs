@@ -1,23 +1,28 @@
-//! The generator: tile IR → one readable CUDA C++ template per kernel.
+//! Stage 4, emission: tile IR + layouts → one readable CUDA C++ template per kernel.
 //!
-//! [`lower`] walks the body once and produces the template text together with the
-//! shared-memory plan and the tile shapes the variant planner needs; [`generate`] returns
-//! the text. Module map: `values` (what each IR value is in C++, conversions and
-//! broadcasts), `inst` (one function per op family), `control` (`for`, `if`, `yield`),
-//! `writer` (indentation).
+//! [`lower`] runs the stages — [`crate::analyze`] (types, definitions, uses),
+//! [`crate::layout`] (a layout per value, rings, conversions), then this printer, which
+//! builds the [`crate::smem`] plan as it allocates — and returns the template with the
+//! plan. Module map: `values` (what each IR value is in C++, conversions and broadcasts),
+//! `inst` (one function per op family), `control` (`for`, `if`, `yield`), `pipeline`
+//! (`pipelined` loops over cp.async rings, and `dot`), `writer` (indentation).
 
 mod control;
 mod inst;
+mod pipeline;
 mod values;
 mod writer;
 
 use crate::abi::param_ctype;
+use crate::analyze::Analysis;
 use crate::error::CodegenError;
-use crate::names::sanitize;
-use crate::params::declaration;
-use crate::plan::{SmemPlan, ThreadsRule};
+use crate::layout::{self, Layout, Layouts};
+use crate::names::{dim_expr, elem_ctype, sanitize};
+use crate::params::{declaration, tune_kinds, TuneKind};
+use crate::plan::ThreadsRule;
 use crate::prelude::PRELUDE_ENTRY;
-use tilekit_ir::{infer, Block, Elem, Inst, Kernel, Op, Shape, Types};
+use crate::smem::{Factor, SmemKind, SmemPlan};
+use tilekit_ir::{Block, Inst, Kernel, Op, Shape, Types};
 pub(crate) use values::Val;
 use writer::Writer;
 
@@ -31,12 +36,15 @@ pub(crate) struct Lowered {
     pub threads: ThreadsRule,
     /// Every non-scalar tile shape of the kernel.
     pub tile_shapes: Vec<Shape>,
+    /// The layouts stage's result.
+    pub layouts: Layouts,
 }
 
 /// Per-kernel emission state.
 pub(crate) struct Emitter<'k> {
     kernel: &'k Kernel,
     types: Types,
+    layouts: Layouts,
     vals: Vec<Option<Val>>,
     defs: Vec<Option<&'k Op>>,
     w: Writer,
@@ -45,8 +53,10 @@ pub(crate) struct Emitter<'k> {
     last_line: u32,
     tmp: usize,
     tile_shapes: Vec<Shape>,
-    /// Variables the innermost `yield` assigns: (name, element type, shape).
-    yield_targets: Vec<Vec<(String, Elem, Shape)>>,
+    /// Variables the innermost `yield` assigns: (name, element type, shape, layout).
+    yield_targets: Vec<Vec<(String, tilekit_ir::Elem, Shape, Layout)>>,
+    /// Ring offsets (C++ expressions), by ring index.
+    ring_offsets: Vec<String>,
 }
 
 /// The C++ struct name of a kernel's template.
@@ -54,40 +64,51 @@ pub(crate) fn struct_name(kernel: &Kernel) -> String {
     format!("tilekit_{}", sanitize(&kernel.name))
 }
 
-fn collect_defs<'k>(b: &'k Block, defs: &mut Vec<Option<&'k Op>>) {
-    for inst in &b.insts {
-        for r in &inst.results {
-            if let Some(slot) = defs.get_mut(r.index()) {
-                *slot = Some(&inst.op);
-            }
-        }
-        match &inst.op {
-            Op::For { body, .. } => collect_defs(body, defs),
-            Op::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                collect_defs(then_block, defs);
-                collect_defs(else_block, defs);
-            }
-            _ => {}
-        }
+/// The C++ name of a layout's type inside the template.
+pub(crate) fn layout_name(l: Layout) -> String {
+    match l {
+        Layout::Acc(k) => format!("TK_ACC{k}"),
+        Layout::Ring(r) => format!("TK_RING{r}"),
+        Layout::Uniform | Layout::Blocked => "TK_L".to_string(),
     }
 }
 
-/// Type-checks and lowers a kernel.
-pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
-    let (types, diagnostics) = infer(kernel);
-    if !diagnostics.is_empty() {
-        return Err(CodegenError::Invalid {
-            kernel: kernel.name.clone(),
-            diagnostics,
+/// `TK_SMEM_KIND`: the kernel's `SMEM` value as a prelude layout kind.
+fn smem_kind_expr(kernel: &Kernel) -> Result<String, CodegenError> {
+    let kinds = tune_kinds(kernel)?;
+    let Some((_, kind)) = kinds.iter().find(|(n, _)| n == "SMEM") else {
+        return Ok(SmemKind::Auto.cpp().to_string());
+    };
+    let TuneKind::Enum(names) = kind else {
+        return Err(CodegenError::TuneParam {
+            name: "SMEM".into(),
+            why: format!(
+                "it takes shared-memory layout names ({})",
+                SmemKind::NAMES.join(", ")
+            ),
         });
+    };
+    let mut expr = SmemKind::Auto.cpp().to_string();
+    for (i, n) in names.iter().enumerate().rev() {
+        let k = SmemKind::parse(n).ok_or_else(|| CodegenError::TuneParam {
+            name: "SMEM".into(),
+            why: format!(
+                "`{n}` is not a shared-memory layout (one of {})",
+                SmemKind::NAMES.join(", ")
+            ),
+        })?;
+        expr = format!("SMEM == {i} ? {} : {expr}", k.cpp());
     }
+    Ok(expr)
+}
+
+/// Runs the stages and lowers a kernel.
+pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
+    let analysis = Analysis::of(kernel)?;
+    let layouts = layout::assign(&analysis)?;
     let tparams = declaration(kernel)?;
-    let mut defs = vec![None; kernel.num_values()];
-    collect_defs(&kernel.body, &mut defs);
+    let smem_kind = smem_kind_expr(kernel)?;
+    let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
     let file = std::path::Path::new(&kernel.source_file)
         .file_name()
         .and_then(|f| f.to_str())
@@ -95,7 +116,7 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         .unwrap_or_else(|| format!("{}.rs", kernel.name));
     let mut e = Emitter {
         kernel,
-        types,
+        types: analysis.types,
         vals: vec![None; kernel.num_values()],
         defs,
         w: Writer::at(2),
@@ -105,7 +126,29 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         tmp: 0,
         tile_shapes: Vec::new(),
         yield_targets: Vec::new(),
+        ring_offsets: Vec::new(),
+        layouts,
     };
+    for (r, ring) in e.layouts.rings.clone().iter().enumerate() {
+        let off = e.smem.add_persistent(
+            format!(
+                "ring{r}: {} stages of [{}, {}] {} (line {})",
+                dim_expr(&ring.stages),
+                ring.rows,
+                ring.cols,
+                ring.elem,
+                ring.line
+            ),
+            vec![vec![Factor::Ring {
+                index: r,
+                rows: ring.rows.clone(),
+                cols: ring.cols.clone(),
+                elem: ring.elem.clone(),
+                stages: ring.stages.clone(),
+            }]],
+        );
+        e.ring_offsets.push(off);
+    }
     e.block(&kernel.body)?;
     let threads = ThreadsRule::of(kernel);
     let body = std::mem::take(&mut e.w).finish();
@@ -127,11 +170,12 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         "// Generated by tilekit-codegen from kernel `{}` ({}). Do not edit.",
         kernel.name, e.file
     ));
-    w.line("// Layout: every tile is blocked over TK_THREADS threads in groups of TK_VEC elements of its");
+    w.line("// Layouts: tiles are blocked over TK_THREADS threads in groups of TK_VEC elements of their");
+    w.line("// flat row-major index (TK_L) unless named otherwise below; scalars are replicated in every");
     w.line(
-        "// flat row-major index; scalars are replicated in every thread. `[block]` marks ops that",
+        "// thread. `[block]` marks ops that move data between threads (shuffles, shared memory,",
     );
-    w.line("// move data between threads (shuffles, shared memory, barriers); all others are thread-local.");
+    w.line("// barriers); all others are thread-local.");
     w.line(&format!("#include \"{PRELUDE_ENTRY}\""));
     w.line("");
     w.line(&format!("template <{tparams}>"));
@@ -141,12 +185,60 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         "static constexpr int TK_THREADS = {};",
         threads.expr()
     ));
-    w.line("/// The layout of every tile of this kernel.");
+    w.line("/// The blocked layout.");
     w.line("using TK_L = tk::blocked<TK_VEC, TK_THREADS>;");
-    w.line("/// Dynamic shared memory: one scratch region, reused by each block-scope op in turn.");
-    for (i, u) in e.smem.uses.iter().enumerate() {
-        w.line(&format!("///   use {i}: {} = {}", u.what, u.size_expr()));
+    w.line("/// The shared-memory tile layout (`SMEM`, or automatic).");
+    w.line(&format!("static constexpr int TK_SMEM_KIND = {smem_kind};"));
+    for (k, acc) in e.layouts.accs.iter().enumerate() {
+        w.line(&format!(
+            "/// acc{k}: the [{}, {}] accumulator of the dot at line {}: mma.sync fragments when a warp arrangement fits, else TK_L.",
+            acc.m, acc.n, acc.line
+        ));
+        w.line(&format!(
+            "using TK_ACC{k} = typename tk::acc_layout<{}, {}, TK_THREADS / 32, TK_L>::type;",
+            dim_expr(&acc.m),
+            dim_expr(&acc.n)
+        ));
+        w.line(&format!(
+            "using TK_GRID{k} = tk::mma_grid<{}, {}, TK_THREADS / 32>;",
+            dim_expr(&acc.m),
+            dim_expr(&acc.n)
+        ));
     }
+    for (r, ring) in e.layouts.rings.iter().enumerate() {
+        w.line(&format!(
+            "/// ring{r}: cp.async ring of the load_tile at line {} ({} stages).",
+            ring.line,
+            dim_expr(&ring.stages)
+        ));
+        w.line(&format!(
+            "using TK_RING{r} = tk::ring<tk::stile<{}, {}, {}, TK_SMEM_KIND>, {}>;",
+            elem_ctype(&ring.elem),
+            dim_expr(&ring.rows),
+            dim_expr(&ring.cols),
+            dim_expr(&ring.stages)
+        ));
+    }
+    w.line("/// Dynamic shared memory: persistent regions (rings) from 0, then one scratch region");
+    w.line("/// at TK_SCRATCH reused by each block-scope op in turn.");
+    for (i, u) in e.smem.persistent.iter().enumerate() {
+        w.line(&format!(
+            "///   persistent {i}: {} = {}",
+            u.what,
+            u.size_expr()
+        ));
+    }
+    for (i, u) in e.smem.uses.iter().enumerate() {
+        w.line(&format!(
+            "///   scratch {i}: {} = {}",
+            u.what,
+            u.size_expr()
+        ));
+    }
+    w.line(&format!(
+        "static constexpr long long TK_SCRATCH = {};",
+        e.smem.persistent_expr()
+    ));
     w.line(&format!(
         "static constexpr long long SMEM_BYTES = {};",
         e.smem.total_expr()
@@ -167,6 +259,7 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         smem: e.smem,
         threads,
         tile_shapes: e.tile_shapes,
+        layouts: e.layouts,
     })
 }
 

@@ -1,10 +1,11 @@
 //! What the emitter knows about each IR value: its C++ name and type, and how to convert
 //! and broadcast it to what an op expects.
 
-use super::Emitter;
+use super::{layout_name, Emitter};
 use crate::error::CodegenError;
+use crate::layout::Layout;
 use crate::names::{elem_ctype, sanitize, shape_type, value_type};
-use crate::plan::Factor;
+use crate::smem::Factor;
 use tilekit_ir::{CmpOp, DType, Elem, Literal, Op, Shape, Ty, ValueId};
 
 /// The lowered form of an IR value.
@@ -20,6 +21,11 @@ pub(crate) enum Val {
         shape: Shape,
         /// Weak literals are C++ `double` / `long long` / `bool` constants.
         lit: Option<Literal>,
+    },
+    /// A shared-memory operand tile (`tk::stile`, a ring slot); only `dot` reads it.
+    Smem {
+        /// C++ variable.
+        name: String,
     },
     /// A tensor view (`tk::view<T, R>`).
     View {
@@ -81,8 +87,8 @@ impl Emitter<'_> {
                 shape,
                 lit,
             } => Ok((name.clone(), elem.clone(), shape.clone(), *lit)),
-            Val::View { .. } => Err(CodegenError::Unsupported(format!(
-                "value %{} is a tensor, expected a tile",
+            Val::View { .. } | Val::Smem { .. } => Err(CodegenError::Unsupported(format!(
+                "value %{} is a tensor or a shared-memory tile, expected a register tile",
                 id.0
             ))),
         }
@@ -91,7 +97,7 @@ impl Emitter<'_> {
     pub(super) fn view(&self, id: ValueId) -> Result<(String, Elem, u8), CodegenError> {
         match self.val(id)? {
             Val::View { name, elem, rank } => Ok((name.clone(), elem.clone(), *rank)),
-            Val::Tile { .. } => Err(CodegenError::Unsupported(format!(
+            Val::Tile { .. } | Val::Smem { .. } => Err(CodegenError::Unsupported(format!(
                 "value %{} is a tile, expected a tensor",
                 id.0
             ))),
@@ -136,17 +142,25 @@ impl Emitter<'_> {
         }
     }
 
+    /// The layout of value `id`.
+    pub(super) fn layout(&self, id: ValueId) -> Layout {
+        self.layouts.get(id)
+    }
+
     /// An expression for value `id` converted to `elem` and, unless it is a scalar,
-    /// broadcast to `shape` (through shared memory when the shapes differ).
+    /// broadcast to `shape` in `layout` (through shared memory when the shape or the
+    /// layout differs: `tk::relayout`).
     pub(super) fn coerce(
         &mut self,
         id: ValueId,
         elem: &Elem,
         shape: &Shape,
+        layout: Layout,
     ) -> Result<String, CodegenError> {
         let expr = self.cast_to(id, elem)?;
         let (_, _, vshape, _) = self.tile(id)?;
-        if vshape.is_scalar() || &vshape == shape {
+        let from = self.layout(id);
+        if vshape.is_scalar() || (&vshape == shape && from == layout) {
             return Ok(expr);
         }
         if vshape.rank() > shape.rank() {
@@ -156,16 +170,23 @@ impl Emitter<'_> {
         }
         let mut factors: Vec<Factor> = vshape.0.iter().cloned().map(Factor::Dim).collect();
         factors.push(Factor::SizeOf(elem.clone()));
-        let what = format!("broadcast {vshape} -> {shape}");
+        let what = if &vshape == shape {
+            format!("convert {vshape} {from} -> {layout}")
+        } else if from == layout {
+            format!("broadcast {vshape} -> {shape}")
+        } else {
+            format!("broadcast {vshape} {from} -> {shape} {layout}")
+        };
         let u = self.smem.add(what.clone(), vec![factors]);
-        let off = self.smem.uses[u].offset_expr(0);
+        let off = self.smem.scratch_offset(u, 0);
         self.tmp += 1;
         let t = format!("t{}", self.tmp);
         self.w
             .line(&format!("// [block] {what} through shared memory"));
         self.w.line(&format!(
-            "const auto {t} = tk::broadcast_to<{}>({expr}, smem + {off});",
-            shape_type(shape)
+            "const auto {t} = tk::relayout<{}, {}>({expr}, smem + {off});",
+            shape_type(shape),
+            layout_name(layout)
         ));
         Ok(t)
     }
@@ -182,9 +203,9 @@ impl Emitter<'_> {
         self.cast_to(id, &Elem::Concrete(DType::I64))
     }
 
-    /// The C++ type of a strongly typed value of `elem` and `shape`.
-    pub(super) fn ctype(elem: &Elem, shape: &Shape) -> String {
-        value_type(elem, shape)
+    /// The C++ type of a strongly typed value of `elem` and `shape` in `layout`.
+    pub(super) fn ctype(elem: &Elem, shape: &Shape, layout: Layout) -> String {
+        value_type(elem, shape, &layout_name(layout))
     }
 
     /// True for an integer scalar (rank 0).

@@ -1,4 +1,5 @@
-//! `tilekit show`: one variant's generated CUDA, or a kernel's IR.
+//! `tilekit show`: one variant's generated CUDA, a kernel's IR, or any stage of the code
+//! generator (`--stage ir|layouts|smem|cuda`, through `tilekit_codegen::dump`).
 
 use clap::Args;
 use serde_json::json;
@@ -26,6 +27,11 @@ pub struct ShowArgs {
     /// Print the kernel's IR instead of CUDA.
     #[arg(long)]
     pub ir: bool,
+    /// Print one stage of the code generator for this variant: `ir`, `layouts` (a layout
+    /// per value, rings, conversions, the warp arrangement and engine of each dot), `smem`
+    /// (the shared-memory plan in bytes) or `cuda` (the default).
+    #[arg(long)]
+    pub stage: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -109,6 +115,12 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
         aligned: !args.unaligned,
         target,
     };
+    if let Some(stage) = &args.stage {
+        let st = tilekit_codegen::Stage::parse(stage)
+            .ok_or_else(|| anyhow::anyhow!("unknown stage `{stage}` (ir, layouts, smem, cuda)"))?;
+        print!("{}", tilekit_codegen::dump(kernel, Some(&variant), st)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let source = tilekit_codegen::variant_source(kernel, spec.cuda_template, &variant)?;
     if args.json {
         let v = json!({

@@ -30,6 +30,8 @@ template <class A, class B> struct conditional<false, A, B> { using type = B; };
 TK_HD long long cmax(long long a, long long b) { return a > b ? a : b; }
 /// Rounds a byte count up to a multiple of 16 (every shared-memory part starts 16-byte aligned).
 TK_HD long long align16(long long x) { return (x + 15) / 16 * 16; }
+/// Rounds a byte count up to a multiple of `a` (shared-memory tiles start 128-byte aligned).
+TK_HD long long align_to(long long x, long long a) { return (x + a - 1) / a * a; }
 /// Ceiling division.
 TK_HD long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 

@@ -4,3 +4,4 @@
 #include "tilekit/ops/block/block.cuh"
 #include "tilekit/ops/memory/memory.cuh"
 #include "tilekit/ops/sched/sched.cuh"
+#include "tilekit/ops/mma/mma_ops.cuh"

@@ -4,3 +4,5 @@
 #include "tilekit/types/layout.cuh"
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/view.cuh"
+#include "tilekit/types/smem.cuh"
+#include "tilekit/types/mma_layout.cuh"

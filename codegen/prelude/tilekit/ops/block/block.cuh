@@ -2,4 +2,4 @@
 #pragma once
 #include "tilekit/ops/block/reduce.cuh"
 #include "tilekit/ops/block/broadcast.cuh"
-#include "tilekit/ops/block/dot.cuh"
+

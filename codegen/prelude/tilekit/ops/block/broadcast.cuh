@@ -1,20 +1,21 @@
-// tilekit/ops/block/broadcast.cuh: numpy broadcasting of a tile to a larger shape
-// (scope: block). Shapes align on the right; source extents are equal or 1.
+// tilekit/ops/block/broadcast.cuh: numpy broadcasting of a tile to a larger shape, and
+// layout conversion (scope: block). Shapes align on the right; source extents are equal
+// or 1.
 //
-// Shared memory: S::size * sizeof(T) bytes (unused when the sizes agree: then the flat
-// order is identical and the copy is thread-local). Ends with a barrier.
+// Shared memory: S::size * sizeof(T) bytes (unused when shape and layout agree: then the
+// copy is thread-local). Ends with a barrier.
 #pragma once
 #include "tilekit/types/tile.cuh"
 
 namespace tk {
 
-/// Broadcasts `x` to shape DS.
-template <class DS, class T, class S, class L> TK_DEVICE rt<T, DS, L> broadcast_to(const rt<T, S, L>& x, char* smem) {
-    static_assert(DS::rank >= S::rank, "tk::broadcast_to: the target rank must not be smaller");
+/// Broadcasts `x` to shape DS in layout DL (through shared memory unless both agree).
+template <class DS, class DL, class T, class S, class L> TK_DEVICE rt<T, DS, DL> relayout(const rt<T, S, L>& x, char* smem) {
+    static_assert(DS::rank >= S::rank, "tk::relayout: the target rank must not be smaller");
     using In = rt<T, S, L>;
-    using Out = rt<T, DS, L>;
+    using Out = rt<T, DS, DL>;
     Out r;
-    if constexpr (S::size == DS::size) {
+    if constexpr (S::size == DS::size && is_same<L, DL>::value) {
 #pragma unroll
         for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[s];
     } else {
@@ -39,6 +40,11 @@ template <class DS, class T, class S, class L> TK_DEVICE rt<T, DS, L> broadcast_
         sync();
     }
     return r;
+}
+
+/// Broadcasts `x` to shape DS, keeping its layout.
+template <class DS, class T, class S, class L> TK_DEVICE rt<T, DS, L> broadcast_to(const rt<T, S, L>& x, char* smem) {
+    return relayout<DS, L>(x, smem);
 }
 
 } // namespace tk

@@ -1,0 +1,101 @@
+// tilekit/ops/mma/async.cuh: global -> shared copies of tiles (cp.async, 16 bytes per
+// thread and instruction, zero-fill past the tensor's edges) and the STAGES-deep software
+// pipeline that `pipelined(range, BK, STAGES)` lowers to.
+#pragma once
+#include "tilekit/types/smem.cuh"
+#include "tilekit/types/view.cuh"
+#include "tilekit/ops/memory/tile_io.cuh"
+
+namespace tk {
+
+/// The shared-state-space address of a generic pointer into shared memory.
+TK_DEVICE unsigned smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+/// `cp.async.cg` of 16 bytes; bytes past `src_bytes` (0..16) are zero-filled.
+TK_DEVICE void cp_async16(unsigned dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+/// Closes the group of cp.async issued since the last commit.
+TK_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/// Waits until at most N committed groups of this thread are in flight.
+template <int N> TK_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+/// Copies the ROWS x COLS tile of `v` at `o` into `dst`, zero outside the tensor (scope:
+/// block, THREADS threads; asynchronous: complete after `cp_async_wait` and a barrier).
+/// With ALIGNED (16-byte aligned rows, unit last stride), whole rows of chunks and an
+/// origin column on a chunk boundary, every thread issues 16-byte cp.async; otherwise the
+/// elements are copied through registers (synchronous, any strides).
+template <bool ALIGNED, int THREADS, class T, long long ROWS, long long COLS, int K>
+TK_DEVICE void copy_tile_async(const stile<T, ROWS, COLS, K>& dst, const view<T, 2>& v, const coord& o) {
+    constexpr int EPC = 16 / (int)sizeof(T);
+    if constexpr (ALIGNED && COLS % EPC == 0 && stile<T, ROWS, COLS, K>::RB % 16 == 0) {
+        if (o.c[1] % EPC == 0) {
+            constexpr int CPR = (int)(COLS / EPC);
+            constexpr int TOTAL = (int)ROWS * CPR;
+#pragma unroll
+            for (int q0 = 0; q0 < TOTAL; q0 += THREADS) {
+                const int q = q0 + thread_rank();
+                if (TOTAL % THREADS != 0 && q >= TOTAL) break;
+                const int r = q / CPR, c = (q % CPR) * EPC;
+                const long long gr = o.c[0] + r, gc = o.c[1] + c;
+                int bytes = 0;
+                const T* src = v.ptr;
+                if (gr >= 0 && gr < v.shape[0] && gc >= 0 && gc < v.shape[1]) {
+                    const long long left = v.shape[1] - gc;
+                    bytes = left >= EPC ? 16 : (int)left * (int)sizeof(T);
+                    src = v.ptr + gr * v.stride[0] + gc;
+                }
+                cp_async16(smem_addr(dst.base + dst.offset(r, c * (int)sizeof(T))), src, bytes);
+            }
+            return;
+        }
+    }
+    for (int e = thread_rank(); e < (int)(ROWS * COLS); e += THREADS) {
+        const int r = e / (int)COLS, c = e % (int)COLS;
+        const long long gr = o.c[0] + r, gc = o.c[1] + c;
+        const bool in = gr >= 0 && gr < v.shape[0] && gc >= 0 && gc < v.shape[1];
+        dst.at(r, c) = in ? v.ptr[gr * v.stride[0] + gc * v.stride[1]] : cast<T>(0);
+    }
+}
+
+/// The software pipeline of `for iv in pipelined(start..end, step, STAGES)`: `produce(iv,
+/// slot)` issues the copies of iteration `iv` into ring slot `slot`, `consume(iv, slot)`
+/// runs the body on that slot. STAGES - 1 iterations are in flight while one is consumed;
+/// one barrier per iteration orders the copies into a slot after the reads of its previous
+/// use. Ends with every copy complete and a barrier (the rings are free again).
+template <int STAGES, class P, class C>
+TK_DEVICE void pipeline(long long start, long long end, long long step, P&& produce, C&& consume) {
+    static_assert(STAGES >= 1, "tk::pipeline: at least one stage");
+    if constexpr (STAGES == 1) {
+        for (long long iv = start; iv < end; iv += step) {
+            produce(iv, 0);
+            cp_async_commit();
+            cp_async_wait<0>();
+            sync();
+            consume(iv, 0);
+            sync();
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            const long long iv = start + s * step;
+            if (iv < end) produce(iv, s);
+            cp_async_commit();
+        }
+        int slot = 0;
+        for (long long iv = start; iv < end; iv += step) {
+            cp_async_wait<STAGES - 2>();
+            sync();
+            const long long next = iv + (STAGES - 1) * step;
+            const int nslot = slot == 0 ? STAGES - 1 : slot - 1;
+            if (next < end) produce(next, nslot);
+            cp_async_commit();
+            consume(iv, slot);
+            slot = slot + 1 == STAGES ? 0 : slot + 1;
+        }
+        cp_async_wait<0>();
+        sync();
+    }
+}
+
+} // namespace tk

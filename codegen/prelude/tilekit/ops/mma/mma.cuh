@@ -1,0 +1,203 @@
+// tilekit/ops/mma/mma.cuh: `dot` on tensor cores (scope: block).
+//
+// `mma_dot<TF32>(sa, sb, acc)`: acc + A @ B for A (BM x BK) and B (BK x BN) in shared
+// memory tiles. The engine follows from the types:
+//   bf16 / f16 operands, `mma_acc` accumulator: `mma.sync.m16n8k16` (f32 accumulation),
+//     A fragments by `ldmatrix.x4`, B fragments by `ldmatrix.x4.trans` (B is K-major rows);
+//   f32 operands with TF32 and an `mma_acc` accumulator: `mma.sync.m16n8k8.tf32`, operands
+//     rounded to TF32 nearest-even (`round_tf32`, as the CPU backend does);
+//   otherwise (exact f32, or no warp arrangement fits): FMA over the shared tiles, each
+//     thread computing the accumulator elements its layout gives it.
+// No barrier inside: callers order the tiles' writes before and reuse after.
+//
+// `dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b)`: the same with register operands of any
+// layout, staged into KIND-layout tiles first. Shared memory: the two tiles' BYTES. Ends
+// with a barrier.
+#pragma once
+#include "tilekit/types/tile.cuh"
+#include "tilekit/types/smem.cuh"
+#include "tilekit/types/mma_layout.cuh"
+#include "tilekit/ops/mma/async.cuh"
+
+namespace tk {
+
+namespace detail {
+TK_DEVICE void ldsm_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+TK_DEVICE void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+template <class T> TK_DEVICE void mma16816(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    if constexpr (is_same<T, __nv_bfloat16>::value) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                     "{%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    } else {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                     "{%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+}
+TK_DEVICE void mma1688_tf32(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+TK_DEVICE unsigned tf32_bits(float x) { return __float_as_uint(round_tf32(x)); }
+
+/// The engine of a dot: 2 = m16n8k16 (bf16/f16), 1 = m16n8k8 TF32, 0 = FMA.
+template <bool TF32, class T, class L> struct engine {
+    static constexpr int value = !is_mma_acc<L>::value ? 0
+                                 : (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value) ? 2
+                                 : (TF32 && is_same<T, float>::value) ? 1
+                                                                       : 0;
+};
+} // namespace detail
+
+/// acc + A @ B from shared-memory tiles (see the header comment).
+template <bool TF32, class T, long long BM, long long BK, long long BN, int KA, int KB, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const stile<T, BM, BK, KA>& sa, const stile<T, BK, BN, KB>& sb,
+                                               const rt<float, shape<BM, BN>, L>& acc) {
+    static_assert(dtype<T>::is_float, "tk::dot: operands must be floating point");
+    using SA = stile<T, BM, BK, KA>;
+    using SB = stile<T, BK, BN, KB>;
+    constexpr int ENGINE = detail::engine<TF32, T, L>::value;
+    rt<float, shape<BM, BN>, L> r = acc;
+    if constexpr (ENGINE == 2 && BK % 16 == 0) {
+        using G = typename L::grid;
+        const int t = thread_rank(), w = t >> 5, l = t & 31;
+        const int m0 = (w / G::WN) * G::WTM, n0 = (w % G::WN) * G::WTN;
+        const unsigned ba = smem_addr(sa.base), bb = smem_addr(sb.base);
+#pragma unroll
+        for (int kk = 0; kk < (int)BK; kk += 16) {
+            unsigned af[G::MI][4];
+            unsigned bf[G::NJ / 2][4];
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+                detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 8) * 2));
+#pragma unroll
+            for (int j = 0; j < G::NJ / 2; ++j)
+                detail::ldsm_x4_trans(bf[j], bb + SB::offset(kk + (l & 7) + ((l >> 3) & 1) * 8, (n0 + j * 16 + (l >> 4) * 8) * 2));
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < G::NJ; ++j)
+                    detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[i], bf[j / 2][(j & 1) * 2], bf[j / 2][(j & 1) * 2 + 1]);
+        }
+    } else if constexpr (ENGINE == 1 && BK % 8 == 0) {
+        using G = typename L::grid;
+        const int t = thread_rank(), w = t >> 5, l = t & 31;
+        const int m0 = (w / G::WN) * G::WTM, n0 = (w % G::WN) * G::WTN;
+        const unsigned ba = smem_addr(sa.base);
+#pragma unroll
+        for (int kk = 0; kk < (int)BK; kk += 8) {
+            unsigned af[G::MI][4];
+            unsigned bf[G::NJ][2];
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i) {
+                detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 4) * 4));
+#pragma unroll
+                for (int q = 0; q < 4; ++q) af[i][q] = detail::tf32_bits(__uint_as_float(af[i][q]));
+            }
+#pragma unroll
+            for (int j = 0; j < G::NJ; ++j) {
+                bf[j][0] = detail::tf32_bits(sb.at(kk + (l & 3), n0 + j * 8 + (l >> 2)));
+                bf[j][1] = detail::tf32_bits(sb.at(kk + (l & 3) + 4, n0 + j * 8 + (l >> 2)));
+            }
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < G::NJ; ++j) detail::mma1688_tf32(&r.v[(i * G::NJ + j) * 4], af[i], bf[j][0], bf[j][1]);
+        }
+    } else if constexpr (is_mma_acc<L>::value) {
+        // FMA over the fragments: per k, this thread's 2*MI rows of A and 2*NJ columns of
+        // B, then the MI*NJ*4 products (an outer product; no division per element).
+        using G = typename L::grid;
+        const int t = thread_rank(), w = t >> 5, l = t & 31;
+        const int m0 = (w / G::WN) * G::WTM + (l >> 2), n0 = (w % G::WN) * G::WTN + (l & 3) * 2;
+#pragma unroll 2
+        for (int k = 0; k < (int)BK; ++k) {
+            float av[G::MI][2], bv[G::NJ][2];
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float x = (float)to_compute(sa.at(m0 + i * 16 + h * 8, k));
+                    if constexpr (TF32 && is_same<T, float>::value) x = round_tf32(x);
+                    av[i][h] = x;
+                }
+#pragma unroll
+            for (int j = 0; j < G::NJ; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float y = (float)to_compute(sb.at(k, n0 + j * 8 + h));
+                    if constexpr (TF32 && is_same<T, float>::value) y = round_tf32(y);
+                    bv[j][h] = y;
+                }
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < G::NJ; ++j) {
+                    float* d = &r.v[(i * G::NJ + j) * 4];
+                    d[0] = fmaf(av[i][0], bv[j][0], d[0]);
+                    d[1] = fmaf(av[i][0], bv[j][1], d[1]);
+                    d[2] = fmaf(av[i][1], bv[j][0], d[2]);
+                    d[3] = fmaf(av[i][1], bv[j][1], d[3]);
+                }
+        }
+    } else {
+        using TC = rt<float, shape<BM, BN>, L>;
+#pragma unroll 1
+        for (int k = 0; k < (int)BK; ++k)
+#pragma unroll
+            for (int s = 0; s < TC::SLOTS; ++s) {
+                if (!TC::valid(s)) continue;
+                const long long e = TC::flat(s);
+                float x = (float)to_compute(sa.at((int)(e / BN), k));
+                float y = (float)to_compute(sb.at(k, (int)(e % BN)));
+                if constexpr (TF32 && is_same<T, float>::value) {
+                    x = round_tf32(x);
+                    y = round_tf32(y);
+                }
+                r.v[s] += x * y;
+            }
+    }
+    return r;
+}
+
+/// Writes a register tile into a shared-memory tile of the same extents (by flat index).
+template <class T, long long R, long long C, int K, class L>
+TK_DEVICE void stage_tile(const stile<T, R, C, K>& dst, const rt<T, shape<R, C>, L>& x) {
+    using X = rt<T, shape<R, C>, L>;
+#pragma unroll
+    for (int s = 0; s < X::SLOTS; ++s)
+        if (X::valid(s)) {
+            const long long e = X::flat(s);
+            dst.at((int)(e / C), (int)(e % C)) = x.v[s];
+        }
+}
+
+/// acc + a @ b with register operands: staged into KIND tiles at smem_a / smem_b, then
+/// `mma_dot`. Ends with a barrier.
+template <bool TF32, int KIND, class T, long long M, long long K, long long N, class LA, class LB, class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_regs(const rt<T, shape<M, K>, LA>& a, const rt<T, shape<K, N>, LB>& b,
+                                              const rt<float, shape<M, N>, L>& acc, char* smem_a, char* smem_b) {
+    const stile<T, M, K, KIND> sa{smem_a};
+    const stile<T, K, N, KIND> sb{smem_b};
+    stage_tile(sa, a);
+    stage_tile(sb, b);
+    sync();
+    const auto r = mma_dot<TF32>(sa, sb, acc);
+    sync();
+    return r;
+}
+
+} // namespace tk

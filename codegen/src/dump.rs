@@ -1,0 +1,150 @@
+//! Each stage's result as text: what `tilekit show <kernel> --stage ...` prints, for
+//! library kernels and for a user's own (`tilekit_codegen::dump(&kernel, ..)`).
+
+use crate::analyze::Analysis;
+use crate::emit::lower;
+use crate::error::CodegenError;
+use crate::layout::{self, warp_grid};
+use crate::params::check_bindings;
+use crate::plan::ThreadsRule;
+use crate::smem::{eval_dim, SizeEnv, SmemKind};
+use crate::variant::{variant_source, Variant};
+use std::fmt::Write as _;
+use tilekit_ir::{DType, Elem, Kernel, Precision};
+
+/// A stage of the code generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The tile IR with inferred types.
+    Ir,
+    /// A layout per value, rings, conversions; with a variant, the warp arrangement and
+    /// engine of every `dot`.
+    Layouts,
+    /// The shared-memory plan (sizes in bytes with a variant).
+    Smem,
+    /// The CUDA source (of the variant, or the template without one).
+    Cuda,
+}
+
+impl Stage {
+    /// Parses `ir`, `layouts`, `smem`, `cuda`.
+    ///
+    /// ```
+    /// assert_eq!(tilekit_codegen::Stage::parse("smem"), Some(tilekit_codegen::Stage::Smem));
+    /// ```
+    pub fn parse(s: &str) -> Option<Stage> {
+        Some(match s {
+            "ir" => Stage::Ir,
+            "layouts" => Stage::Layouts,
+            "smem" => Stage::Smem,
+            "cuda" => Stage::Cuda,
+            _ => return None,
+        })
+    }
+}
+
+/// The engine a `dot` runs on for a variant.
+fn engine(elem: &Elem, precision: Precision, v: &Variant, mma: bool) -> &'static str {
+    let d = elem.resolve(&v.bindings);
+    match (mma, d, precision) {
+        (false, _, _) => "FMA (no warp arrangement fits this accumulator)",
+        (true, Some(DType::BF16 | DType::F16), _) => {
+            "mma.sync m16n8k16 (tensor cores, f32 accumulation)"
+        }
+        (true, Some(DType::F32), Precision::Tf32) => {
+            "mma.sync m16n8k8 tf32 (tensor cores, operands rounded nearest-even)"
+        }
+        _ => "FMA (exact f32)",
+    }
+}
+
+/// The text of one stage for `kernel` (and a variant, where the stage depends on it).
+///
+/// ```
+/// use tilekit_ir::*;
+/// let mut b = KernelBuilder::new("fill");
+/// b.kernel_mut().params = vec![Param { name: "y".into(),
+///     kind: ParamKind::Tensor { rank: 1, elem: Elem::of(DType::F32), mutable: true }, loc: Loc::default() }];
+/// b.kernel_mut().grid = vec![Expr::Int(1)];
+/// let y = b.push(Op::TensorParam { index: 0 }, Loc { span: 0, line: 3 });
+/// let i = b.push(Op::Arange { n: Dim::Const(256) }, Loc { span: 0, line: 4 });
+/// let one = b.push(Op::Lit(Literal::Float(1.0)), Loc { span: 0, line: 4 });
+/// b.push_void(Op::Store { view: y, offsets: i, value: one, mask: None }, Loc { span: 0, line: 5 });
+/// let k = b.into_kernel();
+/// let text = tilekit_codegen::dump(&k, None, tilekit_codegen::Stage::Layouts).unwrap();
+/// assert!(text.contains("blocked"));
+/// ```
+pub fn dump(
+    kernel: &Kernel,
+    variant: Option<&Variant>,
+    stage: Stage,
+) -> Result<String, CodegenError> {
+    match stage {
+        Stage::Ir => Ok(kernel.to_string()),
+        Stage::Layouts => {
+            let a = Analysis::of(kernel)?;
+            let l = layout::assign(&a)?;
+            let mut s = layout::render(&a, &l);
+            if let Some(v) = variant {
+                let config = kernel.space.validate(&v.config)?;
+                check_bindings(kernel, &v.bindings)?;
+                let warps = ThreadsRule::of(kernel).eval(&config)? / 32;
+                let _ = writeln!(s, "for {config} [{}]:", v.bindings);
+                for (k, acc) in l.accs.iter().enumerate() {
+                    let g = warp_grid(
+                        eval_dim(&acc.m, &config)?,
+                        eval_dim(&acc.n, &config)?,
+                        warps,
+                    );
+                    let _ = match g {
+                        Some(g) => writeln!(
+                            s,
+                            "  acc{k}: {} x {} warps, warp tiles {} x {}",
+                            g.wm,
+                            g.wn,
+                            eval_dim(&acc.m, &config)? / u64::from(g.wm),
+                            eval_dim(&acc.n, &config)? / u64::from(g.wn)
+                        ),
+                        None => writeln!(s, "  acc{k}: blocked (no warp arrangement fits)"),
+                    };
+                    for d in l.dots.iter().filter(|d| d.acc == k) {
+                        let _ = writeln!(
+                            s,
+                            "  dot at line {}: {}",
+                            d.line,
+                            engine(&d.elem, d.precision, v, g.is_some())
+                        );
+                    }
+                }
+                let kind = SmemKind::of(kernel, &config)?;
+                let _ = writeln!(s, "  shared-memory tiles: {kind:?} (resolved per tile)");
+            }
+            Ok(s)
+        }
+        Stage::Smem => {
+            let lowered = lower(kernel)?;
+            match variant {
+                Some(v) => {
+                    let config = kernel.space.validate(&v.config)?;
+                    check_bindings(kernel, &v.bindings)?;
+                    let threads = lowered.threads.eval(&config)?;
+                    let env = SizeEnv {
+                        config: &config,
+                        bindings: &v.bindings,
+                        threads,
+                        kind: SmemKind::of(kernel, &config)?,
+                    };
+                    Ok(lowered.smem.describe(Some(&env)))
+                }
+                None => Ok(lowered.smem.describe(None)),
+            }
+        }
+        Stage::Cuda => {
+            let template = lower(kernel)?.template;
+            match variant {
+                Some(v) => variant_source(kernel, &template, v),
+                None => Ok(template),
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! `pipelined` loops over cp.async rings, and `dot`.
+//!
+//! A loop with rings (see [`crate::layout`]) becomes `tk::pipeline<STAGES>(start, end,
+//! step, produce, consume)`: `produce(iv, slot)` repeats the loop's producer slice (the
+//! scalar ops its ring loads' origins need) for a later induction value and issues one
+//! `tk::copy_tile_async` per ring into that slot; `consume(iv, slot)` is the body, where
+//! each ring load is just the slot's tile. Loop-carried values are captured by reference.
+
+use super::{Emitter, Val};
+use crate::error::CodegenError;
+use crate::layout::{Layout, RingLoop};
+use crate::names::dim_expr;
+use crate::smem::Factor;
+use tilekit_ir::{Block, DType, Dim, Elem, Inst, Op, Precision, Shape, ValueId};
+
+impl<'k> Emitter<'k> {
+    /// A ring load inside the consumer: the slot of this iteration.
+    pub(super) fn ring_slot(&mut self, r: ValueId, ring: usize) -> Result<(), CodegenError> {
+        let name = self.cname(r);
+        self.w.line(&format!(
+            "const auto {name} = tk_ring{ring}.slot(tk_slot); // ring{ring}: filled by cp.async {} iterations ahead",
+            self.layouts
+                .rings
+                .get(ring)
+                .map(|r| format!("{} - 1", dim_expr(&r.stages)))
+                .unwrap_or_default()
+        ));
+        self.define(r, Val::Smem { name });
+        Ok(())
+    }
+
+    /// A `pipelined` loop with rings (the `for` header's values already evaluated).
+    pub(super) fn pipelined(
+        &mut self,
+        _inst: &'k Inst,
+        body: &'k Block,
+        stages: &Dim,
+        rl: &RingLoop,
+        (s, e, st): (&str, &str, &str),
+    ) -> Result<(), CodegenError> {
+        let ivn = self.cname(rl.iv);
+        let stages = dim_expr(stages);
+        self.w.line(&format!(
+            "// [block] pipelined(stages = {stages}): {} cp.async ring(s), {stages} - 1 iterations in flight",
+            rl.rings.len()
+        ));
+        self.w.line("{");
+        self.w.open_indent();
+        for &r in &rl.rings {
+            let off = self
+                .ring_offsets
+                .get(r)
+                .cloned()
+                .unwrap_or_else(|| "0".into());
+            self.w
+                .line(&format!("const TK_RING{r} tk_ring{r}{{smem + {off}}};"));
+        }
+        self.w.open(&format!(
+            "tk::pipeline<{stages}>({s}, {e}, {st}, [&](const long long {ivn}, const int tk_slot)"
+        ));
+        self.w
+            .line("// producer: the origins for iteration `iv`, then one copy per ring");
+        for &i in &rl.producer {
+            if let Some(inst) = body.insts.get(i) {
+                self.inst(inst)?;
+            }
+        }
+        for &r in &rl.rings {
+            let ring = self.layouts.rings[r].clone();
+            let Some(Op::LoadTile { origin, .. }) = self.defs[ring.load.index()] else {
+                return Err(CodegenError::Unsupported(format!(
+                    "ring{r} is not a load_tile"
+                )));
+            };
+            let (t, _, rank) = self.view(ring.tensor)?;
+            if rank != 2 {
+                return Err(CodegenError::Unsupported(format!(
+                    "ring{r}: a rank-{rank} tensor"
+                )));
+            }
+            let o = self.origin(origin)?;
+            self.w.line(&format!(
+                "tk::copy_tile_async<ALIGNED, TK_THREADS>(tk_ring{r}.slot(tk_slot), {t}, {o});"
+            ));
+        }
+        self.w
+            .close("}, [&](const long long tk_iv_consume, const int tk_slot) {");
+        self.w.open_indent();
+        self.w
+            .line(&format!("const long long {ivn} = tk_iv_consume;"));
+        self.w.line(&format!("(void){ivn};"));
+        self.last_line = 0;
+        self.block(body)?;
+        self.w.close("});");
+        self.w.close("}");
+        Ok(())
+    }
+
+    /// `dot(a, b, acc)`: from ring slots (`tk::mma_dot`), or from registers staged through
+    /// shared memory (`tk::dot_regs`). The prelude picks the engine from the types.
+    pub(super) fn dot(
+        &mut self,
+        inst: &'k Inst,
+        a: ValueId,
+        b: ValueId,
+        acc: ValueId,
+        precision: Precision,
+    ) -> Result<(), CodegenError> {
+        let r = inst
+            .results
+            .first()
+            .copied()
+            .ok_or_else(|| CodegenError::Unsupported("a dot without a result".into()))?;
+        let (_, sc) = self.ty(r)?;
+        let l = self.layout(r);
+        let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc, l)?;
+        let tf32 = precision == Precision::Tf32;
+        let engine = "tensor cores (mma.sync) for bf16/f16 and dot_tf32, FMA for exact f32";
+        if let (Val::Smem { name: an }, Val::Smem { name: bn }) =
+            (self.val(a)?.clone(), self.val(b)?.clone())
+        {
+            self.w.line(&format!(
+                "// [block] dot from shared-memory ring slots: {engine}"
+            ));
+            let name = self.define_typed(r)?;
+            self.w.line(&format!(
+                "const auto {name} = tk::mma_dot<{tf32}>({an}, {bn}, {ce});"
+            ));
+            return Ok(());
+        }
+        let (_, ea, sa, _) = self.tile(a)?;
+        let (_, _, sb, _) = self.tile(b)?;
+        let dims = |s: &Shape| -> Result<(Dim, Dim), CodegenError> {
+            match s.0.as_slice() {
+                [x, y] => Ok((x.clone(), y.clone())),
+                _ => Err(CodegenError::Unsupported(format!("`dot` of a {s} tile"))),
+            }
+        };
+        let (m, k) = dims(&sa)?;
+        let (_, n) = dims(&sb)?;
+        let ae = self.cast_to(a, &ea)?;
+        let be = self.cast_to(b, &ea)?;
+        let what = format!("dot {sa} @ {sb} operands");
+        let u = self.smem.add(
+            what.clone(),
+            vec![
+                vec![Factor::Stile {
+                    rows: m,
+                    cols: k.clone(),
+                    elem: ea.clone(),
+                }],
+                vec![Factor::Stile {
+                    rows: k,
+                    cols: n,
+                    elem: ea,
+                }],
+            ],
+        );
+        let (oa, ob) = (
+            self.smem.scratch_offset(u, 0),
+            self.smem.scratch_offset(u, 1),
+        );
+        self.w.line(&format!(
+            "// [block] {what} staged in shared memory ({}), then {engine}",
+            if l == Layout::Blocked {
+                "blocked accumulator"
+            } else {
+                "MMA accumulator"
+            }
+        ));
+        let name = self.define_typed(r)?;
+        self.w.line(&format!(
+            "const auto {name} = tk::dot_regs<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
+        ));
+        Ok(())
+    }
+}

@@ -1,0 +1,275 @@
+//! GPU tests of the tensor-core `matmul` (mma.sync from cp.async rings): results that a
+//! relative tolerance cannot see are compared bitwise.
+//!
+//! - exact mode: small-integer inputs (|a|, |b| <= 2) keep every f32 partial sum exact up
+//!   to K = 4097, so the GPU must equal the CPU backend bit for bit (a dropped K tail or a
+//!   wrong fragment shows);
+//! - a permutation matrix as A: C is the permuted B, bitwise (pins fragment and swizzle maps);
+//! - guard bands: C a view inside a sentinel-filled buffer; outputs poisoned with NaN;
+//! - boundary shapes (M, N around the tile sizes; K around BK and STAGES * BK);
+//! - 20 repeats bitwise identical; the SASS of the default bf16 variant has HMMA and no
+//!   local-memory traffic.
+//!
+//! Run on a GPU machine: `gpu_matmul-* --ignored --test-threads=1`.
+
+use half::{bf16, f16};
+use tilekit::prelude::*;
+use tilekit::{Config, Element};
+use tilekit_kernels::matmul;
+use tilekit_tests::support::Rng;
+
+fn gpu() -> Runtime {
+    match Runtime::cuda(0) {
+        Ok(rt) => rt,
+        Err(e) => panic!("cannot open CUDA device 0: {e}"),
+    }
+}
+
+fn cfg(s: &str) -> Config {
+    Config::parse(s).unwrap_or_else(|| panic!("bad config {s}"))
+}
+
+/// Integers in -2..=2 (exact in every float type).
+fn small_ints<T: Element>(r: &mut Rng, n: usize) -> Vec<T> {
+    (0..n)
+        .map(|_| T::from_f64((r.next_u64() % 5) as f64 - 2.0))
+        .collect()
+}
+
+/// The whole device buffer behind a tensor (view and guard bands).
+fn whole<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
+    g: &Runtime,
+    t: &Tensor2<T>,
+) -> Vec<T> {
+    let s = t.as_cuda_slice().expect("device tensor");
+    g.synchronize().unwrap();
+    g.cuda_stream()
+        .expect("stream")
+        .clone_dtoh(s)
+        .expect("device to host")
+}
+
+fn bits<T: Element>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|x| x.to_f64().to_bits()).collect()
+}
+
+/// C = A @ B on the GPU (inside a sentinel-filled buffer, guard bands checked) and on the
+/// CPU backend; returns (gpu, cpu).
+fn run_exact<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
+    g: &Runtime,
+    config: Option<&Config>,
+    m: usize,
+    k: usize,
+    n: usize,
+    a_: Vec<T>,
+    b_: Vec<T>,
+) -> (Vec<T>, Vec<T>) {
+    let c = Runtime::cpu();
+    let what = format!("matmul {m}x{k}x{n} {:?} {config:?}", T::DTYPE);
+    let ac = Tensor2::from_vec(&c, a_.clone(), [m, k]).unwrap();
+    let bc = Tensor2::from_vec(&c, b_.clone(), [k, n]).unwrap();
+    let mut cc = Tensor2::full(&c, [m, n], T::from_f64(f64::NAN)).unwrap();
+    let ag = Tensor2::from_vec(g, a_, [m, k]).unwrap();
+    let bg = Tensor2::from_vec(g, b_, [k, n]).unwrap();
+    // C inside a larger buffer: 3 guard rows above, 5 below, 8 guard columns each side
+    // (pitch n + 16 keeps rows 16-byte aligned for 2-byte types when n % 8 == 0).
+    let sentinel = T::from_f64(-12345.0);
+    let pitch = n + 16;
+    let total = (m + 8) * pitch;
+    let mut cg =
+        Tensor2::from_vec_strided(g, vec![sentinel; total], [m, n], [pitch, 1], 3 * pitch + 8)
+            .unwrap();
+    // The view starts as sentinels too: an element the launch skips shows in the bitwise
+    // comparison (the CPU output starts as NaN).
+    match config {
+        Some(cfgv) => {
+            matmul::launch_with(&c, cfgv, &ac, &bc, &mut cc).unwrap();
+            matmul::launch_with(g, cfgv, &ag, &bg, &mut cg)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        None => {
+            matmul::launch(&c, &ac, &bc, &mut cc).unwrap();
+            matmul::launch(g, &ag, &bg, &mut cg).unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+    let buf = whole(g, &cg);
+    for (i, v) in buf.iter().enumerate() {
+        let (r, col) = (i / pitch, i % pitch);
+        let inside = (3..3 + m).contains(&r) && (8..8 + n).contains(&col);
+        if !inside {
+            assert_eq!(
+                v.to_f64(),
+                -12345.0,
+                "{what}: guard band element (row {r}, col {col}) overwritten"
+            );
+        }
+    }
+    (cg.to_vec().unwrap(), cc.to_vec().unwrap())
+}
+
+fn assert_bitwise<T: Element>(what: &str, got: &[T], want: &[T]) {
+    let (g, w) = (bits(got), bits(want));
+    if g != w {
+        let bad: Vec<String> = got
+            .iter()
+            .zip(want)
+            .enumerate()
+            .filter(|(_, (a, b))| a.to_f64().to_bits() != b.to_f64().to_bits())
+            .take(20)
+            .map(|(i, (a, b))| format!("  [{i}] got {} want {}", a.to_f64(), b.to_f64()))
+            .collect();
+        panic!("{what}: results differ bitwise:\n{}", bad.join("\n"));
+    }
+}
+
+fn exact_case<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
+    g: &Runtime,
+    r: &mut Rng,
+    config: Option<&Config>,
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    let a = small_ints::<T>(r, m * k);
+    let b = small_ints::<T>(r, k * n);
+    let (got, want) = run_exact(g, config, m, k, n, a, b);
+    assert_bitwise(
+        &format!("exact matmul {m}x{k}x{n} {:?} {config:?}", T::DTYPE),
+        &got,
+        &want,
+    );
+}
+
+/// Configurations covering every SMEM layout, STAGES 2..5, BK 32/64, WARPS 4/8 and the
+/// three tile sizes.
+fn covering() -> Vec<Config> {
+    [
+        "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+        "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
+        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor",
+        "BM=256,BN=128,BK=32,STAGES=5,WARPS=8,SMEM=Swizzle128",
+        "BM=64,BN=128,BK=64,STAGES=2,WARPS=8,SMEM=Padded",
+        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=RowMajor",
+    ]
+    .iter()
+    .map(|s| cfg(s))
+    .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_exact_bitwise_boundary_shapes() {
+    let g = gpu();
+    let mut r = tilekit_tests::support::seeded_rng("matmul-exact");
+    // Default configuration (128x256x32, 4 stages): M, N around the tile; K around BK,
+    // STAGES * BK and 4097.
+    for &(m, n) in &[
+        (1, 1),
+        (63, 65),
+        (64, 64),
+        (127, 257),
+        (129, 255),
+        (200, 136),
+    ] {
+        for &k in &[0usize, 1, 31, 33, 129, 4097] {
+            exact_case::<bf16>(&g, &mut r, None, m, k, n);
+        }
+    }
+    for c in covering() {
+        let (bm, bn) = (c.int("BM").unwrap() as usize, c.int("BN").unwrap() as usize);
+        let st = c.int("STAGES").unwrap() as usize * c.int("BK").unwrap() as usize;
+        for &(m, n) in &[(bm - 1, bn + 1), (bm + 1, bn - 1), (65, 63)] {
+            for &k in &[1usize, st + 1, 1000] {
+                exact_case::<bf16>(&g, &mut r, Some(&c), m, k, n);
+                exact_case::<f16>(&g, &mut r, Some(&c), m, k, n);
+            }
+        }
+    }
+    // f32: the exact FMA path; small integers are exact too.
+    exact_case::<f32>(&g, &mut r, None, 65, 200, 130);
+    // Tile counts below, at and above the SM count (132 on the H100): 128x256 tiles.
+    for &(m, n) in &[(1024, 1024), (128 * 11, 256 * 12), (2048, 4096)] {
+        exact_case::<bf16>(&g, &mut r, None, m, 64, n);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_permutation_and_repeats() {
+    let g = gpu();
+    let mut r = tilekit_tests::support::seeded_rng("matmul-perm");
+    let (m, k, n) = (256usize, 256usize, 512usize);
+    // A = a permutation matrix P (row i has its 1 at column perm[i]).
+    let mut perm: Vec<usize> = (0..k).collect();
+    for i in (1..k).rev() {
+        perm.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let mut a = vec![bf16::from_f32(0.0); m * k];
+    for i in 0..m {
+        a[i * k + perm[i % k]] = bf16::from_f32(1.0);
+    }
+    let b: Vec<bf16> = r.vec(k * n, 3.0);
+    for c in covering() {
+        let ag = Tensor2::from_vec(&g, a.clone(), [m, k]).unwrap();
+        let bg = Tensor2::from_vec(&g, b.clone(), [k, n]).unwrap();
+        let mut cg = Tensor2::full(&g, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        matmul::launch_with(&g, &c, &ag, &bg, &mut cg).unwrap();
+        let got = cg.to_vec().unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want = b[perm[i % k] * n + j];
+                assert_eq!(
+                    got[i * n + j].to_bits(),
+                    want.to_bits(),
+                    "permutation [{c}]: C[{i},{j}] is not B[{},{j}]",
+                    perm[i % k]
+                );
+            }
+        }
+    }
+    // 20 repeats of a random product are bitwise identical.
+    let (m, k, n) = (1000usize, 1500usize, 1100usize);
+    let a: Vec<bf16> = r.vec(m * k, 1.0);
+    let b: Vec<bf16> = r.vec(k * n, 1.0);
+    let ag = Tensor2::from_vec(&g, a, [m, k]).unwrap();
+    let bg = Tensor2::from_vec(&g, b, [k, n]).unwrap();
+    let mut first: Option<Vec<u16>> = None;
+    for rep in 0..20 {
+        let mut cg = Tensor2::full(&g, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        matmul::launch(&g, &ag, &bg, &mut cg).unwrap();
+        let now: Vec<u16> = cg.to_vec().unwrap().iter().map(|x| x.to_bits()).collect();
+        match &first {
+            None => first = Some(now),
+            Some(f) => assert!(f == &now, "repeat {rep} differs from the first"),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_random_against_cpu_unaligned() {
+    let g = gpu();
+    let c = Runtime::cpu();
+    let mut r = tilekit_tests::support::seeded_rng("matmul-random");
+    // Odd K (rows not 16-byte aligned): the unaligned variant, still on tensor cores.
+    for &(m, k, n) in &[(100usize, 77usize, 90usize), (257, 129, 65)] {
+        let a: Vec<bf16> = r.vec(m * k, 1.0);
+        let b: Vec<bf16> = r.vec(k * n, 1.0);
+        let ac = Tensor2::from_vec(&c, a.clone(), [m, k]).unwrap();
+        let bc = Tensor2::from_vec(&c, b.clone(), [k, n]).unwrap();
+        let mut cc = Tensor2::full(&c, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        let ag = Tensor2::from_vec(&g, a, [m, k]).unwrap();
+        let bg = Tensor2::from_vec(&g, b, [k, n]).unwrap();
+        let mut cg = Tensor2::full(&g, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        matmul::launch(&c, &ac, &bc, &mut cc).unwrap();
+        matmul::launch(&g, &ag, &bg, &mut cg).unwrap();
+        let (got, want) = (cg.to_vec().unwrap(), cc.to_vec().unwrap());
+        for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+            let (x, y) = (x.to_f32(), y.to_f32());
+            assert!(
+                (x - y).abs() <= 1e-2 * (y.abs() + 1.0),
+                "unaligned {m}x{k}x{n}: [{i}] got {x} want {y}"
+            );
+        }
+    }
+}
