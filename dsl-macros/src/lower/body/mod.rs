@@ -1,0 +1,174 @@
+//! The kernel body into SSA tile IR: names become values, `for` and `if` become structured
+//! ops whose loop-carried / branch results are the variables they assign.
+//!
+//! This module holds the lowering state ([`Lowerer`]: the builder, the scopes of names and
+//! the ranks of tensor values) and name binding; the rest is by concern: `stmts`
+//! (statements, `let` patterns, assignments), `control` (`for`, `if`, loop-carried names),
+//! `exprs` (expressions, literals, paths, operators), `static_args` (tile extents, element
+//! types, axes) and `ops` (tile operations called as functions or methods, one table each,
+//! lowered by op family).
+
+mod control;
+mod exprs;
+mod ops;
+mod static_args;
+mod stmts;
+
+use crate::ctxt::Ctxt;
+use crate::lower::host::{unknown_name, HostScope};
+use proc_macro2::Span;
+use std::collections::HashMap;
+use syn::Expr;
+use tilekit_ir::{KernelBuilder, Literal, Op, ParamKind, TuneValue, ValueId};
+
+/// Lowers the body of `f` into `b`. Signature, space and grid must already be in `b`.
+pub fn lower_body(f: &syn::ItemFn, b: &mut KernelBuilder, cx: &mut Ctxt) {
+    let mut l = Lowerer {
+        b,
+        cx,
+        scopes: vec![HashMap::new()],
+        ranks: HashMap::new(),
+    };
+    l.bind_params(f.sig.ident.span());
+    l.block_stmts(&f.block.stmts, false);
+}
+
+/// The lowering state of one kernel body.
+struct Lowerer<'a, 'c> {
+    /// The kernel being built.
+    b: &'a mut KernelBuilder,
+    /// Where errors go.
+    cx: &'c mut Ctxt,
+    /// Names in scope; `None` marks a name whose value had an error (already reported),
+    /// so later uses stay silent.
+    scopes: Vec<HashMap<String, Option<ValueId>>>,
+    /// Static rank of tensor-valued SSA values (parameters and row views).
+    ranks: HashMap<ValueId, u8>,
+}
+
+/// The name, generic arguments and name span of a called path with one segment.
+fn fn_name(e: &Expr) -> Option<(String, Option<&syn::AngleBracketedGenericArguments>, Span)> {
+    let Expr::Path(p) = e else { return None };
+    if p.path.segments.len() != 1 {
+        return None;
+    }
+    let seg = &p.path.segments[0];
+    let generics = match &seg.arguments {
+        syn::PathArguments::AngleBracketed(a) => Some(a),
+        _ => None,
+    };
+    Some((seg.ident.to_string(), generics, seg.ident.span()))
+}
+
+impl Lowerer<'_, '_> {
+    // ----- names -------------------------------------------------------------------------
+
+    /// `Some(None)`: declared but poisoned.
+    fn lookup_binding(&self, name: &str) -> Option<Option<ValueId>> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    /// The value of a name, if bound and not poisoned.
+    fn lookup(&self, name: &str) -> Option<ValueId> {
+        self.lookup_binding(name).flatten()
+    }
+
+    /// Binds a name in the innermost scope (`None`: poisoned).
+    fn bind_opt(&mut self, name: &str, v: Option<ValueId>) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.to_string(), v);
+        }
+        if let Some(v) = v {
+            self.b.name_value(v, name);
+        }
+    }
+
+    /// Binds a name to a value in the innermost scope.
+    fn bind(&mut self, name: &str, v: ValueId) {
+        self.bind_opt(name, Some(v));
+    }
+
+    /// Rebinds an existing name in the scope that declared it.
+    fn assign_opt(&mut self, name: &str, v: Option<ValueId>) -> bool {
+        for s in self.scopes.iter_mut().rev() {
+            if let Some(slot) = s.get_mut(name) {
+                *slot = v;
+                if let Some(v) = v {
+                    self.b.name_value(v, name);
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Rebinds an existing name to a value.
+    fn assign(&mut self, name: &str, v: ValueId) -> bool {
+        self.assign_opt(name, Some(v))
+    }
+
+    /// Reports an unknown name, with what the host scope offers instead.
+    fn host_scope_error(&mut self, name: &str, span: Span) {
+        let kernel = self.b.kernel_mut().clone();
+        let dims = kernel.problem.dims.clone();
+        unknown_name(
+            name,
+            span,
+            &HostScope {
+                kernel: &kernel,
+                dims: &dims,
+            },
+            self.cx,
+        );
+    }
+
+    /// For a declared tuning parameter, its first value (`Some(None)` if it has none).
+    fn tune_kind(&mut self, name: &str) -> Option<Option<TuneValue>> {
+        self.b
+            .kernel_mut()
+            .space
+            .param(name)
+            .map(|p| p.values.first().cloned())
+    }
+
+    /// Binds every parameter to its `TensorParam` / `ScalarParam` value.
+    fn bind_params(&mut self, span: Span) {
+        let params = self.b.kernel_mut().params.clone();
+        for (i, p) in params.iter().enumerate() {
+            let loc = self.cx.loc(span);
+            let loc = tilekit_ir::Loc {
+                line: p.loc.line.max(loc.line),
+                ..loc
+            };
+            let v = match p.kind {
+                ParamKind::Tensor { rank, .. } => {
+                    let v = self.b.push(Op::TensorParam { index: i }, loc);
+                    self.ranks.insert(v, rank);
+                    v
+                }
+                ParamKind::Scalar { .. } => self.b.push(Op::ScalarParam { index: i }, loc),
+            };
+            self.bind(&p.name, v);
+        }
+    }
+
+    /// Pushes an op with one result at `span`.
+    fn push(&mut self, op: Op, span: Span) -> ValueId {
+        let loc = self.cx.loc(span);
+        self.b.push(op, loc)
+    }
+
+    /// Pushes a literal.
+    fn lit(&mut self, l: Literal, span: Span) -> ValueId {
+        self.push(Op::Lit(l), span)
+    }
+}
+
+/// `e` without parentheses and invisible groups.
+fn strip(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => strip(&p.expr),
+        Expr::Group(g) => strip(&g.expr),
+        other => other,
+    }
+}

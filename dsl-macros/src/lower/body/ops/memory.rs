@@ -1,0 +1,186 @@
+//! Memory and tensor views: `load`/`store` (a rank-1 view at tile offsets, with masks),
+//! `load_tile`/`store_tile` (a rectangular tile at an origin), `.row(i)` (a view of one
+//! less rank) and the shape queries `.rows()`, `.cols()`, `.len()`, `.dim(i)`.
+
+use super::super::strip;
+use super::{Call, Method};
+use crate::lower::body::Lowerer;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::Expr;
+use tilekit_ir::{Dim, Op, ValueId};
+
+impl Lowerer<'_, '_> {
+    /// `load(view, offsets[, mask[, other]])`.
+    pub(super) fn load(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 2..=4, "load(view, offsets, mask, other)") {
+            return None;
+        }
+        let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
+        let view = vals[0]?;
+        let offsets = vals[1]?;
+        let mask = match vals.get(2) {
+            Some(m) => Some((*m)?),
+            None => None,
+        };
+        let other = match vals.get(3) {
+            Some(o) => Some((*o)?),
+            None => None,
+        };
+        Some(self.push(
+            Op::Load {
+                view,
+                offsets,
+                mask,
+                other,
+            },
+            span,
+        ))
+    }
+
+    /// `store(view, offsets, value[, mask])`: no value.
+    pub(super) fn store(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 3..=4, "store(view, offsets, value, mask)") {
+            return None;
+        }
+        let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
+        let (view, offsets, value) = (vals[0]?, vals[1]?, vals[2]?);
+        let mask = match vals.get(3) {
+            Some(m) => Some((*m)?),
+            None => None,
+        };
+        let loc = self.cx.loc(span);
+        self.b.push_void(
+            Op::Store {
+                view,
+                offsets,
+                value,
+                mask,
+            },
+            loc,
+        );
+        None
+    }
+
+    /// `load_tile(tensor, [origin..], [extents..])`.
+    pub(super) fn load_tile(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 3..=3, "load_tile(tensor, [origin..], [extents..])") {
+            return None;
+        }
+        let tensor = self.expr(&a[0]);
+        let origin = self.list(&a[1], "origin");
+        let shape = match strip(&a[2]) {
+            Expr::Array(arr) => arr
+                .elems
+                .iter()
+                .map(|d| self.dim(d))
+                .collect::<Vec<_>>()
+                .into_iter()
+                .collect::<Option<Vec<Dim>>>(),
+            other => {
+                self.cx.error(
+                    other.span(),
+                    "the tile shape is a list of extents: `[BM, BK]`",
+                );
+                None
+            }
+        };
+        Some(self.push(
+            Op::LoadTile {
+                tensor: tensor?,
+                origin: origin?,
+                shape: shape?,
+            },
+            span,
+        ))
+    }
+
+    /// `store_tile(tensor, [origin..], tile)`: no value.
+    pub(super) fn store_tile(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 3..=3, "store_tile(tensor, [origin..], tile)") {
+            return None;
+        }
+        let tensor = self.expr(&a[0]);
+        let origin = self.list(&a[1], "origin");
+        let value = self.expr(&a[2]);
+        let loc = self.cx.loc(span);
+        self.b.push_void(
+            Op::StoreTile {
+                tensor: tensor?,
+                origin: origin?,
+                value: value?,
+            },
+            loc,
+        );
+        None
+    }
+
+    /// `.rows()`, `.cols()`, `.len()`, `.dim(i)`: an extent of a tensor.
+    pub(super) fn tensor_dim(&mut self, mc: &Method) -> Option<ValueId> {
+        let (m, name, recv, nargs, span) = (mc.expr, mc.name, mc.recv, mc.expr.args.len(), mc.span);
+        let recv = recv?;
+        let rank = self.tensor_rank(recv, m.receiver.span(), &format!("`.{name}()`"))?;
+        let axis = match (name, nargs) {
+            ("rows", 0) | ("len", 0) => 0,
+            ("cols", 0) => rank.saturating_sub(1),
+            ("dim", 1) => self.axis(&m.args[0])?,
+            _ => {
+                self.bad_arity(mc, &format!("x.{name}()"));
+                return None;
+            }
+        };
+        Some(self.push(Op::TensorDim { tensor: recv, axis }, span))
+    }
+
+    /// `.row(i)`: a view of one less rank.
+    pub(super) fn row(&mut self, mc: &Method) -> Option<ValueId> {
+        let (m, recv, nargs, span) = (mc.expr, mc.recv, mc.expr.args.len(), mc.span);
+        if nargs != 1 {
+            self.bad_arity(mc, "x.row(i)");
+            return None;
+        }
+        let idx = self.expr(&m.args[0]);
+        let recv = recv?;
+        let rank = self.tensor_rank(recv, m.receiver.span(), "`.row(i)`")?;
+        let v = self.push(
+            Op::Row {
+                tensor: recv,
+                index: idx?,
+            },
+            span,
+        );
+        self.ranks.insert(v, rank.saturating_sub(1));
+        Some(v)
+    }
+
+    /// A list of values `[i, j]` (a tile origin).
+    fn list(&mut self, e: &Expr, what: &str) -> Option<Vec<ValueId>> {
+        match strip(e) {
+            Expr::Array(arr) => {
+                let vals: Vec<Option<ValueId>> = arr.elems.iter().map(|x| self.expr(x)).collect();
+                vals.into_iter().collect()
+            }
+            other => {
+                self.cx
+                    .error(other.span(), format!("the tile {what} is a list: `[i, j]`"));
+                None
+            }
+        }
+    }
+
+    /// The static rank of a tensor value (a parameter or a row of one).
+    fn tensor_rank(&mut self, v: ValueId, span: Span, what: &str) -> Option<u8> {
+        let r = self.ranks.get(&v).copied();
+        if r.is_none() {
+            self.cx.error(
+                span,
+                format!("{what} needs a tensor parameter or a row of one"),
+            );
+        }
+        r
+    }
+}

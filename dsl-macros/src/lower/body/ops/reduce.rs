@@ -1,0 +1,72 @@
+//! Ops over an axis: reductions (`sum`, `max`, `min`, as calls `sum(x, axis)` or methods
+//! `x.sum(axis)`) and `expand_dims` (a new axis of extent 1).
+
+use super::{Call, Method};
+use crate::lower::body::Lowerer;
+use tilekit_ir::{Op, ReduceOp, ValueId};
+
+impl Lowerer<'_, '_> {
+    /// `sum(x, axis)`, `max(x, axis)`, `min(x, axis)`.
+    pub(super) fn reduce_call(&mut self, call: &Call, op: ReduceOp) -> Option<ValueId> {
+        let (c, a, name, span) = (call.expr, &call.expr.args, call.name, call.span);
+        if !self.args(c, 2..=2, &format!("{name}(tile, axis)")) {
+            return None;
+        }
+        let x = self.expr(&a[0]);
+        let axis = self.axis(&a[1]);
+        Some(self.push(
+            Op::Reduce {
+                op,
+                x: x?,
+                axis: axis?,
+            },
+            span,
+        ))
+    }
+
+    /// `x.sum(axis)`, `x.max(axis)`, `x.min(axis)`.
+    pub(super) fn reduce_method(&mut self, mc: &Method, op: ReduceOp) -> Option<ValueId> {
+        let (m, name, recv, nargs, span) = (mc.expr, mc.name, mc.recv, mc.expr.args.len(), mc.span);
+        if nargs != 1 {
+            self.bad_arity(mc, &format!("x.{name}(axis)"));
+            return None;
+        }
+        let axis = self.axis(&m.args[0]);
+        Some(self.push(
+            Op::Reduce {
+                op,
+                x: recv?,
+                axis: axis?,
+            },
+            span,
+        ))
+    }
+
+    /// `expand_dims(x, axis)`.
+    pub(super) fn expand_dims_call(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 2..=2, "expand_dims(tile, axis)") {
+            return None;
+        }
+        let x = self.expr(&a[0]);
+        let axis = self.axis(&a[1]);
+        Some(self.push(Op::ExpandDims { x: x?, axis: axis? }, span))
+    }
+
+    /// `x.expand_dims(axis)`.
+    pub(super) fn expand_dims_method(&mut self, mc: &Method) -> Option<ValueId> {
+        let (m, recv, nargs, span) = (mc.expr, mc.recv, mc.expr.args.len(), mc.span);
+        if nargs != 1 {
+            self.bad_arity(mc, "x.expand_dims(axis)");
+            return None;
+        }
+        let axis = self.axis(&m.args[0]);
+        Some(self.push(
+            Op::ExpandDims {
+                x: recv?,
+                axis: axis?,
+            },
+            span,
+        ))
+    }
+}

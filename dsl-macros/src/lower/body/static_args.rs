@@ -1,0 +1,145 @@
+//! Compile-time arguments of tile operations: tile extents (integer literals or tuning
+//! parameters, as values or generic arguments), element types and axes.
+
+use super::{strip, Lowerer};
+use crate::parse::signature::parse_elem;
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+use syn::{Expr, GenericArgument, Ident, Stmt};
+use tilekit_ir::{DType, Dim, Elem, TuneValue};
+
+/// The value of an integer literal, through parentheses.
+fn int_literal(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => i.base10_parse().ok(),
+            _ => None,
+        },
+        Expr::Paren(p) => int_literal(&p.expr),
+        Expr::Group(g) => int_literal(&g.expr),
+        _ => None,
+    }
+}
+
+impl Lowerer<'_, '_> {
+    /// A tile extent: an integer literal or a tuning parameter.
+    pub(super) fn dim(&mut self, e: &Expr) -> Option<Dim> {
+        match strip(e) {
+            Expr::Lit(_) => match int_literal(e) {
+                Some(v) if v > 0 => Some(Dim::Const(v as u64)),
+                _ => {
+                    self.cx
+                        .error(e.span(), "tile extents are positive integers");
+                    None
+                }
+            },
+            Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+                Stmt::Expr(inner, None) => self.dim(inner),
+                _ => {
+                    self.cx.error(e.span(), "expected a tile extent");
+                    None
+                }
+            },
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let id = p
+                    .path
+                    .get_ident()
+                    .cloned()
+                    .unwrap_or_else(|| Ident::new("_", Span::call_site()));
+                self.dim_name(&id)
+            }
+            other => {
+                self.cx.error_help(
+                    other.span(),
+                    "non-constant tile shape",
+                    "tile extents must be integer literals or tuning parameters declared in `#[tune(..)]`",
+                );
+                None
+            }
+        }
+    }
+
+    /// A tile extent named by a tuning parameter.
+    fn dim_name(&mut self, id: &Ident) -> Option<Dim> {
+        let name = id.to_string();
+        match self.tune_kind(&name) {
+            Some(Some(TuneValue::Int(_))) => Some(Dim::Param(name)),
+            Some(_) => {
+                self.cx.error(id.span(), format!("tuning parameter `{name}` is not an integer, so it cannot be a tile extent"));
+                None
+            }
+            None if self.lookup_binding(&name).is_some() => {
+                self.cx.error_help(
+                    id.span(),
+                    format!("non-constant tile shape: `{name}` is a run-time value"),
+                    "tile extents must be integer literals or tuning parameters declared in `#[tune(..)]`",
+                );
+                None
+            }
+            None => {
+                self.host_scope_error(&name, id.span());
+                None
+            }
+        }
+    }
+
+    /// A tile extent given as a generic argument (`arange::<BLOCK>()`).
+    pub(super) fn generic_dim(&mut self, g: &GenericArgument) -> Option<Dim> {
+        match g {
+            GenericArgument::Const(e) => self.dim(e),
+            GenericArgument::Type(syn::Type::Path(p)) if p.path.get_ident().is_some() => {
+                let id = p
+                    .path
+                    .get_ident()
+                    .cloned()
+                    .unwrap_or_else(|| Ident::new("_", Span::call_site()));
+                self.dim_name(&id)
+            }
+            other => {
+                self.cx.error(
+                    other.span(),
+                    "expected a tile extent (integer literal or tuning parameter)",
+                );
+                None
+            }
+        }
+    }
+
+    /// An element type given as a generic argument (`zeros::<f32, ..>()`).
+    pub(super) fn generic_elem(&mut self, g: &GenericArgument) -> Option<Elem> {
+        let generics: Vec<Ident> = self
+            .b
+            .kernel_mut()
+            .generics
+            .iter()
+            .map(|g| Ident::new(g, Span::call_site()))
+            .collect();
+        let parsed = match g {
+            GenericArgument::Type(t) => parse_elem(t, &generics).or_else(|| match t {
+                syn::Type::Path(p) if p.path.is_ident("bool") => Some(Elem::Concrete(DType::Bool)),
+                _ => None,
+            }),
+            _ => None,
+        };
+        if parsed.is_none() {
+            self.cx.error_help(
+                g.span(),
+                "expected an element type",
+                "f32, f16, bf16, i32, i64, bool, or a generic `T`",
+            );
+        }
+        parsed
+    }
+
+    /// An axis: an integer literal below 8.
+    pub(super) fn axis(&mut self, e: &Expr) -> Option<u8> {
+        match int_literal(e) {
+            Some(v) if (0..8).contains(&v) => Some(v as u8),
+            _ => {
+                self.cx
+                    .error(e.span(), "an axis must be an integer literal (0, 1, 2)");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Typing of structured control flow: `for` (induction variable, loop-carried values) and
+//! `if` (values yielded by both branches), and the check that a yielded value keeps its
+//! type.
+
+use super::{Checker, Ty};
+use crate::dtype::DType;
+use crate::op::{Block, Inst, Loc, Op, ValueId};
+use crate::shape::Dim;
+
+impl Checker<'_> {
+    /// `for`: integer bounds and step, an i64 induction variable, and loop-carried values
+    /// that keep their (strong) types; types the loop's results itself.
+    pub(super) fn for_loop(
+        &mut self,
+        inst: &Inst,
+        [start, end, step]: [ValueId; 3],
+        stages: Option<&Dim>,
+        inits: &[ValueId],
+        body: &Block,
+    ) -> Option<Ty> {
+        let loc = inst.loc;
+        self.int_scalar(start, "a loop bound", loc);
+        self.int_scalar(end, "a loop bound", loc);
+        self.int_scalar(step, "a loop step", loc);
+        if let Some(s) = stages {
+            self.dims_ok(std::slice::from_ref(s), loc);
+        }
+        let carried: Vec<Ty> = inits
+            .iter()
+            .map(|v| match self.ty(*v) {
+                Ty::Tile { elem, shape, .. } => Ty::tile(elem, shape),
+                t => t,
+            })
+            .collect();
+        if let Some(iv) = body.args.first() {
+            self.set(*iv, Ty::scalar(DType::I64));
+        }
+        for (a, t) in body.args.iter().skip(1).zip(&carried) {
+            self.set(*a, t.clone());
+        }
+        self.block(body);
+        self.check_yield(body, &carried, loc, "loop-carried");
+        for (r, t) in inst.results.iter().zip(carried) {
+            self.set(*r, t);
+        }
+        None
+    }
+
+    /// `if`: a scalar bool condition; both branches yield values of the same types, which
+    /// type the results (typed here).
+    pub(super) fn if_else(
+        &mut self,
+        inst: &Inst,
+        cond: ValueId,
+        then_block: &Block,
+        else_block: &Block,
+    ) -> Option<Ty> {
+        let loc = inst.loc;
+        if let Some((e, s, _)) = self.expect_tile(cond, loc, "the condition of `if`") {
+            if !e.is_bool() || !s.is_scalar() {
+                self.err(
+                    loc,
+                    format!("the condition of `if` must be a scalar bool, found {e}{s}"),
+                );
+            }
+        }
+        self.block(then_block);
+        self.block(else_block);
+        let then_tys: Vec<Ty> = yields(then_block)
+            .iter()
+            .map(|v| strong(self.ty(*v)))
+            .collect();
+        self.check_yield(else_block, &then_tys, loc, "`if` branch");
+        for (r, t) in inst.results.iter().zip(then_tys) {
+            self.set(*r, t);
+        }
+        None
+    }
+
+    /// Reports each value yielded by `b` whose type differs from `expected` (a weak
+    /// literal may stand for a value of a compatible element type and the same shape).
+    fn check_yield(&mut self, b: &Block, expected: &[Ty], loc: Loc, what: &str) {
+        let ys = yields(b);
+        for (i, (y, t)) in ys.iter().zip(expected).enumerate() {
+            let yt = strong(self.ty(*y));
+            if yt == Ty::Error || *t == Ty::Error {
+                continue;
+            }
+            let compatible = match (&self.ty(*y), t) {
+                (
+                    Ty::Tile {
+                        elem: ye,
+                        shape: ys,
+                        weak: true,
+                    },
+                    Ty::Tile {
+                        elem: te,
+                        shape: ts,
+                        ..
+                    },
+                ) => {
+                    ys == ts
+                        && (ye == te
+                            || te.is_float() && (ye.is_float() || ye.is_int())
+                            || te.is_int() && ye.is_int())
+                }
+                _ => yt == *t,
+            };
+            if !compatible {
+                let name = self.name(*y);
+                self.err_help(
+                    loc,
+                    format!(
+                        "{what} value #{i} (`{name}`) changes type from {} to {}",
+                        t.describe(),
+                        yt.describe()
+                    ),
+                    "a value assigned in a loop or branch must keep its dtype and shape",
+                );
+            }
+        }
+    }
+}
+
+/// `t` with a weak literal's type made strong.
+fn strong(t: Ty) -> Ty {
+    match t {
+        Ty::Tile { elem, shape, .. } => Ty::tile(elem, shape),
+        t => t,
+    }
+}
+
+/// The values yielded at the end of `b` (none without a `yield`).
+fn yields(b: &Block) -> Vec<ValueId> {
+    match b.insts.last().map(|i| &i.op) {
+        Some(Op::Yield { values }) => values.clone(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,99 @@
+//! Typing of elementwise ops: unary math, binary arithmetic and logic, comparisons,
+//! `where_` and casts. Operands unify their element types (weak literals adopt the other
+//! side's) and broadcast their shapes.
+
+use super::{Checker, Ty};
+use crate::dtype::{DType, Elem};
+use crate::op::{BinOp, CmpOp, Loc, UnaryOp, ValueId};
+
+impl Checker<'_> {
+    /// A unary op: `not` on masks, float-only math on floats, the rest on numbers.
+    pub(super) fn unary(&mut self, op: UnaryOp, x: ValueId, loc: Loc) -> Option<Ty> {
+        let (elem, shape, weak) = self.expect_tile(x, loc, "an operand")?;
+        let ok = match op {
+            UnaryOp::Not => elem.is_bool(),
+            _ if op.needs_float() => elem.is_float(),
+            _ => elem.is_float() || elem.is_int(),
+        };
+        if !ok {
+            self.err_help(
+                loc,
+                format!("dtype mismatch: `{}` of a {elem} tile", op.name()),
+                if op.needs_float() {
+                    "convert first, e.g. `.to_f32()`"
+                } else {
+                    "use a numeric or mask operand"
+                },
+            );
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tile { elem, shape, weak })
+    }
+
+    /// A binary op: unified element type, broadcast shape; logic on masks only, `%` on
+    /// integers only.
+    pub(super) fn binary(&mut self, op: BinOp, a: ValueId, b: ValueId, loc: Loc) -> Option<Ty> {
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta == Ty::Error || tb == Ty::Error {
+            return Some(Ty::Error);
+        }
+        self.expect_tile(a, loc, "an operand")?;
+        self.expect_tile(b, loc, "an operand")?;
+        let (elem, weak) = self.unify(&ta, &tb, loc, op.name())?;
+        let shape = self.broadcast(ta.shape()?, tb.shape()?, loc, op.name())?;
+        if op.is_logical() && !elem.is_bool() {
+            self.err(
+                loc,
+                format!("`{}` needs masks (bool tiles), found {elem}", op.name()),
+            );
+            return Some(Ty::Error);
+        }
+        if !op.is_logical() && elem.is_bool() {
+            self.err(loc, format!("`{}` is not defined on masks", op.name()));
+            return Some(Ty::Error);
+        }
+        if op == BinOp::Rem && !elem.is_int() {
+            self.err(loc, "`%` needs integer operands");
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tile { elem, shape, weak })
+    }
+
+    /// A comparison: a mask of the broadcast shape.
+    pub(super) fn cmp(&mut self, op: CmpOp, a: ValueId, b: ValueId, loc: Loc) -> Option<Ty> {
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        if ta == Ty::Error || tb == Ty::Error {
+            return Some(Ty::Error);
+        }
+        self.expect_tile(a, loc, "an operand")?;
+        self.expect_tile(b, loc, "an operand")?;
+        self.unify(&ta, &tb, loc, op.symbol())?;
+        let shape = self.broadcast(ta.shape()?, tb.shape()?, loc, op.symbol())?;
+        Some(Ty::tile(Elem::Concrete(DType::Bool), shape))
+    }
+
+    /// `where_(cond, a, b)`: the unified element type, the shape of all three broadcast.
+    pub(super) fn select(&mut self, cond: ValueId, a: ValueId, b: ValueId, loc: Loc) -> Option<Ty> {
+        let (ce, cs, _) = self.expect_tile(cond, loc, "the condition of `where_`")?;
+        let (ta, tb) = (self.ty(a), self.ty(b));
+        self.expect_tile(a, loc, "an operand")?;
+        self.expect_tile(b, loc, "an operand")?;
+        if !ce.is_bool() {
+            self.err(
+                loc,
+                format!("the condition of `where_` must be a mask, found {ce}"),
+            );
+            return Some(Ty::Error);
+        }
+        let (elem, weak) = self.unify(&ta, &tb, loc, "where_")?;
+        let s = self.broadcast(ta.shape()?, tb.shape()?, loc, "where_")?;
+        let shape = self.broadcast(&cs, &s, loc, "where_")?;
+        Some(Ty::Tile { elem, shape, weak })
+    }
+
+    /// A cast: the operand's shape with the target element type.
+    pub(super) fn cast(&mut self, x: ValueId, to: &Elem, loc: Loc) -> Option<Ty> {
+        let (_, shape, _) = self.expect_tile(x, loc, "the operand of a cast")?;
+        Some(Ty::tile(to.clone(), shape))
+    }
+}

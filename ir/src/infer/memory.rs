@@ -1,0 +1,220 @@
+//! Typing of tensor views and memory ops: shape queries, `.row()`, `load`/`store` (rank-1
+//! views with offsets and masks) and `load_tile`/`store_tile` (rectangular tiles at an
+//! origin).
+
+use super::{Checker, Ty};
+use crate::dtype::DType;
+use crate::op::{Loc, ValueId};
+use crate::shape::{Dim, Shape};
+
+impl Checker<'_> {
+    /// A shape query `x.shape(axis)`: an i64 scalar.
+    pub(super) fn tensor_dim(&mut self, tensor: ValueId, axis: u8, loc: Loc) -> Option<Ty> {
+        let (p, rank, ..) = self.expect_tensor(tensor, loc, "the receiver of a shape query")?;
+        if axis >= rank {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: axis {axis} of `{}`, which has rank {rank}",
+                    self.param_name(p)
+                ),
+            );
+            return Some(Ty::Error);
+        }
+        Some(Ty::scalar(DType::I64))
+    }
+
+    /// `x.row(i)`: a view of one less rank.
+    pub(super) fn row(&mut self, tensor: ValueId, index: ValueId, loc: Loc) -> Option<Ty> {
+        let (param, rank, elem, mutable) =
+            self.expect_tensor(tensor, loc, "the receiver of `.row()`")?;
+        let idx_ok = self.int_scalar(index, "a row index", loc);
+        if rank < 2 {
+            self.err_help(
+                loc,
+                format!(
+                    "rank mismatch: `.row()` of `{}`, which has rank 1",
+                    self.param_name(param)
+                ),
+                "a rank-1 tensor is already a row: pass it to `load`/`store` directly",
+            );
+            return Some(Ty::Error);
+        }
+        if !idx_ok {
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tensor {
+            param,
+            rank: rank - 1,
+            elem,
+            mutable,
+        })
+    }
+
+    /// `load(view, offsets, mask, other)`: a tile of the offsets' shape.
+    pub(super) fn load(
+        &mut self,
+        view: ValueId,
+        offsets: ValueId,
+        mask: Option<ValueId>,
+        other: Option<ValueId>,
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (param, rank, elem, _) =
+            self.expect_tensor(view, loc, "the first argument of `load`")?;
+        let (oe, os, _) = self.expect_tile(offsets, loc, "the offsets of `load`")?;
+        if rank != 1 {
+            self.err_help(
+                loc,
+                format!("rank mismatch: `load` needs a rank-1 tensor or row view; `{}` has rank {rank} here", self.param_name(param)),
+                "select a row first, e.g. `x.row(i)`, or use `load_tile`",
+            );
+            return Some(Ty::Error);
+        }
+        if !oe.is_int() {
+            self.err(
+                loc,
+                format!("the offsets of `load` must be integers, found {oe}"),
+            );
+            return Some(Ty::Error);
+        }
+        if let Some(m) = mask {
+            self.mask_fits(m, &os, loc, "load")?;
+        }
+        if let Some(o) = other {
+            let (ote, ots, weak) = self.expect_tile(o, loc, "the `other` value of `load`")?;
+            if !weak && ote != elem {
+                self.err_help(
+                    loc,
+                    format!(
+                        "dtype mismatch: `other` is {ote} but `{}` holds {elem}",
+                        self.param_name(param)
+                    ),
+                    "use a literal or a value of the tensor's type",
+                );
+                return Some(Ty::Error);
+            }
+            if ots.broadcast(&os).as_ref() != Some(&os) {
+                self.err(loc, format!("the `other` value's shape {ots} does not broadcast to the offsets' shape {os}"));
+                return Some(Ty::Error);
+            }
+        }
+        Some(Ty::tile(elem, os))
+    }
+
+    /// `store(view, offsets, value, mask)`: no result.
+    pub(super) fn store(
+        &mut self,
+        view: ValueId,
+        offsets: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (param, rank, elem, mutable) =
+            self.expect_tensor(view, loc, "the first argument of `store`")?;
+        let (oe, os, _) = self.expect_tile(offsets, loc, "the offsets of `store`")?;
+        let (ve, vs, weak) = self.expect_tile(value, loc, "the value of `store`")?;
+        self.writable(param, mutable, loc);
+        if rank != 1 {
+            self.err_help(
+                loc,
+                format!("rank mismatch: `store` needs a rank-1 tensor or row view; `{}` has rank {rank} here", self.param_name(param)),
+                "select a row first, e.g. `y.row(i)`, or use `store_tile`",
+            );
+        }
+        if !oe.is_int() {
+            self.err(
+                loc,
+                format!("the offsets of `store` must be integers, found {oe}"),
+            );
+        }
+        if !weak && ve != elem {
+            self.err_help(
+                loc,
+                format!(
+                    "dtype mismatch: storing {ve} values into `{}`, which holds {elem}",
+                    self.param_name(param)
+                ),
+                format!("convert with `.cast::<{elem}>()`"),
+            );
+        }
+        if vs.broadcast(&os).as_ref() != Some(&os) {
+            self.err(loc, format!("tile shapes: the stored value's shape {vs} does not broadcast to the offsets' shape {os}"));
+        }
+        if let Some(m) = mask {
+            self.mask_fits(m, &os, loc, "store");
+        }
+        None
+    }
+
+    /// `load_tile(x, origin, shape)`: a tile of that shape.
+    pub(super) fn load_tile(
+        &mut self,
+        tensor: ValueId,
+        origin: &[ValueId],
+        shape: &[Dim],
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (param, rank, elem, _) =
+            self.expect_tensor(tensor, loc, "the first argument of `load_tile`")?;
+        let mut ok = self.dims_ok(shape, loc);
+        for o in origin {
+            ok &= self.int_scalar(*o, "a tile origin", loc);
+        }
+        if origin.len() != usize::from(rank) || shape.len() != usize::from(rank) {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: `{}` has rank {rank} but `load_tile` was given a {}-d origin and a {}-d shape",
+                    self.param_name(param),
+                    origin.len(),
+                    shape.len()
+                ),
+            );
+            return Some(Ty::Error);
+        }
+        if !ok {
+            return Some(Ty::Error);
+        }
+        Some(Ty::tile(elem, Shape::new(shape.to_vec())))
+    }
+
+    /// `store_tile(x, origin, value)`: no result.
+    pub(super) fn store_tile(
+        &mut self,
+        tensor: ValueId,
+        origin: &[ValueId],
+        value: ValueId,
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (param, rank, elem, mutable) =
+            self.expect_tensor(tensor, loc, "the first argument of `store_tile`")?;
+        self.writable(param, mutable, loc);
+        for o in origin {
+            self.int_scalar(*o, "a tile origin", loc);
+        }
+        let (ve, vs, weak) = self.expect_tile(value, loc, "the value of `store_tile`")?;
+        if origin.len() != usize::from(rank) || vs.rank() != usize::from(rank) {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: `{}` has rank {rank} but `store_tile` was given a {}-d origin and a tile of shape {vs}",
+                    self.param_name(param),
+                    origin.len()
+                ),
+            );
+        }
+        if !weak && ve != elem {
+            self.err_help(
+                loc,
+                format!(
+                    "dtype mismatch: storing a {ve} tile into `{}`, which holds {elem}",
+                    self.param_name(param)
+                ),
+                format!("convert with `.cast::<{elem}>()`"),
+            );
+        }
+        None
+    }
+}

@@ -1,0 +1,261 @@
+//! Inference tests: types of a softmax-like body, one message per error, `dot` checks.
+
+use super::*;
+use crate::builder::KernelBuilder;
+use crate::expr::Expr;
+use crate::kernel::Param;
+use crate::op::{BinOp, Literal, UnaryOp};
+use crate::shape::Dim;
+use crate::space::{Space, TuneParam, TuneValue};
+
+fn base() -> KernelBuilder {
+    let mut b = KernelBuilder::new("k");
+    let k = b.kernel_mut();
+    k.generics = vec!["T".into()];
+    k.params = vec![
+        Param {
+            name: "x".into(),
+            kind: ParamKind::Tensor {
+                rank: 2,
+                elem: Elem::Generic("T".into()),
+                mutable: false,
+            },
+            loc: Loc::default(),
+        },
+        Param {
+            name: "y".into(),
+            kind: ParamKind::Tensor {
+                rank: 2,
+                elem: Elem::Generic("T".into()),
+                mutable: true,
+            },
+            loc: Loc::default(),
+        },
+    ];
+    k.grid = vec![Expr::TensorDim { param: 0, axis: 0 }];
+    k.space = Space {
+        params: vec![
+            TuneParam {
+                name: "BLOCK".into(),
+                values: vec![TuneValue::Int(1024)],
+                loc: Loc::default(),
+            },
+            TuneParam {
+                name: "BN".into(),
+                values: vec![TuneValue::Int(64)],
+                loc: Loc::default(),
+            },
+        ],
+    };
+    b
+}
+
+fn at(line: u32) -> Loc {
+    Loc { span: line, line }
+}
+
+#[test]
+fn softmax_row_types() {
+    let mut b = base();
+    let x = b.push(Op::TensorParam { index: 0 }, at(1));
+    let pid = b.push(Op::ProgramId { axis: 0 }, at(2));
+    let cols = b.push(
+        Op::Arange {
+            n: Dim::param("BLOCK"),
+        },
+        at(3),
+    );
+    let n = b.push(Op::TensorDim { tensor: x, axis: 1 }, at(4));
+    let mask = b.push(
+        Op::Cmp {
+            op: crate::op::CmpOp::Lt,
+            a: cols,
+            b: n,
+        },
+        at(4),
+    );
+    let row = b.push(
+        Op::Row {
+            tensor: x,
+            index: pid,
+        },
+        at(4),
+    );
+    let ninf = b.push(Op::Lit(Literal::Float(f64::NEG_INFINITY)), at(4));
+    let v = b.push(
+        Op::Load {
+            view: row,
+            offsets: cols,
+            mask: Some(mask),
+            other: Some(ninf),
+        },
+        at(4),
+    );
+    let v32 = b.push(
+        Op::Cast {
+            x: v,
+            to: Elem::of(DType::F32),
+        },
+        at(5),
+    );
+    let m = b.push(
+        Op::Reduce {
+            op: crate::op::ReduceOp::Max,
+            x: v32,
+            axis: 0,
+        },
+        at(6),
+    );
+    let d = b.push(
+        Op::Binary {
+            op: BinOp::Sub,
+            a: v32,
+            b: m,
+        },
+        at(6),
+    );
+    let e = b.push(
+        Op::Unary {
+            op: UnaryOp::Exp,
+            x: d,
+        },
+        at(6),
+    );
+    b.finish_body();
+    let k = b.into_kernel();
+    let (t, diags) = infer(&k);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(
+        t.of(e),
+        &Ty::tile(Elem::of(DType::F32), Shape::new(vec![Dim::param("BLOCK")]))
+    );
+    assert_eq!(t.of(m), &Ty::scalar(DType::F32));
+    assert_eq!(
+        t.of(v),
+        &Ty::tile(
+            Elem::Generic("T".into()),
+            Shape::new(vec![Dim::param("BLOCK")])
+        )
+    );
+}
+
+#[test]
+fn reports_every_error_once() {
+    let mut b = base();
+    let x = b.push(Op::TensorParam { index: 0 }, at(1));
+    let pid = b.push(Op::ProgramId { axis: 1 }, at(2)); // grid has one axis
+    let cols = b.push(
+        Op::Arange {
+            n: Dim::param("BLOCK"),
+        },
+        at(3),
+    );
+    let cols2 = b.push(
+        Op::Arange {
+            n: Dim::param("BN"),
+        },
+        at(4),
+    );
+    let bad = b.push(
+        Op::Binary {
+            op: BinOp::Add,
+            a: cols,
+            b: cols2,
+        },
+        at(5),
+    ); // shapes
+    let _follow = b.push(
+        Op::Unary {
+            op: UnaryOp::Neg,
+            x: bad,
+        },
+        at(6),
+    ); // silenced
+    let row = b.push(
+        Op::Row {
+            tensor: x,
+            index: pid,
+        },
+        at(7),
+    ); // pid poisoned: silenced
+    let zero = b.push(Op::Lit(Literal::Float(0.0)), at(8));
+    b.push_void(
+        Op::Store {
+            view: row,
+            offsets: cols,
+            value: zero,
+            mask: None,
+        },
+        at(8),
+    );
+    let xx = b.push(Op::TensorParam { index: 0 }, at(9));
+    let r0 = b.push(Op::Lit(Literal::Int(0)), at(9));
+    let xr = b.push(
+        Op::Row {
+            tensor: xx,
+            index: r0,
+        },
+        at(9),
+    );
+    b.push_void(
+        Op::Store {
+            view: xr,
+            offsets: cols,
+            value: zero,
+            mask: None,
+        },
+        at(10),
+    ); // write through &
+    b.finish_body();
+    let (_, diags) = infer(&b.into_kernel());
+    let lines: Vec<u32> = diags.iter().map(|d| d.loc.line).collect();
+    assert_eq!(lines, vec![2, 5, 10], "{diags:#?}");
+    assert!(diags[0].message.contains("program axis 1"));
+    assert!(diags[1].message.contains("do not broadcast"));
+    assert!(diags[2].message.contains("cannot write through `x`"));
+}
+
+#[test]
+fn dot_checks_inner_dims_and_dtypes() {
+    let mut b = base();
+    let bm = Dim::param("BLOCK");
+    let bn = Dim::param("BN");
+    let one = b.push(Op::Lit(Literal::Float(1.0)), at(1));
+    let a = b.push(
+        Op::Full {
+            elem: Elem::of(DType::BF16),
+            shape: vec![bm.clone(), bn.clone()],
+            value: one,
+        },
+        at(1),
+    );
+    let bb = b.push(
+        Op::Full {
+            elem: Elem::of(DType::BF16),
+            shape: vec![bm.clone(), bn.clone()],
+            value: one,
+        },
+        at(2),
+    );
+    let acc = b.push(
+        Op::Full {
+            elem: Elem::of(DType::F32),
+            shape: vec![bm.clone(), bn.clone()],
+            value: one,
+        },
+        at(3),
+    );
+    b.push(
+        Op::Dot {
+            a,
+            b: bb,
+            acc,
+            precision: crate::op::Precision::Ieee,
+        },
+        at(4),
+    );
+    b.finish_body();
+    let (_, diags) = infer(&b.into_kernel());
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert!(diags[0].message.contains("inner dimensions"));
+}

@@ -1,0 +1,85 @@
+//! Typing of tile construction (`arange`, `full`) and shape-changing ops (reductions over
+//! an axis, `expand_dims`).
+
+use super::{Checker, Ty};
+use crate::dtype::{DType, Elem};
+use crate::op::{Loc, ReduceOp, ValueId};
+use crate::shape::{Dim, Shape};
+
+impl Checker<'_> {
+    /// `arange(n)`: an i32 tile `[n]`.
+    pub(super) fn arange(&mut self, n: &Dim, loc: Loc) -> Option<Ty> {
+        if !self.dims_ok(std::slice::from_ref(n), loc) {
+            return Some(Ty::Error);
+        }
+        Some(Ty::tile(
+            Elem::Concrete(DType::I32),
+            Shape::new(vec![n.clone()]),
+        ))
+    }
+
+    /// `full(shape, value)` (and `zeros`): a tile of the given element type and shape,
+    /// filled with a scalar.
+    pub(super) fn full(
+        &mut self,
+        elem: &Elem,
+        shape: &[Dim],
+        value: ValueId,
+        loc: Loc,
+    ) -> Option<Ty> {
+        if !self.dims_ok(shape, loc) {
+            return Some(Ty::Error);
+        }
+        let (_, vs, _) = self.expect_tile(value, loc, "the fill value")?;
+        if !vs.is_scalar() {
+            self.err(loc, "the fill value must be a scalar");
+            return Some(Ty::Error);
+        }
+        Some(Ty::tile(elem.clone(), Shape::new(shape.to_vec())))
+    }
+
+    /// A reduction over `axis`: the operand's shape without that axis.
+    pub(super) fn reduce(&mut self, op: ReduceOp, x: ValueId, axis: u8, loc: Loc) -> Option<Ty> {
+        let (elem, shape, _) = self.expect_tile(x, loc, "the operand of a reduction")?;
+        if usize::from(axis) >= shape.rank() {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: `{}` over axis {axis} of a tile of rank {} ({shape})",
+                    op.name(),
+                    shape.rank()
+                ),
+            );
+            return Some(Ty::Error);
+        }
+        if elem.is_bool() {
+            self.err(loc, format!("`{}` of a mask; cast it first", op.name()));
+            return Some(Ty::Error);
+        }
+        let mut dims = shape.0.clone();
+        dims.remove(usize::from(axis));
+        Some(Ty::tile(elem, Shape::new(dims)))
+    }
+
+    /// `expand_dims(x, axis)`: a new axis of extent 1 at `axis`.
+    pub(super) fn expand_dims(&mut self, x: ValueId, axis: u8, loc: Loc) -> Option<Ty> {
+        let (elem, shape, weak) = self.expect_tile(x, loc, "the operand of `expand_dims`")?;
+        if usize::from(axis) > shape.rank() {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: `expand_dims` at axis {axis} of a tile of rank {}",
+                    shape.rank()
+                ),
+            );
+            return Some(Ty::Error);
+        }
+        let mut dims = shape.0.clone();
+        dims.insert(usize::from(axis), Dim::Const(1));
+        Some(Ty::Tile {
+            elem,
+            shape: Shape::new(dims),
+            weak,
+        })
+    }
+}
