@@ -2,7 +2,12 @@
 //! addresses and strides, and each tensor's `tk::TensorArg`.
 
 use super::ffi;
-use crate::launch::{Arg, Layout};
+use crate::error::CudaLaunchError;
+use crate::launch::{Arg, Layout, ScalarValue};
+use tilekit_ir::Param;
+
+/// Parameters packed on the stack (more take one allocation per launch).
+pub(super) const INLINE_ARGS: usize = 8;
 
 /// True if a tensor satisfies the `aligned` specialization (see `tilekit_codegen::abi`):
 /// 16-byte aligned address of element `[0, ..]`, unit last stride, and every other stride
@@ -26,7 +31,7 @@ pub(crate) fn is_aligned(base: u64, layout: &Layout) -> bool {
 }
 
 /// `tk::TensorArg` of a tensor whose allocation starts at `base`.
-pub(super) fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
+fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
     let es = layout.dtype.size_bytes() as u64;
     // Constructors keep every address of a view inside its allocation, so this cannot wrap.
     let data = base.wrapping_add((layout.offset as u64).wrapping_mul(es));
@@ -49,6 +54,44 @@ pub(super) fn all_aligned(args: &[Arg<'_>]) -> bool {
         Arg::TensorMut(t) => t.device.is_some_and(|b| is_aligned(b, &t.layout)),
         Arg::Scalar(_) => true,
     })
+}
+
+/// Packs each argument into its kernel-ABI slot: a tensor's `tk::TensorArg` from its device
+/// address (read per call), a scalar's value. A tensor without a device address is refused,
+/// naming its parameter.
+pub(super) fn pack_args(
+    params: &[Param],
+    args: &[Arg<'_>],
+    slots: &mut [ffi::Packed],
+) -> Result<(), CudaLaunchError> {
+    for ((slot, p), arg) in slots.iter_mut().zip(params).zip(args) {
+        let (layout, base) = match arg {
+            Arg::Tensor(t) => (&t.layout, t.device),
+            Arg::TensorMut(t) => (&t.layout, t.device),
+            Arg::Scalar(s) => {
+                *slot = scalar_abi(*s);
+                continue;
+            }
+        };
+        let base = base.ok_or_else(|| CudaLaunchError::NoDevicePointer {
+            param: p.name.clone(),
+        })?;
+        *slot = ffi::Packed::Tensor(tensor_abi(base, layout));
+    }
+    Ok(())
+}
+
+/// A scalar as the kernel receives it (`usize` as `i64`, `bool` as `i32`).
+fn scalar_abi(s: ScalarValue) -> ffi::Packed {
+    match s {
+        ScalarValue::F32(v) => ffi::Packed::F32(v),
+        ScalarValue::I32(v) => ffi::Packed::I32(v),
+        ScalarValue::I64(v) => ffi::Packed::I64(v),
+        // `check` refused values above i64::MAX (and the memo key records whether a usize
+        // fits).
+        ScalarValue::Usize(v) => ffi::Packed::I64(i64::try_from(v).unwrap_or(i64::MAX)),
+        ScalarValue::Bool(v) => ffi::Packed::I32(i32::from(v)),
+    }
 }
 
 #[cfg(test)]

@@ -2,9 +2,15 @@
 //! CUBIN behind an in-memory and an on-disk cache ([`CacheStats`]), packing the kernel ABI
 //! and launching through cudarc.
 //!
-//! Module map: `ffi` holds every `unsafe` operation (the ABI structs, the launch, raw
-//! copies); `cache` the on-disk CUBIN cache. This module holds `CudaDevice` (the state of a
-//! CUDA [`crate::Runtime`]) and the launch path:
+//! Module map: `device` (`CudaDevice`, the state of a CUDA [`crate::Runtime`], and
+//! [`DeviceInfo`]); `libraries` (libcuda, NVRTC and headers before a device is touched, the
+//! NVRTC identity); `variants` (the in-memory caches, loading a variant from memory, disk or
+//! NVRTC); `cache` (the on-disk CUBIN cache); `abi` (the `aligned` class, argument packing);
+//! `launch` (this backend's part of the launch path); `graph` (launch graphs); `ffi` (every
+//! `unsafe` operation: the ABI structs, the launch, raw copies).
+//!
+//! A launch takes the one launch path of `crate::launch` (`launch_on`), with these steps
+//! on this backend:
 //!
 //! 1. `aligned` is chosen per launch from the tensors' addresses and strides;
 //! 2. the launch memo (`crate::memo`, held by the [`crate::Runtime`] handle beside this
@@ -14,7 +20,8 @@
 //!    the default, the fallback), each candidate through the shared argument check
 //!    (`launch::check`), with `smem_bytes()`, `max_smem()` and `threads()` known from the
 //!    variant's launch plan for the device's target, so a configuration that fails them is
-//!    refused like any other constraint (and the resolution passes over it);
+//!    refused like any other constraint (and the resolution passes over it), then the block
+//!    limit and the device addresses;
 //! 4. an empty grid resolves to a no-op (`Ok` with nothing launched);
 //! 5. the loaded function comes from the in-memory cache, else the disk cache, else NVRTC;
 //! 6. the resolution is recorded in the memo;
@@ -40,7 +47,7 @@ pub use cache::{CacheStats, CACHE_DIR_VAR};
 pub(crate) use device::CudaDevice;
 pub use device::{target_for, DeviceInfo};
 pub use graph::LaunchGraph;
-pub(crate) use launch::{chosen_config, launch, CudaResolved};
+pub(crate) use launch::CudaResolved;
 pub use timings::CudaTimings;
 
 use std::sync::{Mutex, MutexGuard};

@@ -7,23 +7,39 @@
 //! tensor argument borrows its tensor exclusively, so safe Rust cannot pass the same tensor
 //! twice when one of the uses is writable.
 //!
+//! **The one launch path** ([`launch`], [`launch_with`]; `launch_on`): the launch memo is
+//! probed; on a miss the configuration is resolved (`resolve`: the explicit one, else the
+//! configuration source's candidates, the declared default, the first declared
+//! configuration that fits), each candidate through `check` as the backend makes it
+//! (`LaunchBackend::check`: the CUDA backend adds the variant's resources, the block limit
+//! and device addresses), the first that passes is prepared by the backend (CUDA loads its
+//! variant) and recorded in the memo; then the backend runs it (the CPU interpreter, or
+//! `cuLaunchKernel`). A memo hit only runs it. [`chosen_config`] is the same resolution,
+//! stopping short of preparing.
+//!
 //! Module map: `args` (the arguments and generics), `check` (validation against the IR),
-//! `resolve` (choosing the configuration); this module holds the public entry points.
+//! `resolve` (choosing the configuration), `backend` (what a backend contributes to the
+//! path); this module holds the public entry points and the path.
 
 mod args;
+mod backend;
 mod check;
 mod resolve;
 
 pub(crate) use args::Layout;
 pub use args::{Arg, Generics, ScalarValue, TensorArg, TensorArgMut};
+pub(crate) use backend::LaunchBackend;
 pub(crate) use check::{check, check_bindings, eval_constraint, Checked};
+#[cfg(test)]
 pub(crate) use resolve::resolve;
 
-use crate::cpu::{self, CpuOptions};
+use crate::cpu::{self, CpuBackend, CpuOptions, CpuResolved};
 use crate::error::LaunchError;
-use crate::runtime::{Backend, BackendState, Runtime};
-use crate::spec::KernelSpec;
-use crate::tuned::consult;
+use crate::memo::{Memo, Probe, MAX_GENERICS};
+use crate::runtime::{BackendState, Runtime};
+use crate::spec::{Analyzed, KernelSpec};
+use crate::tuned::ConfigSource;
+use resolve::resolve_on;
 use tilekit_ir::{Bindings, Config, DType};
 
 /// Launches `spec` with the first configuration that passes every check for these
@@ -112,56 +128,67 @@ pub fn chosen_config<'g>(
 ) -> Result<Config, LaunchError> {
     let generics = generics.into();
     let analyzed = spec.analyzed()?;
-    let kernel = &analyzed.kernel;
     let source = rt.config_source().map(|s| &**s);
-    let memo = match rt.backend_state() {
-        BackendState::Cuda(dev, _) => {
-            return crate::cuda::chosen_config(dev, source, spec, generics, args)
-        }
-        BackendState::Cpu(memo) => memo,
-    };
-    let mut buf = [DType::F32; crate::memo::MAX_GENERICS];
-    if let Some(g) = generics.ordered(kernel, &mut buf)? {
-        let probe = crate::memo::Probe::new(
-            spec.content_id(),
-            None,
-            g,
-            args,
-            spec.host_scalars(kernel),
-            false,
-        );
-        if let Some(r) = memo.peek(&probe) {
-            return Ok(r.config);
-        }
-    }
-    let bindings = generics.to_bindings(kernel);
-    resolve(
-        spec,
-        None,
-        || consult(source, spec, kernel, &bindings, args, None),
-        |c| {
-            check(
-                kernel,
-                &analyzed.types,
-                c,
-                &bindings,
-                args,
-                Backend::Cpu,
-                None,
-            )
-            .map(|checked| checked.config)
+    match rt.backend_state() {
+        BackendState::Cpu(memo) => match remembered_config(memo, spec, analyzed, generics, args)? {
+            Some(config) => Ok(config),
+            None => choose(&CpuBackend, spec, analyzed, generics, args, source),
         },
+        BackendState::Cuda(dev, _) => choose(dev, spec, analyzed, generics, args, source),
+    }
+}
+
+/// The configuration of an identical launch already resolved on the CPU backend, from the
+/// memo without counting a hit (the CUDA backend's entries do not keep it).
+fn remembered_config(
+    memo: &Memo<CpuResolved>,
+    spec: &KernelSpec,
+    analyzed: &Analyzed,
+    generics: Generics<'_>,
+    args: &[Arg<'_>],
+) -> Result<Option<Config>, LaunchError> {
+    let kernel = &analyzed.kernel;
+    let mut buf = [DType::F32; MAX_GENERICS];
+    let Some(g) = generics.ordered(kernel, &mut buf)? else {
+        return Ok(None);
+    };
+    let probe = Probe::new(
+        spec.content_id(),
+        None,
+        g,
+        args,
+        spec.host_scalars(kernel),
+        false,
+    );
+    Ok(memo.peek(&probe).map(|r| r.config))
+}
+
+/// The resolution of [`launch`] on `backend`, stopping short of preparing the launch (the
+/// CUDA backend compiles and loads nothing).
+fn choose<B: LaunchBackend>(
+    backend: &B,
+    spec: &KernelSpec,
+    analyzed: &Analyzed,
+    generics: Generics<'_>,
+    args: &[Arg<'_>],
+    source: Option<&dyn ConfigSource>,
+) -> Result<Config, LaunchError> {
+    let bindings = generics.to_bindings(&analyzed.kernel);
+    resolve_on(
+        backend,
+        spec,
+        analyzed,
+        None,
+        &bindings,
+        args,
+        source,
+        |checked| Ok(checked.config),
     )
 }
 
-/// What a CPU launch resolved to (memoized per runtime).
-#[derive(Clone, Debug)]
-pub(crate) struct CpuResolved {
-    config: Config,
-    grid: Vec<i64>,
-}
-
-/// The shared entry of [`launch`] and [`launch_with`].
+/// The shared entry of [`launch`] and [`launch_with`]: the backend's launch path
+/// ([`launch_on`]); while the CUDA runtime captures a launch graph, the launch is registered
+/// with the capture.
 fn run(
     rt: &Runtime,
     spec: &KernelSpec,
@@ -170,77 +197,84 @@ fn run(
     args: &mut [Arg<'_>],
 ) -> Result<(), LaunchError> {
     let analyzed = spec.analyzed()?;
-    let mut buf = [DType::F32; crate::memo::MAX_GENERICS];
+    let mut buf = [DType::F32; MAX_GENERICS];
     let ordered = generics.ordered(&analyzed.kernel, &mut buf)?;
     let source = rt.config_source().map(|s| &**s);
-    let memo = match rt.backend_state() {
-        BackendState::Cuda(dev, memo) => {
-            return crate::cuda::launch(dev, memo, source, spec, config, generics, ordered, args)
-        }
-        BackendState::Cpu(memo) => memo,
+    let request = Request {
+        spec,
+        analyzed,
+        config,
+        generics,
+        ordered,
+        source,
     };
-    let kernel = &analyzed.kernel;
-    let probe = ordered.map(|g| {
-        crate::memo::Probe::new(
-            spec.content_id(),
-            config,
+    match rt.backend_state() {
+        BackendState::Cpu(memo) => launch_on(&CpuBackend, memo, &request, args).map(|_| ()),
+        BackendState::Cuda(dev, memo) => {
+            dev.register_with_capture(args, |args| launch_on(dev, memo, &request, args))
+        }
+    }
+}
+
+/// A launch as [`run`] received it.
+struct Request<'r> {
+    spec: &'r KernelSpec,
+    analyzed: &'r Analyzed,
+    /// The explicit configuration, or `None` to resolve one.
+    config: Option<&'r Config>,
+    generics: Generics<'r>,
+    /// The generics in the kernel's order, when they can key the memo.
+    ordered: Option<&'r [DType]>,
+    source: Option<&'r dyn ConfigSource>,
+}
+
+/// The one launch path: the memo; on a miss the resolution (each configuration through the
+/// backend's check, then the backend's preparation), recorded in the memo; then the
+/// backend runs the resolved launch. A hit only runs it (on CUDA: packs the arguments and
+/// calls `cuLaunchKernel`). `Ok(true)` if a kernel ran.
+fn launch_on<B: LaunchBackend>(
+    backend: &B,
+    memo: &Memo<B::Resolved>,
+    r: &Request<'_>,
+    args: &mut [Arg<'_>],
+) -> Result<bool, LaunchError> {
+    let kernel = &r.analyzed.kernel;
+    let aligned = backend.aligned(args);
+    let probe = r.ordered.map(|g| {
+        Probe::new(
+            r.spec.content_id(),
+            r.config,
             g,
             args,
-            spec.host_scalars(kernel),
-            false,
+            r.spec.host_scalars(kernel),
+            aligned,
         )
     });
-    let hit = probe.as_ref().and_then(|p| memo.get(p));
-    let bindings = generics.to_bindings(kernel);
-    let resolved = match hit {
-        Some(r) => r,
+    let resolved = match probe.as_ref().and_then(|p| memo.get(p)) {
+        Some(hit) => {
+            backend.hit(&hit);
+            hit
+        }
         None => {
+            let bindings = r.generics.to_bindings(kernel);
             let shared: &[Arg<'_>] = args;
-            let r = resolve(
-                spec,
-                config,
-                || consult(source, spec, kernel, &bindings, shared, None),
-                |c| {
-                    let checked = check(
-                        kernel,
-                        &analyzed.types,
-                        c,
-                        &bindings,
-                        shared,
-                        Backend::Cpu,
-                        None,
-                    )?;
-                    Ok(CpuResolved {
-                        config: checked.config,
-                        grid: checked.grid,
-                    })
-                },
+            let resolved = resolve_on(
+                backend,
+                r.spec,
+                r.analyzed,
+                r.config,
+                &bindings,
+                shared,
+                r.source,
+                |checked| backend.prepare(r.spec, checked, aligned),
             )?;
             if let Some(p) = &probe {
-                memo.insert(p, r.clone());
+                memo.insert(p, resolved.clone());
             }
-            r
+            resolved
         }
     };
-    if resolved.grid.contains(&0) {
-        return Ok(());
-    }
-    let checked = Checked {
-        kernel,
-        types: &analyzed.types,
-        config: resolved.config,
-        bindings,
-        grid: resolved.grid,
-        scalars: args
-            .iter()
-            .map(|a| match a {
-                Arg::Scalar(s) => Some(*s),
-                _ => None,
-            })
-            .collect(),
-    };
-    cpu::execute(&checked, args, &CpuOptions::default())
-        .map_err(|e| LaunchError::fault(&kernel.name, e))
+    backend.run(r.analyzed, resolved, r.generics, args)
 }
 
 /// Launches `spec` with `config` on `rt`'s backend (the runtime's configuration source, if
@@ -295,17 +329,6 @@ pub fn launch_cpu_with_options(
     options: &CpuOptions,
 ) -> Result<(), LaunchError> {
     let analyzed = spec.analyzed()?;
-    let checked = check(
-        &analyzed.kernel,
-        &analyzed.types,
-        config,
-        bindings,
-        args,
-        Backend::Cpu,
-        None,
-    )?;
-    if checked.grid.contains(&0) {
-        return Ok(());
-    }
-    cpu::execute(&checked, args, options).map_err(|e| LaunchError::fault(&analyzed.kernel.name, e))
+    let checked = CpuBackend.check(spec, analyzed, config, bindings, args)?;
+    cpu::run_checked(&checked, args, options).map(|_| ())
 }

@@ -1,9 +1,11 @@
 //! Choosing the configuration of a launch: the explicit one, else the configuration
 //! source's candidates, the declared default, and the first declared configuration that fits.
 
+use super::{Arg, Checked, LaunchBackend};
 use crate::error::LaunchError;
-use crate::spec::KernelSpec;
-use tilekit_ir::Config;
+use crate::spec::{Analyzed, KernelSpec};
+use crate::tuned::{consult, ConfigSource};
+use tilekit_ir::{Bindings, Config};
 
 /// Resolves a launch: `attempt` (the checks, and what the backend prepares) for `config`;
 /// or, with `None`, for each configuration `tuned()` proposes (the runtime's
@@ -69,4 +71,28 @@ pub(crate) fn resolve<R>(
         }
     }
     Err(tuned_error.unwrap_or(first_error))
+}
+
+/// [`resolve`] on a backend: each configuration tried goes through the backend's check
+/// ([`LaunchBackend::check`]), then `finish` (what the caller wants of a configuration that
+/// passed: the prepared launch, or just the configuration); the configuration source is
+/// asked with the backend's device.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn resolve_on<'k, B: LaunchBackend, R>(
+    backend: &B,
+    spec: &KernelSpec,
+    analyzed: &'k Analyzed,
+    config: Option<&Config>,
+    bindings: &Bindings,
+    args: &[Arg<'_>],
+    source: Option<&dyn ConfigSource>,
+    mut finish: impl FnMut(Checked<'k>) -> Result<R, LaunchError>,
+) -> Result<R, LaunchError> {
+    let kernel = &analyzed.kernel;
+    resolve(
+        spec,
+        config,
+        || consult(source, spec, kernel, bindings, args, backend.device()),
+        |c| finish(backend.check(spec, analyzed, c, bindings, args)?),
+    )
 }
