@@ -8,7 +8,8 @@
 //! - `reduce`: `sum`/`max`/`min` along an axis;
 //! - `memory`: tensor views, `load`/`store`, `load_tile`/`store_tile`, scratch buffers;
 //! - `dot`: `dot` with f32 (or TF32) products;
-//! - `interp`: one program's execution, with `for` and `if`;
+//! - `interp`: one program's execution: its state and a table routing each op to its family
+//!   (`values`, `elementwise`, `shape`, `memory`, `dot`, `control`: `for` and `if`);
 //! - `exec`: the grid, rayon, and all-or-nothing writes;
 //! - `launch`: the CPU backend's part of the launch path (`crate::launch`).
 //!
