@@ -1,9 +1,9 @@
 //! [`Runtime`]: the handle every tensor and launch goes through, and the [`Backend`] it runs on.
 
+use crate::cpu::CpuResolved;
 use crate::cuda::LaunchGraph;
 use crate::cuda::{CacheStats, CudaDevice, CudaResolved, CudaTimings, DeviceInfo};
 use crate::error::{GraphError, LaunchError, RuntimeError};
-use crate::launch::CpuResolved;
 use crate::memo::{LaunchMemoStats, Memo};
 use crate::resources::VariantResources;
 use crate::spec::KernelSpec;

@@ -8,8 +8,10 @@
 //! - `reduce`: `sum`/`max`/`min` along an axis;
 //! - `memory`: tensor views, `load`/`store`, `load_tile`/`store_tile`, scratch buffers;
 //! - `dot`: `dot` with f32 (or TF32) products;
-//! - `interp`: one program's execution, with `for` and `if`;
-//! - `exec`: the grid, rayon, and all-or-nothing writes.
+//! - `interp`: one program's execution: its state and a table routing each op to its family
+//!   (`values`, `elementwise`, `shape`, `memory`, `dot`, `control`: `for` and `if`);
+//! - `exec`: the grid, rayon, and all-or-nothing writes;
+//! - `launch`: the CPU backend's part of the launch path (`crate::launch`).
 //!
 //! **Invariant: a launch that faults writes nothing.** Writable tensors are copied before
 //! the programs run and copied back only if none faulted.
@@ -18,6 +20,7 @@ mod dot;
 mod elementwise;
 mod exec;
 mod interp;
+mod launch;
 mod memory;
 mod reduce;
 mod tile;
@@ -26,6 +29,7 @@ mod tile;
 mod tests;
 
 pub(crate) use exec::execute;
+pub(crate) use launch::{run_checked, CpuBackend, CpuResolved};
 
 /// Options of the CPU backend.
 ///

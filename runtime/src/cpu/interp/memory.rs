@@ -1,0 +1,115 @@
+//! Tensors and memory: parameter views, extents, row views, `load`/`store` and
+//! `load_tile`/`store_tile` (the accesses themselves are `cpu::memory`).
+
+use super::Program;
+use crate::cpu::memory::View;
+use crate::cpu::tile::Tile;
+use tilekit_ir::{DType, Dim, ValueId};
+
+impl Program<'_> {
+    /// The root view of tensor parameter `index`.
+    pub(super) fn tensor_param(&self, index: usize) -> Result<View, String> {
+        self.plan
+            .views
+            .get(index)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| format!("malformed IR: parameter {index} is not a tensor"))
+    }
+
+    /// The extent of a view along `axis`.
+    pub(super) fn tensor_dim(&self, tensor: ValueId, axis: u8) -> Result<Tile, String> {
+        let v = self.view(tensor)?;
+        let d = v.shape.get(usize::from(axis)).copied().ok_or_else(|| {
+            format!(
+                "malformed IR: axis {axis} of a rank-{} view of `{}`",
+                v.shape.len(),
+                self.name(v.param)
+            )
+        })?;
+        Ok(Tile::int(DType::I64, d))
+    }
+
+    /// Row `index` of a view.
+    pub(super) fn row(&self, tensor: ValueId, index: ValueId) -> Result<View, String> {
+        let i = self.int(index, "a row index")?;
+        let v = self.view(tensor)?;
+        v.row(i, self.name(v.param))
+    }
+
+    /// `load(view, offsets, mask, other)`.
+    pub(super) fn load(
+        &self,
+        view: ValueId,
+        offsets: ValueId,
+        mask: Option<ValueId>,
+        other: Option<ValueId>,
+    ) -> Result<Tile, String> {
+        let mask = mask.map(|m| self.tile(m)).transpose()?;
+        let other = other.map(|o| self.tile(o)).transpose()?;
+        self.mem.load(
+            self.view(view)?,
+            self.tile(offsets)?,
+            mask,
+            other,
+            self.plan.exact,
+        )
+    }
+
+    /// `store(view, offsets, value, mask)`.
+    pub(super) fn store(
+        &self,
+        view: ValueId,
+        offsets: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+    ) -> Result<(), String> {
+        let mask = mask.map(|m| self.tile(m)).transpose()?;
+        self.mem.store(
+            self.view(view)?,
+            self.tile(offsets)?,
+            self.tile(value)?,
+            mask,
+            self.plan.exact,
+        )
+    }
+
+    /// `load_tile(tensor, origin, shape)`.
+    pub(super) fn load_tile(
+        &self,
+        tensor: ValueId,
+        origin: &[ValueId],
+        shape: &[Dim],
+    ) -> Result<Tile, String> {
+        let origin = self.origin(origin)?;
+        let shape = shape
+            .iter()
+            .map(|s| self.plan.dim(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.mem.load_tile(self.view(tensor)?, &origin, &shape)
+    }
+
+    /// `store_tile(tensor, origin, value)`.
+    pub(super) fn store_tile(
+        &self,
+        tensor: ValueId,
+        origin: &[ValueId],
+        value: ValueId,
+    ) -> Result<(), String> {
+        let origin = self.origin(origin)?;
+        self.mem.store_tile(
+            self.view(tensor)?,
+            &origin,
+            self.tile(value)?,
+            self.plan.exact,
+        )
+    }
+
+    /// A tile origin's coordinates.
+    fn origin(&self, origin: &[ValueId]) -> Result<Vec<i64>, String> {
+        origin
+            .iter()
+            .map(|o| self.int(*o, "a tile origin"))
+            .collect()
+    }
+}

@@ -1,0 +1,57 @@
+//! Ops that make or reshape tiles: `arange`, reductions along an axis, `expand_dims`, `full`.
+
+use super::Program;
+use crate::cpu::reduce;
+use crate::cpu::tile::{cast, Data, Tile};
+use tilekit_ir::{DType, Dim, Elem, ReduceOp, ValueId};
+
+impl Program<'_> {
+    /// `arange(n)`: `0..n` as `i32`.
+    pub(super) fn arange(&self, n: &Dim) -> Result<Tile, String> {
+        let n = self.plan.dim(n)?;
+        Ok(Tile::new(
+            DType::I32,
+            vec![n],
+            Data::I((0..n as i64).map(|i| i64::from(i as i32)).collect()),
+        ))
+    }
+
+    /// A reduction of `x` along `axis`.
+    pub(super) fn reduce(&self, op: ReduceOp, x: ValueId, axis: u8) -> Result<Tile, String> {
+        reduce::reduce(op, self.tile(x)?, usize::from(axis), self.plan.exact)
+    }
+
+    /// `x` with an axis of extent 1 inserted at `axis`.
+    pub(super) fn expand_dims(&self, x: ValueId, axis: u8) -> Result<Tile, String> {
+        let mut t = self.tile(x)?.clone();
+        let a = usize::from(axis);
+        if a > t.shape.len() {
+            return Err(format!(
+                "malformed IR: `expand_dims` at axis {a} of a rank-{} tile",
+                t.shape.len()
+            ));
+        }
+        t.shape.insert(a, 1);
+        Ok(t)
+    }
+
+    /// A tile of `shape` filled with the scalar `value`, as `elem` under the bindings.
+    pub(super) fn full(&self, elem: &Elem, shape: &[Dim], value: ValueId) -> Result<Tile, String> {
+        let d = elem
+            .resolve(&self.plan.checked.bindings)
+            .ok_or_else(|| format!("malformed IR: unbound type `{elem}`"))?;
+        let shape = shape
+            .iter()
+            .map(|s| self.plan.dim(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let n: usize = shape.iter().product();
+        let v = cast(self.tile(value)?, d, self.plan.exact);
+        let data = match v.data {
+            Data::F(x) if x.len() == 1 => Data::F(vec![x[0]; n]),
+            Data::I(x) if x.len() == 1 => Data::I(vec![x[0]; n]),
+            Data::B(x) if x.len() == 1 => Data::B(vec![x[0]; n]),
+            _ => return Err("malformed IR: the fill value is not a scalar".into()),
+        };
+        Ok(Tile::new(d, shape, data))
+    }
+}

@@ -1,0 +1,227 @@
+//! The CUDA backend's part of the launch path (`crate::launch`, see the module docs of
+//! `cuda`): the argument check with the variant's resources, the block limit and the device
+//! addresses; the loaded variant as the memo's entry; the raw launch; and registering
+//! launches with a capture in progress.
+
+use super::abi::{all_aligned, pack_args, INLINE_ARGS};
+use super::cache::Counters;
+use super::variants::Loaded;
+use super::{ffi, CudaDevice, DeviceInfo};
+use crate::error::{CudaLaunchError, LaunchError};
+use crate::launch::{check, Arg, Checked, Generics, LaunchBackend};
+use crate::spec::{Analyzed, KernelSpec};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tilekit_codegen::ResourceEnv;
+use tilekit_ir::{Bindings, Config};
+
+/// Largest `gridDim.x`.
+const MAX_BLOCKS: i64 = (1 << 31) - 1;
+
+/// What a launch resolved to (memoized per runtime): nothing to run (an empty grid), or
+/// the grid struct, the block count and the loaded variant.
+#[derive(Clone, Debug)]
+pub(crate) struct Resolved {
+    run: Option<(ffi::GridAbi, u32, Arc<Loaded>)>,
+}
+
+/// The memo entries of a CUDA runtime (see `crate::memo`).
+pub(crate) type CudaResolved = Resolved;
+
+/// A [`LaunchError::Cuda`] of `kernel`.
+fn cuda_err(kernel: &str) -> impl Fn(CudaLaunchError) -> LaunchError + '_ {
+    move |source| LaunchError::Cuda {
+        kernel: kernel.to_string(),
+        source: Box::new(source),
+    }
+}
+
+impl LaunchBackend for CudaDevice {
+    type Resolved = Resolved;
+
+    fn device(&self) -> Option<&DeviceInfo> {
+        Some(&self.info)
+    }
+
+    fn aligned(&self, args: &[Arg<'_>]) -> bool {
+        all_aligned(args)
+    }
+
+    /// The argument check with the variant's resources (`smem_bytes()`, `max_smem()`,
+    /// `threads()` from its launch plan for the device's target), then, unless the grid is
+    /// empty, the block limit and the device addresses. Loads nothing.
+    fn check<'k>(
+        &self,
+        spec: &KernelSpec,
+        analyzed: &'k Analyzed,
+        config: &Config,
+        bindings: &Bindings,
+        args: &[Arg<'_>],
+    ) -> Result<Checked<'k>, LaunchError> {
+        let kernel = &analyzed.kernel;
+        let cuda_err = cuda_err(&kernel.name);
+        let id = spec.content_id();
+        let target = self.info.target;
+        let resources = |cfg: &Config| -> Result<ResourceEnv, LaunchError> {
+            let plan = self
+                .plan(id, kernel, cfg, bindings)
+                .map_err(|e| cuda_err(e.into()))?;
+            Ok(ResourceEnv::from_plan(
+                cfg.clone(),
+                bindings.clone(),
+                target,
+                plan,
+            ))
+        };
+        let backend = crate::Backend::Cuda {
+            ordinal: self.info.ordinal,
+        };
+        let checked = check(
+            kernel,
+            &analyzed.types,
+            config,
+            bindings,
+            args,
+            backend,
+            Some(&resources),
+        )?;
+        if checked.grid.contains(&0) {
+            return Ok(checked);
+        }
+        let blocks: i64 = checked.grid.iter().product();
+        if blocks > MAX_BLOCKS {
+            return Err(LaunchError::Grid {
+                kernel: kernel.name.clone(),
+                axis: 0,
+                message: format!(
+                    "{blocks} programs exceed CUDA's limit of {MAX_BLOCKS} blocks per launch"
+                ),
+            });
+        }
+        for (p, arg) in kernel.params.iter().zip(args) {
+            let device = match arg {
+                Arg::Tensor(t) => t.device,
+                Arg::TensorMut(t) => t.device,
+                Arg::Scalar(_) => continue,
+            };
+            if device.is_none() {
+                return Err(cuda_err(CudaLaunchError::NoDevicePointer {
+                    param: p.name.clone(),
+                }));
+            }
+        }
+        Ok(checked)
+    }
+
+    /// The loaded variant (memory, disk, NVRTC), the block count and the grid struct.
+    fn prepare(
+        &self,
+        spec: &KernelSpec,
+        checked: Checked<'_>,
+        aligned: bool,
+    ) -> Result<Resolved, LaunchError> {
+        if checked.grid.contains(&0) {
+            return Ok(Resolved { run: None });
+        }
+        // `check` refused more than `MAX_BLOCKS` blocks.
+        let blocks = u32::try_from(checked.grid.iter().product::<i64>()).unwrap_or(u32::MAX);
+        let kernel = checked.kernel;
+        let loaded = self
+            .function(spec, kernel, &checked.config, &checked.bindings, aligned)
+            .map_err(cuda_err(&kernel.name))?;
+        let mut grid = ffi::GridAbi { n: [1; 3] };
+        for (a, &g) in checked.grid.iter().enumerate().take(3) {
+            grid.n[a] = g;
+        }
+        Ok(Resolved {
+            run: Some((grid, blocks, loaded)),
+        })
+    }
+
+    fn hit(&self, resolved: &Resolved) {
+        if resolved.run.is_some() {
+            Counters::bump(&self.counters.memory_hits);
+        }
+    }
+
+    /// Packs the arguments (device addresses are read per call) and launches asynchronously
+    /// on the runtime's stream with a raw `cuLaunchKernel` (no per-launch allocation for up
+    /// to [`INLINE_ARGS`] parameters).
+    fn run(
+        &self,
+        analyzed: &Analyzed,
+        resolved: Resolved,
+        _generics: Generics<'_>,
+        args: &mut [Arg<'_>],
+    ) -> Result<bool, LaunchError> {
+        let Some((grid, blocks, loaded)) = &resolved.run else {
+            return Ok(false);
+        };
+        let kernel = &analyzed.kernel;
+        let cuda_err = cuda_err(&kernel.name);
+        let mut inline = [ffi::Packed::I32(0); INLINE_ARGS];
+        let mut heap = Vec::new();
+        let params: &mut [ffi::Packed] = if args.len() <= INLINE_ARGS {
+            &mut inline[..args.len()]
+        } else {
+            heap.resize(args.len(), ffi::Packed::I32(0));
+            &mut heap
+        };
+        pack_args(&kernel.params, args, params).map_err(&cuda_err)?;
+        ffi::launch(
+            &self.stream,
+            &loaded.func,
+            *blocks,
+            loaded.plan.threads,
+            loaded.smem,
+            grid,
+            params,
+        )
+        .map_err(|e| {
+            cuda_err(CudaLaunchError::Driver {
+                call: "cuLaunchKernel",
+                message: e.to_string(),
+            })
+        })?;
+        Ok(true)
+    }
+}
+
+impl CudaDevice {
+    /// Runs `launch` (a launch on this device: `Ok(true)` if a kernel was launched) and,
+    /// while a launch graph is being captured, registers it with the capture: the
+    /// allocations its arguments pass (to outlive the graph), or its error (which poisons
+    /// the capture).
+    pub(crate) fn register_with_capture<'a>(
+        &self,
+        args: &mut [Arg<'a>],
+        launch: impl FnOnce(&mut [Arg<'a>]) -> Result<bool, LaunchError>,
+    ) -> Result<(), LaunchError> {
+        if !self.capturing.load(Ordering::Acquire) {
+            return launch(args).map(|_| ());
+        }
+        let r = launch(args);
+        // Capture path only: the allocations this launch passes, to outlive the graph.
+        let addrs: Vec<u64> = args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Tensor(t) => t.device,
+                Arg::TensorMut(t) => t.device,
+                Arg::Scalar(_) => None,
+            })
+            .collect();
+        match r {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                let ok = Ok(());
+                self.note_captured(&addrs, &ok);
+                ok
+            }
+            Err(e) => {
+                let err = Err(e);
+                self.note_captured(&[], &err);
+                err
+            }
+        }
+    }
+}

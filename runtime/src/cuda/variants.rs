@@ -1,0 +1,315 @@
+//! Variants of a kernel on a device: the in-memory caches keyed by [`VariantKey`] (launch
+//! plans and loaded functions), and loading a variant from memory, the disk cache or NVRTC.
+
+use super::cache::{self, Counters, Lookup};
+use super::{lock, CudaDevice};
+use crate::error::{CudaLaunchError, LaunchError};
+use crate::launch::check_bindings;
+use crate::nvrtc::{self, compile_cubin};
+use crate::resources::VariantResources;
+use crate::spec::KernelSpec;
+use cudarc::driver::{sys, CudaFunction, DriverError};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+use tilekit_codegen::abi::ENTRY_POINT;
+use tilekit_codegen::{
+    launch_plan, prelude_headers, variant_source, CodegenError, LaunchPlan, Variant,
+};
+use tilekit_ir::{Bindings, Config, Kernel};
+
+/// Dynamic shared memory a kernel may use without opting in.
+const DEFAULT_SMEM_LIMIT: u64 = 48 * 1024;
+
+/// A loaded variant: the function (which keeps its module alive) and its launch plan.
+#[derive(Debug)]
+pub(super) struct Loaded {
+    pub func: CudaFunction,
+    pub plan: LaunchPlan,
+    pub smem: u32,
+    /// Seconds NVRTC took, when this runtime compiled the variant (not a disk-cache hit).
+    pub compile_seconds: Option<f64>,
+}
+
+/// What identifies a variant in a runtime's in-memory caches.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct VariantKey {
+    spec: u64,
+    config: Config,
+    bindings: Bindings,
+    aligned: bool,
+}
+
+impl VariantKey {
+    fn matches(&self, spec: u64, config: &Config, bindings: &Bindings, aligned: bool) -> bool {
+        self.spec == spec
+            && self.aligned == aligned
+            && &self.config == config
+            && &self.bindings == bindings
+    }
+}
+
+/// A hash map from a cheap 64-bit hash to the entries with that hash, so that a lookup
+/// hashes the configuration once and clones nothing.
+pub(super) type Buckets<V> = HashMap<u64, Vec<(VariantKey, V)>>;
+
+fn bucket(spec: u64, config: &Config, bindings: &Bindings, aligned: bool) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (spec, config, bindings, aligned).hash(&mut h);
+    h.finish()
+}
+
+impl CudaDevice {
+    pub(super) fn plan(
+        &self,
+        spec: u64,
+        kernel: &Kernel,
+        config: &Config,
+        bindings: &Bindings,
+    ) -> Result<LaunchPlan, CodegenError> {
+        let h = bucket(spec, config, bindings, false);
+        if let Some(list) = lock(&self.plans).get(&h) {
+            if let Some((_, v)) = list
+                .iter()
+                .find(|(k, _)| k.matches(spec, config, bindings, false))
+            {
+                return v.clone();
+            }
+        }
+        let plan = launch_plan(kernel, config, bindings);
+        lock(&self.plans).entry(h).or_default().push((
+            VariantKey {
+                spec,
+                config: config.clone(),
+                bindings: bindings.clone(),
+                aligned: false,
+            },
+            plan.clone(),
+        ));
+        plan
+    }
+
+    /// The loaded function of a variant: from memory, else disk, else NVRTC.
+    pub(super) fn function(
+        &self,
+        spec: &KernelSpec,
+        kernel: &Kernel,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<Arc<Loaded>, CudaLaunchError> {
+        let id = spec.content_id();
+        let h = bucket(id, config, bindings, aligned);
+        if let Some(list) = lock(&self.functions).get(&h) {
+            if let Some((_, v)) = list
+                .iter()
+                .find(|(k, _)| k.matches(id, config, bindings, aligned))
+            {
+                Counters::bump(&self.counters.memory_hits);
+                return Ok(v.clone());
+            }
+        }
+        if self.capturing.load(Ordering::Acquire) {
+            return Err(CudaLaunchError::NotLoadedForCapture {
+                config: config.to_string(),
+            });
+        }
+        let t = Instant::now();
+        let plan = self.plan(id, kernel, config, bindings)?;
+        let variant = Variant {
+            config: config.clone(),
+            bindings: bindings.clone(),
+            aligned,
+            target: self.info.target,
+        };
+        let source = variant_source(kernel, spec.cuda_template, &variant)?;
+        let codegen = t.elapsed();
+        let t = Instant::now();
+        let key = cache::cubin_key(
+            &source,
+            &self.option_args,
+            &self.nvrtc_key,
+            self.info.target.arch(),
+        );
+        let lookup = self.disk.as_deref().map(|d| cache::load(d, &key));
+        let disk_read = t.elapsed();
+        let t = Instant::now();
+        let from_disk = match lookup {
+            Some(Lookup::Hit(bytes)) => match self.load(bytes, plan) {
+                Ok(l) => {
+                    Counters::bump(&self.counters.disk_hits);
+                    Some(l)
+                }
+                Err(_) => {
+                    Counters::bump(&self.counters.disk_errors);
+                    None
+                }
+            },
+            Some(Lookup::Corrupt) => {
+                Counters::bump(&self.counters.disk_errors);
+                None
+            }
+            Some(Lookup::Miss) | None => None,
+        };
+        let mut module_load = t.elapsed();
+        let mut compile = std::time::Duration::ZERO;
+        let loaded = match from_disk {
+            Some(l) => l,
+            None => {
+                let t = Instant::now();
+                self.check_compiler()?;
+                let name = format!("{}.cu", kernel.name);
+                let cubin = compile_cubin(&source, &name, prelude_headers(), &self.options)?;
+                Counters::bump(&self.counters.compiles);
+                if let Some(dir) = self.disk.as_deref() {
+                    if cache::store(dir, &key, &cubin.bytes).is_err() {
+                        Counters::bump(&self.counters.disk_errors);
+                    }
+                }
+                compile = t.elapsed();
+                let t = Instant::now();
+                let mut l = self.load(cubin.bytes, plan)?;
+                module_load += t.elapsed();
+                l.compile_seconds = Some(compile.as_secs_f64());
+                l
+            }
+        };
+        {
+            let mut tm = lock(&self.timings);
+            tm.codegen += codegen;
+            tm.disk_read += disk_read;
+            tm.module_load += module_load;
+            tm.compile += compile;
+        }
+        let loaded = Arc::new(loaded);
+        let mut functions = lock(&self.functions);
+        let list = functions.entry(h).or_default();
+        // Another thread may have loaded the same variant meanwhile (no lock is held while
+        // compiling, so that variants compile in parallel): keep the first one.
+        if let Some((_, v)) = list
+            .iter()
+            .find(|(k, _)| k.matches(id, config, bindings, aligned))
+        {
+            return Ok(v.clone());
+        }
+        list.push((
+            VariantKey {
+                spec: id,
+                config: config.clone(),
+                bindings: bindings.clone(),
+                aligned,
+            },
+            loaded.clone(),
+        ));
+        Ok(loaded)
+    }
+
+    /// Before a compile (NVRTC is loaded here if it was not yet): the NVRTC that cudarc
+    /// reaches reports the version this runtime recorded at open, so the disk-cache key
+    /// (which names the library file found at open) names the compiler in use.
+    fn check_compiler(&self) -> Result<(), CudaLaunchError> {
+        let (major, minor) = nvrtc::nvrtc_version()?;
+        let v = (
+            u32::try_from(major).unwrap_or(0),
+            u32::try_from(minor).unwrap_or(0),
+        );
+        match nvrtc::locate::find_library() {
+            Some(lib) if v != self.info.nvrtc_version => {
+                Err(nvrtc::locate::shadowed(lib, v).into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Loads a CUBIN and opts its entry point into the plan's dynamic shared memory.
+    fn load(&self, cubin: Vec<u8>, plan: LaunchPlan) -> Result<Loaded, CudaLaunchError> {
+        let err = |call: &'static str| {
+            move |e: DriverError| CudaLaunchError::Driver {
+                call,
+                message: e.to_string(),
+            }
+        };
+        let smem = u32::try_from(plan.smem_bytes)
+            .ok()
+            .filter(|&s| u64::from(s) <= self.info.max_smem_optin.max(DEFAULT_SMEM_LIMIT))
+            .ok_or_else(|| CudaLaunchError::Driver {
+                call: "cuFuncSetAttribute",
+                message: format!(
+                    "the variant needs {} bytes of shared memory; the device allows {}",
+                    plan.smem_bytes, self.info.max_smem_optin
+                ),
+            })?;
+        let module = self
+            .ctx
+            .load_module(Ptx::from_binary(cubin))
+            .map_err(err("cuModuleLoadData"))?;
+        let func = module
+            .load_function(ENTRY_POINT)
+            .map_err(err("cuModuleGetFunction"))?;
+        if u64::from(smem) > DEFAULT_SMEM_LIMIT {
+            let v = i32::try_from(smem).unwrap_or(i32::MAX);
+            func.set_attribute(
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                v,
+            )
+            .map_err(err("cuFuncSetAttribute"))?;
+        }
+        Ok(Loaded {
+            func,
+            plan,
+            smem,
+            compile_seconds: None,
+        })
+    }
+
+    /// [`crate::Runtime::prepare_variant`]: validates the configuration and bindings, loads
+    /// the variant (memory, disk, NVRTC) and reads its attributes.
+    pub(crate) fn prepare(
+        &self,
+        spec: &KernelSpec,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<VariantResources, LaunchError> {
+        let analyzed = spec.analyzed()?;
+        let kernel = &analyzed.kernel;
+        let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
+            kernel: kernel.name.clone(),
+            source: Box::new(source),
+        };
+        let config = kernel
+            .space
+            .validate(config)
+            .map_err(|source| LaunchError::Config {
+                kernel: kernel.name.clone(),
+                source,
+            })?;
+        check_bindings(kernel, bindings)?;
+        let loaded = self
+            .function(spec, kernel, &config, bindings, aligned)
+            .map_err(cuda_err)?;
+        let attr = |call: &'static str, v: Result<i32, DriverError>| {
+            v.map(|v| u32::try_from(v).unwrap_or(0)).map_err(|e| {
+                cuda_err(CudaLaunchError::Driver {
+                    call,
+                    message: e.to_string(),
+                })
+            })
+        };
+        let f = &loaded.func;
+        Ok(VariantResources {
+            registers: attr("cuFuncGetAttribute(NUM_REGS)", f.num_regs())?,
+            local_bytes: attr("cuFuncGetAttribute(LOCAL_SIZE_BYTES)", f.local_size_bytes())?,
+            smem_bytes: loaded.smem,
+            threads: loaded.plan.threads,
+            max_threads_per_block: attr(
+                "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)",
+                f.max_threads_per_block(),
+            )?,
+            compile_seconds: loaded.compile_seconds,
+        })
+    }
+}

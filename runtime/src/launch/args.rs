@@ -1,0 +1,314 @@
+//! The arguments of a launch: [`Arg`] (a tensor by `&` or `&mut`, or a scalar), the
+//! tensors' [`Layout`] held inline, [`ScalarValue`], and [`Generics`] (the element types bound
+//! to a kernel's generic parameters).
+
+use crate::element::Element;
+use crate::error::LaunchError;
+use crate::runtime::Backend;
+use crate::tensor::{HostSlice, HostSliceMut, Tensor};
+use tilekit_ir::{Bindings, DType, EvalValue, Kernel};
+
+/// A scalar kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarValue {
+    /// `f32`
+    F32(f32),
+    /// `i32`
+    I32(i32),
+    /// `i64`
+    I64(i64),
+    /// `usize` (passed to the kernel as `i64`; values above `i64::MAX` are refused).
+    Usize(usize),
+    /// `bool`
+    Bool(bool),
+}
+
+impl ScalarValue {
+    /// The type a kernel sees, or `None` for a `usize` that does not fit in `i64`.
+    pub fn dtype(&self) -> Option<DType> {
+        Some(match self {
+            ScalarValue::F32(_) => DType::F32,
+            ScalarValue::I32(_) => DType::I32,
+            ScalarValue::I64(_) => DType::I64,
+            ScalarValue::Usize(v) => {
+                i64::try_from(*v).ok()?;
+                DType::I64
+            }
+            ScalarValue::Bool(_) => DType::Bool,
+        })
+    }
+
+    /// The value of an integer or boolean scalar in host expressions (`None` for floats).
+    pub fn to_eval(&self) -> Option<EvalValue> {
+        match self {
+            ScalarValue::F32(_) => None,
+            ScalarValue::I32(v) => Some(EvalValue::Int(i64::from(*v))),
+            ScalarValue::I64(v) => Some(EvalValue::Int(*v)),
+            ScalarValue::Usize(v) => i64::try_from(*v).ok().map(EvalValue::Int),
+            ScalarValue::Bool(v) => Some(EvalValue::Bool(*v)),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            ScalarValue::Usize(_) => "a usize scalar".into(),
+            other => match other.dtype() {
+                Some(d) => format!("a {d} scalar"),
+                None => "a scalar".into(),
+            },
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($t:ty, $v:ident) => {
+        impl From<$t> for ScalarValue {
+            fn from(v: $t) -> ScalarValue {
+                ScalarValue::$v(v)
+            }
+        }
+        impl From<$t> for Arg<'_> {
+            fn from(v: $t) -> Self {
+                Arg::Scalar(ScalarValue::$v(v))
+            }
+        }
+    };
+}
+scalar_from!(f32, F32);
+scalar_from!(i32, I32);
+scalar_from!(i64, I64);
+scalar_from!(usize, Usize);
+scalar_from!(bool, Bool);
+
+/// Shape, strides (in elements), offset and element type of a tensor argument, held inline
+/// (tensors have 1 to 3 axes) so that building an argument allocates nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub dtype: DType,
+    pub backend: Backend,
+    /// The tensor's rank `R` (1 to 3 for every tensor a constructor accepts).
+    pub rank: usize,
+    /// Extents of the first `min(rank, 3)` axes; the rest 0.
+    pub dims: [usize; 3],
+    /// Strides of the first `min(rank, 3)` axes; the rest 0.
+    pub stride: [usize; 3],
+    pub offset: usize,
+}
+
+impl Layout {
+    fn of<T: Element, const R: usize>(t: &Tensor<T, R>) -> Layout {
+        let (mut dims, mut stride) = ([0; 3], [0; 3]);
+        for (a, (&d, &s)) in t.shape().iter().zip(&t.strides()).take(3).enumerate() {
+            dims[a] = d;
+            stride[a] = s;
+        }
+        Layout {
+            dtype: T::DTYPE,
+            backend: t.backend(),
+            rank: R,
+            dims,
+            stride,
+            offset: t.offset(),
+        }
+    }
+
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.dims[..self.rank.min(3)]
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.stride[..self.rank.min(3)]
+    }
+}
+
+/// A tensor passed by shared reference: the kernel reads it.
+#[derive(Clone, Debug)]
+pub struct TensorArg<'a> {
+    pub(crate) layout: Layout,
+    /// The elements, for a tensor in host memory.
+    pub(crate) data: Option<HostSlice<'a>>,
+    /// The device address of the tensor's allocation, for a tensor in device memory.
+    pub(crate) device: Option<u64>,
+}
+
+/// A tensor passed by exclusive reference: the kernel may write it.
+#[derive(Debug)]
+pub struct TensorArgMut<'a> {
+    pub(crate) layout: Layout,
+    /// The elements, for a tensor in host memory.
+    pub(crate) data: Option<HostSliceMut<'a>>,
+    /// The device address of the tensor's allocation, for a tensor in device memory.
+    pub(crate) device: Option<u64>,
+}
+
+impl TensorArg<'_> {
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.layout.dtype
+    }
+}
+
+impl TensorArgMut<'_> {
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        self.layout.shape()
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.layout.dtype
+    }
+}
+
+/// One argument of a launch, in the order of the kernel's parameters.
+///
+/// ```
+/// use tilekit_runtime::{Arg, Runtime, Tensor1};
+/// let rt = Runtime::cpu();
+/// let x = Tensor1::<f32>::zeros(&rt, [4]).unwrap();
+/// let mut y = Tensor1::<f32>::zeros(&rt, [4]).unwrap();
+/// let args = [Arg::from(&x), Arg::from(&mut y), Arg::from(2.0f32), Arg::from(7usize)];
+/// assert!(matches!(args[1], Arg::TensorMut(_)));
+/// ```
+#[derive(Debug)]
+pub enum Arg<'a> {
+    /// A `&TensorR<T>` parameter.
+    Tensor(TensorArg<'a>),
+    /// A `&mut TensorR<T>` parameter.
+    TensorMut(TensorArgMut<'a>),
+    /// A scalar parameter.
+    Scalar(ScalarValue),
+}
+
+impl<'a, T: Element, const R: usize> From<&'a Tensor<T, R>> for Arg<'a> {
+    fn from(t: &'a Tensor<T, R>) -> Self {
+        Arg::Tensor(TensorArg {
+            layout: Layout::of(t),
+            data: t.host_parts(),
+            device: t.device_address(),
+        })
+    }
+}
+
+impl<'a, T: Element, const R: usize> From<&'a mut Tensor<T, R>> for Arg<'a> {
+    fn from(t: &'a mut Tensor<T, R>) -> Self {
+        let layout = Layout::of(t);
+        let device = t.device_address();
+        Arg::TensorMut(TensorArgMut {
+            layout,
+            data: t.host_parts_mut(),
+            device,
+        })
+    }
+}
+
+impl Arg<'_> {
+    pub(crate) fn layout(&self) -> Option<&Layout> {
+        match self {
+            Arg::Tensor(t) => Some(&t.layout),
+            Arg::TensorMut(t) => Some(&t.layout),
+            Arg::Scalar(_) => None,
+        }
+    }
+
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Arg::Tensor(t) => format!("&Tensor{}<{}>", t.layout.rank, t.layout.dtype),
+            Arg::TensorMut(t) => format!("&mut Tensor{}<{}>", t.layout.rank, t.layout.dtype),
+            Arg::Scalar(s) => s.describe(),
+        }
+    }
+}
+
+/// The element types bound to a kernel's generic parameters: by name ([`Bindings`]), or in
+/// the order the kernel declares its generics (what generated launchers pass: no map, no
+/// strings).
+///
+/// ```
+/// use tilekit_runtime::Generics;
+/// use tilekit_runtime::ir::{Bindings, DType};
+/// let b = Bindings::single("T", DType::F32);
+/// assert!(matches!(Generics::from(&b), Generics::Named(_)));
+/// assert!(matches!(Generics::from(&[DType::BF16]), Generics::Ordered(&[DType::BF16])));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Generics<'a> {
+    /// Each generic parameter by name.
+    Named(&'a Bindings),
+    /// One element type per generic parameter, in declaration order.
+    Ordered(&'a [DType]),
+}
+
+impl<'a> From<&'a Bindings> for Generics<'a> {
+    fn from(b: &'a Bindings) -> Self {
+        Generics::Named(b)
+    }
+}
+
+impl<'a> From<&'a [DType]> for Generics<'a> {
+    fn from(d: &'a [DType]) -> Self {
+        Generics::Ordered(d)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [DType; N]> for Generics<'a> {
+    fn from(d: &'a [DType; N]) -> Self {
+        Generics::Ordered(d)
+    }
+}
+
+impl Generics<'_> {
+    /// The bindings by name (allocates; only the full check needs them).
+    pub(crate) fn to_bindings(self, kernel: &Kernel) -> Bindings {
+        match self {
+            Generics::Named(b) => b.clone(),
+            Generics::Ordered(d) => Bindings(
+                kernel
+                    .generics
+                    .iter()
+                    .cloned()
+                    .zip(d.iter().copied())
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The element types in the kernel's generic order, written to `buf`; `Ok(None)` when
+    /// named bindings do not bind exactly the kernel's generics (the full check then reports
+    /// what is wrong) or there are more than the memo holds.
+    pub(crate) fn ordered<'b>(
+        self,
+        kernel: &Kernel,
+        buf: &'b mut [DType; crate::memo::MAX_GENERICS],
+    ) -> Result<Option<&'b [DType]>, LaunchError> {
+        let n = kernel.generics.len();
+        match self {
+            Generics::Ordered(d) if d.len() != n => Err(LaunchError::Bindings {
+                kernel: kernel.name.clone(),
+                message: format!("{} element types given for {n} generic parameters", d.len()),
+            }),
+            _ if n > buf.len() => Ok(None),
+            Generics::Ordered(d) => {
+                buf[..n].copy_from_slice(d);
+                Ok(Some(&buf[..n]))
+            }
+            Generics::Named(b) => {
+                if b.0.len() != n {
+                    return Ok(None);
+                }
+                for (slot, g) in buf.iter_mut().zip(&kernel.generics) {
+                    match b.get(g) {
+                        Some(d) => *slot = d,
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(&buf[..n]))
+            }
+        }
+    }
+}

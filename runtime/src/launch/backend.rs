@@ -1,0 +1,55 @@
+//! What a backend contributes to the one launch path (see the module docs of `launch`): the
+//! argument check as the backend makes it, what a checked configuration needs before it
+//! runs, and running a resolved launch. The CPU backend implements it in `cpu::launch`, the
+//! CUDA backend in `cuda::launch`.
+
+use super::{Arg, Checked, Generics};
+use crate::cuda::DeviceInfo;
+use crate::error::LaunchError;
+use crate::spec::{Analyzed, KernelSpec};
+use tilekit_ir::{Bindings, Config};
+
+/// A backend's part of the launch path: `check` → (`resolve`) → `prepare` → `run`.
+pub(crate) trait LaunchBackend {
+    /// What a resolved launch keeps for an identical later one (the launch memo's entries).
+    type Resolved: Clone;
+
+    /// The device a configuration source is shown (`None` on the CPU backend).
+    fn device(&self) -> Option<&DeviceInfo>;
+
+    /// Whether the tensor arguments select the `aligned` variant (part of the memo key; the
+    /// CPU backend has no variants).
+    fn aligned(&self, args: &[Arg<'_>]) -> bool;
+
+    /// The shared argument check ([`super::check`]) of one configuration, with what this
+    /// backend knows (its [`crate::Backend`], the variant's resources) and what it adds (the
+    /// CUDA backend: the block limit and device addresses). Runs nothing.
+    fn check<'k>(
+        &self,
+        spec: &KernelSpec,
+        analyzed: &'k Analyzed,
+        config: &Config,
+        bindings: &Bindings,
+        args: &[Arg<'_>],
+    ) -> Result<Checked<'k>, LaunchError>;
+
+    /// What running a checked configuration needs (the CUDA backend loads its variant).
+    fn prepare(
+        &self,
+        spec: &KernelSpec,
+        checked: Checked<'_>,
+        aligned: bool,
+    ) -> Result<Self::Resolved, LaunchError>;
+
+    /// Notes a launch resolved from the memo.
+    fn hit(&self, _resolved: &Self::Resolved) {}
+
+    /// Runs a resolved launch: `Ok(true)` if a kernel ran, `Ok(false)` for an empty grid.
+    fn run(
+        &self,
+        analyzed: &Analyzed,
+        resolved: Self::Resolved,
+        generics: Generics<'_>,
+        args: &mut [Arg<'_>],
+    ) -> Result<bool, LaunchError>;
+}

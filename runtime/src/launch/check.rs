@@ -1,0 +1,317 @@
+//! Validation of a launch against the kernel's IR: configuration, bindings, argument kinds,
+//! ranks and element types, the shape contract, `#[constraint]`s (three-valued where a
+//! backend cannot know a resource) and the grid. The result, [`Checked`], is what a backend
+//! runs.
+
+use super::args::{Arg, ScalarValue};
+use crate::error::LaunchError;
+use crate::runtime::Backend;
+use std::collections::HashMap;
+use tilekit_codegen::ResourceEnv;
+use tilekit_ir::{
+    Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Kernel,
+    ParamKind, Types,
+};
+
+/// A launch that passed every check: what a backend needs to run it.
+pub(crate) struct Checked<'k> {
+    pub kernel: &'k Kernel,
+    pub types: &'k Types,
+    pub config: Config,
+    pub bindings: Bindings,
+    /// Extent of each grid axis (1 to 3 entries, each `>= 0`).
+    pub grid: Vec<i64>,
+    /// Scalar arguments by parameter index.
+    pub scalars: Vec<Option<ScalarValue>>,
+}
+
+/// The values host expressions see at launch: configuration, argument shapes and scalars,
+/// named problem dimensions, element sizes under the bindings.
+pub(crate) struct LaunchEnv<'a> {
+    config: &'a Config,
+    bindings: &'a Bindings,
+    shapes: Vec<Option<Vec<usize>>>,
+    scalars: Vec<Option<ScalarValue>>,
+    dims: HashMap<String, i64>,
+    /// `smem_bytes()`, `max_smem()`, `threads()` of the variant, when the backend knows them.
+    resources: Option<ResourceEnv>,
+}
+
+impl ExprEnv for LaunchEnv<'_> {
+    fn tune(&self, name: &str) -> Option<EvalValue> {
+        self.config.get(name).map(|v| v.to_eval())
+    }
+    fn tensor_dim(&self, param: usize, axis: u8) -> Option<i64> {
+        let s = self.shapes.get(param)?.as_ref()?;
+        s.get(usize::from(axis))
+            .and_then(|&d| i64::try_from(d).ok())
+    }
+    fn scalar(&self, param: usize) -> Option<EvalValue> {
+        self.scalars.get(param)?.as_ref()?.to_eval()
+    }
+    fn dim(&self, name: &str) -> Option<i64> {
+        self.dims.get(name).copied()
+    }
+    fn size_of(&self, elem: &Elem) -> Option<i64> {
+        elem.resolve(self.bindings)
+            .and_then(|d| i64::try_from(d.size_bytes()).ok())
+    }
+    fn resource(&self, f: Func) -> Option<i64> {
+        self.resources.as_ref().and_then(|r| r.resource(f))
+    }
+}
+
+/// Three-valued evaluation of a constraint: `Ok(None)` when it depends on something unknown
+/// on this backend (and no known part of a conjunction or disjunction decides it).
+pub(crate) fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalError> {
+    match e {
+        Expr::Bin(op @ (ExprOp::And | ExprOp::Or), a, b) => {
+            let (x, y) = (eval_constraint(a, env)?, eval_constraint(b, env)?);
+            let decisive = *op == ExprOp::Or;
+            Ok(match (x, y) {
+                (Some(v), _) | (_, Some(v)) if v == decisive => Some(decisive),
+                (Some(_), Some(_)) => Some(!decisive),
+                _ => None,
+            })
+        }
+        Expr::Not(a) => Ok(eval_constraint(a, env)?.map(|v| !v)),
+        _ => match e.eval_bool(env) {
+            Ok(v) => Ok(Some(v)),
+            Err(EvalError::Unavailable(_)) => Ok(None),
+            Err(err) => Err(err),
+        },
+    }
+}
+
+/// How a backend computes the resources of a (validated) configuration for constraints.
+pub(crate) type ResourceFn<'a> = dyn Fn(&Config) -> Result<ResourceEnv, LaunchError> + 'a;
+
+/// Every generic parameter bound to a float type, and nothing else bound.
+pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(), LaunchError> {
+    for g in &kernel.generics {
+        match bindings.get(g) {
+            Some(d) if DType::FLOATS.contains(&d) => {}
+            Some(d) => {
+                return Err(LaunchError::Bindings {
+                    kernel: kernel.name.clone(),
+                    message: format!("generic `{g}` is bound to {d}; it must be f32, f16 or bf16"),
+                })
+            }
+            None => {
+                return Err(LaunchError::Bindings {
+                    kernel: kernel.name.clone(),
+                    message: format!("generic `{g}` is not bound to an element type"),
+                })
+            }
+        }
+    }
+    if let Some(extra) = bindings.0.keys().find(|k| !kernel.generics.contains(k)) {
+        return Err(LaunchError::Bindings {
+            kernel: kernel.name.clone(),
+            message: format!("`{extra}` is bound but is not a generic parameter of the kernel"),
+        });
+    }
+    Ok(())
+}
+
+/// Checks a launch (see [`super::launch_with`]). `resources`, when given, makes `smem_bytes()`,
+/// `max_smem()` and `threads()` known to the constraints.
+pub(crate) fn check<'k>(
+    kernel: &'k Kernel,
+    types: &'k Types,
+    config: &Config,
+    bindings: &Bindings,
+    args: &[Arg<'_>],
+    backend: Backend,
+    resources: Option<&ResourceFn<'_>>,
+) -> Result<Checked<'k>, LaunchError> {
+    let name = || kernel.name.clone();
+    let config = kernel
+        .space
+        .validate(config)
+        .map_err(|source| LaunchError::Config {
+            kernel: name(),
+            source,
+        })?;
+
+    check_bindings(kernel, bindings)?;
+
+    if args.len() != kernel.params.len() {
+        return Err(LaunchError::ArgCount {
+            kernel: name(),
+            expected: kernel.params.len(),
+            found: args.len(),
+        });
+    }
+    let mut scalars = vec![None; args.len()];
+    let mut shapes = vec![None; args.len()];
+    for (i, (p, arg)) in kernel.params.iter().zip(args.iter()).enumerate() {
+        let kind_err = |expected: String| LaunchError::ArgKind {
+            kernel: name(),
+            param: p.name.clone(),
+            expected,
+            found: arg.describe(),
+        };
+        match (&p.kind, arg) {
+            (ParamKind::Scalar { dtype }, Arg::Scalar(s)) => {
+                if s.dtype() != Some(*dtype) {
+                    let expected = if *dtype == DType::I64 {
+                        "an i64 or usize scalar".into()
+                    } else {
+                        format!("a {dtype} scalar")
+                    };
+                    return Err(kind_err(expected));
+                }
+                scalars[i] = Some(*s);
+            }
+            (ParamKind::Scalar { dtype }, _) => return Err(kind_err(format!("a {dtype} scalar"))),
+            (
+                ParamKind::Tensor {
+                    rank,
+                    elem,
+                    mutable,
+                },
+                arg,
+            ) => {
+                let expected_ref = if *mutable { "&mut" } else { "&" };
+                let layout = match (mutable, arg) {
+                    (false, Arg::Tensor(t)) => &t.layout,
+                    (true, Arg::TensorMut(t)) => &t.layout,
+                    _ => return Err(kind_err(format!("{expected_ref} Tensor{rank}<{elem}>"))),
+                };
+                if layout.rank != usize::from(*rank) {
+                    return Err(LaunchError::Rank {
+                        kernel: name(),
+                        param: p.name.clone(),
+                        expected: usize::from(*rank),
+                        found: layout.rank,
+                    });
+                }
+                let want = elem
+                    .resolve(bindings)
+                    .ok_or_else(|| LaunchError::Bindings {
+                        kernel: name(),
+                        message: format!("element type `{elem}` of `{}` is not bound", p.name),
+                    })?;
+                if layout.dtype != want {
+                    return Err(LaunchError::DType {
+                        kernel: name(),
+                        param: p.name.clone(),
+                        expected: want,
+                        found: layout.dtype,
+                    });
+                }
+                if layout.backend != backend {
+                    return Err(kind_err(format!(
+                        "a tensor on the {backend} backend (found one on {})",
+                        layout.backend
+                    )));
+                }
+                shapes[i] = Some(layout.shape().to_vec());
+            }
+        }
+    }
+
+    // The shape contract: dimensions named alike have equal extents.
+    let mut dims: HashMap<String, i64> = HashMap::new();
+    let mut first: HashMap<&str, (usize, u8, usize)> = HashMap::new();
+    for (i, names) in kernel.problem.shapes.iter().enumerate() {
+        let Some(Some(shape)) = shapes.get(i) else {
+            continue;
+        };
+        for (axis, (dim, &extent)) in (0u8..).zip(names.iter().zip(shape)) {
+            match first.get(dim.as_str()) {
+                Some(&(p0, a0, e0)) if e0 != extent => {
+                    return Err(LaunchError::Shape {
+                        kernel: name(),
+                        dim: dim.clone(),
+                        first_param: kernel.params[p0].name.clone(),
+                        first_axis: a0,
+                        first_extent: e0,
+                        param: kernel.params[i].name.clone(),
+                        axis,
+                        extent,
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    first.insert(dim, (i, axis, extent));
+                    dims.insert(dim.clone(), i64::try_from(extent).unwrap_or(i64::MAX));
+                }
+            }
+        }
+    }
+
+    let resources = match resources {
+        Some(f) => Some(f(&config)?),
+        None => None,
+    };
+    let env = LaunchEnv {
+        config: &config,
+        bindings,
+        shapes,
+        scalars: scalars.clone(),
+        dims,
+        resources,
+    };
+    for c in &kernel.constraints {
+        match eval_constraint(&c.expr, &env) {
+            Ok(Some(true)) | Ok(None) => {}
+            Ok(Some(false)) => {
+                return Err(LaunchError::Constraint {
+                    kernel: name(),
+                    constraint: c.text.clone(),
+                    config: config.to_string(),
+                })
+            }
+            Err(source) => {
+                return Err(LaunchError::ConstraintEval {
+                    kernel: name(),
+                    constraint: c.text.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    if kernel.grid.is_empty() || kernel.grid.len() > 3 {
+        return Err(LaunchError::Grid {
+            kernel: name(),
+            axis: 0,
+            message: format!(
+                "the grid has {} axes; it must have 1 to 3",
+                kernel.grid.len()
+            ),
+        });
+    }
+    let mut grid = Vec::with_capacity(kernel.grid.len());
+    let mut total: i64 = 1;
+    for (axis, g) in kernel.grid.iter().enumerate() {
+        let v = g.eval_int(&env).map_err(|e| LaunchError::Grid {
+            kernel: name(),
+            axis,
+            message: format!("`{g}`: {e}"),
+        })?;
+        if v < 0 {
+            return Err(LaunchError::Grid {
+                kernel: name(),
+                axis,
+                message: format!("`{g}` is negative ({v})"),
+            });
+        }
+        total = total.checked_mul(v).ok_or_else(|| LaunchError::Grid {
+            kernel: name(),
+            axis,
+            message: "the number of programs overflows i64".into(),
+        })?;
+        grid.push(v);
+    }
+    Ok(Checked {
+        kernel,
+        types,
+        config,
+        bindings: bindings.clone(),
+        grid,
+        scalars,
+    })
+}
