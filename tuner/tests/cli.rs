@@ -2,6 +2,8 @@
 
 use assert_cmd::Command;
 use std::path::Path;
+use tilekit_ir::Config;
+use tilekit_tuner::cache::{CacheKey, Origin, TuneCache, TunedValue};
 
 fn tilekit(cache: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tilekit"));
@@ -81,17 +83,15 @@ fn fails_with(c: &mut Command, s: &str) {
     assert!(err.contains(s), "{err}");
 }
 
-#[test]
-fn cache_show_export_import_clear() {
-    use tilekit_ir::{Bindings, Config, DType};
-    use tilekit_tuner::cache::{CacheKey, GpuId, ShapeBucket, TuneCache, TunedValue};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.sled");
+/// The key of softmax, bf16, 32768x4096 on an H100.
+fn softmax_key() -> CacheKey {
+    use tilekit_ir::{Bindings, DType};
+    use tilekit_tuner::cache::{GpuId, ShapeBucket};
     let spec = &tilekit_kernels::softmax::SPEC;
     let k = spec.kernel().unwrap();
     let b = Bindings::single("T", DType::BF16);
     let dims = tilekit_ir::cost::parse_shape(k, "32768x4096").unwrap();
-    let key = CacheKey::new(
+    CacheKey::new(
         GpuId {
             name: "NVIDIA H100 80GB HBM3".into(),
             compute_capability: (9, 0),
@@ -101,10 +101,25 @@ fn cache_show_export_import_clear() {
         spec.spec_hash,
         b.clone(),
         ShapeBucket::of(k, &dims, &b).unwrap(),
-    );
+    )
+}
+
+/// Stores softmax `BLOCK=4096,WARPS=8`, 41.25 us, in the layer `origin` of the cache at
+/// `path`; returns its key and value.
+fn one_entry(path: &Path, origin: Origin) -> (CacheKey, TunedValue) {
+    let key = softmax_key();
     let mut v = TunedValue::new(&Config::parse("BLOCK=4096,WARPS=8").unwrap());
     v.best_us = Some(41.25);
-    TuneCache::at(&path).put(&key, &v).unwrap();
+    v.provenance.origin = origin;
+    TuneCache::at(path).put(&key, &v).unwrap();
+    (key, v)
+}
+
+#[test]
+fn cache_show_export_import_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sled");
+    one_entry(&path, Origin::Local);
 
     let shown = stdout(tilekit(&path).args(["cache", "show"]));
     assert!(shown.contains("BLOCK=4096,WARPS=8"), "{shown}");
@@ -139,6 +154,66 @@ fn cache_show_export_import_clear() {
         .arg(dir.path().join("missing.json"))
         .assert()
         .failure();
+}
+
+#[test]
+fn cache_import_refuses_entries_outside_the_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sled");
+    let (key, v) = one_entry(&path, Origin::Imported);
+    let entry = |config: serde_json::Value, best: f64| {
+        let mut e = serde_json::json!({ "key": key, "value": v });
+        e["value"]["config"] = config;
+        e["value"]["best_us"] = serde_json::json!(best);
+        e
+    };
+    let file = dir.path().join("in.json");
+    let write = |entries: Vec<serde_json::Value>| {
+        let j =
+            serde_json::json!({"format": "tilekit-tune-cache", "version": 1, "entries": entries});
+        std::fs::write(&file, j.to_string()).unwrap();
+    };
+    write(vec![
+        entry(serde_json::json!({"BLOCK": 3, "WARPS": 1000}), 1.0),
+        entry(serde_json::json!({"BLOCK": "1024", "WARPS": 4}), 1.0),
+        entry(
+            serde_json::json!({"BLOCK": "1024); asm(\"trap;\"); (", "WARPS": 4}),
+            1.0,
+        ),
+    ]);
+    for action in ["import", "merge"] {
+        let out = tilekit(&path)
+            .args(["cache", action])
+            .arg(&file)
+            .assert()
+            .code(1);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(err.matches("refused").count(), 3, "{err}");
+        assert!(err.contains("`BLOCK=3` is not a declared value"), "{err}");
+        assert!(
+            err.contains("`BLOCK` takes an integer, and the entry gives it the string \"1024\""),
+            "{err}"
+        );
+        let shown = stdout(tilekit(&path).args(["cache", "show"]));
+        assert!(shown.contains("BLOCK=4096,WARPS=8"), "{shown}");
+        assert!(!shown.contains("WARPS=1000"), "{shown}");
+    }
+    // merge refuses a negative time and says which stored entry it kept and why.
+    write(vec![
+        entry(serde_json::json!({"BLOCK": 1024, "WARPS": 4}), -1e300),
+        entry(serde_json::json!({"BLOCK": 1024, "WARPS": 4}), 50.0),
+    ]);
+    let out = tilekit(&path)
+        .args(["cache", "merge"])
+        .arg(&file)
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(err.contains("bad timing: best_us is -1e300"), "{err}");
+    assert!(text.contains("kept the stored"), "{text}");
+    assert!(text.contains("41.25 us against 50.00 us"), "{text}");
+    assert!(text.contains("merged 0 entries"), "{text}");
 }
 
 #[test]

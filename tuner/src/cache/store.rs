@@ -15,6 +15,7 @@ use super::{
     log_rejection, validate, CacheKey, Entry, Origin, Reject, Rejected, TunedValue, ValidEntry,
 };
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tilekit_runtime::KernelSpec;
@@ -380,40 +381,197 @@ impl TuneCache {
     }
 
     /// Reads an export file into the imported layer, marking every entry `imported`.
-    /// Unreadable entries of the file are skipped with a warning (they are returned);
-    /// configurations are validated when read, like every entry. Returns (entries stored,
-    /// entries skipped).
+    ///
+    /// Every entry is checked before anything is written: an entry for a kernel of `specs`
+    /// must pass [`super::validate`] (schema, spec hash, element types, declared space and
+    /// value types, static and per-target constraints, finite non-negative times); an
+    /// entry for a kernel not in `specs` (or tuned for another version of it) is checked
+    /// for structure only ([`super::check_structure`]) and stored only where the imported
+    /// layer has no entry under its key, never replacing one. Entries that fail are
+    /// refused one by one and never touch what is stored. `mode` decides between a valid
+    /// entry and a stored one of the same key. The report says what happened to each.
     pub fn import(
         &self,
         file: &Path,
         mode: ImportMode,
-    ) -> Result<(usize, Vec<Rejected>), CacheError> {
-        let (entries, rejected) = read_export(file)?;
-        for r in &rejected {
-            log_rejection(r);
+        specs: &[&KernelSpec],
+    ) -> Result<ImportReport, CacheError> {
+        let (entries, unreadable) = read_export(file)?;
+        let mut report = ImportReport::default();
+        for r in unreadable {
+            report.push(r.key.clone(), ImportAction::Refused(r.reason));
         }
-        let n = entries.len();
-        self.with_db(WRITE_WAIT, |db| {
-            let t = db.open_tree(tree_name(Origin::Imported))?;
-            for mut e in entries {
-                e.value.provenance.origin = Origin::Imported;
-                let k = e.key.to_bytes();
-                if mode == ImportMode::KeepFaster {
-                    let old = t
-                        .get(&k)?
-                        .and_then(|v| TunedValue::from_bytes(&v).ok())
-                        .and_then(|v| v.best_us);
-                    if let (Some(old), new) = (old, e.value.best_us) {
-                        if new.is_none_or(|new| new >= old) {
-                            continue;
-                        }
-                    }
+        // One outcome per readable entry, in the file's order.
+        let mut slots: Vec<Option<ImportOutcome>> = vec![None; entries.len()];
+        let mut accepted = Vec::new();
+        for (i, mut e) in entries.into_iter().enumerate() {
+            e.value.provenance.origin = Origin::Imported;
+            let checked = match validate(&e, specs) {
+                Ok(_) => Ok(true),
+                Err(Reject::UnknownKernel(_) | Reject::StaleSpec { .. }) => {
+                    super::check_structure(&e).map(|()| false)
                 }
-                t.insert(k, e.value.to_bytes())?;
+                Err(r) => Err(r),
+            };
+            match checked {
+                Ok(known) => accepted.push((i, e, known)),
+                Err(r) => slots[i] = Some(ImportOutcome::new(&e, ImportAction::Refused(r))),
             }
-            Ok(())
-        })?;
-        Ok((n, rejected))
+        }
+        if !accepted.is_empty() {
+            self.with_db(WRITE_WAIT, |db| {
+                let t = db.open_tree(tree_name(Origin::Imported))?;
+                for (i, e, known) in accepted {
+                    let k = e.key.to_bytes();
+                    let action = match t.get(&k)? {
+                        None => ImportAction::Added,
+                        Some(_) if !known => ImportAction::Kept {
+                            why: "kernel not known to this tilekit: its entry is never replaced"
+                                .into(),
+                        },
+                        Some(_) if mode == ImportMode::Replace => ImportAction::Replaced {
+                            why: "import replaces".into(),
+                        },
+                        Some(old) => keep_faster(&old, &e, specs),
+                    };
+                    if action.stores() {
+                        t.insert(k, e.value.to_bytes())?;
+                    }
+                    slots[i] = Some(ImportOutcome::new(&e, action));
+                }
+                Ok(())
+            })?;
+        }
+        report.outcomes.extend(slots.into_iter().flatten());
+        Ok(report)
+    }
+}
+
+/// A merge's decision between the stored value `old` and the file's valid entry `new`.
+fn keep_faster(old: &[u8], new: &Entry, specs: &[&KernelSpec]) -> ImportAction {
+    let old = match TunedValue::from_bytes(old) {
+        Ok(v) => v,
+        Err(e) => {
+            return ImportAction::Replaced {
+                why: format!("the stored entry is unreadable ({e})"),
+            }
+        }
+    };
+    let old_entry = Entry {
+        key: new.key.clone(),
+        value: old,
+    };
+    if let Err(r) = validate(&old_entry, specs) {
+        return ImportAction::Replaced {
+            why: format!("the stored entry is invalid ({r})"),
+        };
+    }
+    match (old_entry.value.best_us, new.value.best_us) {
+        (_, None) => ImportAction::Kept {
+            why: "the file's entry has no time".into(),
+        },
+        (None, Some(n)) => ImportAction::Replaced {
+            why: format!("the stored entry has no time; the file's took {n:.2} us"),
+        },
+        (Some(o), Some(n)) if n < o => ImportAction::Replaced {
+            why: format!("faster: {n:.2} us against {o:.2} us"),
+        },
+        (Some(o), Some(n)) => ImportAction::Kept {
+            why: format!("the stored entry is as fast or faster: {o:.2} us against {n:.2} us"),
+        },
+    }
+}
+
+/// What [`TuneCache::import`] did with one entry of the file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ImportAction {
+    /// Stored: the imported layer had no entry under its key.
+    Added,
+    /// Stored over the imported layer's entry of the same key.
+    Replaced {
+        /// Why (`import replaces`, `faster: ..`, `the stored entry is invalid`).
+        why: String,
+    },
+    /// Not stored: the imported layer's entry of the same key was kept.
+    Kept {
+        /// Why (the stored one is faster, the kernel is not known here, ...).
+        why: String,
+    },
+    /// Not stored: the entry is wrong; nothing stored was touched.
+    Refused(Reject),
+}
+
+impl ImportAction {
+    /// True when the file's entry was written.
+    pub fn stores(&self) -> bool {
+        matches!(self, ImportAction::Added | ImportAction::Replaced { .. })
+    }
+}
+
+/// One entry of an imported file and what became of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportOutcome {
+    /// The entry's key, as far as it could be read (`#3 of FILE` for an unreadable one).
+    pub key: String,
+    /// What was done.
+    pub action: ImportAction,
+}
+
+impl ImportOutcome {
+    fn new(e: &Entry, action: ImportAction) -> ImportOutcome {
+        ImportOutcome {
+            key: e.key.to_string(),
+            action,
+        }
+    }
+}
+
+impl fmt::Display for ImportOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.action {
+            ImportAction::Added => write!(f, "added {}", self.key),
+            ImportAction::Replaced { why } => write!(f, "replaced {}: {why}", self.key),
+            ImportAction::Kept { why } => write!(f, "kept the stored {}: {why}", self.key),
+            ImportAction::Refused(r) => write!(f, "refused {}: {r}", self.key),
+        }
+    }
+}
+
+/// What [`TuneCache::import`] did, entry by entry: the unreadable entries first, then the
+/// others in the file's order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportReport {
+    /// One outcome per entry of the file.
+    pub outcomes: Vec<ImportOutcome>,
+}
+
+impl ImportReport {
+    fn push(&mut self, key: String, action: ImportAction) {
+        self.outcomes.push(ImportOutcome { key, action });
+    }
+
+    /// Number of entries written (added or replacing).
+    pub fn stored(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.action.stores()).count()
+    }
+
+    /// Entries not stored because the stored entry was kept.
+    pub fn kept(&self) -> impl Iterator<Item = &ImportOutcome> {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o.action, ImportAction::Kept { .. }))
+    }
+
+    /// Entries refused as wrong, with the reason.
+    pub fn refused(&self) -> impl Iterator<Item = Rejected> + '_ {
+        self.outcomes.iter().filter_map(|o| match &o.action {
+            ImportAction::Refused(r) => Some(Rejected {
+                origin: Origin::Imported,
+                key: o.key.clone(),
+                reason: r.clone(),
+            }),
+            _ => None,
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tilekit_ir::{Config, TuneValue};
-use tilekit_tuner::cache::{validate, ImportMode, Reject, TuneCache};
+use tilekit_tuner::cache::{validate, ImportAction, ImportMode, Reject, TuneCache};
 
 /// What to do with the tuning cache.
 #[derive(Subcommand, Debug)]
@@ -23,11 +23,15 @@ pub enum CacheAction {
         file: PathBuf,
     },
     /// Read an export file into the imported layer (replacing entries of the same key).
+    /// Every entry is checked against the library's kernels first; wrong ones are refused
+    /// one by one (exit status 1) and never touch stored entries; an entry for a kernel
+    /// this binary does not know is stored only where its key has no entry.
     Import {
         /// Export file.
         file: PathBuf,
     },
-    /// Read an export file into the imported layer, keeping the faster of two entries.
+    /// Read an export file into the imported layer, keeping the faster of two entries
+    /// (checked like `import`; says which stored entries it kept and why).
     Merge {
         /// Export file.
         file: PathBuf,
@@ -123,22 +127,38 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `import` / `merge`: every entry is checked against the library's kernels; each refused
+/// one is reported (and makes the exit status 1), each kept stored entry is said with why.
 fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<ExitCode> {
-    let (n, skipped) = cache.import(file, mode)?;
-    for r in &skipped {
-        eprintln!("tilekit: warning: skipped {r}");
+    let report = cache.import(file, mode, tilekit_kernels::ALL)?;
+    let mut refused = 0;
+    for o in &report.outcomes {
+        match &o.action {
+            ImportAction::Added => {}
+            ImportAction::Replaced { .. } | ImportAction::Kept { .. } => println!("{o}"),
+            ImportAction::Refused(_) => {
+                eprintln!("tilekit: error: {o}");
+                refused += 1;
+            }
+        }
     }
     println!(
-        "{} {n} entries from {} into {} (layer: imported)",
+        "{} {} entries from {} into {} (layer: imported); {} kept, {refused} refused",
         if mode == ImportMode::Replace {
             "imported"
         } else {
             "merged"
         },
+        report.stored(),
         file.display(),
-        cache.path().display()
+        cache.path().display(),
+        report.kept().count(),
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(if refused > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Runs `tilekit cache ACTION`.
