@@ -217,6 +217,55 @@ fn cache_import_refuses_entries_outside_the_space() {
 }
 
 #[test]
+fn cache_show_recovers_a_damaged_database_and_says_so() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tune.sled");
+    one_entry(&path, Origin::Local);
+    let mut key = softmax_key();
+    key.shape.dims.insert("M".into(), 1 << 20);
+    let mut v = TunedValue::new(&Config::parse("BLOCK=2048,WARPS=16").unwrap());
+    v.best_us = Some(7.5);
+    TuneCache::at(&path).put(&key, &v).unwrap();
+    // 64 bytes in the middle of what sled wrote (its `db` file is preallocated: the
+    // rest is zeros).
+    let damage = || {
+        let db = path.join("db");
+        let bytes = std::fs::read(&db).unwrap();
+        let written = bytes.iter().rposition(|b| *b != 0).unwrap() as u64;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+        f.seek(SeekFrom::Start(written / 2)).unwrap();
+        f.write_all(&[0x5Au8; 64]).unwrap();
+    };
+    damage();
+
+    let out = tilekit(&path).args(["cache", "show"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(text.contains("BLOCK=4096,WARPS=8"), "{text}\n{err}");
+    assert!(text.contains("BLOCK=2048,WARPS=16"), "{text}\n{err}");
+    assert!(err.contains("recovered 2 entries"), "{err}");
+    let moved = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("tune.sled.corrupt-"))
+        .expect("moved aside");
+    assert!(err.contains(&moved.display().to_string()), "{err}");
+    // The rebuilt database reads cleanly: no warning the second time.
+    let out = tilekit(&path).args(["cache", "show"]).assert().success();
+    assert!(out.get_output().stderr.is_empty());
+    // `-q` keeps warnings off standard error; the entries come back all the same.
+    damage();
+    let out = tilekit(&path)
+        .args(["-q", "cache", "show"])
+        .assert()
+        .success();
+    assert!(out.get_output().stderr.is_empty());
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("BLOCK=2048,WARPS=16"), "{text}");
+}
+
+#[test]
 fn tune_and_bench_need_a_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let devices = stdout(tilekit(dir.path()).arg("devices"));

@@ -29,7 +29,7 @@ pub use key::{CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
 pub use layers::{Choice, Layers, Source};
 pub use source::{attach_tuned, attach_tuned_from, AttachReport, TunedConfigs};
 pub use store::{
-    CacheError, ImportAction, ImportMode, ImportOutcome, ImportReport, Loaded, TuneCache,
+    CacheError, ImportAction, ImportMode, ImportOutcome, ImportReport, Loaded, Recovery, TuneCache,
 };
 pub use value::{Origin, ParamValue, Provenance, Timing, TunedValue};
 

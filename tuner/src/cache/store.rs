@@ -82,6 +82,44 @@ pub struct Loaded {
     /// Set when the database could not be read (locked, unreadable); the reader runs on
     /// the other layers and defaults.
     pub unavailable: Option<String>,
+    /// Set when the database was found corrupt, moved aside and rebuilt from its backup.
+    pub recovery: Option<Recovery>,
+}
+
+/// A database found corrupt: where it was moved and what was rebuilt from the backup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// The database path (a new database is there now).
+    pub path: PathBuf,
+    /// Why it would not open.
+    pub error: String,
+    /// Where the corrupt database was moved (`None`: it opened, but lacked entries of the
+    /// backup, which were put back).
+    pub moved_to: Option<PathBuf>,
+    /// The backup the new database was rebuilt from.
+    pub backup: PathBuf,
+    /// Entries restored from the backup (0 when there was none).
+    pub recovered: usize,
+}
+
+impl fmt::Display for Recovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tilekit tuning cache {} is damaged ({}); ",
+            self.path.display(),
+            self.error
+        )?;
+        if let Some(m) = &self.moved_to {
+            write!(f, "moved it to {} and ", m.display())?;
+        }
+        write!(
+            f,
+            "recovered {} entries from {}",
+            self.recovered,
+            self.backup.display()
+        )
+    }
 }
 
 /// How `import` treats a key that is already in the imported layer.
@@ -189,14 +227,39 @@ impl TuneCache {
         }
     }
 
-    /// Opens the database, waiting at most `wait` for another process's lock, moving a
-    /// corrupt database aside.
-    fn open_db(&self, wait: Duration) -> Result<sled::Db, CacheError> {
+    /// Opens the database, waiting at most `wait` for another process's lock. A corrupt
+    /// database is moved aside and a new one is started, rebuilt from the backup
+    /// ([`TuneCache::backup_path`]); entries of the backup that an existing database lacks
+    /// (or holds as unreadable bytes: a damaged page sled did not notice) are restored. The
+    /// [`Recovery`] says what happened.
+    fn open_db(&self, wait: Duration) -> Result<(sled::Db, Option<Recovery>), CacheError> {
         let start = Instant::now();
-        let mut moved = false;
+        // A database created by this open has nothing to reconcile (a user who removed it
+        // does not get its entries back).
+        let existed = self.path.exists();
+        let mut recovery: Option<Recovery> = None;
         loop {
             match self.try_open() {
-                Ok(db) => return Ok(db),
+                Ok(db) => {
+                    if let Some(r) = &mut recovery {
+                        r.recovered = self.restore_backup(&db, false)?;
+                        tracing::warn!("{r}");
+                    } else if existed {
+                        let restored = self.restore_backup(&db, true)?;
+                        if restored > 0 {
+                            let r = Recovery {
+                                path: self.path.clone(),
+                                error: format!("{restored} entries missing or unreadable"),
+                                moved_to: None,
+                                backup: self.backup_path(),
+                                recovered: restored,
+                            };
+                            tracing::warn!("{r}");
+                            recovery = Some(r);
+                        }
+                    }
+                    return Ok((db, recovery));
+                }
                 Err(e) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
                         return Err(CacheError::Locked {
@@ -206,18 +269,82 @@ impl TuneCache {
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                Err(e) if is_corruption(&e) && !moved => {
-                    let aside = self.move_aside()?;
-                    tracing::warn!(
-                        "tilekit tuning cache {} is corrupt ({e}); moved it to {} and started a new one",
-                        self.path.display(),
-                        aside.display()
-                    );
-                    moved = true;
+                Err(e) if is_corruption(&e) && recovery.is_none() => {
+                    recovery = Some(Recovery {
+                        path: self.path.clone(),
+                        error: e.to_string(),
+                        moved_to: Some(self.move_aside()?),
+                        backup: self.backup_path(),
+                        recovered: 0,
+                    });
                 }
                 Err(e) => return Err(self.sled_err(e)),
             }
         }
+    }
+
+    /// The export-format copy of every entry kept beside the database (`tune.sled` ->
+    /// `tune.json`), rewritten after every successful write while the writer holds the
+    /// database's lock, and read back when the database is found corrupt.
+    pub fn backup_path(&self) -> PathBuf {
+        let p = self.path.with_extension("json");
+        if p == self.path {
+            self.path.with_extension("json.backup")
+        } else {
+            p
+        }
+    }
+
+    /// Rewrites the backup from the open database (so under its lock): written to a
+    /// temporary file and renamed. A failure is a warning: the database itself is written.
+    fn write_backup(&self, db: &sled::Db) {
+        let backup = self.backup_path();
+        let result = read_trees(db).map_err(|e| e.to_string()).and_then(|raw| {
+            write_atomic(&backup, &export_text(&parse_raw(raw).0)).map_err(|e| e.to_string())
+        });
+        if let Err(e) = result {
+            tracing::warn!(
+                "tilekit tuning cache: backup {} not written: {e}",
+                backup.display()
+            );
+        }
+    }
+
+    /// Fills the database from the backup (with `only_missing`, only the keys it lacks or
+    /// holds as unreadable values); returns the number of entries restored (0 when there
+    /// is no backup or it cannot be read, with a warning for the latter).
+    fn restore_backup(&self, db: &sled::Db, only_missing: bool) -> Result<usize, CacheError> {
+        let backup = self.backup_path();
+        if !backup.exists() {
+            return Ok(0);
+        }
+        let entries = match read_export(&backup) {
+            Ok((entries, _)) => entries,
+            Err(e) => {
+                tracing::warn!("tilekit tuning cache: backup not read: {e}");
+                return Ok(0);
+            }
+        };
+        let mut restored = 0;
+        for e in &entries {
+            let t = db
+                .open_tree(tree_name(e.value.provenance.origin))
+                .map_err(|err| self.sled_err(err))?;
+            let k = e.key.to_bytes();
+            let present = only_missing
+                && t.get(&k)
+                    .map_err(|err| self.sled_err(err))?
+                    .is_some_and(|v| TunedValue::from_bytes(&v).is_ok());
+            if !present {
+                t.insert(k, e.value.to_bytes())
+                    .map_err(|err| self.sled_err(err))?;
+                restored += 1;
+            }
+        }
+        if restored > 0 {
+            db.flush().map_err(|e| self.sled_err(e))?;
+        }
+        Ok(restored)
     }
 
     fn move_aside(&self) -> Result<PathBuf, CacheError> {
@@ -256,9 +383,10 @@ impl TuneCache {
                 })?;
             }
         }
-        let db = self.open_db(wait)?;
+        let (db, _) = self.open_db(wait)?;
         let out = f(&db).map_err(|e| self.sled_err(e))?;
         db.flush().map_err(|e| self.sled_err(e))?;
+        self.write_backup(&db);
         drop(db);
         Ok(out)
     }
@@ -279,7 +407,15 @@ impl TuneCache {
         if !self.path.exists() {
             return Ok(0);
         }
+        let backup = self.backup_path();
         self.with_db(WRITE_WAIT, |db| {
+            // The backup first: a crash between the two must not bring cleared entries back.
+            if let Err(e) = write_atomic(&backup, &export_text(&[])) {
+                tracing::warn!(
+                    "tilekit tuning cache: backup {} not emptied: {e}",
+                    backup.display()
+                );
+            }
             let mut n = 0;
             for origin in [Origin::Local, Origin::Imported] {
                 let t = db.open_tree(tree_name(origin))?;
@@ -293,38 +429,32 @@ impl TuneCache {
     /// Every stored (layer, key bytes, value bytes), read with the reader's wait. A cache
     /// that does not exist yet is empty (and is not created).
     pub fn read_raw(&self) -> Result<Vec<RawEntry>, CacheError> {
-        self.read_raw_waiting(READ_WAIT)
+        Ok(self.read_raw_waiting(READ_WAIT)?.0)
     }
 
-    fn read_raw_waiting(&self, wait: Duration) -> Result<Vec<RawEntry>, CacheError> {
+    fn read_raw_waiting(
+        &self,
+        wait: Duration,
+    ) -> Result<(Vec<RawEntry>, Option<Recovery>), CacheError> {
         if !self.path.exists() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
-        let db = self.open_db(wait)?;
-        let mut out = Vec::new();
-        for origin in [Origin::Local, Origin::Imported] {
-            let t = db
-                .open_tree(tree_name(origin))
-                .map_err(|e| self.sled_err(e))?;
-            for kv in t.iter() {
-                let (k, v) = kv.map_err(|e| self.sled_err(e))?;
-                out.push((origin, k.to_vec(), v.to_vec()));
-            }
-        }
+        let (db, recovery) = self.open_db(wait)?;
+        let raw = read_trees(&db).map_err(|e| self.sled_err(e))?;
         drop(db);
-        Ok(out)
+        Ok((raw, recovery))
     }
 
     /// Every readable entry, unvalidated (for export and display), and the unreadable ones.
     pub fn read_entries(&self) -> Result<(Vec<Entry>, Vec<Rejected>), CacheError> {
-        Ok(parse_raw(self.read_raw_waiting(WRITE_WAIT)?))
+        Ok(parse_raw(self.read_raw_waiting(WRITE_WAIT)?.0))
     }
 
     /// What a launch uses: every entry read into memory, validated against `specs`
     /// ([`super::validate`]). Never fails: a locked or unreadable database gives no entries,
     /// one warning and `unavailable` set.
     pub fn load(&self, specs: &[&KernelSpec]) -> Loaded {
-        let raw = match self.read_raw() {
+        let (raw, recovery) = match self.read_raw_waiting(READ_WAIT) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("tilekit tuning cache not read, running on defaults: {e}");
@@ -353,6 +483,7 @@ impl TuneCache {
             entries: valid,
             rejected,
             unavailable: None,
+            recovery,
         }
     }
 
@@ -363,17 +494,7 @@ impl TuneCache {
         for r in &rejected {
             log_rejection(r);
         }
-        let out = ExportFile {
-            format: EXPORT_FORMAT.into(),
-            version: EXPORT_VERSION,
-            exported: super::value::rfc3339_now(),
-            entries: entries
-                .iter()
-                .filter_map(|e| serde_json::to_value(e).ok())
-                .collect(),
-        };
-        let text = serde_json::to_string_pretty(&out).unwrap_or_default();
-        std::fs::write(file, text + "\n").map_err(|source| CacheError::Io {
+        write_atomic(file, &export_text(&entries)).map_err(|source| CacheError::Io {
             path: file.to_path_buf(),
             source,
         })?;
@@ -572,6 +693,51 @@ impl ImportReport {
             }),
             _ => None,
         })
+    }
+}
+
+/// Every (layer, key bytes, value bytes) of an open database.
+fn read_trees(db: &sled::Db) -> Result<Vec<RawEntry>, sled::Error> {
+    let mut out = Vec::new();
+    for origin in [Origin::Local, Origin::Imported] {
+        for kv in db.open_tree(tree_name(origin))?.iter() {
+            let (k, v) = kv?;
+            out.push((origin, k.to_vec(), v.to_vec()));
+        }
+    }
+    Ok(out)
+}
+
+/// The text of an export file holding `entries`.
+fn export_text(entries: &[Entry]) -> String {
+    let out = ExportFile {
+        format: EXPORT_FORMAT.into(),
+        version: EXPORT_VERSION,
+        exported: super::value::rfc3339_now(),
+        entries: entries
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect(),
+    };
+    serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`, so that a
+/// reader sees the old file or the new one, never a torn one.
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        std::io::Write::write_all(&mut f, text.as_bytes())?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
 }
 

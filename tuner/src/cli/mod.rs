@@ -25,6 +25,13 @@ pub struct Cli {
     /// `<data dir>/tilekit/tune.sled`.
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_path: Option<PathBuf>,
+    /// Print errors only (no warnings).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more: `-v` information, `-vv` debugging (`TILEKIT_LOG`, a tracing filter such
+    /// as `tilekit_tuner=debug`, overrides both).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -62,6 +69,7 @@ pub fn main() -> ExitCode {
     // Started as a tuning worker by `tilekit tune`: serve and exit.
     tilekit_tuner::tune::worker_main(tilekit_kernels::ALL);
     let cli = Cli::parse();
+    install_logging(cli.quiet, cli.verbose);
     let cache_path = cli.cache_path.clone();
     let result = match cli.command {
         Command::List { json } => list::run(json),
@@ -78,6 +86,37 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The environment variable holding a tracing filter for the CLI's messages.
+const LOG_ENV: &str = "TILEKIT_LOG";
+
+/// Sends the library's `tracing` events to standard error: warnings and errors by default,
+/// errors only with `-q`, more with `-v`; `$TILEKIT_LOG` (an `EnvFilter` directive) wins.
+fn install_logging(quiet: bool, verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = match std::env::var(LOG_ENV) {
+        Ok(s) if !s.trim().is_empty() => EnvFilter::try_new(&s).unwrap_or_else(|e| {
+            eprintln!("tilekit: warning: ${LOG_ENV} is not a filter ({e}); using `{level}`");
+            EnvFilter::new(level)
+        }),
+        _ => EnvFilter::new(level),
+    };
+    // Fails only when a subscriber is already set (never, in this binary).
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .with_ansi(false)
+        .try_init();
 }
 
 /// A library kernel by name, or an error listing the names.
