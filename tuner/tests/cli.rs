@@ -266,6 +266,88 @@ fn cache_show_recovers_a_damaged_database_and_says_so() {
 }
 
 #[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["list"][..],
+        &["list", "--json"][..],
+        &["show", "softmax", "--dtype", "f32"][..],
+        &["--help"][..],
+    ] {
+        // The reader goes before the first line is written (`tilekit list | head -0`).
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tilekit"))
+            .env("TILEKIT_TUNE_CACHE", dir.path())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn cache_clear_removes_the_database_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tune.sled");
+    one_entry(&path, Origin::Local);
+    assert!(path.join("db").exists());
+    let out = stdout(tilekit(&path).args(["cache", "clear"]));
+    assert!(out.contains("removed 1 entries"), "{out}");
+    // Nothing of the old database is left (sled keeps its log's size otherwise) and the
+    // backup is empty.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["tune.json"], "{left:?}");
+    let (backup, _) =
+        tilekit_tuner::cache::store::read_export(&dir.path().join("tune.json")).unwrap();
+    assert!(backup.is_empty());
+    assert!(stdout(tilekit(&path).args(["cache", "show"])).contains("(empty)"));
+    // The next write starts a new database.
+    one_entry(&path, Origin::Local);
+    assert!(stdout(tilekit(&path).args(["cache", "show"])).contains("BLOCK=4096,WARPS=8"));
+}
+
+#[test]
+fn help_devices_and_cache_show_name_both_caches() {
+    let dir = tempfile::tempdir().unwrap();
+    let tune = dir.path().join("t.sled");
+    let cubin = dir.path().join("cubin");
+    let help = stdout(tilekit(&tune).arg("--help"));
+    for s in [
+        "TILEKIT_TUNE_CACHE",
+        "TILEKIT_CACHE_DIR",
+        "does not move the tuning cache",
+    ] {
+        assert!(help.contains(s), "{s}: {help}");
+    }
+    for args in [&["devices"][..], &["cache", "show"][..]] {
+        let text = stdout(tilekit(&tune).env("TILEKIT_CACHE_DIR", &cubin).args(args));
+        let want_tune = format!("tuning cache: {} ($TILEKIT_TUNE_CACHE)", tune.display());
+        let want_cubin = format!("CUBIN cache:  {} ($TILEKIT_CACHE_DIR)", cubin.display());
+        assert!(text.contains(&want_tune), "{args:?}: {text}");
+        assert!(text.contains(&want_cubin), "{args:?}: {text}");
+    }
+    let other = dir.path().join("o.sled");
+    let text = stdout(
+        tilekit(&tune)
+            .args(["cache", "show", "--cache-path"])
+            .arg(&other),
+    );
+    assert!(
+        text.contains(&format!("tuning cache: {} (--cache-path)", other.display())),
+        "{text}"
+    );
+}
+
+#[test]
 fn tune_and_bench_need_a_gpu() {
     let dir = tempfile::tempdir().unwrap();
     let devices = stdout(tilekit(dir.path()).arg("devices"));

@@ -402,28 +402,58 @@ impl TuneCache {
         })
     }
 
-    /// Removes every entry of both layers.
+    /// Removes every entry of both layers and returns how many there were. sled never
+    /// gives the space of its log back, so the database is not emptied in place: while
+    /// holding its lock, the backup is emptied, the directory is renamed aside (one
+    /// atomic step: a later open starts a new, empty database) and then deleted. Where
+    /// the rename fails, the trees are cleared in place instead (with a warning that the
+    /// space stays taken).
     pub fn clear(&self) -> Result<usize, CacheError> {
         if !self.path.exists() {
             return Ok(0);
         }
+        let (db, _) = self.open_db(WRITE_WAIT)?;
+        let mut n = 0;
+        for origin in [Origin::Local, Origin::Imported] {
+            n += db
+                .open_tree(tree_name(origin))
+                .map_err(|e| self.sled_err(e))?
+                .len();
+        }
+        // The backup first: a crash between the two must not bring cleared entries back.
         let backup = self.backup_path();
-        self.with_db(WRITE_WAIT, |db| {
-            // The backup first: a crash between the two must not bring cleared entries back.
-            if let Err(e) = write_atomic(&backup, &export_text(&[])) {
+        write_atomic(&backup, &export_text(&[])).map_err(|source| CacheError::Io {
+            path: backup.clone(),
+            source,
+        })?;
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".cleared-{}", std::process::id()));
+        let aside = self.path.with_file_name(name);
+        match std::fs::rename(&self.path, &aside) {
+            Ok(()) => {
+                drop(db);
+                if let Err(e) = std::fs::remove_dir_all(&aside) {
+                    tracing::warn!(
+                        "tilekit tuning cache: cleared, but {} was not removed: {e}",
+                        aside.display()
+                    );
+                }
+            }
+            Err(e) => {
                 tracing::warn!(
-                    "tilekit tuning cache: backup {} not emptied: {e}",
-                    backup.display()
+                    "tilekit tuning cache: {} not renamed ({e}): cleared in place, its files \
+                     keep their size (remove the directory to free it)",
+                    self.path.display()
                 );
+                for origin in [Origin::Local, Origin::Imported] {
+                    db.open_tree(tree_name(origin))
+                        .and_then(|t| t.clear())
+                        .map_err(|e| self.sled_err(e))?;
+                }
+                db.flush().map_err(|e| self.sled_err(e))?;
             }
-            let mut n = 0;
-            for origin in [Origin::Local, Origin::Imported] {
-                let t = db.open_tree(tree_name(origin))?;
-                n += t.len();
-                t.clear()?;
-            }
-            Ok(n)
-        })
+        }
+        Ok(n)
     }
 
     /// Every stored (layer, key bytes, value bytes), read with the reader's wait. A cache

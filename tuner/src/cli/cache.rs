@@ -36,7 +36,8 @@ pub enum CacheAction {
         /// Export file.
         file: PathBuf,
     },
-    /// Remove every entry (local and imported).
+    /// Remove every entry (local and imported); the database's files go too (sled never
+    /// gives its log's space back), and the next write starts a new one.
     Clear,
 }
 
@@ -66,7 +67,9 @@ pub fn open(path: Option<PathBuf>) -> anyhow::Result<TuneCache> {
     })
 }
 
-fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
+/// `show`: every entry with its status; `cache_path` is `--cache-path`, for saying what
+/// chose the cache's location.
+fn show(cache: &TuneCache, cache_path: Option<&Path>, json_out: bool) -> anyhow::Result<ExitCode> {
     let (entries, rejected) = cache.read_entries()?;
     let mut rows = Vec::new();
     for e in &entries {
@@ -82,6 +85,7 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
     if json_out {
         let v = json!({
             "path": cache.path().display().to_string(),
+            "cubin_cache": super::paths::cubin_dir().map(|p| p.display().to_string()),
             "entries": rows.iter().map(|(e, status)| json!({
                 "key": e.key,
                 "value": e.value,
@@ -93,12 +97,12 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
                 "reason": r.reason.to_string(),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("tuning cache: {}", cache.path().display());
+    outln!("{}", super::paths::describe(cache_path));
     if rows.is_empty() && rejected.is_empty() {
-        println!("(empty)");
+        outln!("(empty)");
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new(&[
@@ -120,9 +124,9 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
             status.clone(),
         ]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render());
     for r in &rejected {
-        println!("ignored: {r}");
+        outln!("ignored: {r}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -135,14 +139,14 @@ fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<Ex
     for o in &report.outcomes {
         match &o.action {
             ImportAction::Added => {}
-            ImportAction::Replaced { .. } | ImportAction::Kept { .. } => println!("{o}"),
+            ImportAction::Replaced { .. } | ImportAction::Kept { .. } => outln!("{o}"),
             ImportAction::Refused(_) => {
                 eprintln!("tilekit: error: {o}");
                 refused += 1;
             }
         }
     }
-    println!(
+    outln!(
         "{} {} entries from {} into {} (layer: imported); {} kept, {refused} refused",
         if mode == ImportMode::Replace {
             "imported"
@@ -163,19 +167,19 @@ fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<Ex
 
 /// Runs `tilekit cache ACTION`.
 pub fn run(path: Option<PathBuf>, action: &CacheAction) -> anyhow::Result<ExitCode> {
-    let cache = open(path)?;
+    let cache = open(path.clone())?;
     match action {
-        CacheAction::Show { json } => show(&cache, *json),
+        CacheAction::Show { json } => show(&cache, path.as_deref(), *json),
         CacheAction::Export { file } => {
             let n = cache.export(file)?;
-            println!("exported {n} entries to {}", file.display());
+            outln!("exported {n} entries to {}", file.display());
             Ok(ExitCode::SUCCESS)
         }
         CacheAction::Import { file } => import(&cache, file, ImportMode::Replace),
         CacheAction::Merge { file } => import(&cache, file, ImportMode::KeepFaster),
         CacheAction::Clear => {
             let n = cache.clear()?;
-            println!("removed {n} entries from {}", cache.path().display());
+            outln!("removed {n} entries from {}", cache.path().display());
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -3,10 +3,29 @@
 //! `list`, `show` and `cache` work without a GPU; `devices` reports what it finds; `tune`
 //! and `bench` need a CUDA GPU and say so clearly when there is none.
 
+/// `print!` to standard output that ends the process quietly when the reader has gone
+/// (`tilekit list | head -1`), as `print!` would panic there.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` through [`out!`].
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod bench;
 mod cache;
 mod gpu;
 mod list;
+mod paths;
 mod progress;
 mod roofline;
 mod show;
@@ -19,10 +38,10 @@ use std::process::ExitCode;
 
 /// tilekit: tile-level GPU kernels with an autotuner.
 #[derive(Parser, Debug)]
-#[command(name = "tilekit", version, about)]
+#[command(name = "tilekit", version, about, after_help = paths::ENV_HELP)]
 pub struct Cli {
     /// The tuning cache (a sled directory); default `$TILEKIT_TUNE_CACHE`, else
-    /// `<data dir>/tilekit/tune.sled`.
+    /// `<data dir>/tilekit/tune.sled` (`$TILEKIT_CACHE_DIR` moves only the CUBIN cache).
     #[arg(long, global = true, value_name = "DIR")]
     pub cache_path: Option<PathBuf>,
     /// Print errors only (no warnings).
@@ -75,7 +94,7 @@ pub fn main() -> ExitCode {
         Command::List { json } => list::run(json),
         Command::Show(args) => show::run(&args),
         Command::Cache { action } => cache::run(cache_path, &action),
-        Command::Devices => gpu::devices(),
+        Command::Devices => gpu::devices(cache_path.as_deref()),
         Command::Tune(args) => gpu::tune(cache_path, &args),
         Command::Bench(args) => gpu::bench(cache_path, &args),
     };
@@ -85,6 +104,19 @@ pub fn main() -> ExitCode {
             eprintln!("tilekit: error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Writes to standard output; a reader that has gone (broken pipe) ends the process
+/// quietly with status 0, any other failure with a message and status 1.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("tilekit: error: writing to standard output: {e}");
+        std::process::exit(1);
     }
 }
 
