@@ -184,7 +184,9 @@ fn hostile_entries_are_rejected_on_read() {
     assert_eq!(loaded.rejected.len(), 6, "{:#?}", loaded.rejected);
     assert!(loaded.rejected.iter().all(|r| r.reason.is_hostile()));
     let count = |f: fn(&Reject) -> bool| loaded.rejected.iter().filter(|r| f(&r.reason)).count();
-    assert_eq!(count(|r| matches!(r, Reject::OutsideSpace(_))), 2);
+    assert_eq!(count(|r| matches!(r, Reject::OutsideSpace(_))), 1);
+    // A string for an integer parameter is a type error.
+    assert_eq!(count(|r| matches!(r, Reject::WrongType { .. })), 1);
     assert_eq!(count(|r| matches!(r, Reject::Constraint(_))), 1);
     assert_eq!(count(|r| matches!(r, Reject::Unreadable(_))), 3);
     // The limited kernel's default is used instead; WARPS=8 would be accepted.
@@ -254,8 +256,8 @@ fn export_import_merge_round_trip() {
     assert_eq!(json["version"], 1);
     assert_eq!(json["entries"][0]["value"]["config"]["BLOCK"], 2048);
 
-    let (n, skipped) = b.import(&file, ImportMode::Replace).unwrap();
-    assert_eq!((n, skipped.len()), (3, 0));
+    let r = b.import(&file, ImportMode::Replace, &[softmax()]).unwrap();
+    assert_eq!((r.stored(), r.refused().count()), (3, 0));
     let loaded = b.load(&[softmax()]);
     assert_eq!(loaded.entries.len(), 3);
     for e in &loaded.entries {
@@ -275,7 +277,10 @@ fn export_import_merge_round_trip() {
         .unwrap();
     let file2 = dir.path().join("c.json");
     c.export(&file2).unwrap();
-    b.import(&file2, ImportMode::KeepFaster).unwrap();
+    let r = b
+        .import(&file2, ImportMode::KeepFaster, &[softmax()])
+        .unwrap();
+    assert_eq!(r.kept().count(), 1, "{r:#?}");
     let best = |cache: &TuneCache, i: usize| {
         let (entries, _) = cache.read_entries().unwrap();
         entries
@@ -287,7 +292,7 @@ fn export_import_merge_round_trip() {
     assert_eq!(best(&b, 0), (5.0, Origin::Imported)); // faster: taken
     assert_eq!(best(&b, 1), (11.0, Origin::Imported)); // slower: kept the old one
     assert_eq!(best(&b, 2), (12.0, Origin::Imported)); // untouched
-    b.import(&file2, ImportMode::Replace).unwrap();
+    b.import(&file2, ImportMode::Replace, &[softmax()]).unwrap();
     assert_eq!(best(&b, 1), (50.0, Origin::Imported));
 
     // A file with a bad entry: the rest imports, the bad one is reported.
@@ -298,14 +303,161 @@ fn export_import_merge_round_trip() {
         .push(serde_json::json!({"key": 1}));
     std::fs::write(&file, j.to_string()).unwrap();
     let d = cache_in(&dir.path().join("d"));
-    let (n, skipped) = d.import(&file, ImportMode::Replace).unwrap();
-    assert_eq!((n, skipped.len()), (3, 1));
+    let r = d.import(&file, ImportMode::Replace, &[softmax()]).unwrap();
+    assert_eq!((r.stored(), r.refused().count()), (3, 1));
     // Not an export at all.
     std::fs::write(&file, "{\"format\": \"other\", \"version\": 1}").unwrap();
-    assert!(d.import(&file, ImportMode::Replace).is_err());
+    assert!(d.import(&file, ImportMode::Replace, &[softmax()]).is_err());
 
     assert_eq!(b.clear().unwrap(), 3);
     assert!(b.load(&[softmax()]).entries.is_empty());
+}
+
+/// Writes an export file holding `entries` (JSON values, so that hostile ones can be made).
+fn write_export(path: &Path, entries: Vec<serde_json::Value>) {
+    let file = serde_json::json!({
+        "format": "tilekit-tune-cache",
+        "version": 1,
+        "entries": entries,
+    });
+    std::fs::write(path, file.to_string()).unwrap();
+}
+
+fn entry_json(key: &CacheKey, v: &TunedValue) -> serde_json::Value {
+    serde_json::to_value(Entry {
+        key: key.clone(),
+        value: v.clone(),
+    })
+    .unwrap()
+}
+
+/// The stored (imported or local) value of `key`, as read back.
+fn stored(cache: &TuneCache, key: &CacheKey) -> Option<TunedValue> {
+    let (entries, _) = cache.read_entries().unwrap();
+    entries.into_iter().find(|e| &e.key == key).map(|e| e.value)
+}
+
+#[test]
+fn import_and_merge_validate_every_entry_before_writing() {
+    use tilekit_tuner::cache::ImportAction;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    let specs = [softmax()];
+    let key = key_n(1);
+    let good = value("BLOCK=4096,WARPS=8", 20.0, Origin::Imported);
+    let file = dir.path().join("in.json");
+    write_export(&file, vec![entry_json(&key, &good)]);
+    let r = cache.import(&file, ImportMode::Replace, &specs).unwrap();
+    assert_eq!(r.outcomes[0].action, ImportAction::Added);
+
+    // Hostile entries under the same key: each refused with its own reason, the stored
+    // entry untouched, by import and by merge.
+    let with_config = |config: serde_json::Value| {
+        let mut j = entry_json(&key, &value("BLOCK=1024,WARPS=4", 1.0, Origin::Local));
+        j["value"]["config"] = config;
+        j
+    };
+    let mut negative = entry_json(&key, &value("BLOCK=1024,WARPS=4", 1.0, Origin::Local));
+    negative["value"]["best_us"] = serde_json::json!(-1e300);
+    let mut bad_sample = entry_json(&key, &value("BLOCK=1024,WARPS=4", 1.0, Origin::Local));
+    bad_sample["value"]["timings"][0]["samples_us"] = serde_json::json!([1.0, -2.0]);
+    let hostile = vec![
+        with_config(serde_json::json!({"BLOCK": 3, "WARPS": 1000})),
+        with_config(serde_json::json!({"BLOCK": 1024, "WARPS": 4, "EXTRA": 1})),
+        with_config(serde_json::json!({"BLOCK": 1024})),
+        with_config(serde_json::json!({"BLOCK": "1024", "WARPS": 4})),
+        with_config(serde_json::json!({"BLOCK": "1024); asm(\"trap;\"); (", "WARPS": 4})),
+        negative,
+        bad_sample,
+    ];
+    write_export(&file, hostile);
+    for mode in [ImportMode::Replace, ImportMode::KeepFaster] {
+        let r = cache.import(&file, mode, &specs).unwrap();
+        assert_eq!(r.stored(), 0, "{r:#?}");
+        let refused: Vec<_> = r.refused().collect();
+        assert_eq!(refused.len(), 7, "{refused:#?}");
+        let text: Vec<String> = refused.iter().map(|r| r.reason.to_string()).collect();
+        assert!(
+            matches!(refused[3].reason, Reject::WrongType { .. }),
+            "{text:?}"
+        );
+        assert!(
+            text[3].contains("`BLOCK` takes an integer") && text[3].contains("\"1024\""),
+            "{}",
+            text[3]
+        );
+        assert!(!text[3].contains("not a declared value"), "{}", text[3]);
+        assert!(
+            matches!(refused[5].reason, Reject::BadTiming(_)),
+            "{text:?}"
+        );
+        assert!(
+            matches!(refused[6].reason, Reject::BadTiming(_)),
+            "{text:?}"
+        );
+        assert_eq!(stored(&cache, &key).as_ref(), Some(&good));
+    }
+
+    // A kernel this binary does not know: structure checked, stored only where no entry
+    // exists under its key, never replacing one.
+    let mut foreign = key_n(2);
+    foreign.kernel = "user_gemm".into();
+    let first = value("BLOCK=64", 5.0, Origin::Imported);
+    write_export(&file, vec![entry_json(&foreign, &first)]);
+    let r = cache.import(&file, ImportMode::Replace, &specs).unwrap();
+    assert_eq!(r.outcomes[0].action, ImportAction::Added, "{r:#?}");
+    let mut code = entry_json(&foreign, &value("BLOCK=64", 1.0, Origin::Local));
+    code["value"]["config"]["BLOCK"] = serde_json::json!("64>; asm(\"trap;\"); //");
+    let mut bad_name = foreign.clone();
+    bad_name.kernel = "x(); y".into();
+    write_export(
+        &file,
+        vec![
+            entry_json(&foreign, &value("BLOCK=128", 1.0, Origin::Local)),
+            code,
+            entry_json(&bad_name, &value("BLOCK=64", 1.0, Origin::Local)),
+        ],
+    );
+    for mode in [ImportMode::Replace, ImportMode::KeepFaster] {
+        let r = cache.import(&file, mode, &specs).unwrap();
+        assert!(
+            matches!(r.outcomes[0].action, ImportAction::Kept { .. }),
+            "{r:#?}"
+        );
+        let refused: Vec<_> = r.refused().collect();
+        assert_eq!(refused.len(), 2, "{refused:#?}");
+        assert!(refused
+            .iter()
+            .all(|r| matches!(r.reason, Reject::Malformed(_))));
+        assert_eq!(stored(&cache, &foreign).as_ref(), Some(&first));
+    }
+
+    // Merge replaces a stored entry that is itself invalid (stored before these checks),
+    // and says why it keeps a faster one.
+    let key3 = key_n(3);
+    cache
+        .put(
+            &key3,
+            &value("BLOCK=4096,WARPS=8", -1e300, Origin::Imported),
+        )
+        .unwrap();
+    let merge_one = |config: &str, best: f64| {
+        write_export(
+            &file,
+            vec![entry_json(&key3, &value(config, best, Origin::Local))],
+        );
+        let mut r = cache.import(&file, ImportMode::KeepFaster, &specs).unwrap();
+        r.outcomes.remove(0).action
+    };
+    match merge_one("BLOCK=2048,WARPS=4", 30.0) {
+        ImportAction::Replaced { why } => assert!(why.contains("invalid"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    match merge_one("BLOCK=1024,WARPS=4", 31.0) {
+        ImportAction::Kept { why } => assert!(why.contains("30.00 us against 31.00 us"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(stored(&cache, &key3).unwrap().best_us, Some(30.0));
 }
 
 #[test]
@@ -387,15 +539,74 @@ fn corrupt_cache_is_moved_aside() {
     cache
         .put(&key_n(2), &value("BLOCK=2048,WARPS=4", 1.0, Origin::Local))
         .unwrap();
+    // The first entry comes back from the backup beside the database.
     let loaded = cache.load(&[softmax()]);
-    assert_eq!(loaded.entries.len(), 1);
-    assert_eq!(loaded.entries[0].entry.key, key_n(2));
+    let mut keys: Vec<_> = loaded.entries.iter().map(|e| e.entry.key.clone()).collect();
+    keys.sort();
+    assert_eq!(keys, [key_n(1), key_n(2)]);
     let aside: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("tune.sled.corrupt-"))
         .collect();
     assert_eq!(aside.len(), 1, "{aside:?}");
+}
+
+/// Overwrites `len` bytes at `at` (a fraction of the written part: sled preallocates its
+/// `db` file, whose tail is zeros) of the sled database's `db` file with bytes from `fill`.
+fn damage_db(cache: &TuneCache, at: f64, len: usize, mut fill: impl FnMut() -> u8) {
+    use std::io::{Seek, SeekFrom, Write};
+    let db = cache.path().join("db");
+    let bytes = std::fs::read(&db).unwrap();
+    let written = bytes.iter().rposition(|b| *b != 0).unwrap_or(0) as f64;
+    let mut f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+    f.seek(SeekFrom::Start((written * at) as u64)).unwrap();
+    f.write_all(&(0..len).map(|_| fill()).collect::<Vec<u8>>())
+        .unwrap();
+}
+
+/// Stores `n` local entries, `key_n(i)` taking `1 + i` us.
+fn put_local(cache: &TuneCache, n: usize) {
+    for i in 0..n {
+        let v = value("BLOCK=2048,WARPS=4", 1.0 + i as f64, Origin::Local);
+        cache.put(&key_n(i), &v).unwrap();
+    }
+}
+
+#[test]
+fn a_bad_page_is_rebuilt_from_the_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = cache_in(dir.path());
+    put_local(&cache, 3);
+    cache
+        .put(
+            &key_n(7),
+            &value("BLOCK=4096,WARPS=8", 7.0, Origin::Imported),
+        )
+        .unwrap();
+    // The backup is an export file of every entry, beside the database.
+    assert_eq!(cache.backup_path(), dir.path().join("tune.json"));
+    let (backup, _) = tilekit_tuner::cache::store::read_export(&cache.backup_path()).unwrap();
+    assert_eq!(backup.len(), 4);
+    damage_db(&cache, 0.5, 64, || 0x5A);
+    let loaded = cache.load(&[softmax()]);
+    let recovery = loaded.recovery.clone().expect("the damage is found");
+    assert_eq!(recovery.recovered, 4, "{recovery}");
+    assert!(recovery.moved_to.as_ref().unwrap().exists(), "{recovery}");
+    assert!(
+        recovery.to_string().contains("recovered 4 entries"),
+        "{recovery}"
+    );
+    assert_eq!(loaded.entries.len(), 4, "{loaded:#?}");
+    let imported = loaded
+        .entries
+        .iter()
+        .find(|e| e.entry.key == key_n(7))
+        .unwrap();
+    assert_eq!(imported.entry.value.provenance.origin, Origin::Imported);
+    // The rebuilt database is a normal one: read again, nothing to recover.
+    let again = cache.load(&[softmax()]);
+    assert_eq!((again.entries.len(), again.recovery), (4, None));
 }
 
 #[test]
@@ -558,5 +769,33 @@ fn shipped_entries_match_current_kernels() {
             panic!("shipped entry {} is not valid: {r}", e.key);
         }
         assert_eq!(e.value.provenance.origin, Origin::Shipped);
+    }
+}
+
+#[test]
+fn random_overwrites_lose_no_entry() {
+    // xorshift, seeded: 30 overwrites of 1 to 512 random bytes in the written part.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..30 {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = cache_in(dir.path());
+        put_local(&cache, 12);
+        let at = (rnd() % 1000) as f64 / 1000.0;
+        let len = 1 + (rnd() % 512) as usize;
+        damage_db(&cache, at, len, || rnd() as u8);
+        let loaded = cache.load(&[softmax()]);
+        assert_eq!(
+            loaded.entries.len(),
+            12,
+            "{len} bytes at {at}: {:?} {:?}",
+            loaded.recovery,
+            loaded.unavailable
+        );
     }
 }

@@ -2,6 +2,8 @@
 
 use assert_cmd::Command;
 use std::path::Path;
+use tilekit_ir::Config;
+use tilekit_tuner::cache::{CacheKey, Origin, TuneCache, TunedValue};
 
 fn tilekit(cache: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_tilekit"));
@@ -81,17 +83,15 @@ fn fails_with(c: &mut Command, s: &str) {
     assert!(err.contains(s), "{err}");
 }
 
-#[test]
-fn cache_show_export_import_clear() {
-    use tilekit_ir::{Bindings, Config, DType};
-    use tilekit_tuner::cache::{CacheKey, GpuId, ShapeBucket, TuneCache, TunedValue};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("a.sled");
+/// The key of softmax, bf16, 32768x4096 on an H100.
+fn softmax_key() -> CacheKey {
+    use tilekit_ir::{Bindings, DType};
+    use tilekit_tuner::cache::{GpuId, ShapeBucket};
     let spec = &tilekit_kernels::softmax::SPEC;
     let k = spec.kernel().unwrap();
     let b = Bindings::single("T", DType::BF16);
     let dims = tilekit_ir::cost::parse_shape(k, "32768x4096").unwrap();
-    let key = CacheKey::new(
+    CacheKey::new(
         GpuId {
             name: "NVIDIA H100 80GB HBM3".into(),
             compute_capability: (9, 0),
@@ -101,10 +101,25 @@ fn cache_show_export_import_clear() {
         spec.spec_hash,
         b.clone(),
         ShapeBucket::of(k, &dims, &b).unwrap(),
-    );
+    )
+}
+
+/// Stores softmax `BLOCK=4096,WARPS=8`, 41.25 us, in the layer `origin` of the cache at
+/// `path`; returns its key and value.
+fn one_entry(path: &Path, origin: Origin) -> (CacheKey, TunedValue) {
+    let key = softmax_key();
     let mut v = TunedValue::new(&Config::parse("BLOCK=4096,WARPS=8").unwrap());
     v.best_us = Some(41.25);
-    TuneCache::at(&path).put(&key, &v).unwrap();
+    v.provenance.origin = origin;
+    TuneCache::at(path).put(&key, &v).unwrap();
+    (key, v)
+}
+
+#[test]
+fn cache_show_export_import_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sled");
+    one_entry(&path, Origin::Local);
 
     let shown = stdout(tilekit(&path).args(["cache", "show"]));
     assert!(shown.contains("BLOCK=4096,WARPS=8"), "{shown}");
@@ -139,6 +154,197 @@ fn cache_show_export_import_clear() {
         .arg(dir.path().join("missing.json"))
         .assert()
         .failure();
+}
+
+#[test]
+fn cache_import_refuses_entries_outside_the_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sled");
+    let (key, v) = one_entry(&path, Origin::Imported);
+    let entry = |config: serde_json::Value, best: f64| {
+        let mut e = serde_json::json!({ "key": key, "value": v });
+        e["value"]["config"] = config;
+        e["value"]["best_us"] = serde_json::json!(best);
+        e
+    };
+    let file = dir.path().join("in.json");
+    let write = |entries: Vec<serde_json::Value>| {
+        let j =
+            serde_json::json!({"format": "tilekit-tune-cache", "version": 1, "entries": entries});
+        std::fs::write(&file, j.to_string()).unwrap();
+    };
+    write(vec![
+        entry(serde_json::json!({"BLOCK": 3, "WARPS": 1000}), 1.0),
+        entry(serde_json::json!({"BLOCK": "1024", "WARPS": 4}), 1.0),
+        entry(
+            serde_json::json!({"BLOCK": "1024); asm(\"trap;\"); (", "WARPS": 4}),
+            1.0,
+        ),
+    ]);
+    for action in ["import", "merge"] {
+        let out = tilekit(&path)
+            .args(["cache", action])
+            .arg(&file)
+            .assert()
+            .code(1);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert_eq!(err.matches("refused").count(), 3, "{err}");
+        assert!(err.contains("`BLOCK=3` is not a declared value"), "{err}");
+        assert!(
+            err.contains("`BLOCK` takes an integer, and the entry gives it the string \"1024\""),
+            "{err}"
+        );
+        let shown = stdout(tilekit(&path).args(["cache", "show"]));
+        assert!(shown.contains("BLOCK=4096,WARPS=8"), "{shown}");
+        assert!(!shown.contains("WARPS=1000"), "{shown}");
+    }
+    // merge refuses a negative time and says which stored entry it kept and why.
+    write(vec![
+        entry(serde_json::json!({"BLOCK": 1024, "WARPS": 4}), -1e300),
+        entry(serde_json::json!({"BLOCK": 1024, "WARPS": 4}), 50.0),
+    ]);
+    let out = tilekit(&path)
+        .args(["cache", "merge"])
+        .arg(&file)
+        .assert()
+        .code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(err.contains("bad timing: best_us is -1e300"), "{err}");
+    assert!(text.contains("kept the stored"), "{text}");
+    assert!(text.contains("41.25 us against 50.00 us"), "{text}");
+    assert!(text.contains("merged 0 entries"), "{text}");
+}
+
+#[test]
+fn cache_show_recovers_a_damaged_database_and_says_so() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tune.sled");
+    one_entry(&path, Origin::Local);
+    let mut key = softmax_key();
+    key.shape.dims.insert("M".into(), 1 << 20);
+    let mut v = TunedValue::new(&Config::parse("BLOCK=2048,WARPS=16").unwrap());
+    v.best_us = Some(7.5);
+    TuneCache::at(&path).put(&key, &v).unwrap();
+    // 64 bytes in the middle of what sled wrote (its `db` file is preallocated: the
+    // rest is zeros).
+    let damage = || {
+        let db = path.join("db");
+        let bytes = std::fs::read(&db).unwrap();
+        let written = bytes.iter().rposition(|b| *b != 0).unwrap() as u64;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+        f.seek(SeekFrom::Start(written / 2)).unwrap();
+        f.write_all(&[0x5Au8; 64]).unwrap();
+    };
+    damage();
+
+    let out = tilekit(&path).args(["cache", "show"]).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(text.contains("BLOCK=4096,WARPS=8"), "{text}\n{err}");
+    assert!(text.contains("BLOCK=2048,WARPS=16"), "{text}\n{err}");
+    assert!(err.contains("recovered 2 entries"), "{err}");
+    let moved = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("tune.sled.corrupt-"))
+        .expect("moved aside");
+    assert!(err.contains(&moved.display().to_string()), "{err}");
+    // The rebuilt database reads cleanly: no warning the second time.
+    let out = tilekit(&path).args(["cache", "show"]).assert().success();
+    assert!(out.get_output().stderr.is_empty());
+    // `-q` keeps warnings off standard error; the entries come back all the same.
+    damage();
+    let out = tilekit(&path)
+        .args(["-q", "cache", "show"])
+        .assert()
+        .success();
+    assert!(out.get_output().stderr.is_empty());
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("BLOCK=2048,WARPS=16"), "{text}");
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["list"][..],
+        &["list", "--json"][..],
+        &["show", "softmax", "--dtype", "f32"][..],
+        &["--help"][..],
+    ] {
+        // The reader goes before the first line is written (`tilekit list | head -0`).
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tilekit"))
+            .env("TILEKIT_TUNE_CACHE", dir.path())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn cache_clear_removes_the_database_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tune.sled");
+    one_entry(&path, Origin::Local);
+    assert!(path.join("db").exists());
+    let out = stdout(tilekit(&path).args(["cache", "clear"]));
+    assert!(out.contains("removed 1 entries"), "{out}");
+    // Nothing of the old database is left (sled keeps its log's size otherwise) and the
+    // backup is empty.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["tune.json"], "{left:?}");
+    let (backup, _) =
+        tilekit_tuner::cache::store::read_export(&dir.path().join("tune.json")).unwrap();
+    assert!(backup.is_empty());
+    assert!(stdout(tilekit(&path).args(["cache", "show"])).contains("(empty)"));
+    // The next write starts a new database.
+    one_entry(&path, Origin::Local);
+    assert!(stdout(tilekit(&path).args(["cache", "show"])).contains("BLOCK=4096,WARPS=8"));
+}
+
+#[test]
+fn help_devices_and_cache_show_name_both_caches() {
+    let dir = tempfile::tempdir().unwrap();
+    let tune = dir.path().join("t.sled");
+    let cubin = dir.path().join("cubin");
+    let help = stdout(tilekit(&tune).arg("--help"));
+    for s in [
+        "TILEKIT_TUNE_CACHE",
+        "TILEKIT_CACHE_DIR",
+        "does not move the tuning cache",
+    ] {
+        assert!(help.contains(s), "{s}: {help}");
+    }
+    for args in [&["devices"][..], &["cache", "show"][..]] {
+        let text = stdout(tilekit(&tune).env("TILEKIT_CACHE_DIR", &cubin).args(args));
+        let want_tune = format!("tuning cache: {} ($TILEKIT_TUNE_CACHE)", tune.display());
+        let want_cubin = format!("CUBIN cache:  {} ($TILEKIT_CACHE_DIR)", cubin.display());
+        assert!(text.contains(&want_tune), "{args:?}: {text}");
+        assert!(text.contains(&want_cubin), "{args:?}: {text}");
+    }
+    let other = dir.path().join("o.sled");
+    let text = stdout(
+        tilekit(&tune)
+            .args(["cache", "show", "--cache-path"])
+            .arg(&other),
+    );
+    assert!(
+        text.contains(&format!("tuning cache: {} (--cache-path)", other.display())),
+        "{text}"
+    );
 }
 
 #[test]

@@ -28,14 +28,17 @@ pub mod value;
 pub use key::{CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
 pub use layers::{Choice, Layers, Source};
 pub use source::{attach_tuned, attach_tuned_from, AttachReport, TunedConfigs};
-pub use store::{CacheError, ImportMode, Loaded, TuneCache};
+pub use store::{
+    CacheError, ImportAction, ImportMode, ImportOutcome, ImportReport, Loaded, Recovery, TuneCache,
+};
 pub use value::{Origin, ParamValue, Provenance, Timing, TunedValue};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use tilekit_ir::cost::DimValues;
-use tilekit_ir::{Config, DType, EvalError, EvalValue, ExprEnv, Kernel, Phase};
+use tilekit_ir::{Config, DType, EvalError, EvalValue, ExprEnv, Kernel, Phase, Space, TuneValue};
 use tilekit_runtime::KernelSpec;
+use value::{map_to_config, ConfigMap};
 
 /// One cache entry: a key and its value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,6 +90,23 @@ pub enum Reject {
     /// A static or per-target constraint fails.
     #[error("configuration fails a constraint: {0}")]
     Constraint(String),
+    /// A tuning parameter's value has the wrong type (`"1024"`, a string, for an integer).
+    #[error("`{name}` takes {expected}, and the entry gives it {found}")]
+    WrongType {
+        /// Parameter.
+        name: String,
+        /// What the space declares (`an integer`, `true or false`, `a name`).
+        expected: &'static str,
+        /// The value as JSON, with its type (`the string "1024"`).
+        found: String,
+    },
+    /// A time is negative, infinite or not a number.
+    #[error("bad timing: {0}")]
+    BadTiming(String),
+    /// An entry for a kernel this process does not know is not well formed (names that are
+    /// not identifiers, values that are not integers, switches or identifiers, ...).
+    #[error("malformed entry: {0}")]
+    Malformed(String),
 }
 
 impl Reject {
@@ -101,7 +121,7 @@ impl Reject {
 }
 
 /// An entry that was read and not used.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rejected {
     /// The layer it was read from.
     pub origin: Origin,
@@ -160,6 +180,8 @@ pub fn validate(entry: &Entry, specs: &[&KernelSpec]) -> Result<Config, Reject> 
 /// [`validate`] for a kernel already found (the spec hash is not checked here).
 pub fn validate_for_kernel(kernel: &Kernel, entry: &Entry) -> Result<Config, Reject> {
     let key = &entry.key;
+    check_types(&kernel.space, &entry.value.config)?;
+    check_timings(&entry.value)?;
     let config = kernel
         .space
         .validate(&entry.value.to_config())
@@ -177,6 +199,139 @@ pub fn validate_for_kernel(kernel: &Kernel, entry: &Entry) -> Result<Config, Rej
     let target = tilekit_runtime::cuda::target_for(cc).ok_or(Reject::NoTarget(cc.0, cc.1))?;
     crate::variants::target_check(kernel, &config, b, target).map_err(Reject::Constraint)?;
     Ok(config)
+}
+
+/// The JSON type and text of a value, for messages (`the string "1024"`).
+fn describe(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Int(i) => format!("the integer {i}"),
+        ParamValue::Bool(b) => format!("the switch {b}"),
+        ParamValue::Enum(s) => format!("the string {}", serde_json::Value::from(s.as_str())),
+    }
+}
+
+/// Checks that every value of `config` naming a declared parameter has that parameter's
+/// type, so that `"BLOCK": "1024"` is reported as a type error rather than as an
+/// undeclared value.
+fn check_types(space: &Space, config: &ConfigMap) -> Result<(), Reject> {
+    for (name, v) in config {
+        let Some(p) = space.param(name) else {
+            continue;
+        };
+        let same_kind = |d: &TuneValue| {
+            matches!(
+                (d, v),
+                (TuneValue::Int(_), ParamValue::Int(_))
+                    | (TuneValue::Bool(_), ParamValue::Bool(_))
+                    | (TuneValue::Enum(_), ParamValue::Enum(_))
+            )
+        };
+        let Some(first) = p.values.first() else {
+            continue;
+        };
+        if !p.values.iter().any(same_kind) {
+            let expected = match first {
+                TuneValue::Int(_) => "an integer",
+                TuneValue::Bool(_) => "true or false",
+                TuneValue::Enum(_) => "a name",
+            };
+            return Err(Reject::WrongType {
+                name: name.clone(),
+                expected,
+                found: describe(v),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every time of a value (`best_us`, every sample) is finite and not negative.
+pub fn check_timings(value: &TunedValue) -> Result<(), Reject> {
+    let bad = |t: f64| !t.is_finite() || t < 0.0;
+    if let Some(b) = value.best_us.filter(|b| bad(*b)) {
+        return Err(Reject::BadTiming(format!("best_us is {b:?}")));
+    }
+    for t in &value.timings {
+        if let Some(s) = t.samples_us.iter().find(|s| bad(**s)) {
+            return Err(Reject::BadTiming(format!(
+                "a sample of `{}` is {s:?}",
+                map_to_config(&t.config)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// True for a Rust identifier of at most 128 characters (`BLOCK`, `RowMajor`, `softmax`).
+fn is_ident(s: &str) -> bool {
+    let mut c = s.chars();
+    s.len() <= 128
+        && c.next()
+            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+/// Checks a configuration map's structure: identifier names, and values that are
+/// integers, switches or identifiers.
+fn check_config_structure(what: &str, config: &ConfigMap) -> Result<(), Reject> {
+    for (name, v) in config {
+        if !is_ident(name) {
+            return Err(Reject::Malformed(format!(
+                "{what}: parameter name {} is not an identifier",
+                serde_json::Value::from(name.as_str())
+            )));
+        }
+        if let ParamValue::Enum(s) = v {
+            if !is_ident(s) {
+                return Err(Reject::Malformed(format!(
+                    "{what}: `{name}` is {}, which is not an identifier",
+                    describe(v)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The checks an entry for a kernel this process does not know can have: the schema, a
+/// kernel name and configuration names that are identifiers, values that are integers,
+/// switches or identifiers, element types of the kernel's generics named by identifiers,
+/// shape dimensions named by identifiers, a GPU with a compilation target, and finite,
+/// non-negative times. Such an entry is checked against its kernel when a program that
+/// knows the kernel reads it.
+pub fn check_structure(entry: &Entry) -> Result<(), Reject> {
+    let key = &entry.key;
+    if key.schema != SCHEMA_VERSION {
+        return Err(Reject::Schema(key.schema));
+    }
+    if !is_ident(&key.kernel) {
+        return Err(Reject::Malformed(format!(
+            "kernel name {} is not an identifier",
+            serde_json::Value::from(key.kernel.as_str())
+        )));
+    }
+    if key.gpu.name.len() > 256 || key.gpu.name.chars().any(char::is_control) {
+        return Err(Reject::Malformed("GPU name".into()));
+    }
+    let cc = key.gpu.compute_capability;
+    tilekit_runtime::cuda::target_for(cc).ok_or(Reject::NoTarget(cc.0, cc.1))?;
+    if let Some(g) = key.bindings.0.keys().find(|g| !is_ident(g)) {
+        return Err(Reject::Malformed(format!(
+            "element type binding {} is not an identifier",
+            serde_json::Value::from(g.as_str())
+        )));
+    }
+    if let Some(d) = key.shape.dims.keys().find(|d| !is_ident(d)) {
+        return Err(Reject::Malformed(format!(
+            "shape dimension {} is not an identifier",
+            serde_json::Value::from(d.as_str())
+        )));
+    }
+    check_config_structure("configuration", &entry.value.config)?;
+    for t in &entry.value.timings {
+        check_config_structure("timing", &t.config)?;
+    }
+    check_timings(&entry.value)
 }
 
 /// Host-expression environment of a problem shape: tensor extents from the problem's named

@@ -10,7 +10,8 @@
 //! declared default. Nothing here can fail a user's program: an unreadable cache means no
 //! local or imported layer, with one warning.
 
-use super::{CacheKey, Entry, GpuId, Layers, Loaded, ShapeBucket, Source, TuneCache};
+use super::store::Recovery;
+use super::{CacheKey, Entry, GpuId, Layers, Loaded, Rejected, ShapeBucket, Source, TuneCache};
 use std::fmt;
 use std::sync::{Arc, Once};
 use tilekit_ir::cost::DimValues;
@@ -49,22 +50,21 @@ impl TunedConfigs {
             None => Loaded::default(),
         };
         let unavailable = loaded.unavailable.clone();
+        let recovery = loaded.recovery.clone();
         let layers = Layers::new(loaded, shipped, specs);
+        let (rejected, skipped): (Vec<Rejected>, Vec<Rejected>) = layers
+            .rejected()
+            .iter()
+            .cloned()
+            .partition(|r| r.reason.is_hostile());
         let report = AttachReport {
             local: layers.count(Source::Local),
             imported: layers.count(Source::Imported),
             shipped: layers.count(Source::Shipped),
-            rejected: layers
-                .rejected()
-                .iter()
-                .filter(|r| r.reason.is_hostile())
-                .count(),
-            skipped: layers
-                .rejected()
-                .iter()
-                .filter(|r| !r.reason.is_hostile())
-                .count(),
+            rejected,
+            skipped,
             unavailable,
+            recovery,
             attached: false,
             gpu: Some(gpu.clone()),
         };
@@ -135,14 +135,17 @@ pub struct AttachReport {
     /// Shipped entries that passed validation.
     pub shipped: usize,
     /// Entries read and refused as invalid (unreadable, outside the space, failing a
-    /// constraint), every layer together.
-    pub rejected: usize,
+    /// constraint), every layer together: each with its layer, key and reason.
+    pub rejected: Vec<Rejected>,
     /// Entries that are not for this process's kernels (another binary's kernel, another
-    /// schema, a spec changed since tuning): passed over quietly.
-    pub skipped: usize,
+    /// schema, a spec changed since tuning): passed over quietly, each with its reason.
+    pub skipped: Vec<Rejected>,
     /// Why the on-disk cache could not be read, if it could not (the runtime then uses the
     /// shipped configurations and the defaults).
     pub unavailable: Option<String>,
+    /// Set when the on-disk database was corrupt: where it was moved and how many entries
+    /// were rebuilt from its backup.
+    pub recovery: Option<Recovery>,
 }
 
 impl fmt::Display for AttachReport {
@@ -155,13 +158,19 @@ impl fmt::Display for AttachReport {
                 self.local,
                 self.imported,
                 self.shipped,
-                self.rejected,
-                self.skipped,
+                self.rejected.len(),
+                self.skipped.len(),
                 if self.attached { "" } else { " (not attached)" }
             )?,
         }
         if let Some(why) = &self.unavailable {
             write!(f, "; cache not read: {why}")?;
+        }
+        if let Some(r) = &self.recovery {
+            write!(f, "; {r}")?;
+        }
+        for r in &self.rejected {
+            write!(f, "\n  rejected {r}")?;
         }
         Ok(())
     }
@@ -317,7 +326,7 @@ mod tests {
             local: layers.count(Source::Local),
             imported: layers.count(Source::Imported),
             shipped: layers.count(Source::Shipped),
-            rejected: layers.rejected().len(),
+            rejected: layers.rejected().to_vec(),
             ..AttachReport::default()
         };
         (TunedConfigs::new(layers, h100()), report)
@@ -331,7 +340,7 @@ mod tests {
                 report.local,
                 report.imported,
                 report.shipped,
-                report.rejected
+                report.rejected.len()
             ),
             (1, 0, 2, 1)
         );
@@ -385,7 +394,7 @@ mod tests {
             (
                 report.local,
                 report.shipped,
-                report.rejected,
+                report.rejected.len(),
                 report.unavailable.clone()
             ),
             (1, 1, 0, None)

@@ -15,6 +15,7 @@ use super::{
     log_rejection, validate, CacheKey, Entry, Origin, Reject, Rejected, TunedValue, ValidEntry,
 };
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tilekit_runtime::KernelSpec;
@@ -81,6 +82,44 @@ pub struct Loaded {
     /// Set when the database could not be read (locked, unreadable); the reader runs on
     /// the other layers and defaults.
     pub unavailable: Option<String>,
+    /// Set when the database was found corrupt, moved aside and rebuilt from its backup.
+    pub recovery: Option<Recovery>,
+}
+
+/// A database found corrupt: where it was moved and what was rebuilt from the backup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// The database path (a new database is there now).
+    pub path: PathBuf,
+    /// Why it would not open.
+    pub error: String,
+    /// Where the corrupt database was moved (`None`: it opened, but lacked entries of the
+    /// backup, which were put back).
+    pub moved_to: Option<PathBuf>,
+    /// The backup the new database was rebuilt from.
+    pub backup: PathBuf,
+    /// Entries restored from the backup (0 when there was none).
+    pub recovered: usize,
+}
+
+impl fmt::Display for Recovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tilekit tuning cache {} is damaged ({}); ",
+            self.path.display(),
+            self.error
+        )?;
+        if let Some(m) = &self.moved_to {
+            write!(f, "moved it to {} and ", m.display())?;
+        }
+        write!(
+            f,
+            "recovered {} entries from {}",
+            self.recovered,
+            self.backup.display()
+        )
+    }
 }
 
 /// How `import` treats a key that is already in the imported layer.
@@ -188,14 +227,39 @@ impl TuneCache {
         }
     }
 
-    /// Opens the database, waiting at most `wait` for another process's lock, moving a
-    /// corrupt database aside.
-    fn open_db(&self, wait: Duration) -> Result<sled::Db, CacheError> {
+    /// Opens the database, waiting at most `wait` for another process's lock. A corrupt
+    /// database is moved aside and a new one is started, rebuilt from the backup
+    /// ([`TuneCache::backup_path`]); entries of the backup that an existing database lacks
+    /// (or holds as unreadable bytes: a damaged page sled did not notice) are restored. The
+    /// [`Recovery`] says what happened.
+    fn open_db(&self, wait: Duration) -> Result<(sled::Db, Option<Recovery>), CacheError> {
         let start = Instant::now();
-        let mut moved = false;
+        // A database created by this open has nothing to reconcile (a user who removed it
+        // does not get its entries back).
+        let existed = self.path.exists();
+        let mut recovery: Option<Recovery> = None;
         loop {
             match self.try_open() {
-                Ok(db) => return Ok(db),
+                Ok(db) => {
+                    if let Some(r) = &mut recovery {
+                        r.recovered = self.restore_backup(&db, false)?;
+                        tracing::warn!("{r}");
+                    } else if existed {
+                        let restored = self.restore_backup(&db, true)?;
+                        if restored > 0 {
+                            let r = Recovery {
+                                path: self.path.clone(),
+                                error: format!("{restored} entries missing or unreadable"),
+                                moved_to: None,
+                                backup: self.backup_path(),
+                                recovered: restored,
+                            };
+                            tracing::warn!("{r}");
+                            recovery = Some(r);
+                        }
+                    }
+                    return Ok((db, recovery));
+                }
                 Err(e) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
                         return Err(CacheError::Locked {
@@ -205,18 +269,82 @@ impl TuneCache {
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                Err(e) if is_corruption(&e) && !moved => {
-                    let aside = self.move_aside()?;
-                    tracing::warn!(
-                        "tilekit tuning cache {} is corrupt ({e}); moved it to {} and started a new one",
-                        self.path.display(),
-                        aside.display()
-                    );
-                    moved = true;
+                Err(e) if is_corruption(&e) && recovery.is_none() => {
+                    recovery = Some(Recovery {
+                        path: self.path.clone(),
+                        error: e.to_string(),
+                        moved_to: Some(self.move_aside()?),
+                        backup: self.backup_path(),
+                        recovered: 0,
+                    });
                 }
                 Err(e) => return Err(self.sled_err(e)),
             }
         }
+    }
+
+    /// The export-format copy of every entry kept beside the database (`tune.sled` ->
+    /// `tune.json`), rewritten after every successful write while the writer holds the
+    /// database's lock, and read back when the database is found corrupt.
+    pub fn backup_path(&self) -> PathBuf {
+        let p = self.path.with_extension("json");
+        if p == self.path {
+            self.path.with_extension("json.backup")
+        } else {
+            p
+        }
+    }
+
+    /// Rewrites the backup from the open database (so under its lock): written to a
+    /// temporary file and renamed. A failure is a warning: the database itself is written.
+    fn write_backup(&self, db: &sled::Db) {
+        let backup = self.backup_path();
+        let result = read_trees(db).map_err(|e| e.to_string()).and_then(|raw| {
+            write_atomic(&backup, &export_text(&parse_raw(raw).0)).map_err(|e| e.to_string())
+        });
+        if let Err(e) = result {
+            tracing::warn!(
+                "tilekit tuning cache: backup {} not written: {e}",
+                backup.display()
+            );
+        }
+    }
+
+    /// Fills the database from the backup (with `only_missing`, only the keys it lacks or
+    /// holds as unreadable values); returns the number of entries restored (0 when there
+    /// is no backup or it cannot be read, with a warning for the latter).
+    fn restore_backup(&self, db: &sled::Db, only_missing: bool) -> Result<usize, CacheError> {
+        let backup = self.backup_path();
+        if !backup.exists() {
+            return Ok(0);
+        }
+        let entries = match read_export(&backup) {
+            Ok((entries, _)) => entries,
+            Err(e) => {
+                tracing::warn!("tilekit tuning cache: backup not read: {e}");
+                return Ok(0);
+            }
+        };
+        let mut restored = 0;
+        for e in &entries {
+            let t = db
+                .open_tree(tree_name(e.value.provenance.origin))
+                .map_err(|err| self.sled_err(err))?;
+            let k = e.key.to_bytes();
+            let present = only_missing
+                && t.get(&k)
+                    .map_err(|err| self.sled_err(err))?
+                    .is_some_and(|v| TunedValue::from_bytes(&v).is_ok());
+            if !present {
+                t.insert(k, e.value.to_bytes())
+                    .map_err(|err| self.sled_err(err))?;
+                restored += 1;
+            }
+        }
+        if restored > 0 {
+            db.flush().map_err(|e| self.sled_err(e))?;
+        }
+        Ok(restored)
     }
 
     fn move_aside(&self) -> Result<PathBuf, CacheError> {
@@ -255,9 +383,10 @@ impl TuneCache {
                 })?;
             }
         }
-        let db = self.open_db(wait)?;
+        let (db, _) = self.open_db(wait)?;
         let out = f(&db).map_err(|e| self.sled_err(e))?;
         db.flush().map_err(|e| self.sled_err(e))?;
+        self.write_backup(&db);
         drop(db);
         Ok(out)
     }
@@ -273,57 +402,89 @@ impl TuneCache {
         })
     }
 
-    /// Removes every entry of both layers.
+    /// Removes every entry of both layers and returns how many there were. sled never
+    /// gives the space of its log back, so the database is not emptied in place: while
+    /// holding its lock, the backup is emptied, the directory is renamed aside (one
+    /// atomic step: a later open starts a new, empty database) and then deleted. Where
+    /// the rename fails, the trees are cleared in place instead (with a warning that the
+    /// space stays taken).
     pub fn clear(&self) -> Result<usize, CacheError> {
         if !self.path.exists() {
             return Ok(0);
         }
-        self.with_db(WRITE_WAIT, |db| {
-            let mut n = 0;
-            for origin in [Origin::Local, Origin::Imported] {
-                let t = db.open_tree(tree_name(origin))?;
-                n += t.len();
-                t.clear()?;
+        let (db, _) = self.open_db(WRITE_WAIT)?;
+        let mut n = 0;
+        for origin in [Origin::Local, Origin::Imported] {
+            n += db
+                .open_tree(tree_name(origin))
+                .map_err(|e| self.sled_err(e))?
+                .len();
+        }
+        // The backup first: a crash between the two must not bring cleared entries back.
+        let backup = self.backup_path();
+        write_atomic(&backup, &export_text(&[])).map_err(|source| CacheError::Io {
+            path: backup.clone(),
+            source,
+        })?;
+        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".cleared-{}", std::process::id()));
+        let aside = self.path.with_file_name(name);
+        match std::fs::rename(&self.path, &aside) {
+            Ok(()) => {
+                drop(db);
+                if let Err(e) = std::fs::remove_dir_all(&aside) {
+                    tracing::warn!(
+                        "tilekit tuning cache: cleared, but {} was not removed: {e}",
+                        aside.display()
+                    );
+                }
             }
-            Ok(n)
-        })
+            Err(e) => {
+                tracing::warn!(
+                    "tilekit tuning cache: {} not renamed ({e}): cleared in place, its files \
+                     keep their size (remove the directory to free it)",
+                    self.path.display()
+                );
+                for origin in [Origin::Local, Origin::Imported] {
+                    db.open_tree(tree_name(origin))
+                        .and_then(|t| t.clear())
+                        .map_err(|e| self.sled_err(e))?;
+                }
+                db.flush().map_err(|e| self.sled_err(e))?;
+            }
+        }
+        Ok(n)
     }
 
     /// Every stored (layer, key bytes, value bytes), read with the reader's wait. A cache
     /// that does not exist yet is empty (and is not created).
     pub fn read_raw(&self) -> Result<Vec<RawEntry>, CacheError> {
-        self.read_raw_waiting(READ_WAIT)
+        Ok(self.read_raw_waiting(READ_WAIT)?.0)
     }
 
-    fn read_raw_waiting(&self, wait: Duration) -> Result<Vec<RawEntry>, CacheError> {
+    fn read_raw_waiting(
+        &self,
+        wait: Duration,
+    ) -> Result<(Vec<RawEntry>, Option<Recovery>), CacheError> {
         if !self.path.exists() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
-        let db = self.open_db(wait)?;
-        let mut out = Vec::new();
-        for origin in [Origin::Local, Origin::Imported] {
-            let t = db
-                .open_tree(tree_name(origin))
-                .map_err(|e| self.sled_err(e))?;
-            for kv in t.iter() {
-                let (k, v) = kv.map_err(|e| self.sled_err(e))?;
-                out.push((origin, k.to_vec(), v.to_vec()));
-            }
-        }
+        let (db, recovery) = self.open_db(wait)?;
+        let raw = read_trees(&db).map_err(|e| self.sled_err(e))?;
         drop(db);
-        Ok(out)
+        Ok((raw, recovery))
     }
 
     /// Every readable entry, unvalidated (for export and display), and the unreadable ones.
     pub fn read_entries(&self) -> Result<(Vec<Entry>, Vec<Rejected>), CacheError> {
-        Ok(parse_raw(self.read_raw_waiting(WRITE_WAIT)?))
+        Ok(parse_raw(self.read_raw_waiting(WRITE_WAIT)?.0))
     }
 
     /// What a launch uses: every entry read into memory, validated against `specs`
     /// ([`super::validate`]). Never fails: a locked or unreadable database gives no entries,
     /// one warning and `unavailable` set.
     pub fn load(&self, specs: &[&KernelSpec]) -> Loaded {
-        let raw = match self.read_raw() {
+        let (raw, recovery) = match self.read_raw_waiting(READ_WAIT) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!("tilekit tuning cache not read, running on defaults: {e}");
@@ -352,6 +513,7 @@ impl TuneCache {
             entries: valid,
             rejected,
             unavailable: None,
+            recovery,
         }
     }
 
@@ -362,17 +524,7 @@ impl TuneCache {
         for r in &rejected {
             log_rejection(r);
         }
-        let out = ExportFile {
-            format: EXPORT_FORMAT.into(),
-            version: EXPORT_VERSION,
-            exported: super::value::rfc3339_now(),
-            entries: entries
-                .iter()
-                .filter_map(|e| serde_json::to_value(e).ok())
-                .collect(),
-        };
-        let text = serde_json::to_string_pretty(&out).unwrap_or_default();
-        std::fs::write(file, text + "\n").map_err(|source| CacheError::Io {
+        write_atomic(file, &export_text(&entries)).map_err(|source| CacheError::Io {
             path: file.to_path_buf(),
             source,
         })?;
@@ -380,40 +532,242 @@ impl TuneCache {
     }
 
     /// Reads an export file into the imported layer, marking every entry `imported`.
-    /// Unreadable entries of the file are skipped with a warning (they are returned);
-    /// configurations are validated when read, like every entry. Returns (entries stored,
-    /// entries skipped).
+    ///
+    /// Every entry is checked before anything is written: an entry for a kernel of `specs`
+    /// must pass [`super::validate`] (schema, spec hash, element types, declared space and
+    /// value types, static and per-target constraints, finite non-negative times); an
+    /// entry for a kernel not in `specs` (or tuned for another version of it) is checked
+    /// for structure only ([`super::check_structure`]) and stored only where the imported
+    /// layer has no entry under its key, never replacing one. Entries that fail are
+    /// refused one by one and never touch what is stored. `mode` decides between a valid
+    /// entry and a stored one of the same key. The report says what happened to each.
     pub fn import(
         &self,
         file: &Path,
         mode: ImportMode,
-    ) -> Result<(usize, Vec<Rejected>), CacheError> {
-        let (entries, rejected) = read_export(file)?;
-        for r in &rejected {
-            log_rejection(r);
+        specs: &[&KernelSpec],
+    ) -> Result<ImportReport, CacheError> {
+        let (entries, unreadable) = read_export(file)?;
+        let mut report = ImportReport::default();
+        for r in unreadable {
+            report.push(r.key.clone(), ImportAction::Refused(r.reason));
         }
-        let n = entries.len();
-        self.with_db(WRITE_WAIT, |db| {
-            let t = db.open_tree(tree_name(Origin::Imported))?;
-            for mut e in entries {
-                e.value.provenance.origin = Origin::Imported;
-                let k = e.key.to_bytes();
-                if mode == ImportMode::KeepFaster {
-                    let old = t
-                        .get(&k)?
-                        .and_then(|v| TunedValue::from_bytes(&v).ok())
-                        .and_then(|v| v.best_us);
-                    if let (Some(old), new) = (old, e.value.best_us) {
-                        if new.is_none_or(|new| new >= old) {
-                            continue;
-                        }
-                    }
+        // One outcome per readable entry, in the file's order.
+        let mut slots: Vec<Option<ImportOutcome>> = vec![None; entries.len()];
+        let mut accepted = Vec::new();
+        for (i, mut e) in entries.into_iter().enumerate() {
+            e.value.provenance.origin = Origin::Imported;
+            let checked = match validate(&e, specs) {
+                Ok(_) => Ok(true),
+                Err(Reject::UnknownKernel(_) | Reject::StaleSpec { .. }) => {
+                    super::check_structure(&e).map(|()| false)
                 }
-                t.insert(k, e.value.to_bytes())?;
+                Err(r) => Err(r),
+            };
+            match checked {
+                Ok(known) => accepted.push((i, e, known)),
+                Err(r) => slots[i] = Some(ImportOutcome::new(&e, ImportAction::Refused(r))),
             }
-            Ok(())
-        })?;
-        Ok((n, rejected))
+        }
+        if !accepted.is_empty() {
+            self.with_db(WRITE_WAIT, |db| {
+                let t = db.open_tree(tree_name(Origin::Imported))?;
+                for (i, e, known) in accepted {
+                    let k = e.key.to_bytes();
+                    let action = match t.get(&k)? {
+                        None => ImportAction::Added,
+                        Some(_) if !known => ImportAction::Kept {
+                            why: "kernel not known to this tilekit: its entry is never replaced"
+                                .into(),
+                        },
+                        Some(_) if mode == ImportMode::Replace => ImportAction::Replaced {
+                            why: "import replaces".into(),
+                        },
+                        Some(old) => keep_faster(&old, &e, specs),
+                    };
+                    if action.stores() {
+                        t.insert(k, e.value.to_bytes())?;
+                    }
+                    slots[i] = Some(ImportOutcome::new(&e, action));
+                }
+                Ok(())
+            })?;
+        }
+        report.outcomes.extend(slots.into_iter().flatten());
+        Ok(report)
+    }
+}
+
+/// A merge's decision between the stored value `old` and the file's valid entry `new`.
+fn keep_faster(old: &[u8], new: &Entry, specs: &[&KernelSpec]) -> ImportAction {
+    let old = match TunedValue::from_bytes(old) {
+        Ok(v) => v,
+        Err(e) => {
+            return ImportAction::Replaced {
+                why: format!("the stored entry is unreadable ({e})"),
+            }
+        }
+    };
+    let old_entry = Entry {
+        key: new.key.clone(),
+        value: old,
+    };
+    if let Err(r) = validate(&old_entry, specs) {
+        return ImportAction::Replaced {
+            why: format!("the stored entry is invalid ({r})"),
+        };
+    }
+    match (old_entry.value.best_us, new.value.best_us) {
+        (_, None) => ImportAction::Kept {
+            why: "the file's entry has no time".into(),
+        },
+        (None, Some(n)) => ImportAction::Replaced {
+            why: format!("the stored entry has no time; the file's took {n:.2} us"),
+        },
+        (Some(o), Some(n)) if n < o => ImportAction::Replaced {
+            why: format!("faster: {n:.2} us against {o:.2} us"),
+        },
+        (Some(o), Some(n)) => ImportAction::Kept {
+            why: format!("the stored entry is as fast or faster: {o:.2} us against {n:.2} us"),
+        },
+    }
+}
+
+/// What [`TuneCache::import`] did with one entry of the file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ImportAction {
+    /// Stored: the imported layer had no entry under its key.
+    Added,
+    /// Stored over the imported layer's entry of the same key.
+    Replaced {
+        /// Why (`import replaces`, `faster: ..`, `the stored entry is invalid`).
+        why: String,
+    },
+    /// Not stored: the imported layer's entry of the same key was kept.
+    Kept {
+        /// Why (the stored one is faster, the kernel is not known here, ...).
+        why: String,
+    },
+    /// Not stored: the entry is wrong; nothing stored was touched.
+    Refused(Reject),
+}
+
+impl ImportAction {
+    /// True when the file's entry was written.
+    pub fn stores(&self) -> bool {
+        matches!(self, ImportAction::Added | ImportAction::Replaced { .. })
+    }
+}
+
+/// One entry of an imported file and what became of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportOutcome {
+    /// The entry's key, as far as it could be read (`#3 of FILE` for an unreadable one).
+    pub key: String,
+    /// What was done.
+    pub action: ImportAction,
+}
+
+impl ImportOutcome {
+    fn new(e: &Entry, action: ImportAction) -> ImportOutcome {
+        ImportOutcome {
+            key: e.key.to_string(),
+            action,
+        }
+    }
+}
+
+impl fmt::Display for ImportOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.action {
+            ImportAction::Added => write!(f, "added {}", self.key),
+            ImportAction::Replaced { why } => write!(f, "replaced {}: {why}", self.key),
+            ImportAction::Kept { why } => write!(f, "kept the stored {}: {why}", self.key),
+            ImportAction::Refused(r) => write!(f, "refused {}: {r}", self.key),
+        }
+    }
+}
+
+/// What [`TuneCache::import`] did, entry by entry: the unreadable entries first, then the
+/// others in the file's order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ImportReport {
+    /// One outcome per entry of the file.
+    pub outcomes: Vec<ImportOutcome>,
+}
+
+impl ImportReport {
+    fn push(&mut self, key: String, action: ImportAction) {
+        self.outcomes.push(ImportOutcome { key, action });
+    }
+
+    /// Number of entries written (added or replacing).
+    pub fn stored(&self) -> usize {
+        self.outcomes.iter().filter(|o| o.action.stores()).count()
+    }
+
+    /// Entries not stored because the stored entry was kept.
+    pub fn kept(&self) -> impl Iterator<Item = &ImportOutcome> {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o.action, ImportAction::Kept { .. }))
+    }
+
+    /// Entries refused as wrong, with the reason.
+    pub fn refused(&self) -> impl Iterator<Item = Rejected> + '_ {
+        self.outcomes.iter().filter_map(|o| match &o.action {
+            ImportAction::Refused(r) => Some(Rejected {
+                origin: Origin::Imported,
+                key: o.key.clone(),
+                reason: r.clone(),
+            }),
+            _ => None,
+        })
+    }
+}
+
+/// Every (layer, key bytes, value bytes) of an open database.
+fn read_trees(db: &sled::Db) -> Result<Vec<RawEntry>, sled::Error> {
+    let mut out = Vec::new();
+    for origin in [Origin::Local, Origin::Imported] {
+        for kv in db.open_tree(tree_name(origin))?.iter() {
+            let (k, v) = kv?;
+            out.push((origin, k.to_vec(), v.to_vec()));
+        }
+    }
+    Ok(out)
+}
+
+/// The text of an export file holding `entries`.
+fn export_text(entries: &[Entry]) -> String {
+    let out = ExportFile {
+        format: EXPORT_FORMAT.into(),
+        version: EXPORT_VERSION,
+        exported: super::value::rfc3339_now(),
+        entries: entries
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect(),
+    };
+    serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`, so that a
+/// reader sees the old file or the new one, never a torn one.
+fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        std::io::Write::write_all(&mut f, text.as_bytes())?;
+        f.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
 }
 

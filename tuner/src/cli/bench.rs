@@ -559,9 +559,9 @@ pub fn run(
 fn emit(args: &BenchArgs, report: &BenchReport) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(report)?;
     if args.json {
-        println!("{json}");
+        outln!("{json}");
     } else {
-        print!("{}", report.render());
+        out!("{}", report.render());
     }
     if let Some(path) = &args.out {
         std::fs::write(path, format!("{json}\n"))
@@ -571,7 +571,7 @@ fn emit(args: &BenchArgs, report: &BenchReport) -> anyhow::Result<()> {
         let svg = report.roofline().to_svg()?;
         std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
         if !args.json {
-            println!("roofline: {}", path.display());
+            outln!("roofline: {}", path.display());
         }
     }
     Ok(())

@@ -6,7 +6,7 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tilekit_ir::{Config, TuneValue};
-use tilekit_tuner::cache::{validate, ImportMode, Reject, TuneCache};
+use tilekit_tuner::cache::{validate, ImportAction, ImportMode, Reject, TuneCache};
 
 /// What to do with the tuning cache.
 #[derive(Subcommand, Debug)]
@@ -23,16 +23,21 @@ pub enum CacheAction {
         file: PathBuf,
     },
     /// Read an export file into the imported layer (replacing entries of the same key).
+    /// Every entry is checked against the library's kernels first; wrong ones are refused
+    /// one by one (exit status 1) and never touch stored entries; an entry for a kernel
+    /// this binary does not know is stored only where its key has no entry.
     Import {
         /// Export file.
         file: PathBuf,
     },
-    /// Read an export file into the imported layer, keeping the faster of two entries.
+    /// Read an export file into the imported layer, keeping the faster of two entries
+    /// (checked like `import`; says which stored entries it kept and why).
     Merge {
         /// Export file.
         file: PathBuf,
     },
-    /// Remove every entry (local and imported).
+    /// Remove every entry (local and imported); the database's files go too (sled never
+    /// gives its log's space back), and the next write starts a new one.
     Clear,
 }
 
@@ -62,7 +67,9 @@ pub fn open(path: Option<PathBuf>) -> anyhow::Result<TuneCache> {
     })
 }
 
-fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
+/// `show`: every entry with its status; `cache_path` is `--cache-path`, for saying what
+/// chose the cache's location.
+fn show(cache: &TuneCache, cache_path: Option<&Path>, json_out: bool) -> anyhow::Result<ExitCode> {
     let (entries, rejected) = cache.read_entries()?;
     let mut rows = Vec::new();
     for e in &entries {
@@ -78,6 +85,7 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
     if json_out {
         let v = json!({
             "path": cache.path().display().to_string(),
+            "cubin_cache": super::paths::cubin_dir().map(|p| p.display().to_string()),
             "entries": rows.iter().map(|(e, status)| json!({
                 "key": e.key,
                 "value": e.value,
@@ -89,12 +97,12 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
                 "reason": r.reason.to_string(),
             })).collect::<Vec<_>>(),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("tuning cache: {}", cache.path().display());
+    outln!("{}", super::paths::describe(cache_path));
     if rows.is_empty() && rejected.is_empty() {
-        println!("(empty)");
+        outln!("(empty)");
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new(&[
@@ -116,46 +124,62 @@ fn show(cache: &TuneCache, json_out: bool) -> anyhow::Result<ExitCode> {
             status.clone(),
         ]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render());
     for r in &rejected {
-        println!("ignored: {r}");
+        outln!("ignored: {r}");
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// `import` / `merge`: every entry is checked against the library's kernels; each refused
+/// one is reported (and makes the exit status 1), each kept stored entry is said with why.
 fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<ExitCode> {
-    let (n, skipped) = cache.import(file, mode)?;
-    for r in &skipped {
-        eprintln!("tilekit: warning: skipped {r}");
+    let report = cache.import(file, mode, tilekit_kernels::ALL)?;
+    let mut refused = 0;
+    for o in &report.outcomes {
+        match &o.action {
+            ImportAction::Added => {}
+            ImportAction::Replaced { .. } | ImportAction::Kept { .. } => outln!("{o}"),
+            ImportAction::Refused(_) => {
+                eprintln!("tilekit: error: {o}");
+                refused += 1;
+            }
+        }
     }
-    println!(
-        "{} {n} entries from {} into {} (layer: imported)",
+    outln!(
+        "{} {} entries from {} into {} (layer: imported); {} kept, {refused} refused",
         if mode == ImportMode::Replace {
             "imported"
         } else {
             "merged"
         },
+        report.stored(),
         file.display(),
-        cache.path().display()
+        cache.path().display(),
+        report.kept().count(),
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(if refused > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Runs `tilekit cache ACTION`.
 pub fn run(path: Option<PathBuf>, action: &CacheAction) -> anyhow::Result<ExitCode> {
-    let cache = open(path)?;
+    let cache = open(path.clone())?;
     match action {
-        CacheAction::Show { json } => show(&cache, *json),
+        CacheAction::Show { json } => show(&cache, path.as_deref(), *json),
         CacheAction::Export { file } => {
             let n = cache.export(file)?;
-            println!("exported {n} entries to {}", file.display());
+            outln!("exported {n} entries to {}", file.display());
             Ok(ExitCode::SUCCESS)
         }
         CacheAction::Import { file } => import(&cache, file, ImportMode::Replace),
         CacheAction::Merge { file } => import(&cache, file, ImportMode::KeepFaster),
         CacheAction::Clear => {
             let n = cache.clear()?;
-            println!("removed {n} entries from {}", cache.path().display());
+            outln!("removed {n} entries from {}", cache.path().display());
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,7 +1,7 @@
 //! Commands that need a CUDA GPU: `devices`, `tune`, `bench`.
 
 use super::table::Table;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tilekit_runtime::{Runtime, RuntimeError};
 
@@ -59,8 +59,8 @@ pub fn bench(
     super::bench::run(args, plan, &rt, cache.as_ref().ok())
 }
 
-/// Runs `tilekit devices`.
-pub fn devices() -> anyhow::Result<ExitCode> {
+/// Runs `tilekit devices`: the devices, then where both caches are.
+pub fn devices(cache_path: Option<&Path>) -> anyhow::Result<ExitCode> {
     let mut t = Table::new(&[
         "#",
         "name",
@@ -92,14 +92,16 @@ pub fn devices() -> anyhow::Result<ExitCode> {
             Err(RuntimeError::NoDevice { .. }) if ordinal > 0 => break,
             Err(e) => {
                 if ordinal == 0 {
-                    println!("no CUDA devices: {e}");
+                    outln!("no CUDA devices: {e}");
+                    outln!("{}", super::paths::describe(cache_path));
                     return Ok(ExitCode::SUCCESS);
                 }
-                println!("device {ordinal}: {e}");
+                outln!("device {ordinal}: {e}");
                 break;
             }
         }
     }
-    print!("{}", t.render());
+    out!("{}", t.render());
+    outln!("{}", super::paths::describe(cache_path));
     Ok(ExitCode::SUCCESS)
 }

@@ -115,7 +115,7 @@ pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
     }
     if json_out {
         let v: Vec<serde_json::Value> = kernels.iter().map(|(s, k)| kernel_json(s, k)).collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new(&["kernel", "problem", "points", "space", "spec hash"]);
@@ -128,10 +128,10 @@ pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
             format!("{:016x}", spec.spec_hash),
         ]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render());
     for (spec, k) in &kernels {
-        println!();
-        println!("{}: {}", spec.name, first_line(spec.doc));
+        outln!();
+        outln!("{}: {}", spec.name, first_line(spec.doc));
         let shapes: Vec<String> = k
             .params
             .iter()
@@ -139,22 +139,22 @@ pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
             .filter(|(_, s)| !s.is_empty())
             .map(|(p, s)| format!("{}=[{}]", p.name, s.join(",")))
             .collect();
-        println!(
+        outln!(
             "  problem      {} ({})",
             k.problem.dims.join(" x "),
             shapes.join(" ")
         );
-        println!("  generics     {}", k.generics.join(", "));
+        outln!("  generics     {}", k.generics.join(", "));
         let scalars = scalar_inputs(k);
         if !scalars.is_empty() {
-            println!(
+            outln!(
                 "  scalars      {}  (override: --scalar NAME=VALUE)",
                 scalars.join(", ")
             );
         }
         for p in &k.space.params {
             let vals: Vec<String> = p.values.iter().map(|v| v.to_string()).collect();
-            println!(
+            outln!(
                 "  tune         {} = [{}]  (default {})",
                 p.name,
                 vals.join(", "),
@@ -162,14 +162,14 @@ pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
             );
         }
         for c in &k.constraints {
-            println!("  constraint   [{}] {}", phase_name(c.phase()), c.text);
+            outln!("  constraint   [{}] {}", phase_name(c.phase()), c.text);
         }
-        println!("  implicit     [target] threads() <= 1024; [target] smem_bytes() <= the target's limit");
+        outln!("  implicit     [target] threads() <= 1024; [target] smem_bytes() <= the target's limit");
         let counts: Vec<String> = valid_counts(k)
             .into_iter()
             .map(|(t, n)| format!("{}: {n} of {}", t.arch(), k.space.len()))
             .collect();
-        println!("  valid        {} configurations", counts.join(", "));
+        outln!("  valid        {} configurations", counts.join(", "));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -89,12 +89,12 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     if args.ir {
         if args.json {
             let ir: serde_json::Value = serde_json::from_str(&kernel.to_json())?;
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&json!({"kernel": spec.name, "ir": ir}))?
             );
         } else {
-            print!("{kernel}");
+            out!("{kernel}");
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -131,9 +131,9 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
             "aligned": !args.unaligned,
             "cuda": source,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{source}");
+        out!("{source}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -178,9 +178,9 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
     bars.finish();
     if !args.json {
         for r in &reports {
-            print!("{}", candidates_table(r));
+            out!("{}", candidates_table(r));
         }
-        println!(
+        outln!(
             "{} tuned, {} skipped (already tuned), {} failed",
             reports.len(),
             skipped,
@@ -189,7 +189,7 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
     }
     let json = serde_json::to_string_pretty(&reports)?;
     if args.json {
-        println!("{json}");
+        outln!("{json}");
     }
     if let Some(out) = &args.out {
         std::fs::write(out, &json).with_context(|| format!("writing {}", out.display()))?;
