@@ -41,7 +41,10 @@ fn softmax_template() {
     has(&src, "using TK_L = tk::blocked<TK_VEC, TK_THREADS>;");
     has(&src, "// softmax.rs:10\n");
     has(&src, "// softmax.rs:14\n");
-    has(&src, "const auto v0_row = tk::program_id<1, 0>(grid);");
+    has(
+        &src,
+        "const auto v0_row = tk::program_id<1, 0, TK_GROUP>(grid);",
+    );
     has(
         &src,
         "const auto v1_cols = tk::arange<tk::shape<BLOCK>, TK_L>();",

@@ -263,14 +263,17 @@ fn launch_overhead(rt: &Runtime) -> Result<Value> {
 
 /// Configurations timed beside the default at every matmul shape (the best is reported).
 const MATMUL_CONFIGS: &[&str] = &[
-    "BM=128,BN=256,BK=32,STAGES=3,WARPS=8,SMEM=Swizzle128",
-    "BM=128,BN=256,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128",
-    "BM=256,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
-    "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128",
-    "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Swizzle128",
-    "BM=128,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
-    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Padded",
-    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=RowMajor",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128,GROUP_M=1",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128,GROUP_M=16",
+    "BM=128,BN=256,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128,GROUP_M=8",
+    "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128,GROUP_M=8",
+    "BM=256,BN=128,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128,GROUP_M=8",
+    "BM=256,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128,GROUP_M=8",
+    "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128,GROUP_M=8",
+    "BM=128,BN=128,BK=64,STAGES=4,WARPS=4,SMEM=Swizzle128,GROUP_M=8",
+    "BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Swizzle128,GROUP_M=16",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Padded,GROUP_M=8",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=RowMajor,GROUP_M=8",
 ];
 
 /// One matmul shape: the default configuration and [`MATMUL_CONFIGS`], median of 10.

@@ -104,7 +104,10 @@ impl<'k> Emitter<'k> {
         match &inst.op {
             Op::ProgramId { axis } => self.assign(
                 Self::result(inst)?,
-                &format!("tk::program_id<{}, {axis}>(grid)", self.kernel.grid.len()),
+                &format!(
+                    "tk::program_id<{}, {axis}, TK_GROUP>(grid)",
+                    self.kernel.grid.len()
+                ),
             ),
             Op::NumPrograms { axis } => self.assign(
                 Self::result(inst)?,

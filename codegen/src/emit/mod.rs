@@ -102,12 +102,25 @@ fn smem_kind_expr(kernel: &Kernel) -> Result<String, CodegenError> {
     Ok(expr)
 }
 
+/// `TK_GROUP`: the kernel's `GROUP_M` (an integer tuning parameter), else 1.
+fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
+    match tune_kinds(kernel)?.iter().find(|(n, _)| n == "GROUP_M") {
+        None => Ok("1".to_string()),
+        Some((_, TuneKind::Int)) => Ok("GROUP_M".to_string()),
+        Some(_) => Err(CodegenError::TuneParam {
+            name: "GROUP_M".into(),
+            why: "it takes positive integers (programs per band along axis 0)".into(),
+        }),
+    }
+}
+
 /// Runs the stages and lowers a kernel.
 pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
     let analysis = Analysis::of(kernel)?;
     let layouts = layout::assign(&analysis)?;
     let tparams = declaration(kernel)?;
     let smem_kind = smem_kind_expr(kernel)?;
+    let group = group_expr(kernel)?;
     let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
     let file = std::path::Path::new(&kernel.source_file)
         .file_name()
@@ -189,6 +202,8 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
     w.line("using TK_L = tk::blocked<TK_VEC, TK_THREADS>;");
     w.line("/// The shared-memory tile layout (`SMEM`, or automatic).");
     w.line(&format!("static constexpr int TK_SMEM_KIND = {smem_kind};"));
+    w.line("/// Program order: bands of TK_GROUP programs along axis 0 (`GROUP_M`), or linear.");
+    w.line(&format!("static constexpr int TK_GROUP = {group};"));
     for (k, acc) in e.layouts.accs.iter().enumerate() {
         w.line(&format!(
             "/// acc{k}: the [{}, {}] accumulator of the dot at line {}: mma.sync fragments when a warp arrangement fits, else TK_L.",

@@ -6,7 +6,7 @@ use tilekit::prelude::*;
 /// f16; exact f32 runs on FMA units); `tilekit show matmul --stage layouts` shows it.
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
 #[tune(BM = [128, 64, 256], BN = [256, 128, 64], BK = [32, 64], STAGES = [4, 3, 2, 5],
-       WARPS = [8, 4], SMEM = [Swizzle128, Padded, RowMajor])]
+       WARPS = [8, 4], SMEM = [Swizzle128, Padded, RowMajor], GROUP_M = [8, 1, 16])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

@@ -32,6 +32,27 @@ TK_DEVICE void copy_tile_async(const stile<T, ROWS, COLS, K>& dst, const view<T,
         if (o.c[1] % EPC == 0) {
             constexpr int CPR = (int)(COLS / EPC);
             constexpr int TOTAL = (int)ROWS * CPR;
+            // Interior tiles (every element inside the tensor): one test for the tile, the
+            // thread's source pointer and row computed once, one add per chunk.
+            if constexpr (THREADS % CPR == 0) {
+                const bool interior = o.c[0] >= 0 && o.c[0] + ROWS <= v.shape[0] && o.c[1] >= 0 &&
+                                      o.c[1] + COLS <= v.shape[1];
+                if (interior) {
+                    constexpr int RSTEP = THREADS / CPR;
+                    const int tid = thread_rank();
+                    const int r0 = tid / CPR, cb = (tid % CPR) * 16;
+                    const T* src = v.ptr + (o.c[0] + r0) * v.stride[0] + o.c[1] + (tid % CPR) * EPC;
+                    const long long step = (long long)RSTEP * v.stride[0];
+                    const unsigned base = smem_addr(dst.base);
+#pragma unroll
+                    for (int p = 0; p < (TOTAL + THREADS - 1) / THREADS; ++p) {
+                        const int r = r0 + p * RSTEP;
+                        if (TOTAL % THREADS != 0 && r >= (int)ROWS) break;
+                        cp_async16(base + dst.offset(r, cb), src + p * step, 16);
+                    }
+                    return;
+                }
+            }
 #pragma unroll
             for (int q0 = 0; q0 < TOTAL; q0 += THREADS) {
                 const int q = q0 + thread_rank();
@@ -60,8 +81,9 @@ TK_DEVICE void copy_tile_async(const stile<T, ROWS, COLS, K>& dst, const view<T,
 
 /// The software pipeline of `for iv in pipelined(start..end, step, STAGES)`: `produce(iv,
 /// slot)` issues the copies of iteration `iv` into ring slot `slot`, `consume(iv, slot)`
-/// runs the body on that slot. STAGES - 1 iterations are in flight while one is consumed;
-/// one barrier per iteration orders the copies into a slot after the reads of its previous
+/// runs the body on that slot. Up to STAGES - 1 iterations are in flight while one is
+/// consumed (the refill of iteration iv + STAGES - 1 is issued after consuming iv); one
+/// barrier per iteration orders the copies into a slot after the reads of its previous
 /// use. Ends with every copy complete and a barrier (the rings are free again).
 template <int STAGES, class P, class C>
 TK_DEVICE void pipeline(long long start, long long end, long long step, P&& produce, C&& consume) {
@@ -86,11 +108,15 @@ TK_DEVICE void pipeline(long long start, long long end, long long step, P&& prod
         for (long long iv = start; iv < end; iv += step) {
             cp_async_wait<STAGES - 2>();
             sync();
+            // Consume first, then refill: the tensor cores start right after the barrier and
+            // the copies' address arithmetic issues while they drain. The slot refilled is
+            // the one consumed in the previous iteration, which every thread finished before
+            // this iteration's barrier.
+            consume(iv, slot);
             const long long next = iv + (STAGES - 1) * step;
             const int nslot = slot == 0 ? STAGES - 1 : slot - 1;
             if (next < end) produce(next, nslot);
             cp_async_commit();
-            consume(iv, slot);
             slot = slot + 1 == STAGES ? 0 : slot + 1;
         }
         cp_async_wait<0>();

@@ -34,19 +34,19 @@ TK_DEVICE void ldsm_x4_trans(unsigned (&r)[4], unsigned addr) {
 }
 template <class T> TK_DEVICE void mma16816(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
     if constexpr (is_same<T, __nv_bfloat16>::value) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                      "{%0, %1, %2, %3};\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     } else {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                      "{%0, %1, %2, %3};\n"
                      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     }
 }
 TK_DEVICE void mma1688_tf32(float* d, const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                  "{%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -72,25 +72,35 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const stile<T, BM, BK, KA>& sa, co
     constexpr int ENGINE = detail::engine<TF32, T, L>::value;
     rt<float, shape<BM, BN>, L> r = acc;
     if constexpr (ENGINE == 2 && BK % 16 == 0) {
+        // Fragments double-buffered across k16 steps: the ldmatrix of step s + 1 is issued
+        // before the mma of step s (ldmatrix is volatile and keeps its order; mma is not,
+        // so the compiler interleaves it with the next step's loads).
         using G = typename L::grid;
+        constexpr int KS = (int)(BK / 16);
         const int t = thread_rank(), w = t >> 5, l = t & 31;
         const int m0 = (w / G::WN) * G::WTM, n0 = (w % G::WN) * G::WTN;
         const unsigned ba = smem_addr(sa.base), bb = smem_addr(sb.base);
-#pragma unroll
-        for (int kk = 0; kk < (int)BK; kk += 16) {
-            unsigned af[G::MI][4];
-            unsigned bf[G::NJ / 2][4];
+        unsigned af[2][G::MI][4];
+        unsigned bf[2][G::NJ / 2][4];
+        auto load = [&](int buf, int kk) {
 #pragma unroll
             for (int i = 0; i < G::MI; ++i)
-                detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 8) * 2));
+                detail::ldsm_x4(af[buf][i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 8) * 2));
 #pragma unroll
             for (int j = 0; j < G::NJ / 2; ++j)
-                detail::ldsm_x4_trans(bf[j], bb + SB::offset(kk + (l & 7) + ((l >> 3) & 1) * 8, (n0 + j * 16 + (l >> 4) * 8) * 2));
+                detail::ldsm_x4_trans(bf[buf][j], bb + SB::offset(kk + (l & 7) + ((l >> 3) & 1) * 8, (n0 + j * 16 + (l >> 4) * 8) * 2));
+        };
+        load(0, 0);
+#pragma unroll
+        for (int s = 0; s < KS; ++s) {
+            if (s + 1 < KS) load((s + 1) & 1, (s + 1) * 16);
+            const int b = s & 1;
 #pragma unroll
             for (int i = 0; i < G::MI; ++i)
 #pragma unroll
                 for (int j = 0; j < G::NJ; ++j)
-                    detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[i], bf[j / 2][(j & 1) * 2], bf[j / 2][(j & 1) * 2 + 1]);
+                    detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[b][i], bf[b][j / 2][(j & 1) * 2],
+                                        bf[b][j / 2][(j & 1) * 2 + 1]);
         }
     } else if constexpr (ENGINE == 1 && BK % 8 == 0) {
         using G = typename L::grid;

@@ -1,6 +1,9 @@
-// tilekit/ops/sched/program_id.cuh: the default program scheduler. A launch has
-// gridDim.x = g0 * g1 * g2 blocks; block b runs program (p0, p1, p2) with
-// b = p0 + g0 * (p1 + g1 * p2) (axis 0 fastest).
+// tilekit/ops/sched/program_id.cuh: the program schedulers. A launch has
+// gridDim.x = g0 * g1 * g2 blocks. Default (GROUP = 1): block b runs program (p0, p1, p2)
+// with b = p0 + g0 * (p1 + g1 * p2) (axis 0 fastest). Grouped (GROUP > 1, 2-d grids; the
+// reserved tuning parameter GROUP_M): bands of GROUP consecutive p0 values are swept
+// across all of p1 before the next band, p0 fastest inside a band, so the blocks in
+// flight share a few rows of A and columns of B in L2.
 #pragma once
 #include "tilekit/common/abi.cuh"
 
@@ -9,12 +12,21 @@ namespace tk {
 /// `program_id(AXIS)` of the calling block in a grid of `RANK` axes. The runtime launches at
 /// most 2^31 - 1 blocks, so the decomposition is done in 32-bit unsigned arithmetic (a
 /// 64-bit `%` is a long software routine per thread); a 1-d grid needs none at all.
-template <int RANK, int AXIS> TK_DEVICE long long program_id(const Grid& g) {
+template <int RANK, int AXIS, int GROUP = 1> TK_DEVICE long long program_id(const Grid& g) {
     static_assert(RANK >= 1 && RANK <= 3, "tk::program_id: grids have 1 to 3 axes");
     static_assert(AXIS >= 0 && AXIS < RANK, "tk::program_id: axis out of range");
+    static_assert(GROUP >= 1, "tk::program_id: GROUP_M must be positive");
     const unsigned lin = blockIdx.x;
     if constexpr (RANK == 1) {
         return (long long)lin;
+    } else if constexpr (RANK == 2 && GROUP > 1) {
+        const unsigned n0 = (unsigned)g.n[0], n1 = (unsigned)g.n[1];
+        const unsigned band = (unsigned)GROUP * n1;
+        const unsigned first = (lin / band) * (unsigned)GROUP;
+        const unsigned rows = n0 - first < (unsigned)GROUP ? n0 - first : (unsigned)GROUP;
+        const unsigned in = lin % band;
+        if constexpr (AXIS == 0) return (long long)(first + in % rows);
+        return (long long)(in / rows);
     } else {
         const unsigned n0 = (unsigned)g.n[0];
         if constexpr (AXIS == 0) return (long long)(lin % n0);

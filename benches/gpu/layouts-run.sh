@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
+# after `../shared/tools/gpu-pack` here. Usage: bash benches/gpu/layouts-run.sh PART
+#   PART: matmul-tests | sass | bench | peers | regress | sanitize
+# Writes logs and JSON under $OUT (default /tmp/out).
+set -u
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TILEKIT_CUDA_ROOT=/usr/local/cuda
+export TILEKIT_CACHE_DIR=${TILEKIT_CACHE_DIR:-/tmp/tkc}
+export PYTHONUNBUFFERED=1
+
+t() {
+  local s e rc
+  s=$(date +%s%N)
+  "$@"
+  rc=$?
+  e=$(date +%s%N)
+  echo "[$(( (e - s) / 1000000 )) ms, rc $rc] $*"
+  return $rc
+}
+
+for part in "$@"; do
+case "$part" in
+matmul-tests)
+  for b in .gpu/tests/gpu_matmul-*; do
+    t "$b" --ignored --test-threads=1 2>&1 | tail -n 40 | tee -a "$OUT/matmul-tests.log"
+  done
+  ;;
+regress)
+  for b in .gpu/tests/gpu_kernels-* .gpu/tests/gpu_graphs-*; do
+    t "$b" --ignored --test-threads=1 2>&1 | tail -n 25 | tee -a "$OUT/regress.log"
+  done
+  ;;
+sass)
+  # The default bf16 matmul variant's SASS: HMMA present, no local memory (LDL/STL).
+  python3 - <<'PY' 2>&1 | tee -a "$OUT/sass.log"
+import glob, os, subprocess
+files = sorted(glob.glob(os.environ["TILEKIT_CACHE_DIR"] + "/**/*", recursive=True), key=os.path.getmtime)
+n = 0
+best = (0, "")
+for f in files:
+    if not os.path.isfile(f): continue
+    b = open(f, "rb").read()
+    i = b.find(b"\x7fELF")
+    if i < 0: continue
+    open("/tmp/k.cubin", "wb").write(b[i:])
+    s = subprocess.run(["/usr/local/cuda/bin/cuobjdump", "-sass", "/tmp/k.cubin"], capture_output=True, text=True).stdout
+    if "HMMA" not in s: continue
+    n += 1
+    print(f"{os.path.basename(f)[:16]}: HMMA {s.count('HMMA')}, LDSM {s.count('LDSM')}, LDGSTS {s.count('LDGSTS')}, LDL {s.count('LDL')}, STL {s.count('STL')}, FFMA {s.count('FFMA')}")
+    score = s.count("LDGSTS") * 1000 + s.count("HMMA")
+    if s.count("LDGSTS") > 0 and score > best[0]:
+        best = (score, s)
+print(f"{n} cubins with HMMA")
+open(os.environ.get("OUT", "/tmp") + "/sass-largest.txt", "w").write(best[1])
+PY
+  ;;
+bench)
+  t .gpu/bin/tilekit-bench --only "${BENCH_ONLY:-matmul}" --out "$OUT/tilekit-bench.json" 2>&1 | tee -a "$OUT/bench.log"
+  ;;
+peers)
+  t python3 benches/peers/peers.py --only "${PEERS_ONLY:-matmul}" --out "$OUT/peers.json" 2>&1 | tail -n 30 | tee -a "$OUT/peers.log"
+  ;;
+sanitize)
+  for tool in memcheck racecheck synccheck; do
+    t /usr/local/cuda/bin/compute-sanitizer --tool $tool --print-limit 10 .gpu/tests/gpu_matmul-* --ignored --test-threads=1 gpu_matmul_permutation 2>&1 | tail -n 8 | tee -a "$OUT/sanitize.log"
+  done
+  ;;
+esac
+done
