@@ -44,6 +44,27 @@ pub mod target;
 pub mod variant;
 
 pub use dump::{dump, Stage};
+
+/// The code generator's version: bump it by hand whenever a lowering changes what a
+/// variant computes or how fast it runs (a new engine, layout or pipeline). The tuning
+/// cache keys on it together with a hash of each kernel's generated template, so winners
+/// tuned for an older lowering are never reused, while prelude additions that leave a
+/// kernel's template alone keep its entries.
+pub const CODEGEN_VERSION: u32 = 2;
+
+/// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>`.
+///
+/// ```
+/// let a = tilekit_codegen::codegen_id("template A");
+/// assert!(a.starts_with(&format!("v{}-", tilekit_codegen::CODEGEN_VERSION)));
+/// assert_ne!(a, tilekit_codegen::codegen_id("template B"));
+/// ```
+pub fn codegen_id(template: &str) -> String {
+    format!(
+        "v{CODEGEN_VERSION}-{:016x}",
+        tilekit_ir::hash::fnv1a64(template.as_bytes())
+    )
+}
 pub use emit::generate;
 pub use error::CodegenError;
 pub use plan::{launch_plan, LaunchPlan, ResourceEnv, DEFAULT_THREADS};

@@ -408,12 +408,13 @@ fn kitchen_sink_covers_every_op() {
     );
     has(&src, "tk::store<ALIGNED>(v69, v64, v68, v67);");
     let p = launch_plan(&k, &cfg("R=8,C=128,FLAG=true,SMEM=Padded"), &bf16()).unwrap();
-    // Largest use: the dot, align16(8*128*2) + align16(128*128*2).
+    // Largest use: the dot's operands staged in Padded tiles (16 bytes after each row):
+    // 8 rows of 128 bf16 (pitch 272) and 128 rows of 128 bf16, each 128-byte aligned.
     assert_eq!(
         p,
         LaunchPlan {
             threads: 128,
-            smem_bytes: 2048 + 32768
+            smem_bytes: 8 * 272 + 128 * 272
         }
     );
     let v = variant_source(

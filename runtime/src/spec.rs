@@ -56,6 +56,7 @@ pub struct KernelSpec {
     analyzed: OnceLock<Result<Analyzed, SpecError>>,
     content_id: OnceLock<u64>,
     host_scalars: OnceLock<Vec<bool>>,
+    source_scalars: OnceLock<Vec<bool>>,
 }
 
 impl KernelSpec {
@@ -76,6 +77,7 @@ impl KernelSpec {
             analyzed: OnceLock::new(),
             content_id: OnceLock::new(),
             host_scalars: OnceLock::new(),
+            source_scalars: OnceLock::new(),
         }
     }
 
@@ -117,6 +119,13 @@ impl KernelSpec {
     pub(crate) fn host_scalars(&self, kernel: &Kernel) -> &[bool] {
         self.host_scalars
             .get_or_init(|| crate::memo::host_read_scalars(kernel))
+    }
+
+    /// The scalars a launch memo keys on under a configuration source (see
+    /// `memo::source_key_scalars`).
+    pub(crate) fn source_scalars(&self, kernel: &Kernel) -> &[bool] {
+        self.source_scalars
+            .get_or_init(|| crate::memo::source_key_scalars(kernel))
     }
 
     /// The IR.

@@ -101,6 +101,9 @@ pub struct ArgLayout<'a> {
     pub shape: Option<&'a [usize]>,
     /// The tensor's strides, in elements; `None` for a scalar.
     pub strides: Option<&'a [usize]>,
+    /// The value of an integer scalar argument (`None` for tensors and other scalars):
+    /// integer scalars such as a repeat count change the work, so they join tuning keys.
+    pub int: Option<i64>,
 }
 
 /// What a [`ConfigSource`] sees of a launch: the kernel, its element types, the arguments'
@@ -142,8 +145,12 @@ impl<'a> LaunchQuery<'a> {
                     Some(l) => ArgLayout {
                         shape: Some(l.shape()),
                         strides: Some(l.strides()),
+                        int: None,
                     },
-                    None => ArgLayout::default(),
+                    None => ArgLayout {
+                        int: a.int_scalar(),
+                        ..ArgLayout::default()
+                    },
                 })
                 .collect(),
             device,
@@ -181,7 +188,7 @@ impl<'a> LaunchQuery<'a> {
     ///     spec: &spec,
     ///     kernel: &kernel,
     ///     bindings: &Bindings::default(),
-    ///     args: vec![ArgLayout { shape: Some(&shape), strides: None }, ArgLayout::default()],
+    ///     args: vec![ArgLayout { shape: Some(&shape), strides: None, int: None }, ArgLayout::default()],
     ///     device: None,
     /// };
     /// let dims = q.problem_dims();

@@ -144,12 +144,12 @@ fn exact_case<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
 /// three tile sizes.
 fn covering() -> Vec<Config> {
     [
-        "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128,GROUP_M=8",
-        "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded,GROUP_M=1",
-        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor,GROUP_M=16",
-        "BM=256,BN=128,BK=32,STAGES=5,WARPS=8,SMEM=Swizzle128,GROUP_M=8",
-        "BM=64,BN=128,BK=64,STAGES=2,WARPS=8,SMEM=Padded,GROUP_M=1",
-        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=RowMajor,GROUP_M=16",
+        "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+        "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
+        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor",
+        "BM=256,BN=128,BK=32,STAGES=5,WARPS=8,SMEM=Swizzle128",
+        "BM=64,BN=128,BK=64,STAGES=2,WARPS=8,SMEM=Padded",
+        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=RowMajor",
     ]
     .iter()
     .map(|s| cfg(s))

@@ -36,7 +36,7 @@ fn key_for(spec: &KernelSpec, shape: &str) -> CacheKey {
     let k = spec.kernel().unwrap();
     let dims = tilekit_ir::cost::parse_shape(k, shape).unwrap();
     let bucket = ShapeBucket::of(k, &dims, &bf16()).unwrap();
-    CacheKey::new(h100(), spec.name, spec.spec_hash, bf16(), bucket)
+    CacheKey::new(h100(), spec, bf16(), bucket, Default::default())
 }
 
 /// A distinct softmax key per `i` (only the bucket differs).
@@ -798,4 +798,25 @@ fn random_overwrites_lose_no_entry() {
             loaded.unavailable
         );
     }
+}
+
+#[test]
+fn keys_name_the_code_generator_and_integer_scalars() {
+    use tilekit_tuner::tune::TuneProblem;
+    let spec = &tilekit_kernels::scale_chain::SPEC;
+    let k = spec.kernel().unwrap();
+    let p64 = TuneProblem::parse(k, "1048576", "f32").unwrap();
+    let p256 = p64.clone().with_assignment(k, "repeats=256").unwrap();
+    let (a, b) = (
+        p64.cache_key(spec, &h100()).unwrap(),
+        p256.cache_key(spec, &h100()).unwrap(),
+    );
+    assert_eq!(a.scalars.get("repeats"), Some(&64));
+    assert_eq!(b.scalars.get("repeats"), Some(&256));
+    assert_ne!(a, b, "the repeat count must change the key");
+    assert_eq!(a.codegen, tilekit_codegen::codegen_id(spec.cuda_template));
+    assert!(a
+        .codegen
+        .starts_with(&format!("v{}-", tilekit_codegen::CODEGEN_VERSION)));
+    assert_eq!(a.schema, tilekit_tuner::cache::SCHEMA_VERSION);
 }

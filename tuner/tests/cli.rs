@@ -97,10 +97,10 @@ fn softmax_key() -> CacheKey {
             compute_capability: (9, 0),
             sm_count: 132,
         },
-        spec.name,
-        spec.spec_hash,
+        spec,
         b.clone(),
         ShapeBucket::of(k, &dims, &b).unwrap(),
+        Default::default(),
     )
 }
 

@@ -216,6 +216,16 @@ impl Arg<'_> {
         }
     }
 
+    /// The value of an integer scalar argument (`usize` above `i64::MAX` saturates).
+    pub(crate) fn int_scalar(&self) -> Option<i64> {
+        match self {
+            Arg::Scalar(ScalarValue::I32(v)) => Some(i64::from(*v)),
+            Arg::Scalar(ScalarValue::I64(v)) => Some(*v),
+            Arg::Scalar(ScalarValue::Usize(v)) => Some(i64::try_from(*v).unwrap_or(i64::MAX)),
+            _ => None,
+        }
+    }
+
     pub(super) fn describe(&self) -> String {
         match self {
             Arg::Tensor(t) => format!("&Tensor{}<{}>", t.layout.rank, t.layout.dtype),

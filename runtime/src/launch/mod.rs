@@ -246,7 +246,11 @@ fn launch_on<B: LaunchBackend>(
             r.config,
             g,
             args,
-            r.spec.host_scalars(kernel),
+            if r.source.is_some() && r.config.is_none() {
+                r.spec.source_scalars(kernel)
+            } else {
+                r.spec.host_scalars(kernel)
+            },
             aligned,
         )
     });

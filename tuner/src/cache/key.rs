@@ -10,10 +10,41 @@ use std::collections::BTreeMap;
 use std::fmt;
 use tilekit_ir::cost::DimValues;
 use tilekit_ir::{Bindings, Kernel, ParamKind};
-use tilekit_runtime::DeviceInfo;
+use tilekit_runtime::{DeviceInfo, KernelSpec};
 
 /// Version of the key and value layout. Entries of another version are ignored on read.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: keys name the code generator (`codegen`) and carry integer scalars (`scalars`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The power-of-two bucket of an integer scalar (0 and negatives stay as they are).
+///
+/// ```
+/// assert_eq!(tilekit_tuner::cache::scalar_bucket(64), 64);
+/// assert_eq!(tilekit_tuner::cache::scalar_bucket(65), 128);
+/// assert_eq!(tilekit_tuner::cache::scalar_bucket(-3), -3);
+/// ```
+pub fn scalar_bucket(v: i64) -> i64 {
+    if v <= 0 {
+        v
+    } else {
+        (v as u64)
+            .checked_next_power_of_two()
+            .and_then(|b| i64::try_from(b).ok())
+            .unwrap_or(i64::MAX)
+    }
+}
+
+/// The bucketed integer scalars of a kernel's launch: `value(i)` gives parameter `i`'s
+/// value when it is an integer scalar.
+pub fn int_scalars(kernel: &Kernel, value: impl Fn(usize) -> Option<i64>) -> BTreeMap<String, i64> {
+    kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, ParamKind::Scalar { dtype } if dtype.is_int()))
+        .filter_map(|(i, p)| value(i).map(|v| (p.name.clone(), scalar_bucket(v))))
+        .collect()
+}
 
 /// The identity of a GPU model, as far as tuning is concerned.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -139,28 +170,36 @@ pub struct CacheKey {
     pub kernel: String,
     /// Spec hash of the kernel's normalized IR and space ([`tilekit_ir::hash::spec_hash`]).
     pub spec_hash: u64,
+    /// The code generator that made the kernel's template
+    /// ([`tilekit_codegen::codegen_id`]: its version and the template's hash).
+    pub codegen: String,
     /// Element types of the kernel's generics.
     pub bindings: Bindings,
     /// Shape class.
     pub shape: ShapeBucket,
+    /// Integer scalar arguments (power-of-two buckets, see [`scalar_bucket`]): a repeat
+    /// count changes the work as much as a shape does.
+    pub scalars: BTreeMap<String, i64>,
 }
 
 impl CacheKey {
-    /// A key of the current schema.
+    /// A key of the current schema for `spec` (name, spec hash, template).
     pub fn new(
         gpu: GpuId,
-        kernel: &str,
-        spec_hash: u64,
+        spec: &KernelSpec,
         bindings: Bindings,
         shape: ShapeBucket,
+        scalars: BTreeMap<String, i64>,
     ) -> CacheKey {
         CacheKey {
             schema: SCHEMA_VERSION,
             gpu,
-            kernel: kernel.to_string(),
-            spec_hash,
+            kernel: spec.name.to_string(),
+            spec_hash: spec.spec_hash,
+            codegen: tilekit_codegen::codegen_id(spec.cuda_template),
             bindings,
             shape,
+            scalars,
         }
     }
 
@@ -178,10 +217,19 @@ impl CacheKey {
 
 impl fmt::Display for CacheKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scalars: Vec<String> = self
+            .scalars
+            .iter()
+            .map(|(k, v)| format!(" {k}<={v}"))
+            .collect();
         write!(
             f,
-            "{} [{}] {} on {}",
-            self.kernel, self.bindings, self.shape, self.gpu
+            "{} [{}] {}{} on {}",
+            self.kernel,
+            self.bindings,
+            self.shape,
+            scalars.concat(),
+            self.gpu
         )
     }
 }

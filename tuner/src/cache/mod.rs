@@ -25,7 +25,7 @@ pub mod source;
 pub mod store;
 pub mod value;
 
-pub use key::{CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
+pub use key::{int_scalars, scalar_bucket, CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
 pub use layers::{Choice, Layers, Source};
 pub use source::{attach_tuned, attach_tuned_from, AttachReport, TunedConfigs};
 pub use store::{

@@ -80,12 +80,14 @@ impl TunedConfigs {
         }
         let dims = query.problem_dims();
         let bucket = ShapeBucket::of(query.kernel, &dims, query.bindings)?;
+        let scalars =
+            super::key::int_scalars(query.kernel, |i| query.args.get(i).and_then(|a| a.int));
         let key = CacheKey::new(
             self.gpu.clone(),
-            query.spec.name,
-            query.spec.spec_hash,
+            query.spec,
             query.bindings.clone(),
             bucket,
+            scalars,
         );
         Some((key, dims))
     }
@@ -276,7 +278,7 @@ mod tests {
         let k = softmax().kernel().unwrap();
         let dims = tilekit_ir::cost::parse_shape(k, shape).unwrap();
         let bucket = ShapeBucket::of(k, &dims, &bf16()).unwrap();
-        let key = CacheKey::new(h100(), softmax().name, softmax().spec_hash, bf16(), bucket);
+        let key = CacheKey::new(h100(), softmax(), bf16(), bucket, Default::default());
         let mut value = TunedValue::new(&Config::parse(config).unwrap());
         value.provenance.origin = origin;
         Entry { key, value }
@@ -289,6 +291,7 @@ mod tests {
         let layout = ArgLayout {
             shape: Some(&shape),
             strides: Some(&strides),
+            int: None,
         };
         let b = bf16();
         let q = LaunchQuery {

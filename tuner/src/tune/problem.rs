@@ -169,12 +169,14 @@ impl TuneProblem {
     pub fn cache_key(&self, spec: &KernelSpec, gpu: &GpuId) -> Option<CacheKey> {
         let kernel = spec.kernel().ok()?;
         let bucket = ShapeBucket::of(kernel, &self.dims, &self.bindings)?;
+        let scalars =
+            crate::cache::key::int_scalars(kernel, |i| Some(self.scalar_value(kernel, i) as i64));
         Some(CacheKey::new(
             gpu.clone(),
-            spec.name,
-            spec.spec_hash,
+            spec,
             self.bindings.clone(),
             bucket,
+            scalars,
         ))
     }
 
