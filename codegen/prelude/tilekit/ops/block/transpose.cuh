@@ -5,13 +5,16 @@
 //
 // Bank conflicts: one warp instruction of the read phase fetches one column j of the rows
 // i = i0 + t * G (t the lane, G = DL::vec: consecutive threads own groups of G results,
-// which are G consecutive rows of the source). Stored plainly, those rows start a multiple
-// of 128 bytes apart for N * sizeof(T) % 128 == 0 and all hit one bank. So element (i, j)
-// is stored at column `j ^ swz(i)`, where swz(i) = ((i / G) * W) mod P: W elements per
-// 4-byte word (the XOR moves whole words, so the two halves of a 2-byte pair stay
-// together and the write phase keeps its pattern), P the largest power of two dividing N
-// (so the XOR stays inside the row). Lanes t = 0..31 then read 32 different words of
-// their rows' 128-byte lines: conflict-free when N * sizeof(T) >= 128 bytes.
+// which are G consecutive rows of the source); one of the write phase stores slot k of
+// each lane, a few consecutive rows of the source. Stored plainly, rows start a multiple
+// of 128 bytes apart for N * sizeof(T) % 128 == 0: the reads all hit one bank, and the
+// writes of different rows hit the same banks. So element (i, j) is stored at column
+// `j ^ swz(i)`, swz(i) = (((i / G) ^ (i % G)) * W) mod P: W elements per 4-byte word (the
+// XOR moves whole words, so the two halves of a 2-byte pair stay together), P the largest
+// power of two dividing N (so the XOR stays inside the row). A read instruction has one
+// i % G and 32 different i / G: 32 different words. A write instruction's rows differ in
+// i % G, which lands in the low bits of the word index that one lane's slot does not
+// choose: the rows spread over the banks instead of sharing them.
 //
 // Shared memory: M * N * sizeof(T) bytes (no padding). Ends with a barrier, so the region
 // is free again on return.
@@ -29,7 +32,7 @@ TK_HD long long pow2_factor(long long n) { return n & -n; }
 template <class T, long long N, int G> TK_DEVICE long long transpose_col(long long i, long long j) {
     constexpr long long W = sizeof(T) < 4 ? 4 / (long long)sizeof(T) : 1;
     constexpr long long P = pow2_factor(N);
-    return j ^ (((i / G) * W) & (P - 1));
+    return j ^ ((((i / G) ^ (i % G)) * W) & (P - 1));
 }
 } // namespace detail
 
