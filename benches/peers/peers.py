@@ -28,6 +28,12 @@ the same run. Names for --only (letters of issue 4, item 7, also accepted):
              provider's output (poisoned with NaN where it takes an output buffer) is compared
              with torch eager in fp32 on the same (upcast) input: max abs and relative L2 error.
              GB/s = (read x + write y [+ read weight]) / time.
+  user2d     The workloads of tilekit's user kernels written with 2-D tiles (tilekit-bench
+             --only user2d), bf16, torch eager and torch.compile: a copy of 8192x8192
+             (y.copy_(x); torch.compile of x.clone()), a transpose of 8192x8192
+             (x.t().contiguous()), and the fused h = x + bias + residual, y = RMSNorm(h) * w
+             over 32768x4096 (statistics in fp32, writing h and y). Each checked against an
+             fp32 reference first. GB/s = bytes read + written once / time.
   launch (a) Host launch overhead: torch.add(a, b, out=c) on 1-element tensors, 10k calls
              timed with a host clock (enqueue only, and until synchronize), median of trials;
              and a CUDA graph of 100 such ops, replayed: GPU time per kernel inside the graph.
@@ -49,7 +55,7 @@ try:
 except ImportError:
     triton = tl = None
 
-ORDER = ["copy", "chain", "norms", "launch", "matmul"]
+ORDER = ["copy", "chain", "norms", "user2d", "launch", "matmul"]
 LETTERS = {"e": "copy", "c": "chain", "d": "norms", "a": "launch", "m": "matmul"}
 CHAIN_R = (1, 4, 16, 64, 256)
 NORM_SHAPE = (32768, 4096)
@@ -319,6 +325,75 @@ def m_norms(b, ctx):
     return res
 
 
+# ----------------------------------------------------------------------------- user2d
+USER2D_SQUARE = 8192
+
+
+def add_rmsnorm(x, bias, res, w):
+    """h = x + bias + residual (bf16, as torch rounds each add); y = RMSNorm(h) * w."""
+    h = x + bias + res
+    hf = h.float()
+    y = (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+    return h, y
+
+
+def m_user2d(b, ctx):
+    dt, es = torch.bfloat16, 2
+    res = {"square": USER2D_SQUARE, "norm_shape": list(NORM_SHAPE)}
+    n = USER2D_SQUARE
+    xs = b.inputs(n * n * es, lambda: torch.randn(n, n, device="cuda", dtype=dt))
+    y = torch.empty(n, n, device="cuda", dtype=dt)
+    clone_c = torch.compile(lambda x: x.clone(), dynamic=False)
+    tr = lambda x: x.t().contiguous()
+    tr_c = torch.compile(tr, dynamic=False)
+    cases = {
+        "copy": {"eager": lambda x: y.copy_(x), "compile": clone_c},
+        "transpose": {"eager": tr, "compile": tr_c},
+    }
+    for case, provs in cases.items():
+        res[case] = {}
+        for name, f in provs.items():
+            try:
+                want = xs[0].t() if case == "transpose" else xs[0]
+                if not torch.equal(f(xs[0]), want):
+                    raise RuntimeError(f"{case} {name}: wrong result")
+                rec = rate(b.time(lambda i: f(xs[i % len(xs)])), 2 * n * n * es, ctx.get("copy_gbps"))
+            except Exception as e:
+                rec = {"error": err_str(e)}
+            res[case][name] = rec
+            row("user2d", name, f"{case} {n}^2 bf16", rec)
+    del xs, y
+    gc.collect(); torch.cuda.empty_cache()
+    M, N = NORM_SHAPE
+    sets = b.inputs(2 * M * N * es, lambda: (torch.randn(M, N, device="cuda", dtype=dt),
+                                               torch.randn(M, N, device="cuda", dtype=dt)))
+    bias = torch.randn(N, device="cuda", dtype=dt)
+    w = (1.0 + 0.1 * torch.randn(N, device="cuda")).to(dt)
+    fused_c = torch.compile(add_rmsnorm, dynamic=False)
+    x0, r0 = sets[0]
+    hf = x0.float() + bias.float() + r0.float()
+    ref = hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()
+    res["add_rmsnorm"] = {}
+    nbytes = 4 * M * N * es + 2 * N * es
+    for name, f in (("eager", add_rmsnorm), ("compile", fused_c)):
+        rec = {}
+        try:
+            _, yy = f(x0, bias, r0, w)
+            d = yy.float() - ref
+            rec["rel_l2_err"] = (d.norm() / ref.norm()).item()
+            rec["ok"] = math.isfinite(rec["rel_l2_err"]) and rec["rel_l2_err"] < 1e-2
+            del yy, d
+            rec.update(b.time(lambda i: f(sets[i % len(sets)][0], bias, sets[i % len(sets)][1], w)))
+            rate(rec, nbytes, ctx.get("copy_gbps"))
+            if not rec["ok"]:
+                rec["note"] = "WRONG RESULT"
+        except Exception as e:
+            rec = {"error": err_str(e)}
+        res["add_rmsnorm"][name] = rec
+        row("user2d", name, f"add_rmsnorm {M}x{N} bf16", rec)
+    return res
+
+
 # ----------------------------------------------------------------------------- (a) launch
 def m_launch(b, ctx):
     a, bb, c = (torch.randn(1, device="cuda") for _ in range(3))
@@ -383,7 +458,8 @@ def m_matmul(b, ctx):
     return out
 
 
-MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "launch": m_launch, "matmul": m_matmul}
+MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "launch": m_launch,
+           "matmul": m_matmul}
 
 
 # ----------------------------------------------------------------------------- driver
@@ -430,7 +506,7 @@ def parse_only(s):
         if w not in MEASURE:
             raise SystemExit(f"--only: unknown measurement {w!r} (choose from {', '.join(ORDER)} or e,c,d,a)")
         sel.add(w)
-    if sel & {"chain", "norms"}:
+    if sel & {"chain", "norms", "user2d"}:
         sel.add("copy")  # the ceiling the percentages refer to
     return [m for m in ORDER if m in sel]
 

@@ -1,1 +1,3 @@
 //! tilekit benchmark drivers; the binaries are in `src/bin/`.
+
+pub mod user_kernels;

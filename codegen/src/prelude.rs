@@ -26,6 +26,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/block/block.cuh",
     "tilekit/ops/block/reduce.cuh",
     "tilekit/ops/block/broadcast.cuh",
+    "tilekit/ops/block/transpose.cuh",
     "tilekit/ops/memory/memory.cuh",
     "tilekit/ops/memory/vec.cuh",
     "tilekit/ops/memory/gather.cuh",

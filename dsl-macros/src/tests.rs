@@ -524,3 +524,44 @@ fn snapshots_of_ir_and_launcher() {
     let file: syn::File = syn::parse2(tokens).expect("generated module parses");
     insta::assert_snapshot!("scale_launcher", prettyplease::unparse(&file));
 }
+
+#[test]
+fn trans_lowers_as_call_and_method_and_rejects_rank_1() {
+    let k = ok(
+        quote!(grid = [cdiv(x.rows(), BM), cdiv(x.cols(), BN)]),
+        quote! {
+            #[tune(BM = [32, 64], BN = [32, 64])]
+            pub fn tr<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+                let r0 = program_id(0) * BM;
+                let c0 = program_id(1) * BN;
+                let t = trans(load_tile(x, [r0, c0], [BM, BN]));
+                store_tile(y, [c0, r0], t.t().t());
+            }
+        },
+    );
+    let n = k
+        .body
+        .insts
+        .iter()
+        .filter(|i| matches!(i.op, Op::Trans { .. }))
+        .count();
+    assert_eq!(n, 3);
+    let errs = errors(
+        quote!(grid = [1]),
+        quote! {
+            pub fn bad(x: &Tensor1<f32>, y: &mut Tensor1<f32>) {
+                store_tile(y, [0], trans(load_tile(x, [0], [64])));
+                let z = trans(load_tile(x, [0], [64]), 1);
+            }
+        },
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("`trans` takes a rank-2 tile, found rank 1")),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("usage: `trans(tile)`")),
+        "{errs:#?}"
+    );
+}

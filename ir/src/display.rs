@@ -36,6 +36,7 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::Cast { x, to } => format!("cast {} to {to}", v(k, *x)),
         Op::Reduce { op, x, axis } => format!("reduce_{} {} axis {axis}", op.name(), v(k, *x)),
         Op::ExpandDims { x, axis } => format!("expand_dims {} axis {axis}", v(k, *x)),
+        Op::Trans { x } => format!("trans {}", v(k, *x)),
         Op::Full { elem, shape, value } => {
             let s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
             format!("full {elem}[{}] {}", s.join(", "), v(k, *value))

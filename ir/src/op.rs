@@ -393,6 +393,12 @@ pub enum Op {
         /// New axis position.
         axis: u8,
     },
+    /// `trans(x)` / `x.t()`: the transpose of a rank-2 tile, `[M, N] -> [N, M]`
+    /// (result element `(j, i)` is `x[i][j]`), any element type.
+    Trans {
+        /// Rank-2 operand.
+        x: ValueId,
+    },
     /// `zeros::<E, ..>()` / `full::<E, ..>(v)`: a tile filled with a scalar.
     Full {
         /// Element type.
@@ -491,7 +497,11 @@ impl Op {
     /// The threads that execute this op in the default lowering.
     pub fn scope(&self) -> Scope {
         match self {
-            Op::Reduce { .. } | Op::Dot { .. } | Op::For { .. } | Op::If { .. } => Scope::Block,
+            Op::Reduce { .. }
+            | Op::Trans { .. }
+            | Op::Dot { .. }
+            | Op::For { .. }
+            | Op::If { .. } => Scope::Block,
             _ => Scope::Thread,
         }
     }
@@ -511,7 +521,8 @@ impl Op {
             Op::Unary { x, .. }
             | Op::Cast { x, .. }
             | Op::Reduce { x, .. }
-            | Op::ExpandDims { x, .. } => vec![*x],
+            | Op::ExpandDims { x, .. }
+            | Op::Trans { x } => vec![*x],
             Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
             Op::Select { cond, a, b } => vec![*cond, *a, *b],
             Op::Full { value, .. } => vec![*value],

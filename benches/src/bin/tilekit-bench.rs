@@ -13,6 +13,11 @@
 //!   `cuLaunchKernel` of an empty kernel in the same process;
 //! - `matmul`: the tensor-core matmul, bf16 8192^3 / 4096^3 and f16 4096^3, default and a
 //!   few configurations;
+//! - `user2d`: the three kernels a user wrote with 2-D tiles (`tilekit_benches::user_kernels`),
+//!   as written: a 2-D copy and a transpose (`trans`) of 8192x8192 bf16, and the fused
+//!   x + bias + residual -> RMSNorm over `[ROWS, BLOCK]` tiles on 32768x4096 bf16; every
+//!   configuration of each space timed, the default (`launch`) and the best reported,
+//!   inputs rotated over two sets (>= 256 MB);
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -22,7 +27,8 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 use tilekit::prelude::*;
-use tilekit::Element;
+use tilekit::{Config, Element, KernelSpec};
+use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{matmul, rmsnorm, scale_chain, softmax};
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::cudarc::driver::{result as cu, CudaStream};
@@ -200,6 +206,137 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
             }),
         );
     }
+    Ok(Value::Object(out))
+}
+
+/// Times `launch` (the default configuration) and every configuration of `spec` through
+/// `run`; prints and returns the default, the best and every timing, in GB/s of `bytes`
+/// and % of the copy ceiling.
+fn sweep(
+    rt: &Runtime,
+    label: &str,
+    spec: &KernelSpec,
+    bytes: f64,
+    ceiling: f64,
+    mut run: impl FnMut(Option<&Config>) -> Result<()>,
+) -> Result<Value> {
+    let def = time_ms(rt, 3, 30, || run(None))?;
+    let mut results = Vec::new();
+    let mut invalid = Vec::new();
+    for cfg in spec.space()?.enumerate() {
+        match time_ms(rt, 3, 30, || run(Some(&cfg))) {
+            Ok(ms) => results.push((cfg.to_string(), ms)),
+            Err(e) if e.to_string().contains("constraint") => invalid.push(cfg.to_string()),
+            Err(e) => return Err(e.context(format!("{label} {cfg}"))),
+        }
+    }
+    let (bc, bms) = results
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .cloned()
+        .ok_or_else(|| anyhow!("{label}: no configuration fits"))?;
+    let pct = |ms: f64| 100.0 * gbps(bytes, ms) / ceiling;
+    println!(
+        "user2d  {label:<24} launch() {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best of space {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc})",
+        gbps(bytes, def),
+        pct(def),
+        gbps(bytes, bms),
+        pct(bms)
+    );
+    Ok(json!({
+        "bytes": bytes,
+        "launch_default": {"ms": def, "gbps": gbps(bytes, def), "pct_copy": pct(def)},
+        "best": {"config": bc, "ms": bms, "gbps": gbps(bytes, bms), "pct_copy": pct(bms)},
+        "all": results.iter().map(|(c, ms)| json!({"config": c, "ms": ms, "gbps": gbps(bytes, *ms)})).collect::<Vec<_>>(),
+        "not_valid_for_shape": invalid,
+    }))
+}
+
+/// The user kernels with 2-D tiles (see the module docs), bf16.
+fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    type B = half::bf16;
+    let mut out = serde_json::Map::new();
+    // Copy and transpose, 8192^2: two input sets of 128 MB each (every run reads 128 MB
+    // and writes 128 MB, and consecutive runs read different inputs).
+    let n = 8192usize;
+    let xs = [
+        Tensor2::<B>::from_vec(rt, random(n * n, 11), [n, n])?,
+        Tensor2::<B>::from_vec(rt, random(n * n, 12), [n, n])?,
+    ];
+    let mut y = Tensor2::<B>::zeros(rt, [n, n])?;
+    let bytes = 2.0 * (n * n * 2) as f64;
+    let mut i = 0usize;
+    let copy = sweep(rt, "copy2d 8192^2", &copy2d::SPEC, bytes, ceiling, |cfg| {
+        i += 1;
+        let x = &xs[i % 2];
+        match cfg {
+            None => copy2d::launch(rt, x, &mut y)?,
+            Some(c) => copy2d::launch_with(rt, c, x, &mut y)?,
+        }
+        Ok(())
+    })?;
+    out.insert("copy2d".into(), copy);
+    let tr = sweep(
+        rt,
+        "transpose2d 8192^2",
+        &transpose2d::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => transpose2d::launch(rt, x, &mut y)?,
+                Some(c) => transpose2d::launch_with(rt, c, x, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
+    out.insert("transpose2d".into(), tr);
+    // The transpose of the last run, checked on a sample of elements.
+    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    for k in (0..n * n).step_by(4099) {
+        let (r, c) = (k / n, k % n);
+        if got[c * n + r] != src[k] {
+            return Err(anyhow!("transpose2d: y[{c}][{r}] != x[{r}][{c}]"));
+        }
+    }
+    drop((xs, y));
+    // Fused add + RMSNorm, 32768x4096: two sets of (x, residual), 512 MB each.
+    let (m, n) = (32768usize, 4096usize);
+    let sets = [
+        (
+            Tensor2::<B>::from_vec(rt, random(m * n, 13), [m, n])?,
+            Tensor2::<B>::from_vec(rt, random(m * n, 14), [m, n])?,
+        ),
+        (
+            Tensor2::<B>::from_vec(rt, random(m * n, 15), [m, n])?,
+            Tensor2::<B>::from_vec(rt, random(m * n, 16), [m, n])?,
+        ),
+    ];
+    let bias = Tensor1::<B>::from_vec(rt, random(n, 17), [n])?;
+    let w = Tensor1::<B>::from_vec(rt, random(n, 18), [n])?;
+    let mut h = Tensor2::<B>::zeros(rt, [m, n])?;
+    let mut yy = Tensor2::<B>::zeros(rt, [m, n])?;
+    // Reads x and residual, writes h and y (bias and w are 8 KB each).
+    let bytes = 4.0 * (m * n * 2) as f64 + 2.0 * (n * 2) as f64;
+    let norm = sweep(
+        rt,
+        "add_rmsnorm 32768x4096",
+        &add_rmsnorm::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let (x, r) = &sets[i % 2];
+            match cfg {
+                None => add_rmsnorm::launch(rt, x, &bias, r, &w, &mut h, &mut yy, 1e-5)?,
+                Some(c) => add_rmsnorm::launch_with(rt, c, x, &bias, r, &w, &mut h, &mut yy, 1e-5)?,
+            }
+            Ok(())
+        },
+    )?;
+    out.insert("add_rmsnorm".into(), norm);
     Ok(Value::Object(out))
 }
 
@@ -683,6 +820,9 @@ fn main() -> Result<()> {
     if want("norms") {
         record("norms_bf16", norms_for::<half::bf16>(&rt, "bf16", ceiling));
         record("norms_f32", norms_for::<f32>(&rt, "f32", ceiling));
+    }
+    if want("user2d") {
+        record("user2d", user2d(&rt, ceiling));
     }
     if want("launch") {
         record("launch", launch_overhead(&rt));

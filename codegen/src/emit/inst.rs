@@ -292,6 +292,28 @@ impl<'k> Emitter<'k> {
                 };
                 self.assign(r, &expr)
             }
+            Op::Trans { x } => {
+                // [block] through a swizzled shared-memory tile of the operand's shape.
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let (_, _, xshape, _) = self.tile(*x)?;
+                let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
+                let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
+                f.push(Factor::SizeOf(elem.clone()));
+                let u = self.smem.add(format!("trans of {xshape}"), vec![f]);
+                let off = self.smem.scratch_offset(u, 0);
+                self.w.line(&format!(
+                    "// [block] trans {xshape} -> {shape}: through a swizzled shared-memory tile"
+                ));
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!(
+                        "tk::transpose<{}, {l}>({xe}, smem + {off})",
+                        shape_type(&shape)
+                    ),
+                )
+            }
             Op::Full { elem, shape, value } => {
                 let r = Self::result(inst)?;
                 let ve = self.cast_to(*value, elem)?;

@@ -142,9 +142,11 @@ pub(crate) fn required(_a: &Analysis, of: &[Option<Layout>], u: &Use) -> Option<
             body.args.get(i + 1).and_then(|&arg| lay(arg))
         }
         Op::Yield { .. } => None, // resolved by the owner (see `yield_targets`)
-        Op::Reduce { .. } | Op::ExpandDims { .. } | Op::Load { .. } | Op::Store { .. } => {
-            Some(Layout::Blocked)
-        }
+        Op::Reduce { .. }
+        | Op::ExpandDims { .. }
+        | Op::Trans { .. }
+        | Op::Load { .. }
+        | Op::Store { .. } => Some(Layout::Blocked),
         _ => None,
     }
 }

@@ -244,6 +244,7 @@ impl<'k> Checker<'k> {
             Op::Full { elem, shape, value } => self.full(elem, shape, *value, loc),
             Op::Reduce { op, x, axis } => self.reduce(*op, *x, *axis, loc),
             Op::ExpandDims { x, axis } => self.expand_dims(*x, *axis, loc),
+            Op::Trans { x } => self.trans(*x, loc),
             // memory.rs
             Op::TensorDim { tensor, axis } => self.tensor_dim(*tensor, *axis, loc),
             Op::Row { tensor, index } => self.row(*tensor, *index, loc),

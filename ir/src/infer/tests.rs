@@ -259,3 +259,48 @@ fn dot_checks_inner_dims_and_dtypes() {
     assert_eq!(diags.len(), 1, "{diags:#?}");
     assert!(diags[0].message.contains("inner dimensions"));
 }
+
+#[test]
+fn trans_swaps_the_axes_and_needs_rank_2() {
+    let mut b = base();
+    let one = b.push(Op::Lit(Literal::Float(1.0)), at(1));
+    let x = b.push(
+        Op::Full {
+            elem: Elem::of(DType::BF16),
+            shape: vec![Dim::param("BLOCK"), Dim::param("BN")],
+            value: one,
+        },
+        at(1),
+    );
+    let t = b.push(Op::Trans { x }, at(2));
+    let v = b.push(
+        Op::Full {
+            elem: Elem::of(DType::I32),
+            shape: vec![Dim::Const(8)],
+            value: one,
+        },
+        at(3),
+    );
+    b.push(Op::Trans { x: v }, at(4));
+    b.finish_body();
+    let k = b.into_kernel();
+    let (types, diags) = infer(&k);
+    assert_eq!(
+        types.of(t),
+        &Ty::tile(
+            Elem::of(DType::BF16),
+            Shape::new(vec![Dim::param("BN"), Dim::param("BLOCK")])
+        )
+    );
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0].loc.line, 4);
+    assert!(
+        diags[0]
+            .message
+            .contains("`trans` takes a rank-2 tile, found rank 1"),
+        "{}",
+        diags[0].message
+    );
+    let text = k.to_string();
+    assert!(text.contains("trans %"), "{text}");
+}

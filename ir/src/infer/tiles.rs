@@ -1,5 +1,5 @@
 //! Typing of tile construction (`arange`, `full`) and shape-changing ops (reductions over
-//! an axis, `expand_dims`).
+//! an axis, `expand_dims`, `trans`).
 
 use super::{Checker, Ty};
 use crate::dtype::{DType, Elem};
@@ -79,6 +79,26 @@ impl Checker<'_> {
         Some(Ty::Tile {
             elem,
             shape: Shape::new(dims),
+            weak,
+        })
+    }
+
+    /// `trans(x)`: a rank-2 tile `[M, N]` becomes `[N, M]`, same element type.
+    pub(super) fn trans(&mut self, x: ValueId, loc: Loc) -> Option<Ty> {
+        let (elem, shape, weak) = self.expect_tile(x, loc, "the operand of `trans`")?;
+        let [m, n] = shape.0.as_slice() else {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: `trans` takes a rank-2 tile, found rank {} ({shape})",
+                    shape.rank()
+                ),
+            );
+            return Some(Ty::Error);
+        };
+        Some(Ty::Tile {
+            elem,
+            shape: Shape::new(vec![n.clone(), m.clone()]),
             weak,
         })
     }

@@ -3,7 +3,7 @@
 //!
 //! This module holds a program's state and the table that routes each op to its family:
 //! `values` (program ids, literals, tuning values, scalar parameters), `elementwise`,
-//! `shape` (`arange`, reductions, `expand_dims`, `full`), `memory` (tensor views, loads and
+//! `shape` (`arange`, reductions, `expand_dims`, `trans`, `full`), `memory` (tensor views, loads and
 //! stores), `dot`, `control` (`for`, `if`). Adding an op: one line in [`Program::block`]'s
 //! table and its interpretation in its family's module.
 
@@ -176,6 +176,7 @@ impl<'a> Program<'a> {
                 Op::Arange { n } => Some(self.arange(n)?.into()),
                 Op::Reduce { op, x, axis } => Some(self.reduce(*op, *x, *axis)?.into()),
                 Op::ExpandDims { x, axis } => Some(self.expand_dims(*x, *axis)?.into()),
+                Op::Trans { x } => Some(self.trans(*x)?.into()),
                 Op::Full { elem, shape, value } => Some(self.full(elem, shape, *value)?.into()),
                 // Tensors and memory (`memory`).
                 Op::TensorParam { index } => Some(Value::View(self.tensor_param(*index)?)),

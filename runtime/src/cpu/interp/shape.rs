@@ -1,4 +1,5 @@
-//! Ops that make or reshape tiles: `arange`, reductions along an axis, `expand_dims`, `full`.
+//! Ops that make or reshape tiles: `arange`, reductions along an axis, `expand_dims`,
+//! `trans`, `full`.
 
 use super::Program;
 use crate::cpu::reduce;
@@ -33,6 +34,28 @@ impl Program<'_> {
         }
         t.shape.insert(a, 1);
         Ok(t)
+    }
+
+    /// `trans(x)`: the rank-2 tile `x` `[m, n]` as `[n, m]`, element `(j, i)` = `x[i][j]`.
+    pub(super) fn trans(&self, x: ValueId) -> Result<Tile, String> {
+        let t = self.tile(x)?;
+        let &[m, n] = t.shape.as_slice() else {
+            return Err(format!(
+                "malformed IR: `trans` of a rank-{} tile",
+                t.shape.len()
+            ));
+        };
+        fn swap<E: Copy>(v: &[E], m: usize, n: usize) -> Vec<E> {
+            (0..n * m).map(|e| v[(e % m) * n + e / m]).collect()
+        }
+        let data = match &t.data {
+            Data::F(v) => Data::F(swap(v, m, n)),
+            Data::I(v) => Data::I(swap(v, m, n)),
+            Data::B(v) => Data::B(swap(v, m, n)),
+        };
+        let mut r = Tile::new(t.dtype, vec![n, m], data);
+        r.weak = t.weak;
+        Ok(r)
     }
 
     /// A tile of `shape` filled with the scalar `value`, as `elem` under the bindings.

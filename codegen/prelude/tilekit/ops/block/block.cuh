@@ -2,4 +2,5 @@
 #pragma once
 #include "tilekit/ops/block/reduce.cuh"
 #include "tilekit/ops/block/broadcast.cuh"
+#include "tilekit/ops/block/transpose.cuh"
 

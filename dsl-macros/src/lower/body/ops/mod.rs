@@ -4,7 +4,7 @@
 //! operation is one row here and its function in its family's module: `program`
 //! (program ids), `construct` (arange, zeros, full), `memory` (load/store,
 //! load_tile/store_tile, tensor views and shape queries), `matrix` (dot), `reduce`
-//! (reductions, expand_dims), `elementwise` (unary math, maximum/minimum, where_, cdiv)
+//! (reductions, expand_dims, trans), `elementwise` (unary math, maximum/minimum, where_, cdiv)
 //! and `cast` (to_f32, cast).
 
 mod cast;
@@ -126,6 +126,7 @@ const CALLS: &[CallOp] = &[
     CallOp::new("where_", |l, c| l.select(c)),
     // shape
     CallOp::new("expand_dims", |l, c| l.expand_dims_call(c)),
+    CallOp::new("trans", |l, c| l.trans_call(c)),
     // elementwise math
     CallOp::new("exp", |l, c| l.unary_call(c, UnaryOp::Exp)),
     CallOp::new("log", |l, c| l.unary_call(c, UnaryOp::Log)),
@@ -184,6 +185,7 @@ const METHODS: &[MethodOp] = &[
     MethodOp::new("dim", |l, m| l.tensor_dim(m)).listed(".dim(i)"),
     // shape
     MethodOp::new("expand_dims", |l, m| l.expand_dims_method(m)).listed(".expand_dims(axis)"),
+    MethodOp::new("t", |l, m| l.trans_method(m)).listed(".t()"),
     // reductions
     MethodOp::new("sum", |l, m| l.reduce_method(m, ReduceOp::Sum)),
     MethodOp::new("max", |l, m| l.reduce_method(m, ReduceOp::Max)),

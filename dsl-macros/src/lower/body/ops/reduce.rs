@@ -1,5 +1,6 @@
 //! Ops over an axis: reductions (`sum`, `max`, `min`, as calls `sum(x, axis)` or methods
-//! `x.sum(axis)`) and `expand_dims` (a new axis of extent 1).
+//! `x.sum(axis)`), `expand_dims` (a new axis of extent 1) and `trans` (`trans(x)` or
+//! `x.t()`: the axes of a rank-2 tile swapped).
 
 use super::{Call, Method};
 use crate::lower::body::Lowerer;
@@ -68,5 +69,24 @@ impl Lowerer<'_, '_> {
             },
             span,
         ))
+    }
+
+    /// `trans(x)`.
+    pub(super) fn trans_call(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 1..=1, "trans(tile)") {
+            return None;
+        }
+        let x = self.expr(&a[0]);
+        Some(self.push(Op::Trans { x: x? }, span))
+    }
+
+    /// `x.t()`.
+    pub(super) fn trans_method(&mut self, mc: &Method) -> Option<ValueId> {
+        if !mc.expr.args.is_empty() {
+            self.bad_arity(mc, "x.t()");
+            return None;
+        }
+        Some(self.push(Op::Trans { x: mc.recv? }, mc.span))
     }
 }

@@ -1,0 +1,73 @@
+//! Three kernels written with 2-D tiles the way a new user writes them, checked in and
+//! measured as written (`tilekit-bench --only user2d`): a fused x + bias + residual ->
+//! RMSNorm over `[ROWS, BLOCK]` tiles, a 2-D copy, and a transpose through `trans`.
+//!
+//! ```
+//! use tilekit::prelude::*;
+//! use tilekit_benches::user_kernels::transpose2d;
+//! let rt = Runtime::cpu();
+//! let x = Tensor2::<f32>::from_vec(&rt, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3]).unwrap();
+//! let mut y = Tensor2::<f32>::zeros(&rt, [3, 2]).unwrap();
+//! transpose2d::launch(&rt, &x, &mut y).unwrap();
+//! assert_eq!(y.to_vec().unwrap(), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+//! ```
+
+use tilekit::prelude::*;
+
+/// `h = x + bias + residual` (bias broadcast over rows), then
+/// `y = h / sqrt(mean(h^2) + eps) * w` along each row, `ROWS` rows per program: one
+/// `[ROWS, BLOCK]` tile per input, the row statistics reduced along axis 1 and broadcast
+/// back. Arithmetic in f32; `h` is rounded to `T` once, and `y` is computed from the
+/// rounded `h` (what a reader of `h` sees).
+#[kernel(grid = [cdiv(x.rows(), ROWS)])]
+#[tune(ROWS = [1, 2, 4], BLOCK = [4096, 8192], WARPS = [8, 4, 16])]
+#[constraint(x.cols() <= BLOCK)]
+#[shapes(x = [M, N], bias = [N], residual = [M, N], w = [N], h = [M, N], y = [M, N], eps = 1e-5)]
+#[cost(flops = 6 * M * N)]
+pub fn add_rmsnorm<T: Float>(
+    x: &Tensor2<T>,
+    bias: &Tensor1<T>,
+    residual: &Tensor2<T>,
+    w: &Tensor1<T>,
+    h: &mut Tensor2<T>,
+    y: &mut Tensor2<T>,
+    eps: f32,
+) {
+    let r0 = program_id(0) * ROWS;
+    let xv = load_tile(x, [r0, 0], [ROWS, BLOCK]).to_f32();
+    let rv = load_tile(residual, [r0, 0], [ROWS, BLOCK]).to_f32();
+    let b = load_tile(bias, [0], [BLOCK]).to_f32();
+    let hv = (xv + b + rv).cast::<T>();
+    store_tile(h, [r0, 0], hv);
+    let hf = hv.to_f32();
+    let mean_sq = sum(hf * hf, 1) / x.cols().to_f32();
+    let inv = rsqrt(mean_sq + eps);
+    let g = load_tile(w, [0], [BLOCK]).to_f32();
+    store_tile(y, [r0, 0], (hf * expand_dims(inv, 1) * g).cast::<T>());
+}
+
+/// `y = x` one `[BM, BN]` tile per program.
+#[kernel(grid = [cdiv(x.rows(), BM), cdiv(x.cols(), BN)])]
+#[tune(BM = [32, 16, 64], BN = [256, 128, 512], WARPS = [4, 8])]
+#[shapes(x = [M, N], y = [M, N])]
+#[cost(flops = 0)]
+pub fn copy2d<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+    let r0 = program_id(0) * BM;
+    let c0 = program_id(1) * BN;
+    store_tile(y, [r0, c0], load_tile(x, [r0, c0], [BM, BN]));
+}
+
+/// `y = x^T` (`x` `[M, N]`, `y` `[N, M]`): the `[BM, BN]` tile at `(r0, c0)` of `x`
+/// becomes the `[BN, BM]` tile at `(c0, r0)` of `y`.
+#[kernel(grid = [cdiv(x.rows(), BM), cdiv(x.cols(), BN)])]
+#[tune(BM = [64, 32, 128], BN = [64, 32, 128], WARPS = [4, 8])]
+#[shapes(x = [M, N], y = [N, M])]
+#[cost(flops = 0)]
+pub fn transpose2d<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+    let r0 = program_id(0) * BM;
+    let c0 = program_id(1) * BN;
+    store_tile(y, [c0, r0], trans(load_tile(x, [r0, c0], [BM, BN])));
+}
+
+/// The three kernels' specs.
+pub static ALL: &[&tilekit::KernelSpec] = &[&add_rmsnorm::SPEC, &copy2d::SPEC, &transpose2d::SPEC];

@@ -1,0 +1,307 @@
+//! The three user kernels of `tilekit_benches::user_kernels` (written with 2-D tiles):
+//! on the CPU backend against plain Rust references at awkward shapes, every variant
+//! compiled by NVRTC (skipped without NVRTC, except under `CI=true`), and on a CUDA GPU
+//! against the CPU backend (`#[ignore = "needs a CUDA GPU"]`). Outputs start as NaN, so an
+//! element that is not written fails.
+
+use tilekit::prelude::*;
+use tilekit::{Config, Element, LaunchError};
+use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d, ALL};
+
+/// splitmix64 values uniform in [-scale, scale), rounded to `T`.
+fn random<T: Element>(n: usize, seed: u64, scale: f64) -> Vec<T> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            T::from_f64(((z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0) * scale)
+        })
+        .collect()
+}
+
+fn nan<T: Element>() -> T {
+    T::from_f64(f64::NAN)
+}
+
+fn tol<T: Element>() -> f64 {
+    match T::DTYPE {
+        tilekit::ir::DType::F32 => 2e-5,
+        tilekit::ir::DType::F16 => 2e-3,
+        _ => 1.6e-2,
+    }
+}
+
+fn configs(spec: &tilekit::KernelSpec) -> Vec<Config> {
+    spec.space().expect("space").enumerate()
+}
+
+/// Bitwise equality (as f64; NaN never equals).
+fn same<T: Element>(what: &str, got: &[T], want: &[T]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g.to_f64() == w.to_f64(),
+            "{what}: element {i}: got {}, want {}",
+            g.to_f64(),
+            w.to_f64()
+        );
+    }
+}
+
+fn close<T: Element>(what: &str, got: &[T], want: &[f64], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let g = g.to_f64();
+        assert!(
+            (g - w).abs() <= rel * (w.abs() + 0.05 * scale) + 1e-7,
+            "{what}: element {i}: got {g}, want {w}"
+        );
+    }
+}
+
+fn transpose_ref<T: Copy>(x: &[T], m: usize, n: usize) -> Vec<T> {
+    (0..n * m).map(|e| x[(e % m) * n + e / m]).collect()
+}
+
+/// h = round_T((x + bias) + residual) (f32 adds); y = h / sqrt(mean(h^2) + eps) * w, in f64 from the
+/// rounded h.
+fn add_rmsnorm_ref<T: Element>(
+    x: &[T],
+    bias: &[T],
+    res: &[T],
+    w: &[T],
+    m: usize,
+    n: usize,
+) -> (Vec<T>, Vec<f64>) {
+    let eps = 1e-5f64;
+    let mut h = Vec::with_capacity(m * n);
+    let mut y = Vec::with_capacity(m * n);
+    for r in 0..m {
+        let row: Vec<f64> = (0..n)
+            .map(|c| {
+                let i = r * n + c;
+                // f32 arithmetic, one rounding per op (the tiles are f32), then to T.
+                let s = (x[i].to_f64() as f32 + bias[c].to_f64() as f32) + res[i].to_f64() as f32;
+                T::from_f64(f64::from(s)).to_f64()
+            })
+            .collect();
+        let inv = 1.0 / (row.iter().map(|v| v * v).sum::<f64>() / n as f64 + eps).sqrt();
+        for (c, v) in row.iter().enumerate() {
+            h.push(T::from_f64(*v));
+            y.push(v * inv * w[c].to_f64());
+        }
+    }
+    (h, y)
+}
+
+/// Shapes that are not multiples of any tile (and some that are).
+const SHAPES_2D: &[(usize, usize)] = &[(1, 1), (3, 200), (65, 33), (130, 257), (64, 128)];
+
+/// `run_2d` on the CPU backend against the plain reference, bitwise.
+fn case_2d<T: Float>(rt: &Runtime, cfg: &Config, m: usize, n: usize, seed: u64, t: bool) {
+    let xs: Vec<T> = random(m * n, seed, 8.0);
+    let want = if t { transpose_ref(&xs, m, n) } else { xs };
+    let name = if t { "transpose2d" } else { "copy2d" };
+    same(
+        &format!("{name} {m}x{n} {:?} [{cfg}]", T::DTYPE),
+        &run_2d::<T>(rt, cfg, m, n, seed, t),
+        &want,
+    );
+}
+
+/// Runs add_rmsnorm on `rt`; `Ok(None)` when the configuration does not fit the shape.
+#[allow(clippy::type_complexity)]
+fn run_add_rmsnorm<T: Float>(
+    rt: &Runtime,
+    cfg: &Config,
+    m: usize,
+    n: usize,
+    seed: u64,
+) -> Result<Option<(Vec<T>, Vec<T>)>, LaunchError> {
+    let xs: Vec<T> = random(m * n, seed, 2.0);
+    let bs: Vec<T> = random(n, seed + 1, 1.0);
+    let rs: Vec<T> = random(m * n, seed + 2, 2.0);
+    let ws: Vec<T> = random(n, seed + 3, 1.5);
+    let x = Tensor2::from_vec(rt, xs, [m, n]).unwrap();
+    let b = Tensor1::from_vec(rt, bs, [n]).unwrap();
+    let r = Tensor2::from_vec(rt, rs, [m, n]).unwrap();
+    let w = Tensor1::from_vec(rt, ws, [n]).unwrap();
+    let mut h = Tensor2::full(rt, [m, n], nan::<T>()).unwrap();
+    let mut y = Tensor2::full(rt, [m, n], nan::<T>()).unwrap();
+    match add_rmsnorm::launch_with(rt, cfg, &x, &b, &r, &w, &mut h, &mut y, 1e-5) {
+        Ok(()) => Ok(Some((h.to_vec().unwrap(), y.to_vec().unwrap()))),
+        Err(LaunchError::Constraint { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn add_rmsnorm_case<T: Float>(rt: &Runtime, cfg: &Config, m: usize, n: usize, seed: u64) {
+    let what = format!("add_rmsnorm {m}x{n} {:?} [{cfg}]", T::DTYPE);
+    let Some((h, y)) = run_add_rmsnorm::<T>(rt, cfg, m, n, seed).unwrap() else {
+        assert!(
+            n > cfg.int("BLOCK").unwrap_or(0) as usize,
+            "{what}: refused"
+        );
+        return;
+    };
+    let xs: Vec<T> = random(m * n, seed, 2.0);
+    let bs: Vec<T> = random(n, seed + 1, 1.0);
+    let rs: Vec<T> = random(m * n, seed + 2, 2.0);
+    let ws: Vec<T> = random(n, seed + 3, 1.5);
+    let (h_ref, y_ref) = add_rmsnorm_ref(&xs, &bs, &rs, &ws, m, n);
+    same(&format!("{what} h"), &h, &h_ref);
+    close(&format!("{what} y"), &y, &y_ref, tol::<T>());
+}
+
+#[test]
+fn cpu_transpose2d_every_config_awkward_shapes() {
+    let rt = Runtime::cpu();
+    for (i, cfg) in configs(&transpose2d::SPEC).iter().enumerate() {
+        for &(m, n) in SHAPES_2D {
+            case_2d::<f32>(&rt, cfg, m, n, 10 + i as u64, true);
+            case_2d::<bf16>(&rt, cfg, m, n, 20 + i as u64, true);
+        }
+    }
+}
+
+#[test]
+fn cpu_copy2d_every_config_awkward_shapes() {
+    let rt = Runtime::cpu();
+    for (i, cfg) in configs(&copy2d::SPEC).iter().enumerate() {
+        for &(m, n) in SHAPES_2D {
+            case_2d::<f16>(&rt, cfg, m, n, 30 + i as u64, false);
+        }
+    }
+}
+
+#[test]
+fn cpu_add_rmsnorm_every_config_awkward_shapes() {
+    let rt = Runtime::cpu();
+    for cfg in configs(&add_rmsnorm::SPEC)
+        .iter()
+        .filter(|c| c.int("WARPS") == Some(8))
+    {
+        for &(m, n) in &[(1, 1), (5, 100), (7, 4097), (4, 4096)] {
+            add_rmsnorm_case::<f32>(&rt, cfg, m, n, 40);
+            add_rmsnorm_case::<bf16>(&rt, cfg, m, n, 50);
+        }
+    }
+}
+
+#[test]
+fn user_kernel_variants_compile_with_nvrtc() {
+    use tilekit_codegen::{prelude_headers, variant_source, Target};
+    use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
+    if !nvrtc_available() {
+        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let targets = [Target::Sm80, Target::Sm90a];
+    for spec in ALL {
+        let kernel = spec.kernel().expect("kernel IR");
+        let chosen = tilekit_tuner::covering_variants(kernel, &targets);
+        for v in &chosen {
+            let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
+                .unwrap_or_else(|e| panic!("{}: {v}: {e}", spec.name));
+            let opts = CompileOptions::new(v.target.arch()).expect("options");
+            if let Err(e) =
+                compile_cubin(&src, &format!("{}.cu", spec.name), prelude_headers(), &opts)
+            {
+                panic!("NVRTC failed for `{}` variant {v}\n{e}", spec.name);
+            }
+        }
+        eprintln!("{}: {} variants compiled", spec.name, chosen.len());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// On a CUDA GPU, against the CPU backend.
+
+fn gpu() -> Runtime {
+    match Runtime::cuda(0) {
+        Ok(rt) => rt,
+        Err(e) => panic!("cannot open CUDA device 0: {e}"),
+    }
+}
+
+/// `transpose2d` (or `copy2d`) of a random `[m, n]` tile on `rt`, into a NaN-poisoned output.
+fn run_2d<T: Float>(rt: &Runtime, cfg: &Config, m: usize, n: usize, seed: u64, t: bool) -> Vec<T> {
+    let x = Tensor2::from_vec(rt, random::<T>(m * n, seed, 8.0), [m, n]).unwrap();
+    let shape = if t { [n, m] } else { [m, n] };
+    let mut y = Tensor2::full(rt, shape, nan::<T>()).unwrap();
+    if t {
+        transpose2d::launch_with(rt, cfg, &x, &mut y).unwrap();
+    } else {
+        copy2d::launch_with(rt, cfg, &x, &mut y).unwrap();
+    }
+    y.to_vec().unwrap()
+}
+
+/// Every configuration of `transpose2d` (`t`) or `copy2d`, awkward and larger shapes, bf16
+/// and f32: the GPU's output equals the CPU backend's bitwise.
+fn gpu_2d(t: bool) {
+    let (g, c) = (gpu(), Runtime::cpu());
+    let spec = if t { &transpose2d::SPEC } else { &copy2d::SPEC };
+    for cfg in configs(spec) {
+        for &(m, n) in SHAPES_2D.iter().chain(&[(1000, 1003), (512, 2048)]) {
+            for seed in [1u64, 2] {
+                let what = format!("{} {m}x{n} [{cfg}] seed {seed}", spec.name);
+                same(
+                    &format!("{what} bf16"),
+                    &run_2d::<bf16>(&g, &cfg, m, n, seed, t),
+                    &run_2d::<bf16>(&c, &cfg, m, n, seed, t),
+                );
+                same(
+                    &format!("{what} f32"),
+                    &run_2d::<f32>(&g, &cfg, m, n, seed, t),
+                    &run_2d::<f32>(&c, &cfg, m, n, seed, t),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_transpose2d_every_config_matches_cpu() {
+    gpu_2d(true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_copy2d_every_config_matches_cpu() {
+    gpu_2d(false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_add_rmsnorm_every_config_matches_cpu() {
+    let (g, c) = (gpu(), Runtime::cpu());
+    for cfg in configs(&add_rmsnorm::SPEC) {
+        for &(m, n) in &[(1, 1), (5, 100), (7, 4097), (9, 4096), (64, 8192)] {
+            let what = format!("add_rmsnorm {m}x{n} bf16 [{cfg}]");
+            let gr = run_add_rmsnorm::<bf16>(&g, &cfg, m, n, 60).unwrap();
+            let cr = run_add_rmsnorm::<bf16>(&c, &cfg, m, n, 60).unwrap();
+            match (gr, cr) {
+                (Some((gh, gy)), Some((ch, cy))) => {
+                    same(&format!("{what} h"), &gh, &ch);
+                    let cy: Vec<f64> = cy.iter().map(|v| v.to_f64()).collect();
+                    close(&format!("{what} y"), &gy, &cy, tol::<bf16>());
+                }
+                (None, None) => {}
+                (g, c) => panic!(
+                    "{what}: GPU fits: {}, CPU fits: {}",
+                    g.is_some(),
+                    c.is_some()
+                ),
+            }
+        }
+    }
+}
