@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
 # after `../shared/tools/gpu-pack` here. Usage: bash benches/gpu/layouts-run.sh PART
-#   PART: matmul-tests | sass | bench | peers | regress | sanitize
+#   PART: matmul-tests | user2d-tests | sass | bench | peers | regress | sanitize | ab |
+#         tune-matmul | tune-all
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
 OUT=${OUT:-/tmp/out}
@@ -62,6 +63,41 @@ bench)
   ;;
 peers)
   t python3 benches/peers/peers.py --only "${PEERS_ONLY:-matmul}" --out "$OUT/peers.json" 2>&1 | tail -n 30 | tee -a "$OUT/peers.log"
+  ;;
+user2d-tests)
+  for b in .gpu/tests/user2d-*; do
+    t "$b" --ignored --test-threads=1 2>&1 | tail -n 20 | tee -a "$OUT/user2d-tests.log"
+  done
+  ;;
+ab)
+  # The 1-D kernels, launch and graph figures before this issue (tilekit-bench-base, built
+  # from 3fe79dc) and after, interleaved: base, new, base, new.
+  for r in 1 2; do
+    for which in base new; do
+      bin=.gpu/bin/tilekit-bench; [ $which = base ] && bin=.gpu/bin/tilekit-bench-base
+      t $bin --only chain,norms,launch,graph --out "$OUT/ab_${which}_$r.json" 2>&1 | grep -v "^  " | tail -n 40 > "$OUT/ab_${which}_$r.log"
+      tail -n 3 "$OUT/ab_${which}_$r.log"
+    done
+  done
+  ;;
+tune-matmul)
+  # Cold tune (empty CUBIN and tuning caches) of matmul 4096^3 bf16, then exhaustive.
+  TK=.gpu/bin/tilekit
+  export TILEKIT_TUNE_CACHE=/tmp/tune-q.sled
+  rm -rf /tmp/tkc-q /tmp/tune-q.sled
+  export TILEKIT_CACHE_DIR=/tmp/tkc-q CUDA_CACHE_DISABLE=1
+  t $TK tune --kernel matmul --shape 4096x4096x4096 --dtype bf16 --seed 1 --out "$OUT/q_matmul_cold.json" 2>&1 | tail -n 14
+  t $TK tune --kernel matmul --shape 4096x4096x4096 --dtype bf16 --seed 1 --dry-run --exhaustive --out "$OUT/q_matmul_exhaustive.json" 2>&1 | tail -n 6
+  a=$(python3 benches/gpu/winner.py "$OUT/q_matmul_cold.json")
+  e=$(python3 benches/gpu/winner.py "$OUT/q_matmul_exhaustive.json")
+  echo "adaptive pick: $a; exhaustive best: $e"
+  t $TK bench --kernel matmul --shape 4096x4096x4096 --dtype bf16 --config "$a" --config "$e" --out "$OUT/q_matmul_retime.json" 2>&1 | tail -n 12
+  ;;
+tune-all)
+  TK=.gpu/bin/tilekit
+  export TILEKIT_TUNE_CACHE=/tmp/tune-all.sled TILEKIT_CACHE_DIR=/tmp/tkc-all
+  t $TK tune --all --out "$OUT/tune_all.json" 2>&1 | tail -n 40
+  t $TK cache export "$OUT/h100.json"
   ;;
 sanitize)
   for tool in memcheck racecheck synccheck; do

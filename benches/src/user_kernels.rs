@@ -70,4 +70,29 @@ pub fn transpose2d<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
 }
 
 /// The three kernels' specs.
-pub static ALL: &[&tilekit::KernelSpec] = &[&add_rmsnorm::SPEC, &copy2d::SPEC, &transpose2d::SPEC];
+pub static ALL: &[&tilekit::KernelSpec] = &[
+    &add_rmsnorm::SPEC,
+    &copy2d::SPEC,
+    &transpose2d::SPEC,
+    &matmul_tf32::SPEC,
+];
+
+/// `C = A @ B` on f32 tensors with TF32 tensor cores (`dot_tf32`: operands rounded to TF32
+/// nearest-even, f32 accumulation), written as a user would: the library matmul's body
+/// with `dot_tf32`. Measured by `tilekit-bench --only matmul` (tf32 4096^3).
+#[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+#[tune(BM = [128, 64], BN = [128, 64], BK = [32, 16], STAGES = [3, 4, 2], WARPS = [4, 8])]
+#[constraint(smem_bytes() <= max_smem())]
+#[constraint(BM * BN <= 4096 * WARPS)]
+#[shapes(a = [M, K], b = [K, N], c = [M, N])]
+#[cost(flops = 2 * M * N * K)]
+pub fn matmul_tf32(a: &Tensor2<f32>, b: &Tensor2<f32>, c: &mut Tensor2<f32>) {
+    let (pm, pn) = (program_id(0), program_id(1));
+    let mut acc = zeros::<f32, BM, BN>();
+    for k in pipelined(0..a.cols(), BK, STAGES) {
+        let ta = load_tile(a, [pm * BM, k], [BM, BK]);
+        let tb = load_tile(b, [k, pn * BN], [BK, BN]);
+        acc = dot_tf32(ta, tb, acc);
+    }
+    store_tile(c, [pm * BM, pn * BN], acc);
+}

@@ -6,7 +6,7 @@
 
 use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
-use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d, ALL};
+use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, matmul_tf32, transpose2d, ALL};
 
 /// splitmix64 values uniform in [-scale, scale), rounded to `T`.
 fn random<T: Element>(n: usize, seed: u64, scale: f64) -> Vec<T> {
@@ -207,16 +207,28 @@ fn user_kernel_variants_compile_with_nvrtc() {
     for spec in ALL {
         let kernel = spec.kernel().expect("kernel IR");
         let chosen = tilekit_tuner::covering_variants(kernel, &targets);
-        for v in &chosen {
-            let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
-                .unwrap_or_else(|e| panic!("{}: {v}: {e}", spec.name));
-            let opts = CompileOptions::new(v.target.arch()).expect("options");
-            if let Err(e) =
-                compile_cubin(&src, &format!("{}.cu", spec.name), prelude_headers(), &opts)
-            {
-                panic!("NVRTC failed for `{}` variant {v}\n{e}", spec.name);
+        // In parallel: NVRTC is single-threaded per program.
+        std::thread::scope(|s| {
+            let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let chunk = chosen.len().div_ceil(workers).max(1);
+            for part in chosen.chunks(chunk) {
+                s.spawn(move || {
+                    for v in part {
+                        let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
+                            .unwrap_or_else(|e| panic!("{}: {v}: {e}", spec.name));
+                        let opts = CompileOptions::new(v.target.arch()).expect("options");
+                        if let Err(e) = compile_cubin(
+                            &src,
+                            &format!("{}.cu", spec.name),
+                            prelude_headers(),
+                            &opts,
+                        ) {
+                            panic!("NVRTC failed for `{}` variant {v}\n{e}", spec.name);
+                        }
+                    }
+                });
             }
-        }
+        });
         eprintln!("{}: {} variants compiled", spec.name, chosen.len());
     }
 }
@@ -302,6 +314,64 @@ fn gpu_add_rmsnorm_every_config_matches_cpu() {
                     c.is_some()
                 ),
             }
+        }
+    }
+}
+
+/// `matmul_tf32` on the GPU (TF32 tensor cores) against the CPU backend, which rounds the
+/// operands to TF32 the same way (nearest-even) and sums in f64; awkward shapes, every
+/// configuration. Also on the CPU against a plain f64 reference of the rounded operands.
+fn tf32_round(x: f32) -> f64 {
+    let u = x.to_bits();
+    if u & 0x7f80_0000 == 0x7f80_0000 {
+        return f64::from(x);
+    }
+    let u = (u + 0xfff + ((u >> 13) & 1)) & 0xffff_e000;
+    f64::from(f32::from_bits(u))
+}
+
+fn tf32_ref(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = tf32_round(a[i * k + p]);
+            for j in 0..n {
+                c[i * n + j] += x * tf32_round(b[p * n + j]);
+            }
+        }
+    }
+    c
+}
+
+fn tf32_case(rt: &Runtime, cfg: &Config, m: usize, k: usize, n: usize, seed: u64) {
+    let a: Vec<f32> = random(m * k, seed, 1.0);
+    let b: Vec<f32> = random(k * n, seed + 1, 1.0);
+    let ta = Tensor2::from_vec(rt, a.clone(), [m, k]).unwrap();
+    let tb = Tensor2::from_vec(rt, b.clone(), [k, n]).unwrap();
+    let mut tc = Tensor2::full(rt, [m, n], f32::NAN).unwrap();
+    matmul_tf32::launch_with(rt, cfg, &ta, &tb, &mut tc).unwrap();
+    close(
+        &format!("matmul_tf32 {m}x{k}x{n} [{cfg}]"),
+        &tc.to_vec().unwrap(),
+        &tf32_ref(&a, &b, m, k, n),
+        5e-5,
+    );
+}
+
+#[test]
+fn cpu_matmul_tf32_rounds_operands_like_the_reference() {
+    let rt = Runtime::cpu();
+    let cfg = matmul_tf32::SPEC.default_config().unwrap();
+    tf32_case(&rt, &cfg, 37, 50, 29, 11);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_tf32_matches_the_reference() {
+    let rt = gpu();
+    for cfg in configs(&matmul_tf32::SPEC).into_iter().take(8) {
+        for &(m, k, n) in &[(1usize, 1usize, 1usize), (130, 77, 200), (256, 256, 256)] {
+            tf32_case(&rt, &cfg, m, k, n, 21);
         }
     }
 }

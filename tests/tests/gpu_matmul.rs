@@ -286,3 +286,67 @@ fn gpu_matmul_sanitizer_small() {
         exact_case::<bf16>(&g, &mut r, Some(&c), 70, 100, 130);
     }
 }
+
+/// The default bf16 variant, compiled for this GPU's architecture, runs on tensor cores
+/// (HMMA, LDSM, LDGSTS in the SASS) with no local-memory traffic (no LDL/STL). Needs
+/// `cuobjdump` (the CUDA toolkit on the GPU machine: `$TILEKIT_CUDA_ROOT/bin` or
+/// /usr/local/cuda/bin).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_default_variant_sass_has_hmma_and_no_local_memory() {
+    use tilekit_codegen::{prelude_headers, variant_source, Target, Variant};
+    use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
+    let g = gpu();
+    let cc = g.device().expect("device").compute_capability;
+    let target = if cc.0 >= 9 {
+        Target::Sm90a
+    } else {
+        Target::Sm80
+    };
+    let spec = &matmul::SPEC;
+    let kernel = spec.kernel().unwrap();
+    let v = Variant {
+        config: spec.default_config().unwrap(),
+        bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
+        aligned: true,
+        target,
+    };
+    let src = variant_source(kernel, spec.cuda_template, &v).unwrap();
+    let opts = CompileOptions::new(target.arch()).unwrap();
+    let cubin = compile_cubin(&src, "matmul.cu", prelude_headers(), &opts).unwrap();
+    let dir = std::env::temp_dir().join(format!("tk-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("matmul.cubin");
+    std::fs::write(&path, &cubin.bytes).unwrap();
+    let root = std::env::var("TILEKIT_CUDA_ROOT").unwrap_or_else(|_| "/usr/local/cuda".into());
+    let out = std::process::Command::new(format!("{root}/bin/cuobjdump"))
+        .arg("-sass")
+        .arg(&path)
+        .output()
+        .or_else(|_| {
+            std::process::Command::new("/usr/local/cuda/bin/cuobjdump")
+                .arg("-sass")
+                .arg(&path)
+                .output()
+        })
+        .expect("cuobjdump");
+    let sass = String::from_utf8_lossy(&out.stdout);
+    let count = |op: &str| sass.matches(op).count();
+    eprintln!(
+        "default matmul bf16 {}: HMMA {}, LDSM {}, LDGSTS {}, LDL {}, STL {}, registers {:?}",
+        v.config,
+        count("HMMA"),
+        count("LDSM"),
+        count("LDGSTS"),
+        count("LDL"),
+        count("STL"),
+        cubin.registers
+    );
+    assert!(count("HMMA") > 0, "no HMMA in the default bf16 variant");
+    assert!(count("LDSM") > 0, "no ldmatrix in the default bf16 variant");
+    assert!(
+        count("LDGSTS") > 0,
+        "no cp.async in the default bf16 variant"
+    );
+    assert_eq!(count("LDL") + count("STL"), 0, "local-memory traffic");
+}

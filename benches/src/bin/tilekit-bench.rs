@@ -467,6 +467,58 @@ fn matmul_shape<T: Element + Float>(
     )
 }
 
+/// The user-written TF32 matmul (`tilekit_benches::user_kernels::matmul_tf32`) at n^3: the
+/// default and every configuration of its space, median of 10.
+fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
+    use tilekit_benches::user_kernels::matmul_tf32;
+    let a = Tensor2::<f32>::from_vec(rt, random(n * n, 7), [n, n])?;
+    let b = Tensor2::<f32>::from_vec(rt, random(n * n, 8), [n, n])?;
+    let mut c = Tensor2::<f32>::zeros(rt, [n, n])?;
+    let flops = 2.0 * (n * n * n) as f64;
+    let mut rows = Vec::new();
+    let (mut best_ms, mut best_cfg) = (f64::INFINITY, String::new());
+    let default = matmul_tf32::SPEC
+        .default_config()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    let all = matmul_tf32::SPEC
+        .space()
+        .map(|s| s.enumerate())
+        .unwrap_or_default();
+    for cfg in all {
+        let text = cfg.to_string();
+        match time_ms(rt, 2, 10, || {
+            matmul_tf32::launch_with(rt, &cfg, &a, &b, &mut c).map_err(Into::into)
+        }) {
+            Ok(t) => {
+                rows.push(json!({"config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12}));
+                if t < best_ms {
+                    best_ms = t;
+                    best_cfg = text;
+                }
+            }
+            Err(e) => rows.push(json!({"config": text, "error": format!("{e:#}")})),
+        }
+    }
+    let default_ms = rows
+        .iter()
+        .find(|r| r["config"] == default.as_str())
+        .and_then(|r| r["ms"].as_f64())
+        .unwrap_or(f64::NAN);
+    println!(
+        "matmul  tf32 {n}x{n}x{n} default {default:<52} {default_ms:>8.4} ms {:>7.1} TFLOP/s",
+        flops / (default_ms * 1e-3) / 1e12
+    );
+    println!(
+        "matmul  tf32 {n}x{n}x{n} best    {best_cfg:<52} {best_ms:>8.4} ms {:>7.1} TFLOP/s",
+        flops / (best_ms * 1e-3) / 1e12
+    );
+    Ok(
+        json!({"dtype": "tf32", "n": n, "default": default, "default_ms": default_ms, "best_config": best_cfg,
+        "best_ms": best_ms, "best_tflops": flops / (best_ms * 1e-3) / 1e12, "rows": rows}),
+    )
+}
+
 /// The tensor-core matmul: bf16 8192^3 and 4096^3, f16 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3
 /// bf16 only).
 fn matmul_record(rt: &Runtime) -> Result<Value> {
