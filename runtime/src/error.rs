@@ -11,12 +11,17 @@ use tilekit_ir::{DType, EvalError, SpaceError};
 /// operation (synchronization) failed. Each message says what to do.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum RuntimeError {
-    /// `libcuda` (the NVIDIA driver) could not be loaded.
+    /// `libcuda` (the NVIDIA driver) could not be loaded, or what the dynamic loader found
+    /// under its name is not the driver (it lacks entry points the runtime calls).
     #[error(
-        "the CUDA driver library (libcuda.so) could not be loaded: install the NVIDIA driver \
-         (a CUDA 13 driver or newer), or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
+        "the CUDA driver library (libcuda.so) could not be used: {reason}; install the NVIDIA \
+         driver (a CUDA 13 driver or newer), or add the directory holding its libcuda.so.1 to \
+         LD_LIBRARY_PATH"
     )]
-    NoDriver,
+    NoDriver {
+        /// What the loader found, or that it found nothing.
+        reason: String,
+    },
     /// NVRTC could not be loaded.
     #[error(
         "NVRTC (libnvrtc.so.13) could not be loaded: {source}; set TILEKIT_CUDA_ROOT (or CUDA_HOME) \

@@ -424,3 +424,59 @@ fn bench_checks_its_arguments_then_needs_a_gpu() {
         assert!(plot.contains("memory roof"), "{plot}");
     }
 }
+
+/// A system shared library that is certainly not CUDA (the recipe: `libm.so.6`).
+fn not_a_cuda_library() -> Option<std::path::PathBuf> {
+    [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/libm.so.6",
+        "/usr/lib64/libm.so.6",
+        "/lib/aarch64-linux-gnu/libm.so.6",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.is_file())
+}
+
+#[test]
+fn a_bogus_libcuda_is_a_typed_error_not_a_panic() {
+    let Some(libm) = not_a_cuda_library() else {
+        eprintln!("no libm.so.6 found: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let libs = dir.path().join("libs");
+    std::fs::create_dir(&libs).unwrap();
+    // Both names, so the bogus one is found before a real driver in ld.so.cache.
+    for name in ["libcuda.so", "libcuda.so.1"] {
+        std::fs::copy(&libm, libs.join(name)).unwrap();
+    }
+    let cache = dir.path().join("t.sled");
+    let out = tilekit(&cache)
+        .env("LD_LIBRARY_PATH", &libs)
+        .arg("devices")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(text.contains("no CUDA devices"), "{text}");
+    assert!(
+        text.contains("not a usable NVIDIA driver library"),
+        "{text}"
+    );
+    assert!(text.contains("lacks cuInit"), "{text}");
+    let out = tilekit(&cache)
+        .env("LD_LIBRARY_PATH", &libs)
+        .args(["tune", "--kernel", "softmax", "--shape", "64x64"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("lacks cuInit"), "{err}");
+}
