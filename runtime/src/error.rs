@@ -202,6 +202,18 @@ pub enum LaunchError {
         /// What was passed.
         found: String,
     },
+    /// A tensor the kernel writes addresses some element twice (a stride of 0, rows that
+    /// overlap), or its memory meets another argument's: programs would race, or read what
+    /// another program wrote. See "Aliasing" in `docs/semantics.md`.
+    #[error("kernel `{kernel}`, parameter `{param}`: {message}")]
+    Aliased {
+        /// Kernel name.
+        kernel: String,
+        /// The written parameter.
+        param: String,
+        /// What overlaps what.
+        message: String,
+    },
     /// A tensor of the wrong rank.
     #[error("kernel `{kernel}`, parameter `{param}`: expected a rank-{expected} tensor, found rank {found}")]
     Rank {

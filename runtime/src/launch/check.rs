@@ -114,6 +114,48 @@ pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(),
     Ok(())
 }
 
+/// A tensor the kernel writes must address each of its elements once
+/// ([`super::args::Layout::distinct_elements`]), and its bytes must not meet any other
+/// argument's (see "Aliasing" in `docs/semantics.md`). The arguments' kinds must have been
+/// checked. Depends on addresses, so a launch memo hit runs it again.
+pub(crate) fn check_aliasing(kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), LaunchError> {
+    for (i, (p, arg)) in kernel.params.iter().zip(args).enumerate() {
+        let Arg::TensorMut(t) = arg else { continue };
+        let refuse = |message: String| LaunchError::Aliased {
+            kernel: kernel.name.clone(),
+            param: p.name.clone(),
+            message,
+        };
+        if !t.layout.distinct_elements() {
+            return Err(refuse(format!(
+                "it is written, but its view (shape {:?}, strides {:?}) addresses some \
+                 elements more than once: the programs writing them would race",
+                t.layout.shape(),
+                t.layout.strides()
+            )));
+        }
+        let Some((start, end)) = arg.byte_range() else {
+            continue;
+        };
+        for (j, (q, other)) in kernel.params.iter().zip(args).enumerate() {
+            if j == i {
+                continue;
+            }
+            if let Some((s, e)) = other.byte_range() {
+                if s < end && start < e {
+                    return Err(refuse(format!(
+                        "it is written, and its memory overlaps that of `{}`: a written \
+                         tensor must not share memory with any other argument (to compute \
+                         in place, declare one `&mut` parameter and pass the tensor once)",
+                        q.name
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks a launch (see [`super::launch_with`]). `resources`, when given, makes `smem_bytes()`,
 /// `max_smem()` and `threads()` known to the constraints.
 pub(crate) fn check<'k>(
@@ -211,6 +253,8 @@ pub(crate) fn check<'k>(
             }
         }
     }
+
+    check_aliasing(kernel, args)?;
 
     // The shape contract: dimensions named alike have equal extents.
     let mut dims: HashMap<String, i64> = HashMap::new();

@@ -429,3 +429,91 @@ fn empty_grid_is_a_no_op_and_negative_grid_an_error() {
     let e = s.launch(spec, -1i64).unwrap_err();
     assert!(matches!(e, LaunchError::Grid { axis: 0, .. }), "{e}");
 }
+
+#[test]
+fn aliased_outputs_are_refused() {
+    let spec = row_copy(vec![dim(0, 0)], vec![], true);
+    let s = io(4, 5);
+    let (rt, b) = (s.rt.clone(), f32s());
+    let view = |len: usize, strides: [usize; 2], fill: f32| {
+        Tensor2::from_vec_strided(&rt, vec![fill; len], [4, 5], strides, 0).unwrap()
+    };
+    let run = |x: &Tensor2<f32>, y: &mut Tensor2<f32>| {
+        launch(
+            &rt,
+            spec,
+            &b,
+            &mut [Arg::from(x), Arg::from(y), Arg::from(5usize)],
+        )
+    };
+    // Every row of `y` is the same 5 elements (row stride 0): programs would race.
+    let mut y = view(5, [0, 1], -7.0);
+    let e = run(&s.x, &mut y).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Aliased { param, .. } if param == "y"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("strides [0, 1]"), "{e}");
+    assert!(untouched(&y));
+    // Rows that overlap by one element (stride 4 < span 5) are refused too.
+    let e = run(&s.x, &mut view(17, [4, 1], -7.0)).unwrap_err();
+    assert!(matches!(&e, LaunchError::Aliased { .. }), "{e}");
+    // A read tensor with a stride of 0 (a broadcast row) is fine, and so is a transposed
+    // (column-major) output: it addresses each element once.
+    let mut y = view(20, [5, 1], -7.0);
+    run(&view(5, [0, 1], 1.0), &mut y).unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![2.0; 20]);
+    let mut t = view(20, [1, 4], -7.0);
+    run(&s.x, &mut t).unwrap();
+    assert_eq!(t.get([3, 4]), Some(20.0));
+}
+
+#[test]
+fn a_written_tensor_must_not_meet_another_arguments_memory() {
+    use crate::launch::{Layout, TensorArg, TensorArgMut};
+    use crate::runtime::Backend;
+    let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
+        .analyzed()
+        .unwrap()
+        .kernel;
+    // Device tensors of 4 x 5 f32 (80 bytes), row-major, at fake addresses.
+    let layout = |offset: usize| Layout {
+        dtype: DType::F32,
+        backend: Backend::Cuda { ordinal: 0 },
+        rank: 2,
+        dims: [4, 5, 0],
+        stride: [5, 1, 0],
+        offset,
+    };
+    let args = |x_at: u64, x_offset: usize, y_at: u64| {
+        [
+            Arg::Tensor(TensorArg {
+                layout: layout(x_offset),
+                data: None,
+                device: Some(x_at),
+            }),
+            Arg::TensorMut(TensorArgMut {
+                layout: layout(0),
+                data: None,
+                device: Some(y_at),
+            }),
+            Arg::from(5usize),
+        ]
+    };
+    let check = |a: &[Arg<'_>]| crate::launch::check_aliasing(kernel, a);
+    // Adjacent: fine. The same memory, a byte of it, or an offset view reaching it: refused.
+    assert!(check(&args(0x1000, 0, 0x1050)).is_ok());
+    assert!(check(&args(0x1050, 0, 0x1000)).is_ok());
+    for (x_at, x_offset, y_at) in [
+        (0x1000, 0, 0x1000),
+        (0x1000, 0, 0x104f),
+        (0x1000, 19, 0x1000 + 150),
+    ] {
+        let e = check(&args(x_at, x_offset, y_at)).unwrap_err();
+        assert!(
+            matches!(&e, LaunchError::Aliased { param, message, .. }
+                if param == "y" && message.contains("overlaps that of `x`")),
+            "{e}"
+        );
+    }
+}
