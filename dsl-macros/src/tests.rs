@@ -524,3 +524,36 @@ fn snapshots_of_ir_and_launcher() {
     let file: syn::File = syn::parse2(tokens).expect("generated module parses");
     insta::assert_snapshot!("scale_launcher", prettyplease::unparse(&file));
 }
+
+#[test]
+fn float_literals_and_float_scalars_in_launch_constraints() {
+    let k = ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            #[constraint(eps > 0.0 && eps < 1e-2)]
+            pub fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>, eps: f32) {
+                let cols = arange::<BLOCK>();
+                let v = load(x.row(program_id(0)), cols, cols < x.cols(), 0.0);
+                store(y.row(program_id(0)), cols, v + eps, cols < x.cols());
+            }
+        },
+    );
+    assert_eq!(k.constraints[0].phase(), Phase::Launch);
+    assert_eq!(
+        k.constraints[0].expr.to_string(),
+        "((arg2 > 0.0) && (arg2 < 0.01))"
+    );
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[constraint(x.rows() > "1")]
+            pub fn k(x: &Tensor2<f32>) {}
+        },
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("integer, float and bool literals")),
+        "{errs:?}"
+    );
+}

@@ -37,7 +37,7 @@ pub use builder::KernelBuilder;
 pub use covering::pairwise_cover;
 pub use diag::Diagnostic;
 pub use dtype::{Bindings, DType, Elem};
-pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Phase};
+pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, HostFloat, Phase};
 pub use infer::{infer, Ty, Types};
 pub use kernel::{Constraint, InputGen, Kernel, Param, ParamKind, Problem};
 pub use op::{

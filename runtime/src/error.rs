@@ -273,6 +273,20 @@ pub enum LaunchError {
         /// The configuration.
         config: String,
     },
+    /// A `#[constraint]` that reads no tuning parameter (so no configuration can pass) does
+    /// not hold for these arguments: a tensor's shape, a scalar's value (a comparison with
+    /// NaN is false).
+    #[error(
+        "kernel `{kernel}`: constraint `{constraint}` does not hold for the arguments ({arguments})"
+    )]
+    ArgConstraint {
+        /// Kernel name.
+        kernel: String,
+        /// The constraint's source text.
+        constraint: String,
+        /// Each argument the constraint reads, with its shape or value (`` `eps` = NaN ``).
+        arguments: String,
+    },
     /// A `#[constraint]` could not be evaluated (division by zero, overflow, type error).
     #[error("kernel `{kernel}`: constraint `{constraint}` cannot be evaluated: {source}")]
     ConstraintEval {

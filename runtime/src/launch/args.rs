@@ -6,7 +6,7 @@ use crate::element::Element;
 use crate::error::LaunchError;
 use crate::runtime::Backend;
 use crate::tensor::{HostSlice, HostSliceMut, Tensor};
-use tilekit_ir::{Bindings, DType, EvalValue, Kernel};
+use tilekit_ir::{Bindings, DType, EvalValue, HostFloat, Kernel};
 
 /// A scalar kernel argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,14 +38,25 @@ impl ScalarValue {
         })
     }
 
-    /// The value of an integer or boolean scalar in host expressions (`None` for floats).
+    /// The value of the scalar in host expressions (`None` for a `usize` beyond `i64`).
     pub fn to_eval(&self) -> Option<EvalValue> {
         match self {
-            ScalarValue::F32(_) => None,
+            ScalarValue::F32(v) => Some(EvalValue::Float(HostFloat(f64::from(*v)))),
             ScalarValue::I32(v) => Some(EvalValue::Int(i64::from(*v))),
             ScalarValue::I64(v) => Some(EvalValue::Int(*v)),
             ScalarValue::Usize(v) => i64::try_from(*v).ok().map(EvalValue::Int),
             ScalarValue::Bool(v) => Some(EvalValue::Bool(*v)),
+        }
+    }
+
+    /// The value as written in Rust (`NaN`, `-1.0`, `7`).
+    pub(crate) fn value_text(&self) -> String {
+        match self {
+            ScalarValue::F32(v) => format!("{v:?}"),
+            ScalarValue::I32(v) => v.to_string(),
+            ScalarValue::I64(v) => v.to_string(),
+            ScalarValue::Usize(v) => v.to_string(),
+            ScalarValue::Bool(v) => v.to_string(),
         }
     }
 

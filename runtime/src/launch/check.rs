@@ -61,6 +61,50 @@ impl ExprEnv for LaunchEnv<'_> {
     }
 }
 
+impl LaunchEnv<'_> {
+    /// Each argument `e` reads, with its shape or value, in parameter order:
+    /// `` `x` has shape [4, 100], `eps` = NaN ``; named dimensions as `` `M` = 4 ``.
+    pub(crate) fn describe_reads(&self, kernel: &Kernel, e: &Expr) -> String {
+        fn leaves(e: &Expr, params: &mut Vec<usize>, dims: &mut Vec<String>) {
+            match e {
+                Expr::TensorDim { param, .. } | Expr::Scalar(param) => params.push(*param),
+                Expr::Dim(d) => dims.push(d.clone()),
+                Expr::Call(_, args) => args.iter().for_each(|a| leaves(a, params, dims)),
+                Expr::Bin(_, a, b) => {
+                    leaves(a, params, dims);
+                    leaves(b, params, dims);
+                }
+                Expr::Not(a) | Expr::Neg(a) => leaves(a, params, dims),
+                _ => {}
+            }
+        }
+        let (mut params, mut dims) = (Vec::new(), Vec::new());
+        leaves(e, &mut params, &mut dims);
+        params.sort_unstable();
+        params.dedup();
+        dims.sort();
+        dims.dedup();
+        let mut out: Vec<String> = params
+            .into_iter()
+            .filter_map(|i| {
+                let p = kernel.params.get(i)?;
+                if let Some(Some(shape)) = self.shapes.get(i) {
+                    Some(format!("`{}` has shape {shape:?}", p.name))
+                } else if let Some(Some(s)) = self.scalars.get(i) {
+                    Some(format!("`{}` = {}", p.name, s.value_text()))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        out.extend(
+            dims.iter()
+                .filter_map(|d| Some(format!("`{d}` = {}", self.dims.get(d)?))),
+        );
+        out.join(", ")
+    }
+}
+
 /// Three-valued evaluation of a constraint: `Ok(None)` when it depends on something unknown
 /// on this backend (and no known part of a conjunction or disjunction decides it).
 pub(crate) fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalError> {
@@ -301,6 +345,13 @@ pub(crate) fn check<'k>(
     for c in &kernel.constraints {
         match eval_constraint(&c.expr, &env) {
             Ok(Some(true)) | Ok(None) => {}
+            Ok(Some(false)) if !c.expr.reads_config() => {
+                return Err(LaunchError::ArgConstraint {
+                    kernel: name(),
+                    constraint: c.text.clone(),
+                    arguments: env.describe_reads(kernel, &c.expr),
+                })
+            }
             Ok(Some(false)) => {
                 return Err(LaunchError::Constraint {
                     kernel: name(),

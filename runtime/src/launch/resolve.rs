@@ -43,7 +43,9 @@ pub(crate) fn resolve<R>(
             Err(e) => {
                 let past_checks = !matches!(
                     e,
-                    LaunchError::Constraint { .. } | LaunchError::Config { .. }
+                    LaunchError::Constraint { .. }
+                        | LaunchError::ArgConstraint { .. }
+                        | LaunchError::Config { .. }
                 );
                 if past_checks && tuned_error.is_none() {
                     tuned_error = Some(e.clone());
