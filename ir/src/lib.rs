@@ -29,6 +29,7 @@ pub mod expr;
 pub mod hash;
 pub mod infer;
 pub mod kernel;
+pub mod limits;
 pub mod op;
 pub mod shape;
 pub mod space;

@@ -521,11 +521,18 @@ pub fn build(
     // Inference diagnostics are reported alongside front-end errors (poisoned values are
     // silent by construction); after a front-end error, only those with a span.
     let front_end_failed = cx.has_errors();
-    let (_, diags) = tilekit_ir::infer(&kernel);
+    let (types, diags) = tilekit_ir::infer(&kernel);
+    // Tile sizes are known once every value is typed.
+    let limits = if diags.is_empty() && !front_end_failed {
+        tilekit_ir::limits::tile_limit_diagnostics(&kernel, &types)
+    } else {
+        Vec::new()
+    };
     cx.diagnostics(
         diags
             .into_iter()
             .filter(|d| !front_end_failed || d.loc.span != 0)
+            .chain(limits)
             .collect(),
     );
     kernel

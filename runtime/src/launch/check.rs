@@ -9,8 +9,8 @@ use crate::runtime::Backend;
 use std::collections::HashMap;
 use tilekit_codegen::ResourceEnv;
 use tilekit_ir::{
-    Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Kernel,
-    ParamKind, Types,
+    limits, Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func,
+    Kernel, ParamKind, Types,
 };
 
 /// A launch that passed every check: what a backend needs to run it.
@@ -367,6 +367,21 @@ pub(crate) fn check<'k>(
                 })
             }
         }
+    }
+
+    // Tiles held in registers: at most 4096 elements per thread (the prelude's limit). A
+    // configuration over it is refused like a failing constraint (the resolution passes
+    // over it), on both backends: the CPU backend would allocate it.
+    if let Some(e) = limits::first_excess(kernel, types, &config) {
+        return Err(LaunchError::Constraint {
+            kernel: name(),
+            constraint: format!(
+                "every tile within {} elements per thread: {}",
+                limits::MAX_ELEMS_PER_THREAD,
+                e.describe(kernel, types)
+            ),
+            config: config.to_string(),
+        });
     }
 
     if kernel.grid.is_empty() || kernel.grid.len() > 3 {

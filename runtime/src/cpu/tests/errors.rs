@@ -11,11 +11,21 @@ use tilekit_ir::{Bindings, Config, ExprOp, Func};
 
 /// `y[r, :] = x[r, :] + 1` over rows, BLOCK columns, with a configurable grid and constraints.
 fn row_copy(grid: Vec<Expr>, constraints: Vec<(Expr, &str)>, masked: bool) -> &'static KernelSpec {
+    row_copy_blocks(&[8, 16], grid, constraints, masked)
+}
+
+/// [`row_copy`] with the given `BLOCK` values.
+fn row_copy_blocks(
+    blocks: &[i64],
+    grid: Vec<Expr>,
+    constraints: Vec<(Expr, &str)>,
+    masked: bool,
+) -> &'static KernelSpec {
     let mut k = K::new(
         "row_copy",
         rows_params(),
         grid,
-        &[("BLOCK", &[8, 16])],
+        &[("BLOCK", blocks)],
         ROWS_SHAPES,
     );
     k.constrain(
@@ -519,4 +529,52 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn configurations_with_tiles_over_the_limit_are_passed_over_or_refused() {
+    // No WARPS: 128 threads, so at most 4096 x 128 = 524288 elements per tile.
+    let spec = row_copy_blocks(&[1 << 20, 16], vec![dim(0, 0)], vec![], true);
+    let mut s = io(4, 5);
+    // The default (BLOCK=1048576) is over the limit: the launch takes BLOCK=16.
+    let config = {
+        let args = [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)];
+        crate::launch::chosen_config(&s.rt, spec, &f32s(), &args).unwrap()
+    };
+    assert_eq!(config.to_string(), "BLOCK=16");
+    s.launch(spec, 5usize).unwrap();
+    assert_eq!(s.y.to_vec().unwrap(), s.x_plus_one());
+    // Asked for explicitly, it is refused before anything is allocated or written.
+    let mut s = io(4, 5);
+    let big = Config::parse("BLOCK=1048576").unwrap();
+    let e = launch_with(
+        &s.rt,
+        spec,
+        &big,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Constraint { constraint, config, .. }
+            if constraint.contains("4096 elements per thread") && config == "BLOCK=1048576"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("8192 per thread with 128 threads"),
+        "{e}"
+    );
+    assert!(untouched(&s.y));
+}
+
+#[test]
+fn the_tile_limit_agrees_with_the_code_generator() {
+    assert_eq!(
+        u64::from(tilekit_codegen::DEFAULT_THREADS),
+        tilekit_ir::limits::DEFAULT_THREADS
+    );
+    let prelude = tilekit_codegen::prelude_headers()
+        .iter()
+        .any(|(_, text)| text.contains("static_assert(SLOTS <= 4096"));
+    assert!(prelude, "the prelude's per-thread limit moved");
 }
