@@ -557,3 +557,53 @@ fn float_literals_and_float_scalars_in_launch_constraints() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn the_reserved_names_are_one_list_in_code_and_docs() {
+    let docs = include_str!("../../docs/semantics.md");
+    let rows: Vec<&str> = docs
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("| `"))
+        .collect();
+    assert_eq!(rows.len(), tilekit_ir::space::RESERVED.len(), "{rows:?}");
+    for (row, r) in rows.iter().zip(tilekit_ir::space::RESERVED.iter()) {
+        assert!(row.starts_with(&format!("| `{}` |", r.name)), "{row}");
+        assert!(row.ends_with(&format!("| {} |", r.meaning)), "{row}");
+        if let tilekit_ir::space::ReservedValues::Names(names) = r.values {
+            for n in names {
+                assert!(row.contains(&format!("`{n}`")), "{row}: {n}");
+            }
+        }
+    }
+    assert_eq!(
+        tilekit_ir::space::SMEM_LAYOUTS,
+        tilekit_codegen::smem::SmemKind::NAMES
+    );
+}
+
+#[test]
+fn names_that_clash_with_tuning_names_or_builtins_are_errors() {
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [16], SMEM = [Padded, Diagonal])]
+            fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>, BLOCK: usize, arange: f32) {
+                let BLOCK = 64;
+                let cols = arange::<16>();
+                store(y.row(0), cols, load(x.row(0), cols, cols < x.cols(), 0.0), cols < x.cols());
+            }
+        },
+    );
+    let has = |s: &str| errs.iter().any(|e| e.contains(s));
+    assert!(
+        has("parameter `BLOCK` has a name kernel code already uses: `BLOCK` is a tuning parameter"),
+        "{errs:?}"
+    );
+    assert!(
+        has("parameter `arange` has a name kernel code already uses: `arange` is a builtin"),
+        "{errs:?}"
+    );
+    assert!(has("`BLOCK` cannot be rebound in a kernel"), "{errs:?}");
+    assert!(has("`Diagonal` is not a value of `SMEM`"), "{errs:?}");
+}
