@@ -607,3 +607,31 @@ fn names_that_clash_with_tuning_names_or_builtins_are_errors() {
     assert!(has("`BLOCK` cannot be rebound in a kernel"), "{errs:?}");
     assert!(has("`Diagonal` is not a value of `SMEM`"), "{errs:?}");
 }
+
+#[test]
+fn a_bad_tuning_value_is_reported_alone() {
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [-5, 128, 1.5], WARPS = [4], GROUP = [true, 2])]
+            fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>) {
+                let cols = arange::<BLOCK>();
+                let g = GROUP;
+                store(y.row(0), cols, load(x.row(0), cols, cols < x.cols(), 0.0), cols < x.cols());
+            }
+        },
+    );
+    assert_eq!(
+        errs.iter()
+            .filter(|e| e.contains("tuning values are non-negative integers"))
+            .count(),
+        2,
+        "{errs:?}"
+    );
+    assert!(errs.iter().any(|e| e.contains("mix integers")), "{errs:?}");
+    assert!(
+        !errs.iter().any(|e| e.contains("used but not declared")),
+        "{errs:?}"
+    );
+    assert_eq!(errs.len(), 3, "{errs:?}");
+}

@@ -272,6 +272,29 @@ pub enum LaunchError {
         constraint: String,
         /// The configuration.
         config: String,
+        /// Each argument the constraint reads, with its shape or value (empty when it reads
+        /// none, such as `smem_bytes() <= max_smem()`).
+        arguments: String,
+    },
+    /// No configuration of the space passes for these arguments: each one tried fails a
+    /// constraint, and the default's failure reads the arguments (say `x.cols() <= BLOCK`
+    /// with more columns than the largest `BLOCK`).
+    #[error(
+        "kernel `{kernel}`: no configuration fits these arguments ({arguments}): each of the \
+         {tried} configurations tried fails a constraint; the default `{config}` fails \
+         `{constraint}`"
+    )]
+    NoConfiguration {
+        /// Kernel name.
+        kernel: String,
+        /// The constraint the default configuration fails.
+        constraint: String,
+        /// The default configuration.
+        config: String,
+        /// Each argument that constraint reads, with its shape or value.
+        arguments: String,
+        /// How many configurations were tried.
+        tried: usize,
     },
     /// A `#[constraint]` that reads no tuning parameter (so no configuration can pass) does
     /// not hold for these arguments: a tensor's shape, a scalar's value (a comparison with

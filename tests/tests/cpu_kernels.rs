@@ -166,6 +166,22 @@ fn rmsnorm_matches_reference_at_awkward_sizes() {
 }
 
 #[test]
+fn softmax_too_wide_for_every_configuration_names_the_argument() {
+    let rt = Runtime::cpu();
+    let x = Tensor2::<f32>::full(&rt, [2, 10000], 1.0).unwrap();
+    let mut y = Tensor2::<f32>::full(&rt, [2, 10000], 7.0).unwrap();
+    let e = softmax::launch(&rt, &x, &mut y).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::NoConfiguration { constraint, arguments, tried, .. }
+            if constraint == "x.cols() <= BLOCK"
+                && arguments == "`x` has shape [2, 10000]"
+                && *tried == 12),
+        "{e}"
+    );
+    assert!(y.to_vec().unwrap().iter().all(|v| *v == 7.0));
+}
+
+#[test]
 fn rmsnorm_refuses_a_non_positive_or_nan_eps_naming_it() {
     let rt = Runtime::cpu();
     let x = Tensor2::<f32>::full(&rt, [3, 100], 1.0).unwrap();

@@ -480,3 +480,30 @@ fn a_bogus_libcuda_is_a_typed_error_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains("lacks cuInit"), "{err}");
 }
+
+#[test]
+fn an_error_is_printed_once_not_with_its_cause_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    // A database whose files are directories: sled fails with "IO error: Is a directory".
+    let path = dir.path().join("t.sled");
+    std::fs::create_dir_all(path.join("db")).unwrap();
+    let out = tilekit(&path)
+        .args(["cache", "show"])
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("tilekit: error:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let parts: Vec<&str> = line.split(": ").collect();
+    for (i, p) in parts.iter().enumerate() {
+        assert!(
+            !parts[i + 1..].contains(p) || p.is_empty(),
+            "`{p}` printed twice: {line}"
+        );
+    }
+    assert!(line.contains("Is a directory"), "{line}");
+}

@@ -27,10 +27,20 @@ fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
             continue;
         }
         if entry.values.is_empty() {
-            cx.error(
-                entry.list_span,
-                format!("tuning parameter `{name}` needs at least one value"),
-            );
+            // Declared all the same (without values), so that its uses report nothing more;
+            // a list whose values were all refused has been reported value by value.
+            if entry.bad.is_empty() {
+                cx.error(
+                    entry.list_span,
+                    format!("tuning parameter `{name}` needs at least one value"),
+                );
+            }
+            let loc = cx.loc(entry.name.span());
+            params.push(TuneParam {
+                name,
+                values: Vec::new(),
+                loc,
+            });
             continue;
         }
         let mut values = Vec::new();
@@ -52,6 +62,13 @@ fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
                 entry.list_span,
                 format!("the values of `{name}` mix integers, booleans and names"),
             );
+            // Declared without values (see above).
+            let loc = cx.loc(entry.name.span());
+            params.push(TuneParam {
+                name,
+                values: Vec::new(),
+                loc,
+            });
             continue;
         }
         if let Some(r) = tilekit_ir::space::reserved(&name) {

@@ -357,6 +357,7 @@ pub(crate) fn check<'k>(
                     kernel: name(),
                     constraint: c.text.clone(),
                     config: config.to_string(),
+                    arguments: env.describe_reads(kernel, &c.expr),
                 })
             }
             Err(source) => {
@@ -381,6 +382,7 @@ pub(crate) fn check<'k>(
                 e.describe(kernel, types)
             ),
             config: config.to_string(),
+            arguments: String::new(),
         });
     }
 
