@@ -565,3 +565,114 @@ fn trans_lowers_as_call_and_method_and_rejects_rank_1() {
         "{errs:#?}"
     );
 }
+
+#[test]
+fn float_literals_and_float_scalars_in_launch_constraints() {
+    let k = ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            #[constraint(eps > 0.0 && eps < 1e-2)]
+            pub fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>, eps: f32) {
+                let cols = arange::<BLOCK>();
+                let v = load(x.row(program_id(0)), cols, cols < x.cols(), 0.0);
+                store(y.row(program_id(0)), cols, v + eps, cols < x.cols());
+            }
+        },
+    );
+    assert_eq!(k.constraints[0].phase(), Phase::Launch);
+    assert_eq!(
+        k.constraints[0].expr.to_string(),
+        "((arg2 > 0.0) && (arg2 < 0.01))"
+    );
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[constraint(x.rows() > "1")]
+            pub fn k(x: &Tensor2<f32>) {}
+        },
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("integer, float and bool literals")),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn the_reserved_names_are_one_list_in_code_and_docs() {
+    let docs = include_str!("../../docs/semantics.md");
+    let rows: Vec<&str> = docs
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("| `"))
+        .collect();
+    assert_eq!(rows.len(), tilekit_ir::space::RESERVED.len(), "{rows:?}");
+    for (row, r) in rows.iter().zip(tilekit_ir::space::RESERVED.iter()) {
+        assert!(row.starts_with(&format!("| `{}` |", r.name)), "{row}");
+        assert!(row.ends_with(&format!("| {} |", r.meaning)), "{row}");
+        if let tilekit_ir::space::ReservedValues::Names(names) = r.values {
+            for n in names {
+                assert!(row.contains(&format!("`{n}`")), "{row}: {n}");
+            }
+        }
+    }
+    assert_eq!(
+        tilekit_ir::space::SMEM_LAYOUTS,
+        tilekit_codegen::smem::SmemKind::NAMES
+    );
+}
+
+#[test]
+fn names_that_clash_with_tuning_names_or_builtins_are_errors() {
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [16], SMEM = [Padded, Diagonal])]
+            fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>, BLOCK: usize, arange: f32) {
+                let BLOCK = 64;
+                let cols = arange::<16>();
+                store(y.row(0), cols, load(x.row(0), cols, cols < x.cols(), 0.0), cols < x.cols());
+            }
+        },
+    );
+    let has = |s: &str| errs.iter().any(|e| e.contains(s));
+    assert!(
+        has("parameter `BLOCK` has a name kernel code already uses: `BLOCK` is a tuning parameter"),
+        "{errs:?}"
+    );
+    assert!(
+        has("parameter `arange` has a name kernel code already uses: `arange` is a builtin"),
+        "{errs:?}"
+    );
+    assert!(has("`BLOCK` cannot be rebound in a kernel"), "{errs:?}");
+    assert!(has("`Diagonal` is not a value of `SMEM`"), "{errs:?}");
+}
+
+#[test]
+fn a_bad_tuning_value_is_reported_alone() {
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [-5, 128, 1.5], WARPS = [4], GROUP = [true, 2])]
+            fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>) {
+                let cols = arange::<BLOCK>();
+                let g = GROUP;
+                store(y.row(0), cols, load(x.row(0), cols, cols < x.cols(), 0.0), cols < x.cols());
+            }
+        },
+    );
+    assert_eq!(
+        errs.iter()
+            .filter(|e| e.contains("tuning values are non-negative integers"))
+            .count(),
+        2,
+        "{errs:?}"
+    );
+    assert!(errs.iter().any(|e| e.contains("mix integers")), "{errs:?}");
+    assert!(
+        !errs.iter().any(|e| e.contains("used but not declared")),
+        "{errs:?}"
+    );
+    assert_eq!(errs.len(), 3, "{errs:?}");
+}

@@ -1,5 +1,6 @@
-//! Host-side integer/boolean expressions: launch grids, constraints, cost formulas and the
-//! shared-memory allocation plan. Evaluated by the runtime and the tuner, phase by phase.
+//! Host-side expressions (integers, booleans, enumeration values, and floats for scalar
+//! arguments): launch grids, constraints, cost formulas and the shared-memory allocation
+//! plan. Evaluated by the runtime and the tuner, phase by phase.
 
 use crate::dtype::Elem;
 use serde::{Deserialize, Serialize};
@@ -131,11 +132,42 @@ pub enum Phase {
     Launch,
 }
 
+/// A float in host expressions (a literal such as `0.0`, or the value of an `f32` scalar
+/// argument). Equality and hashing of *expressions* go by its bits, so [`Expr`] and
+/// [`EvalValue`] stay `Eq + Hash`; evaluated comparisons are IEEE, with every comparison
+/// involving NaN false (see [`Expr::eval`]).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HostFloat(pub f64);
+
+impl PartialEq for HostFloat {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for HostFloat {}
+
+impl std::hash::Hash for HostFloat {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.to_bits().hash(state);
+    }
+}
+
+impl fmt::Display for HostFloat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `{:?}` keeps a `.0` on integral values, so the text reads as a float again.
+        write!(f, "{:?}", self.0)
+    }
+}
+
 /// A host expression.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Expr {
     /// Integer literal.
     Int(i64),
+    /// Float literal (compared with float scalar arguments in launch constraints).
+    Float(HostFloat),
     /// Boolean literal.
     Bool(bool),
     /// An enumeration value such as `Swizzle128`.
@@ -149,7 +181,7 @@ pub enum Expr {
         /// Axis.
         axis: u8,
     },
-    /// A scalar argument (integer or bool).
+    /// A scalar argument (integer, bool or float).
     Scalar(usize),
     /// A named problem dimension (`M`, `N`, ...).
     Dim(String),
@@ -170,6 +202,8 @@ pub enum Expr {
 pub enum EvalValue {
     /// Integer.
     Int(i64),
+    /// Float (an `f32` scalar argument or a float literal).
+    Float(HostFloat),
     /// Boolean.
     Bool(bool),
     /// Enumeration value.
@@ -180,6 +214,7 @@ impl fmt::Display for EvalValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EvalValue::Int(v) => write!(f, "{v}"),
+            EvalValue::Float(v) => write!(f, "{v}"),
             EvalValue::Bool(v) => write!(f, "{v}"),
             EvalValue::Enum(v) => f.write_str(v),
         }
@@ -246,7 +281,9 @@ impl Expr {
     /// ```
     pub fn phase(&self) -> Phase {
         match self {
-            Expr::Int(_) | Expr::Bool(_) | Expr::Enum(_) | Expr::Tune(_) => Phase::Static,
+            Expr::Int(_) | Expr::Float(_) | Expr::Bool(_) | Expr::Enum(_) | Expr::Tune(_) => {
+                Phase::Static
+            }
             Expr::SizeOf(_) => Phase::Target,
             Expr::TensorDim { .. } | Expr::Scalar(_) | Expr::Dim(_) => Phase::Launch,
             Expr::Call(f, args) => {
@@ -264,6 +301,11 @@ impl Expr {
 
     /// Evaluates under `env`.
     ///
+    /// Floats: `+ - * /` and comparisons mix integers and floats (the integer is converted);
+    /// a comparison (`==`, `!=`, `<`, ..) with a NaN operand is false, so a constraint such
+    /// as `eps > 0.0` or `eps != 0.0` refuses NaN. `%`, `cdiv`, `min`, `max` and grids take
+    /// integers only.
+    ///
     /// ```
     /// use tilekit_ir::{EvalValue, Expr, ExprEnv, ExprOp, Func};
     /// struct Env;
@@ -279,6 +321,7 @@ impl Expr {
         let unavailable = |s: String| EvalError::Unavailable(s);
         Ok(match self {
             Expr::Int(v) => Int(*v),
+            Expr::Float(v) => Float(*v),
             Expr::Bool(v) => Bool(*v),
             Expr::Enum(v) => Enum(v.clone()),
             Expr::Tune(n) => env.tune(n).ok_or_else(|| unavailable(n.clone()))?,
@@ -322,7 +365,11 @@ impl Expr {
                 Bool(b) => Bool(!b),
                 v => return Err(EvalError::Type(format!("`!` applied to {v}"))),
             },
-            Expr::Neg(a) => Int(a.eval_int(env)?.checked_neg().ok_or(EvalError::Overflow)?),
+            Expr::Neg(a) => match a.eval(env)? {
+                Int(v) => Int(v.checked_neg().ok_or(EvalError::Overflow)?),
+                Float(v) => Float(HostFloat(-v.0)),
+                v => return Err(EvalError::Type(format!("`-` applied to {v}"))),
+            },
             Expr::Bin(op, a, b) => {
                 let (a, b) = (a.eval(env)?, b.eval(env)?);
                 eval_bin(*op, a, b)?
@@ -346,6 +393,23 @@ impl Expr {
         }
     }
 
+    /// Whether the value can depend on the configuration: it reads a tuning parameter or a
+    /// resource of the variant (`smem_bytes()`, `threads()`, `registers()`, ..). A launch
+    /// constraint that does not, and fails, fails for every configuration: the arguments
+    /// are at fault.
+    pub fn reads_config(&self) -> bool {
+        match self {
+            Expr::Tune(_) => true,
+            Expr::Call(f, args) => {
+                !matches!(f, Func::Cdiv | Func::Min | Func::Max)
+                    || args.iter().any(Expr::reads_config)
+            }
+            Expr::Bin(_, a, b) => a.reads_config() || b.reads_config(),
+            Expr::Not(a) | Expr::Neg(a) => a.reads_config(),
+            _ => false,
+        }
+    }
+
     /// Every tuning parameter the expression reads.
     pub fn tune_params(&self, out: &mut Vec<String>) {
         match self {
@@ -361,9 +425,41 @@ impl Expr {
     }
 }
 
+/// `a op b` where one operand is a float and the other a number; `None` otherwise.
+fn eval_float(op: ExprOp, a: &EvalValue, b: &EvalValue) -> Option<EvalValue> {
+    use EvalValue::*;
+    use ExprOp::*;
+    let num = |v: &EvalValue| match v {
+        Int(i) => Some(*i as f64),
+        Float(f) => Some(f.0),
+        _ => None,
+    };
+    if !matches!((a, b), (Float(_), _) | (_, Float(_))) {
+        return None;
+    }
+    let (x, y) = (num(a)?, num(b)?);
+    let nan = x.is_nan() || y.is_nan();
+    Some(match op {
+        Eq => Bool(!nan && x == y),
+        Ne => Bool(!nan && x != y),
+        Lt => Bool(x < y),
+        Le => Bool(x <= y),
+        Gt => Bool(x > y),
+        Ge => Bool(x >= y),
+        Add => Float(HostFloat(x + y)),
+        Sub => Float(HostFloat(x - y)),
+        Mul => Float(HostFloat(x * y)),
+        Div => Float(HostFloat(x / y)),
+        Rem | And | Or => return None,
+    })
+}
+
 fn eval_bin(op: ExprOp, a: EvalValue, b: EvalValue) -> Result<EvalValue, EvalError> {
     use EvalValue::*;
     use ExprOp::*;
+    if let Some(v) = eval_float(op, &a, &b) {
+        return Ok(v);
+    }
     Ok(match (op, a, b) {
         (Eq, x, y) => Bool(x == y),
         (Ne, x, y) => Bool(x != y),
@@ -387,6 +483,7 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Int(v) => write!(f, "{v}"),
+            Expr::Float(v) => write!(f, "{v}"),
             Expr::Bool(v) => write!(f, "{v}"),
             Expr::Enum(v) | Expr::Tune(v) | Expr::Dim(v) => f.write_str(v),
             Expr::TensorDim { param, axis } => write!(f, "arg{param}.dim({axis})"),
@@ -440,5 +537,39 @@ mod tests {
             vec![Expr::Int(4097), Expr::Tune("BLOCK".into())],
         );
         assert_eq!(c.eval_int(&Env), Ok(5));
+    }
+
+    #[test]
+    fn floats_compare_ieee_and_nan_compares_false() {
+        struct Eps(f64);
+        impl ExprEnv for Eps {
+            fn scalar(&self, _: usize) -> Option<EvalValue> {
+                Some(EvalValue::Float(HostFloat(self.0)))
+            }
+        }
+        let cmp = |op| Expr::bin(op, Expr::Scalar(0), Expr::Float(HostFloat(0.0)));
+        assert_eq!(cmp(ExprOp::Gt).phase(), Phase::Launch);
+        assert_eq!(cmp(ExprOp::Gt).to_string(), "(arg0 > 0.0)");
+        assert_eq!(cmp(ExprOp::Gt).eval_bool(&Eps(1e-6)), Ok(true));
+        assert_eq!(cmp(ExprOp::Gt).eval_bool(&Eps(-1.0)), Ok(false));
+        for op in [
+            ExprOp::Gt,
+            ExprOp::Ge,
+            ExprOp::Lt,
+            ExprOp::Le,
+            ExprOp::Eq,
+            ExprOp::Ne,
+        ] {
+            assert_eq!(cmp(op).eval_bool(&Eps(f64::NAN)), Ok(false), "{op:?}");
+        }
+        // Integers mix in; `%` on floats is a type error.
+        let mixed = Expr::bin(
+            ExprOp::Lt,
+            Expr::bin(ExprOp::Mul, Expr::Scalar(0), Expr::Int(2)),
+            Expr::Neg(Box::new(Expr::Int(1))),
+        );
+        assert_eq!(mixed.eval_bool(&Eps(-0.75)), Ok(true));
+        let rem = Expr::bin(ExprOp::Rem, Expr::Scalar(0), Expr::Int(2));
+        assert!(matches!(rem.eval(&Eps(1.0)), Err(EvalError::Type(_))));
     }
 }

@@ -29,6 +29,7 @@ pub mod expr;
 pub mod hash;
 pub mod infer;
 pub mod kernel;
+pub mod limits;
 pub mod op;
 pub mod shape;
 pub mod space;
@@ -37,7 +38,7 @@ pub use builder::KernelBuilder;
 pub use covering::pairwise_cover;
 pub use diag::Diagnostic;
 pub use dtype::{Bindings, DType, Elem};
-pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Phase};
+pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, HostFloat, Phase};
 pub use infer::{infer, Ty, Types};
 pub use kernel::{Constraint, InputGen, Kernel, Param, ParamKind, Problem};
 pub use op::{

@@ -51,6 +51,91 @@ impl TuneValue {
     }
 }
 
+/// The values a reserved tuning name takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReservedValues {
+    /// Integers from `.0` to `.1` inclusive.
+    Ints(i64, i64),
+    /// One of these names.
+    Names(&'static [&'static str]),
+    /// `false` or `true`.
+    Bools,
+}
+
+impl ReservedValues {
+    /// Whether `v` is one of the values.
+    pub fn admits(&self, v: &TuneValue) -> bool {
+        match (self, v) {
+            (ReservedValues::Ints(lo, hi), TuneValue::Int(i)) => (lo..=hi).contains(&i),
+            (ReservedValues::Names(names), TuneValue::Enum(n)) => names.contains(&n.as_str()),
+            (ReservedValues::Bools, TuneValue::Bool(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// `integers from 1 to 32`, `one of RowMajor, Padded, ..`, `false or true`.
+    pub fn describe(&self) -> String {
+        match self {
+            ReservedValues::Ints(lo, hi) => format!("integers from {lo} to {hi}"),
+            ReservedValues::Names(names) => format!("one of {}", names.join(", ")),
+            ReservedValues::Bools => "`false` or `true`".to_string(),
+        }
+    }
+}
+
+/// A tuning name whose meaning is fixed by the code generator (or kept for it): declared
+/// in `#[tune]` only with the values it takes, and never the name of a kernel parameter or
+/// a `let`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReservedName {
+    /// The name.
+    pub name: &'static str,
+    /// The values it takes.
+    pub values: ReservedValues,
+    /// What it means.
+    pub meaning: &'static str,
+}
+
+/// The shared-memory layouts `SMEM` takes (the code generator's `SmemKind::NAMES`).
+pub const SMEM_LAYOUTS: [&str; 6] = [
+    "RowMajor",
+    "Padded",
+    "Swizzle32",
+    "Swizzle64",
+    "Swizzle128",
+    "Auto",
+];
+
+/// Every reserved tuning name: the one list (also in `docs/semantics.md`, "Names").
+/// `STAGES` and tile extents (`BLOCK`, `BM`, ..) are ordinary names.
+pub const RESERVED: [ReservedName; 4] = [
+    ReservedName {
+        name: "WARPS",
+        values: ReservedValues::Ints(1, 32),
+        meaning: "warps per block (32 x WARPS threads)",
+    },
+    ReservedName {
+        name: "SMEM",
+        values: ReservedValues::Names(&SMEM_LAYOUTS),
+        meaning: "the shared-memory layout of staged tiles",
+    },
+    ReservedName {
+        name: "PAD64",
+        values: ReservedValues::Bools,
+        meaning: "reserved for later",
+    },
+    ReservedName {
+        name: "GROUP_M",
+        values: ReservedValues::Ints(1, 1 << 16),
+        meaning: "reserved for later (grouped program order)",
+    },
+];
+
+/// The reserved tuning name `name`, if it is one.
+pub fn reserved(name: &str) -> Option<&'static ReservedName> {
+    RESERVED.iter().find(|r| r.name == name)
+}
+
 impl fmt::Display for TuneValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -11,12 +11,17 @@ use tilekit_ir::{DType, EvalError, SpaceError};
 /// operation (synchronization) failed. Each message says what to do.
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum RuntimeError {
-    /// `libcuda` (the NVIDIA driver) could not be loaded.
+    /// `libcuda` (the NVIDIA driver) could not be loaded, or what the dynamic loader found
+    /// under its name is not the driver (it lacks entry points the runtime calls).
     #[error(
-        "the CUDA driver library (libcuda.so) could not be loaded: install the NVIDIA driver \
-         (a CUDA 13 driver or newer), or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
+        "the CUDA driver library (libcuda.so) could not be used: {reason}; install the NVIDIA \
+         driver (a CUDA 13 driver or newer), or add the directory holding its libcuda.so.1 to \
+         LD_LIBRARY_PATH"
     )]
-    NoDriver,
+    NoDriver {
+        /// What the loader found, or that it found nothing.
+        reason: String,
+    },
     /// NVRTC could not be loaded.
     #[error(
         "NVRTC (libnvrtc.so.13) could not be loaded: {source}; set TILEKIT_CUDA_ROOT (or CUDA_HOME) \
@@ -197,6 +202,18 @@ pub enum LaunchError {
         /// What was passed.
         found: String,
     },
+    /// A tensor the kernel writes addresses some element twice (a stride of 0, rows that
+    /// overlap), or its memory meets another argument's: programs would race, or read what
+    /// another program wrote. See "Aliasing" in `docs/semantics.md`.
+    #[error("kernel `{kernel}`, parameter `{param}`: {message}")]
+    Aliased {
+        /// Kernel name.
+        kernel: String,
+        /// The written parameter.
+        param: String,
+        /// What overlaps what.
+        message: String,
+    },
     /// A tensor of the wrong rank.
     #[error("kernel `{kernel}`, parameter `{param}`: expected a rank-{expected} tensor, found rank {found}")]
     Rank {
@@ -255,6 +272,43 @@ pub enum LaunchError {
         constraint: String,
         /// The configuration.
         config: String,
+        /// Each argument the constraint reads, with its shape or value (empty when it reads
+        /// none, such as `smem_bytes() <= max_smem()`).
+        arguments: String,
+    },
+    /// No configuration of the space passes for these arguments: each one tried fails a
+    /// constraint, and the default's failure reads the arguments (say `x.cols() <= BLOCK`
+    /// with more columns than the largest `BLOCK`).
+    #[error(
+        "kernel `{kernel}`: no configuration fits these arguments ({arguments}): each of the \
+         {tried} configurations tried fails a constraint; the default `{config}` fails \
+         `{constraint}`"
+    )]
+    NoConfiguration {
+        /// Kernel name.
+        kernel: String,
+        /// The constraint the default configuration fails.
+        constraint: String,
+        /// The default configuration.
+        config: String,
+        /// Each argument that constraint reads, with its shape or value.
+        arguments: String,
+        /// How many configurations were tried.
+        tried: usize,
+    },
+    /// A `#[constraint]` that reads no tuning parameter (so no configuration can pass) does
+    /// not hold for these arguments: a tensor's shape, a scalar's value (a comparison with
+    /// NaN is false).
+    #[error(
+        "kernel `{kernel}`: constraint `{constraint}` does not hold for the arguments ({arguments})"
+    )]
+    ArgConstraint {
+        /// Kernel name.
+        kernel: String,
+        /// The constraint's source text.
+        constraint: String,
+        /// Each argument the constraint reads, with its shape or value (`` `eps` = NaN ``).
+        arguments: String,
     },
     /// A `#[constraint]` could not be evaluated (division by zero, overflow, type error).
     #[error("kernel `{kernel}`: constraint `{constraint}` cannot be evaluated: {source}")]

@@ -383,6 +383,7 @@ pub(crate) fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
             }
             Expr::Not(a) | Expr::Neg(a) => mark(a, out),
             Expr::Int(_)
+            | Expr::Float(_)
             | Expr::Bool(_)
             | Expr::Enum(_)
             | Expr::Tune(_)

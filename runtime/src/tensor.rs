@@ -698,6 +698,17 @@ impl<'a> HostSlice<'a> {
         }
     }
 
+    /// The address of the first element (for the overlap check of a launch).
+    pub(crate) fn address(&self) -> usize {
+        match self {
+            HostSlice::F32(v) => v.as_ptr() as usize,
+            HostSlice::F16(v) => v.as_ptr() as usize,
+            HostSlice::BF16(v) => v.as_ptr() as usize,
+            HostSlice::I32(v) => v.as_ptr() as usize,
+            HostSlice::I64(v) => v.as_ptr() as usize,
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         match self {
             HostSlice::F32(v) => v.len(),

@@ -2,7 +2,7 @@
 //! random inputs with poisoned (NaN) outputs, at awkward sizes one dimension at a time.
 
 use tilekit::prelude::*;
-use tilekit::{Config, Element};
+use tilekit::{Config, Element, LaunchError};
 use tilekit_kernels::{matmul, rmsnorm, scale_chain, softmax};
 
 use tilekit_tests::support::Rng;
@@ -163,6 +163,48 @@ fn rmsnorm_matches_reference_at_awkward_sizes() {
         check_rmsnorm::<f16>(r, c, &mut rng);
         check_rmsnorm::<bf16>(r, c, &mut rng);
     }
+}
+
+#[test]
+fn softmax_too_wide_for_every_configuration_names_the_argument() {
+    let rt = Runtime::cpu();
+    let x = Tensor2::<f32>::full(&rt, [2, 10000], 1.0).unwrap();
+    let mut y = Tensor2::<f32>::full(&rt, [2, 10000], 7.0).unwrap();
+    let e = softmax::launch(&rt, &x, &mut y).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::NoConfiguration { constraint, arguments, tried, .. }
+            if constraint == "x.cols() <= BLOCK"
+                && arguments == "`x` has shape [2, 10000]"
+                && *tried == 12),
+        "{e}"
+    );
+    assert!(y.to_vec().unwrap().iter().all(|v| *v == 7.0));
+}
+
+#[test]
+fn rmsnorm_refuses_a_non_positive_or_nan_eps_naming_it() {
+    let rt = Runtime::cpu();
+    let x = Tensor2::<f32>::full(&rt, [3, 100], 1.0).unwrap();
+    let w = Tensor1::<f32>::full(&rt, [100], 1.0).unwrap();
+    let mut y = Tensor2::<f32>::full(&rt, [3, 100], 7.0).unwrap();
+    let cfg = Config::parse("BLOCK=1024,WARPS=4").unwrap();
+    for eps in [-1.0f32, 0.0, f32::NAN] {
+        // Both the resolving launch and an explicit configuration: no configuration helps.
+        let errs = [
+            rmsnorm::launch(&rt, &x, &w, &mut y, eps).unwrap_err(),
+            rmsnorm::launch_with(&rt, &cfg, &x, &w, &mut y, eps).unwrap_err(),
+        ];
+        for e in errs {
+            assert!(
+                matches!(&e, LaunchError::ArgConstraint { constraint, arguments, .. }
+                    if constraint == "eps > 0.0" && *arguments == format!("`eps` = {eps:?}")),
+                "{eps}: {e}"
+            );
+        }
+        assert!(y.to_vec().unwrap().iter().all(|v| *v == 7.0));
+    }
+    rmsnorm::launch(&rt, &x, &w, &mut y, 1e-6).unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|v| (*v - 1.0).abs() < 1e-3));
 }
 
 fn check_scale_chain<T: Float>(n: usize, repeats: usize, rng: &mut Rng) {

@@ -424,3 +424,86 @@ fn bench_checks_its_arguments_then_needs_a_gpu() {
         assert!(plot.contains("memory roof"), "{plot}");
     }
 }
+
+/// A system shared library that is certainly not CUDA (the recipe: `libm.so.6`).
+fn not_a_cuda_library() -> Option<std::path::PathBuf> {
+    [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/libm.so.6",
+        "/usr/lib64/libm.so.6",
+        "/lib/aarch64-linux-gnu/libm.so.6",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from)
+    .find(|p| p.is_file())
+}
+
+#[test]
+fn a_bogus_libcuda_is_a_typed_error_not_a_panic() {
+    let Some(libm) = not_a_cuda_library() else {
+        eprintln!("no libm.so.6 found: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let libs = dir.path().join("libs");
+    std::fs::create_dir(&libs).unwrap();
+    // Both names, so the bogus one is found before a real driver in ld.so.cache.
+    for name in ["libcuda.so", "libcuda.so.1"] {
+        std::fs::copy(&libm, libs.join(name)).unwrap();
+    }
+    let cache = dir.path().join("t.sled");
+    let out = tilekit(&cache)
+        .env("LD_LIBRARY_PATH", &libs)
+        .arg("devices")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(text.contains("no CUDA devices"), "{text}");
+    assert!(
+        text.contains("not a usable NVIDIA driver library"),
+        "{text}"
+    );
+    assert!(text.contains("lacks cuInit"), "{text}");
+    let out = tilekit(&cache)
+        .env("LD_LIBRARY_PATH", &libs)
+        .args(["tune", "--kernel", "softmax", "--shape", "64x64"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("lacks cuInit"), "{err}");
+}
+
+#[test]
+fn an_error_is_printed_once_not_with_its_cause_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    // A database whose files are directories: sled fails with "IO error: Is a directory".
+    let path = dir.path().join("t.sled");
+    std::fs::create_dir_all(path.join("db")).unwrap();
+    let out = tilekit(&path)
+        .args(["cache", "show"])
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("tilekit: error:"))
+        .unwrap_or_else(|| panic!("{err}"));
+    let parts: Vec<&str> = line.split(": ").collect();
+    for (i, p) in parts.iter().enumerate() {
+        assert!(
+            !parts[i + 1..].contains(p) || p.is_empty(),
+            "`{p}` printed twice: {line}"
+        );
+    }
+    assert!(line.contains("Is a directory"), "{line}");
+}

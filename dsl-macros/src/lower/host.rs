@@ -3,7 +3,7 @@
 use crate::ctxt::Ctxt;
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, UnOp};
-use tilekit_ir::{Expr as HExpr, ExprOp, Func, Kernel, ParamKind, TuneValue};
+use tilekit_ir::{Expr as HExpr, ExprOp, Func, HostFloat, Kernel, ParamKind, TuneValue};
 
 /// Names visible in host expressions.
 pub struct HostScope<'a> {
@@ -53,11 +53,25 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                     None
                 }
             },
+            syn::Lit::Float(f) => match f.base10_parse::<f64>() {
+                Ok(v) if v.is_finite() => Some(HExpr::Float(HostFloat(v))),
+                Ok(_) => {
+                    cx.error(
+                        f.span(),
+                        "a float literal in a host expression must be finite",
+                    );
+                    None
+                }
+                Err(err) => {
+                    cx.syn_error(err);
+                    None
+                }
+            },
             syn::Lit::Bool(b) => Some(HExpr::Bool(b.value)),
             _ => {
                 cx.error(
                     l.span(),
-                    "host expressions take integer and bool literals only",
+                    "host expressions take integer, float and bool literals only",
                 );
                 None
             }
@@ -195,7 +209,7 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
             Some(HExpr::bin(op, l?, r?))
         }
         _ => {
-            cx.error(e.span(), "unsupported host expression; use integers, tuning parameters, shape queries, arithmetic, comparisons and cdiv/min/max/smem_bytes/max_smem");
+            cx.error(e.span(), "unsupported host expression; use integers, floats (against float scalars), tuning parameters, shape queries, arithmetic, comparisons and cdiv/min/max/smem_bytes/max_smem");
             None
         }
     }

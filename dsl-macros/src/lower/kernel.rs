@@ -2,7 +2,7 @@
 //! then validates it with `tilekit_ir::infer`.
 
 use crate::ctxt::Ctxt;
-use crate::lower::body::lower_body;
+use crate::lower::body::{is_builtin, lower_body, tuning_name_clash};
 use crate::lower::host::{self, HostScope};
 use crate::parse::attrs::{KernelArgs, KernelAttrs, ShapeValue, TuneLit};
 use crate::parse::signature::Signature;
@@ -27,10 +27,20 @@ fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
             continue;
         }
         if entry.values.is_empty() {
-            cx.error(
-                entry.list_span,
-                format!("tuning parameter `{name}` needs at least one value"),
-            );
+            // Declared all the same (without values), so that its uses report nothing more;
+            // a list whose values were all refused has been reported value by value.
+            if entry.bad.is_empty() {
+                cx.error(
+                    entry.list_span,
+                    format!("tuning parameter `{name}` needs at least one value"),
+                );
+            }
+            let loc = cx.loc(entry.name.span());
+            params.push(TuneParam {
+                name,
+                values: Vec::new(),
+                loc,
+            });
             continue;
         }
         let mut values = Vec::new();
@@ -52,22 +62,54 @@ fn space(attrs: &KernelAttrs, cx: &mut Ctxt) -> Space {
                 entry.list_span,
                 format!("the values of `{name}` mix integers, booleans and names"),
             );
+            // Declared without values (see above).
+            let loc = cx.loc(entry.name.span());
+            params.push(TuneParam {
+                name,
+                values: Vec::new(),
+                loc,
+            });
             continue;
         }
-        if name == "WARPS"
-            && !values
-                .iter()
-                .all(|v| matches!(v, TuneValue::Int(w) if (1..=32).contains(w)))
-        {
-            cx.error(
-                entry.list_span,
-                "`WARPS` values must be integers from 1 to 32",
-            );
+        if let Some(r) = tilekit_ir::space::reserved(&name) {
+            for (tv, (_, span)) in values.iter().zip(&entry.values) {
+                if !r.values.admits(tv) {
+                    cx.error_help(
+                        *span,
+                        format!(
+                            "`{tv}` is not a value of `{name}`: `{name}` takes {}",
+                            r.values.describe()
+                        ),
+                        format!(
+                            "`{name}` is a reserved tuning name: {}; see \"Names\" in \
+                             docs/semantics.md",
+                            r.meaning
+                        ),
+                    );
+                }
+            }
         }
         let loc = cx.loc(entry.name.span());
         params.push(TuneParam { name, values, loc });
     }
     Space { params }
+}
+
+/// A parameter may not take a tuning name (declared or reserved) or a builtin's name.
+fn check_param_names(sig: &Signature, space: &Space, cx: &mut Ctxt) {
+    for p in &sig.params {
+        let name = p.ident.to_string();
+        let why = match tuning_name_clash(&name, space) {
+            Some(why) => why,
+            None if is_builtin(&name) => format!("`{name}` is a builtin of kernel code"),
+            None => continue,
+        };
+        cx.error_help(
+            p.ident.span(),
+            format!("parameter `{name}` has a name kernel code already uses: {why}"),
+            "rename the parameter",
+        );
+    }
 }
 
 /// `x, w, y (tensors); eps (scalar)`: the parameters, for messages.
@@ -461,6 +503,7 @@ pub fn build(
         .collect();
     b.kernel_mut().params = params;
     let space = space(attrs, cx);
+    check_param_names(sig, &space, cx);
     b.kernel_mut().space = space;
     let problem = problem(sig, attrs, cx);
     b.kernel_mut().problem = problem;
@@ -521,11 +564,18 @@ pub fn build(
     // Inference diagnostics are reported alongside front-end errors (poisoned values are
     // silent by construction); after a front-end error, only those with a span.
     let front_end_failed = cx.has_errors();
-    let (_, diags) = tilekit_ir::infer(&kernel);
+    let (types, diags) = tilekit_ir::infer(&kernel);
+    // Tile sizes are known once every value is typed.
+    let limits = if diags.is_empty() && !front_end_failed {
+        tilekit_ir::limits::tile_limit_diagnostics(&kernel, &types)
+    } else {
+        Vec::new()
+    };
     cx.diagnostics(
         diags
             .into_iter()
             .filter(|d| !front_end_failed || d.loc.span != 0)
+            .chain(limits)
             .collect(),
     );
     kernel

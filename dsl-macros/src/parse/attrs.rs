@@ -70,6 +70,32 @@ pub struct TuneEntry {
     pub name: Ident,
     pub values: Vec<(TuneLit, Span)>,
     pub list_span: Span,
+    /// One error per value that is not a tuning value (`-5`, `1.5`, `"a"`). The entry keeps
+    /// its other values and still declares the name, so uses of it report nothing more.
+    pub bad: Vec<syn::Error>,
+}
+
+/// One value of a `#[tune]` list, or why it is not one.
+fn tune_lit(e: &Expr) -> syn::Result<TuneLit> {
+    let bad = || {
+        syn::Error::new_spanned(
+            e,
+            "tuning values are non-negative integers, `true`/`false`, or names",
+        )
+    };
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => Ok(TuneLit::Int(i.base10_parse()?)),
+            syn::Lit::Bool(b) => Ok(TuneLit::Bool(b.value)),
+            _ => Err(bad()),
+        },
+        Expr::Path(p) => p
+            .path
+            .get_ident()
+            .map(|i| TuneLit::Enum(i.to_string()))
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
 }
 
 impl Parse for TuneEntry {
@@ -79,38 +105,18 @@ impl Parse for TuneEntry {
         let arr: syn::ExprArray = input.parse()?;
         let list_span = arr.span();
         let mut values = Vec::new();
+        let mut bad = Vec::new();
         for e in arr.elems {
-            let span = e.span();
-            let v = match &e {
-                Expr::Lit(l) => match &l.lit {
-                    syn::Lit::Int(i) => TuneLit::Int(i.base10_parse()?),
-                    syn::Lit::Bool(b) => TuneLit::Bool(b.value),
-                    _ => {
-                        return Err(syn::Error::new(
-                            span,
-                            "tuning values are integers, `true`/`false`, or names",
-                        ))
-                    }
-                },
-                Expr::Path(p) if p.path.get_ident().is_some() => TuneLit::Enum(
-                    p.path
-                        .get_ident()
-                        .map(|i| i.to_string())
-                        .unwrap_or_default(),
-                ),
-                _ => {
-                    return Err(syn::Error::new(
-                        span,
-                        "tuning values are integers, `true`/`false`, or names",
-                    ))
-                }
-            };
-            values.push((v, span));
+            match tune_lit(&e) {
+                Ok(v) => values.push((v, e.span())),
+                Err(err) => bad.push(err),
+            }
         }
         Ok(TuneEntry {
             name,
             values,
             list_span,
+            bad,
         })
     }
 }
@@ -192,7 +198,14 @@ pub fn collect(attrs: &[Attribute], cx: &mut Ctxt) -> KernelAttrs {
         match attr_name(a).as_deref() {
             Some("tune") => {
                 match a.parse_args_with(Punctuated::<TuneEntry, Token![,]>::parse_terminated) {
-                    Ok(list) => out.tune.extend(list),
+                    Ok(list) => {
+                        for entry in list {
+                            for e in &entry.bad {
+                                cx.syn_error(e.clone());
+                            }
+                            out.tune.push(entry);
+                        }
+                    }
                     Err(e) => cx.syn_error(e),
                 }
             }

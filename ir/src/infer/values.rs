@@ -51,7 +51,9 @@ impl Checker<'_> {
             Some(p) => match p.values.first() {
                 Some(TuneValue::Int(_)) => Ty::scalar(DType::I64),
                 Some(TuneValue::Bool(_)) => Ty::scalar(DType::Bool),
-                _ => {
+                // Declared without values: the front end reported why (poisoned, silent).
+                None => Ty::Error,
+                Some(TuneValue::Enum(_)) => {
                     self.err(loc, format!("enumeration parameter `{name}` has no value in kernel code; it selects a lowering"));
                     Ty::Error
                 }

@@ -1,5 +1,5 @@
-//! Every `unsafe` operation of the CUDA backend, kept small: the probe for libcuda, the
-//! driver version, turning off cudarc's event tracking on a fresh context, the kernel ABI
+//! Every `unsafe` operation of the CUDA backend, kept small: the probe for libcuda (its
+//! symbols included), the driver version, turning off cudarc's event tracking on a fresh context, the kernel ABI
 //! structs, the launch itself, and copies to and from raw device addresses.
 
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError};
@@ -43,17 +43,88 @@ pub(crate) enum Packed {
     I64(i64),
 }
 
-/// Whether libcuda can be loaded (no other driver call may run before this says yes:
-/// cudarc panics when the library is missing).
-pub(crate) fn culib_present() -> bool {
+/// Every driver entry point the runtime reaches through cudarc (directly or through its
+/// safe API). cudarc resolves each at its first call and panics when one is missing, so
+/// [`check_culib`] resolves them all before any driver call.
+pub(crate) const DRIVER_SYMBOLS: [&str; 43] = [
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuGetErrorString",
+    "cuDeviceGet",
+    "cuDeviceGetCount",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuStreamBeginCapture_v2",
+    "cuStreamEndCapture",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime_v2",
+    "cuMemAlloc_v2",
+    "cuMemAllocAsync",
+    "cuMemFree_v2",
+    "cuMemFreeAsync",
+    "cuMemGetInfo_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemsetD8Async",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuFuncGetAttribute",
+    "cuFuncSetAttribute",
+    "cuLaunchKernel",
+    "cuGraphInstantiateWithFlags",
+    "cuGraphLaunch",
+    "cuGraphDestroy",
+    "cuGraphExecDestroy",
+    "cuGraphUpload",
+];
+
+/// Whether libcuda can be loaded *and* is the driver: the library cudarc will use (the first
+/// of its candidate names the dynamic loader opens) must export every one of
+/// [`DRIVER_SYMBOLS`]. No other driver call may run before this says `Ok`: cudarc panics
+/// when the library is missing ("Unable to dynamically load") or lacks a symbol ("Missing
+/// symbol cuInit"). `Err` says which, for [`crate::RuntimeError::NoDriver`].
+pub(crate) fn check_culib() -> Result<(), String> {
     // SAFETY: only tries to dlopen the driver library; no preconditions.
-    unsafe { sys::is_culib_present() }
+    if !unsafe { sys::is_culib_present() } {
+        return Err("no libcuda.so / libcuda.so.1 found by the dynamic loader".to_string());
+    }
+    // The name cudarc's loader settles on (it tries the same candidates in this order), for
+    // the message only.
+    let name = cudarc::get_lib_name_candidates("cuda")
+        .into_iter()
+        // SAFETY: as above, a dlopen that is dropped at once.
+        .find(|n| unsafe { libloading::Library::new(n) }.is_ok())
+        .unwrap_or_else(|| "libcuda".to_string());
+    // SAFETY: `is_culib_present` just opened one of cudarc's candidates, so `culib` finds
+    // one too instead of panicking. Looking a symbol up calls nothing.
+    let lib = unsafe { sys::culib() };
+    let Some(lacks) = crate::nvrtc::locate::lacking(lib, &DRIVER_SYMBOLS) else {
+        return Ok(());
+    };
+    Err(format!(
+        "`{name}` (as the dynamic loader finds it) is not a usable NVIDIA driver library: it \
+         lacks {lacks} (a CUDA 13 driver exports all of them)"
+    ))
 }
 
 /// The driver's CUDA version as `(major, minor)`. libcuda must be present.
 pub(crate) fn driver_version() -> Result<(u32, u32), DriverError> {
     let mut v: std::ffi::c_int = 0;
-    // SAFETY: libcuda is loaded (callers check `culib_present` first); `v` is a valid
+    // SAFETY: libcuda is loaded and has its symbols (callers check `check_culib` first); `v` is a valid
     // out-pointer. cuDriverGetVersion needs no cuInit.
     unsafe { sys::cuDriverGetVersion(&mut v) }.result()?;
     let v = u32::try_from(v).unwrap_or(0);

@@ -19,9 +19,7 @@ pub(super) struct Libraries {
 /// file system (`nvrtc::locate::find_library`); it is loaded here only when that finds
 /// nothing and the dynamic loader's own search must be tried.
 pub(super) fn check_libraries() -> Result<Libraries, RuntimeError> {
-    if !ffi::culib_present() {
-        return Err(RuntimeError::NoDriver);
-    }
+    ffi::check_culib().map_err(|reason| RuntimeError::NoDriver { reason })?;
     let lib = nvrtc::locate::find_library();
     if lib.is_none() {
         nvrtc::locate::ensure_loaded().map_err(|source| RuntimeError::NoNvrtc { source })?;

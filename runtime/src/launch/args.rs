@@ -6,7 +6,7 @@ use crate::element::Element;
 use crate::error::LaunchError;
 use crate::runtime::Backend;
 use crate::tensor::{HostSlice, HostSliceMut, Tensor};
-use tilekit_ir::{Bindings, DType, EvalValue, Kernel};
+use tilekit_ir::{Bindings, DType, EvalValue, HostFloat, Kernel};
 
 /// A scalar kernel argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,14 +38,25 @@ impl ScalarValue {
         })
     }
 
-    /// The value of an integer or boolean scalar in host expressions (`None` for floats).
+    /// The value of the scalar in host expressions (`None` for a `usize` beyond `i64`).
     pub fn to_eval(&self) -> Option<EvalValue> {
         match self {
-            ScalarValue::F32(_) => None,
+            ScalarValue::F32(v) => Some(EvalValue::Float(HostFloat(f64::from(*v)))),
             ScalarValue::I32(v) => Some(EvalValue::Int(i64::from(*v))),
             ScalarValue::I64(v) => Some(EvalValue::Int(*v)),
             ScalarValue::Usize(v) => i64::try_from(*v).ok().map(EvalValue::Int),
             ScalarValue::Bool(v) => Some(EvalValue::Bool(*v)),
+        }
+    }
+
+    /// The value as written in Rust (`NaN`, `-1.0`, `7`).
+    pub(crate) fn value_text(&self) -> String {
+        match self {
+            ScalarValue::F32(v) => format!("{v:?}"),
+            ScalarValue::I32(v) => v.to_string(),
+            ScalarValue::I64(v) => v.to_string(),
+            ScalarValue::Usize(v) => v.to_string(),
+            ScalarValue::Bool(v) => v.to_string(),
         }
     }
 
@@ -120,6 +131,48 @@ impl Layout {
     /// The strides, in elements.
     pub fn strides(&self) -> &[usize] {
         &self.stride[..self.rank.min(3)]
+    }
+
+    /// Whether no element is addressed twice, by the sufficient test: the axes of extent
+    /// above 1, sorted by stride, each have a stride at least the span of the faster ones
+    /// (the elements they reach, `1 + sum (extent - 1) * stride`). An empty tensor passes.
+    pub fn distinct_elements(&self) -> bool {
+        if self.shape().contains(&0) {
+            return true;
+        }
+        let mut axes: Vec<(usize, usize)> = self
+            .strides()
+            .iter()
+            .zip(self.shape())
+            .filter(|(_, &d)| d > 1)
+            .map(|(&s, &d)| (s, d))
+            .collect();
+        axes.sort_unstable();
+        let mut span: u128 = 1;
+        for (s, d) in axes {
+            if (s as u128) < span {
+                return false;
+            }
+            span += (d as u128 - 1) * s as u128;
+        }
+        true
+    }
+
+    /// The bytes `[start, end)` the tensor's elements span from `base` (the address of
+    /// storage element 0), or `None` when it has no element.
+    pub fn byte_range(&self, base: u128) -> Option<(u128, u128)> {
+        if self.shape().contains(&0) {
+            return None;
+        }
+        let size = self.dtype.size_bytes() as u128;
+        let last = self
+            .strides()
+            .iter()
+            .zip(self.shape())
+            .map(|(&s, &d)| (d as u128 - 1) * s as u128)
+            .sum::<u128>()
+            + self.offset as u128;
+        Some((base + self.offset as u128 * size, base + (last + 1) * size))
     }
 }
 
@@ -208,6 +261,21 @@ impl<'a, T: Element, const R: usize> From<&'a mut Tensor<T, R>> for Arg<'a> {
 }
 
 impl Arg<'_> {
+    /// The bytes the tensor's elements span in its address space (host or one device), or
+    /// `None` for a scalar or an empty tensor.
+    pub(crate) fn byte_range(&self) -> Option<(u128, u128)> {
+        let (layout, base) = match self {
+            Arg::Tensor(t) => (&t.layout, t.device.or(t.data.map(|d| d.address() as u64))),
+            Arg::TensorMut(t) => (
+                &t.layout,
+                t.device
+                    .or(t.data.as_ref().map(|d| d.as_ref().address() as u64)),
+            ),
+            Arg::Scalar(_) => return None,
+        };
+        layout.byte_range(u128::from(base?))
+    }
+
     pub(crate) fn layout(&self) -> Option<&Layout> {
         match self {
             Arg::Tensor(t) => Some(&t.layout),

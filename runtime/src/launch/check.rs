@@ -9,8 +9,8 @@ use crate::runtime::Backend;
 use std::collections::HashMap;
 use tilekit_codegen::ResourceEnv;
 use tilekit_ir::{
-    Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, Kernel,
-    ParamKind, Types,
+    limits, Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func,
+    Kernel, ParamKind, Types,
 };
 
 /// A launch that passed every check: what a backend needs to run it.
@@ -58,6 +58,50 @@ impl ExprEnv for LaunchEnv<'_> {
     }
     fn resource(&self, f: Func) -> Option<i64> {
         self.resources.as_ref().and_then(|r| r.resource(f))
+    }
+}
+
+impl LaunchEnv<'_> {
+    /// Each argument `e` reads, with its shape or value, in parameter order:
+    /// `` `x` has shape [4, 100], `eps` = NaN ``; named dimensions as `` `M` = 4 ``.
+    pub(crate) fn describe_reads(&self, kernel: &Kernel, e: &Expr) -> String {
+        fn leaves(e: &Expr, params: &mut Vec<usize>, dims: &mut Vec<String>) {
+            match e {
+                Expr::TensorDim { param, .. } | Expr::Scalar(param) => params.push(*param),
+                Expr::Dim(d) => dims.push(d.clone()),
+                Expr::Call(_, args) => args.iter().for_each(|a| leaves(a, params, dims)),
+                Expr::Bin(_, a, b) => {
+                    leaves(a, params, dims);
+                    leaves(b, params, dims);
+                }
+                Expr::Not(a) | Expr::Neg(a) => leaves(a, params, dims),
+                _ => {}
+            }
+        }
+        let (mut params, mut dims) = (Vec::new(), Vec::new());
+        leaves(e, &mut params, &mut dims);
+        params.sort_unstable();
+        params.dedup();
+        dims.sort();
+        dims.dedup();
+        let mut out: Vec<String> = params
+            .into_iter()
+            .filter_map(|i| {
+                let p = kernel.params.get(i)?;
+                if let Some(Some(shape)) = self.shapes.get(i) {
+                    Some(format!("`{}` has shape {shape:?}", p.name))
+                } else if let Some(Some(s)) = self.scalars.get(i) {
+                    Some(format!("`{}` = {}", p.name, s.value_text()))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        out.extend(
+            dims.iter()
+                .filter_map(|d| Some(format!("`{d}` = {}", self.dims.get(d)?))),
+        );
+        out.join(", ")
     }
 }
 
@@ -110,6 +154,48 @@ pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(),
             kernel: kernel.name.clone(),
             message: format!("`{extra}` is bound but is not a generic parameter of the kernel"),
         });
+    }
+    Ok(())
+}
+
+/// A tensor the kernel writes must address each of its elements once
+/// ([`super::args::Layout::distinct_elements`]), and its bytes must not meet any other
+/// argument's (see "Aliasing" in `docs/semantics.md`). The arguments' kinds must have been
+/// checked. Depends on addresses, so a launch memo hit runs it again.
+pub(crate) fn check_aliasing(kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), LaunchError> {
+    for (i, (p, arg)) in kernel.params.iter().zip(args).enumerate() {
+        let Arg::TensorMut(t) = arg else { continue };
+        let refuse = |message: String| LaunchError::Aliased {
+            kernel: kernel.name.clone(),
+            param: p.name.clone(),
+            message,
+        };
+        if !t.layout.distinct_elements() {
+            return Err(refuse(format!(
+                "it is written, but its view (shape {:?}, strides {:?}) addresses some \
+                 elements more than once: the programs writing them would race",
+                t.layout.shape(),
+                t.layout.strides()
+            )));
+        }
+        let Some((start, end)) = arg.byte_range() else {
+            continue;
+        };
+        for (j, (q, other)) in kernel.params.iter().zip(args).enumerate() {
+            if j == i {
+                continue;
+            }
+            if let Some((s, e)) = other.byte_range() {
+                if s < end && start < e {
+                    return Err(refuse(format!(
+                        "it is written, and its memory overlaps that of `{}`: a written \
+                         tensor must not share memory with any other argument (to compute \
+                         in place, declare one `&mut` parameter and pass the tensor once)",
+                        q.name
+                    )));
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -212,6 +298,8 @@ pub(crate) fn check<'k>(
         }
     }
 
+    check_aliasing(kernel, args)?;
+
     // The shape contract: dimensions named alike have equal extents.
     let mut dims: HashMap<String, i64> = HashMap::new();
     let mut first: HashMap<&str, (usize, u8, usize)> = HashMap::new();
@@ -257,11 +345,19 @@ pub(crate) fn check<'k>(
     for c in &kernel.constraints {
         match eval_constraint(&c.expr, &env) {
             Ok(Some(true)) | Ok(None) => {}
+            Ok(Some(false)) if !c.expr.reads_config() => {
+                return Err(LaunchError::ArgConstraint {
+                    kernel: name(),
+                    constraint: c.text.clone(),
+                    arguments: env.describe_reads(kernel, &c.expr),
+                })
+            }
             Ok(Some(false)) => {
                 return Err(LaunchError::Constraint {
                     kernel: name(),
                     constraint: c.text.clone(),
                     config: config.to_string(),
+                    arguments: env.describe_reads(kernel, &c.expr),
                 })
             }
             Err(source) => {
@@ -272,6 +368,22 @@ pub(crate) fn check<'k>(
                 })
             }
         }
+    }
+
+    // Tiles held in registers: at most 4096 elements per thread (the prelude's limit). A
+    // configuration over it is refused like a failing constraint (the resolution passes
+    // over it), on both backends: the CPU backend would allocate it.
+    if let Some(e) = limits::first_excess(kernel, types, &config) {
+        return Err(LaunchError::Constraint {
+            kernel: name(),
+            constraint: format!(
+                "every tile within {} elements per thread: {}",
+                limits::MAX_ELEMS_PER_THREAD,
+                e.describe(kernel, types)
+            ),
+            config: config.to_string(),
+            arguments: String::new(),
+        });
     }
 
     if kernel.grid.is_empty() || kernel.grid.len() > 3 {

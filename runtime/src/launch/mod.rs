@@ -29,7 +29,7 @@ mod resolve;
 pub(crate) use args::Layout;
 pub use args::{Arg, Generics, ScalarValue, TensorArg, TensorArgMut};
 pub(crate) use backend::LaunchBackend;
-pub(crate) use check::{check, check_bindings, eval_constraint, Checked};
+pub(crate) use check::{check, check_aliasing, check_bindings, eval_constraint, Checked};
 #[cfg(test)]
 pub(crate) use resolve::resolve;
 
@@ -256,6 +256,9 @@ fn launch_on<B: LaunchBackend>(
     });
     let resolved = match probe.as_ref().and_then(|p| memo.get(p)) {
         Some(hit) => {
+            // The memo key holds layouts, not addresses: overlap between arguments is
+            // checked on every launch.
+            check_aliasing(kernel, args)?;
             backend.hit(&hit);
             hit
         }

@@ -43,7 +43,9 @@ pub(crate) fn resolve<R>(
             Err(e) => {
                 let past_checks = !matches!(
                     e,
-                    LaunchError::Constraint { .. } | LaunchError::Config { .. }
+                    LaunchError::Constraint { .. }
+                        | LaunchError::ArgConstraint { .. }
+                        | LaunchError::Config { .. }
                 );
                 if past_checks && tuned_error.is_none() {
                     tuned_error = Some(e.clone());
@@ -53,6 +55,7 @@ pub(crate) fn resolve<R>(
         }
     }
     let default = spec.default_config()?;
+    let default_tried = tried.iter().any(|(c, _)| *c == default);
     let default_result = match tried.iter().find(|(c, _)| *c == default) {
         Some((_, e)) => Err(e.clone()),
         None => attempt(&default),
@@ -61,16 +64,43 @@ pub(crate) fn resolve<R>(
         Err(e @ LaunchError::Constraint { .. }) => e,
         other => return other,
     };
+    // Configurations of the space tried (a tuned candidate outside it does not count).
+    let in_space = tried
+        .iter()
+        .filter(|(_, e)| !matches!(e, LaunchError::Config { .. }))
+        .count();
+    let mut count = in_space + usize::from(!default_tried);
     for config in space.enumerate() {
         if config == default || tried.iter().any(|(c, _)| *c == config) {
             continue;
         }
+        count += 1;
         match attempt(&config) {
             Err(LaunchError::Constraint { .. }) => continue,
             other => return other,
         }
     }
-    Err(tuned_error.unwrap_or(first_error))
+    Err(tuned_error.unwrap_or_else(|| no_configuration(first_error, count)))
+}
+
+/// When every configuration failed a constraint and the default's failure reads the
+/// arguments, the arguments are at fault: say which, rather than blame the default.
+fn no_configuration(default_error: LaunchError, tried: usize) -> LaunchError {
+    match default_error {
+        LaunchError::Constraint {
+            kernel,
+            constraint,
+            config,
+            arguments,
+        } if !arguments.is_empty() => LaunchError::NoConfiguration {
+            kernel,
+            constraint,
+            config,
+            arguments,
+            tried,
+        },
+        other => other,
+    }
 }
 
 /// [`resolve`] on a backend: each configuration tried goes through the backend's check

@@ -230,6 +230,11 @@ fn preload() -> PreloadOutcome {
     };
     match loaded {
         Ok(handles) => {
+            if let Some(e) = not_nvrtc(&lib.path.display().to_string(), &handles._nvrtc) {
+                outcome.errors.push(e);
+                outcome.seconds = start.elapsed().as_secs_f64();
+                return outcome;
+            }
             let dir = lib.path.parent().map(Path::to_path_buf).unwrap_or_default();
             outcome.loaded = Some((dir, handles));
         }
@@ -246,9 +251,9 @@ fn preload() -> PreloadOutcome {
 /// Every name is also one cudarc tries (its list always holds `libnvrtc.so` and
 /// `libnvrtc.so.<major>` for the CUDA major it was built for, 13 with `fallback-latest`, and
 /// `libnvrtc.so.12`), so a hit here means cudarc's own lazy load will succeed instead of
-/// panicking. cudarc's `sys::is_culib_present` would be the direct check, but it only exists
-/// in cudarc's dynamic-loading mode, and cargo may unify cudarc into dynamic-linking mode
-/// (candle does); this probe compiles in both.
+/// panicking. Each library opened (by absolute path or by name) must export every one of
+/// [`NVRTC_SYMBOLS`] (a file named `libnvrtc.so.13` that is something else is refused), and
+/// so must the library cudarc's own loader reaches (`cudarc::nvrtc::sys::culib`).
 pub const PROBE_NAMES: [&str; 3] = ["libnvrtc.so", NVRTC_SONAME, "libnvrtc.so.12"];
 
 /// Loads NVRTC once and checks that cudarc can reach it. Cheap after the first call.
@@ -260,14 +265,17 @@ pub const PROBE_NAMES: [&str; 3] = ["libnvrtc.so", NVRTC_SONAME, "libnvrtc.so.12
 pub fn ensure_loaded() -> Result<(), NvrtcError> {
     let outcome = PRELOAD.get_or_init(preload);
     if outcome.loaded.is_some() {
-        return Ok(());
+        return cudarc_reaches_nvrtc();
     }
     let found = FOUND.get_or_init(search);
     let mut errors = found.notes.clone();
     errors.extend(outcome.errors.iter().cloned());
     if let Some(lib) = &found.library {
         return Err(NvrtcError::LibraryNotFound {
-            searched: format!("{} (found, but it could not be loaded)", lib.path.display()),
+            searched: format!(
+                "{} (found, but it could not be loaded as NVRTC)",
+                lib.path.display()
+            ),
             details: errors
                 .iter()
                 .map(|e| format!("loader error: {e}\n"))
@@ -281,10 +289,14 @@ pub fn ensure_loaded() -> Result<(), NvrtcError> {
         // SAFETY: as in `preload`; the probe handle is dropped at once, which only lowers
         // the loader's reference count.
         match unsafe { libloading::Library::new(name) } {
-            Ok(_) => {
-                let _ = PROBED.set(());
-                return Ok(());
-            }
+            Ok(lib) => match not_nvrtc(name, &lib) {
+                Some(e) => errors.push(e),
+                None => {
+                    cudarc_reaches_nvrtc()?;
+                    let _ = PROBED.set(());
+                    return Ok(());
+                }
+            },
             Err(e) => errors.push(format!("{name}: {}", loader_error(&e))),
         }
     }
@@ -329,6 +341,75 @@ pub fn shadowed(lib: &NvrtcLibrary, in_use: (u32, u32)) -> NvrtcError {
                   in the CUBIN cache directory is wrong (delete it)\n"
             .to_string(),
     }
+}
+
+/// The NVRTC entry points tilekit calls (through cudarc, which resolves each at its first
+/// call and panics when one is missing): a library that lacks any of them is not NVRTC.
+pub const NVRTC_SYMBOLS: [&str; 9] = [
+    "nvrtcVersion",
+    "nvrtcGetErrorString",
+    "nvrtcCreateProgram",
+    "nvrtcCompileProgram",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+    "nvrtcDestroyProgram",
+];
+
+/// The `symbols` that `lib` does not export, as a short list (`"a, b, c and 6 more"`), or
+/// `None` when it exports them all (libcuda's check uses it too).
+pub(crate) fn lacking(lib: &libloading::Library, symbols: &[&str]) -> Option<String> {
+    let missing: Vec<&str> = symbols
+        .iter()
+        .copied()
+        // SAFETY: only `dlsym`; the symbol is never called through this pointer type.
+        .filter(|s| unsafe { lib.get::<unsafe extern "C" fn()>(s.as_bytes()) }.is_err())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let more = missing.len().saturating_sub(4);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{}{more}",
+        missing[..missing.len().min(4)].join(", ")
+    ))
+}
+
+/// The loader error for a library that loads but lacks NVRTC's symbols, or `None`.
+fn not_nvrtc(name: &str, lib: &libloading::Library) -> Option<String> {
+    lacking(lib, &NVRTC_SYMBOLS).map(|l| format!("{name}: not NVRTC: it lacks {l}"))
+}
+
+/// Whether the library cudarc itself will call (the first of its candidate names the
+/// dynamic loader opens, which may be another file than the one preloaded) exports every one
+/// of [`NVRTC_SYMBOLS`]; once per process. cudarc panics on a missing library or symbol, so
+/// no NVRTC call may run before this says `Ok`.
+fn cudarc_reaches_nvrtc() -> Result<(), NvrtcError> {
+    static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+    let checked = CHECKED.get_or_init(|| {
+        // SAFETY: only tries to dlopen cudarc's candidate names; no preconditions.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            return Err(
+                "cudarc's own search (libnvrtc.so, libnvrtc.so.13, ...) finds no \
+                        library: add its directory to LD_LIBRARY_PATH"
+                    .to_string(),
+            );
+        }
+        // SAFETY: `is_culib_present` just opened one of cudarc's candidates, so `culib`
+        // finds one too instead of panicking.
+        let lib = unsafe { cudarc::nvrtc::sys::culib() };
+        not_nvrtc("the library cudarc loads", lib).map_or(Ok(()), Err)
+    });
+    checked.clone().map_err(|e| NvrtcError::LibraryNotFound {
+        searched: "the NVRTC library cudarc loads by name".to_string(),
+        details: format!("loader error: {e}\n"),
+    })
 }
 
 /// Set once a probe through the dynamic loader succeeded.

@@ -54,7 +54,10 @@ pub fn bench(
     // An unreadable cache leaves only the shipped layer (said in the report).
     let cache = super::cache::open(cache_path);
     if let Err(e) = &cache {
-        eprintln!("tilekit bench: tuning cache not read ({e:#}): shipped configurations only");
+        eprintln!(
+            "tilekit bench: tuning cache not read ({}): shipped configurations only",
+            super::error_chain(e)
+        );
     }
     super::bench::run(args, plan, &rt, cache.as_ref().ok())
 }

@@ -101,10 +101,25 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("tilekit: error: {e:#}");
+            eprintln!("tilekit: error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes, joined by `: ` as `{:#}` would, but each text once: a cause
+/// whose text the message already holds (a message that embeds its source, as many
+/// `thiserror` messages do) is not repeated.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
 }
 
 /// Writes to standard output; a reader that has gone (broken pipe) ends the process

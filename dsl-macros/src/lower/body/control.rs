@@ -98,6 +98,7 @@ impl Lowerer<'_, '_> {
             }
         };
         let var = match &*f.pat {
+            Pat::Ident(pi) if self.clashing_binding(&pi.ident) => None,
             Pat::Ident(pi) => Some(pi.ident.to_string()),
             Pat::Wild(_) => None,
             other => {

@@ -60,8 +60,42 @@ fn fn_name(e: &Expr) -> Option<(String, Option<&syn::AngleBracketedGenericArgume
     Some((seg.ident.to_string(), generics, seg.ident.span()))
 }
 
+/// Whether `name` is a builtin of kernel code: a tile operation written as a call, a
+/// function of host expressions (`cdiv`, `smem_bytes`, ..) or `pipelined`.
+pub fn is_builtin(name: &str) -> bool {
+    ops::is_call(name) || tilekit_ir::Func::parse(name).is_some() || name == "pipelined"
+}
+
+/// Why `name` cannot name a parameter or a `let` of a kernel whose space is `space`: it is
+/// a declared or reserved tuning name (`arange::<BLOCK>` would read the configuration
+/// while `BLOCK` elsewhere read the binding). `None` when it can.
+pub fn tuning_name_clash(name: &str, space: &tilekit_ir::Space) -> Option<String> {
+    if space.param(name).is_some() {
+        Some(format!("`{name}` is a tuning parameter of this kernel"))
+    } else {
+        tilekit_ir::space::reserved(name)
+            .map(|r| format!("`{name}` is a reserved tuning name: {}", r.meaning))
+    }
+}
+
 impl Lowerer<'_, '_> {
     // ----- names -------------------------------------------------------------------------
+
+    /// Reports a `let` or loop variable named like a tuning parameter (it would shadow it in
+    /// expressions but not in `arange::<NAME>` or shapes). Returns whether it clashes.
+    fn clashing_binding(&mut self, ident: &syn::Ident) -> bool {
+        let name = ident.to_string();
+        let Some(why) = tuning_name_clash(&name, &self.b.kernel_mut().space) else {
+            return false;
+        };
+        self.cx.error_help(
+            ident.span(),
+            format!("`{name}` cannot be rebound in a kernel: {why}"),
+            "pick another name; tuning values are read where they are written, in extents \
+             and in expressions alike",
+        );
+        true
+    }
 
     /// `Some(None)`: declared but poisoned.
     fn lookup_binding(&self, name: &str) -> Option<Option<ValueId>> {

@@ -64,6 +64,8 @@ impl Lowerer<'_, '_> {
         let name = id.to_string();
         match self.tune_kind(&name) {
             Some(Some(TuneValue::Int(_))) => Some(Dim::Param(name)),
+            // Declared without values: why was reported at its declaration.
+            Some(None) => None,
             Some(_) => {
                 self.cx.error(id.span(), format!("tuning parameter `{name}` is not an integer, so it cannot be a tile extent"));
                 None

@@ -69,7 +69,10 @@ impl Lowerer<'_, '_> {
         match pat {
             Pat::Ident(pi) => {
                 let v = self.expr(init);
-                self.bind_opt(&pi.ident.to_string(), v);
+                // A clash is reported and the name left alone (not rebound).
+                if !self.clashing_binding(&pi.ident) {
+                    self.bind_opt(&pi.ident.to_string(), v);
+                }
             }
             Pat::Wild(_) => {
                 self.expr(init);

@@ -82,10 +82,7 @@ impl Program<'_> {
         shape: &[Dim],
     ) -> Result<Tile, String> {
         let origin = self.origin(origin)?;
-        let shape = shape
-            .iter()
-            .map(|s| self.plan.dim(s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let shape = self.plan.tile_shape(shape)?;
         self.mem.load_tile(self.view(tensor)?, &origin, &shape)
     }
 

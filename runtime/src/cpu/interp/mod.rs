@@ -17,7 +17,7 @@ mod values;
 use super::memory::{Mem, View};
 use super::tile::{adopt, Tile};
 use crate::launch::Checked;
-use tilekit_ir::{Block, DType, Dim, Op, Ty, ValueId};
+use tilekit_ir::{limits, Block, DType, Dim, Op, Ty, ValueId};
 use values::literal;
 
 /// An IR value at run time.
@@ -56,6 +56,31 @@ impl Plan<'_> {
             .ok_or_else(|| {
                 format!("tile extent `{d}` is not a positive integer in this configuration")
             })
+    }
+
+    /// The extents of a tile of shape `dims`, refused (rather than allocated) when the tile
+    /// has more elements than a block of this configuration holds
+    /// (`tilekit_ir::limits`: 4096 per thread; the launch check refuses such
+    /// configurations first).
+    fn tile_shape(&self, dims: &[Dim]) -> Result<Vec<usize>, String> {
+        let shape = dims
+            .iter()
+            .map(|d| self.dim(d))
+            .collect::<Result<Vec<_>, _>>()?;
+        let elems = shape
+            .iter()
+            .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
+            .unwrap_or(u64::MAX);
+        let limit = limits::max_tile_elems(&self.checked.config);
+        if elems > limit {
+            return Err(format!(
+                "a tile of shape {shape:?} ({elems} elements) is more than a block of this \
+                 configuration holds ({limit}: {} per thread x {} threads)",
+                limits::MAX_ELEMS_PER_THREAD,
+                limits::threads(&self.checked.config)
+            ));
+        }
+        Ok(shape)
     }
 }
 

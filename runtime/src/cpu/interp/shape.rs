@@ -9,7 +9,7 @@ use tilekit_ir::{DType, Dim, Elem, ReduceOp, ValueId};
 impl Program<'_> {
     /// `arange(n)`: `0..n` as `i32`.
     pub(super) fn arange(&self, n: &Dim) -> Result<Tile, String> {
-        let n = self.plan.dim(n)?;
+        let n = self.plan.tile_shape(std::slice::from_ref(n))?[0];
         Ok(Tile::new(
             DType::I32,
             vec![n],
@@ -63,10 +63,7 @@ impl Program<'_> {
         let d = elem
             .resolve(&self.plan.checked.bindings)
             .ok_or_else(|| format!("malformed IR: unbound type `{elem}`"))?;
-        let shape = shape
-            .iter()
-            .map(|s| self.plan.dim(s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let shape = self.plan.tile_shape(shape)?;
         let n: usize = shape.iter().product();
         let v = cast(self.tile(value)?, d, self.plan.exact);
         let data = match v.data {

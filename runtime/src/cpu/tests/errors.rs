@@ -11,11 +11,21 @@ use tilekit_ir::{Bindings, Config, ExprOp, Func};
 
 /// `y[r, :] = x[r, :] + 1` over rows, BLOCK columns, with a configurable grid and constraints.
 fn row_copy(grid: Vec<Expr>, constraints: Vec<(Expr, &str)>, masked: bool) -> &'static KernelSpec {
+    row_copy_blocks(&[8, 16], grid, constraints, masked)
+}
+
+/// [`row_copy`] with the given `BLOCK` values.
+fn row_copy_blocks(
+    blocks: &[i64],
+    grid: Vec<Expr>,
+    constraints: Vec<(Expr, &str)>,
+    masked: bool,
+) -> &'static KernelSpec {
     let mut k = K::new(
         "row_copy",
         rows_params(),
         grid,
-        &[("BLOCK", &[8, 16])],
+        &[("BLOCK", blocks)],
         ROWS_SHAPES,
     );
     k.constrain(
@@ -260,12 +270,14 @@ fn constraints_are_checked_before_running() {
         matches!(&e, LaunchError::Constraint { constraint, .. } if constraint == "x.cols() <= BLOCK"),
         "{e}"
     );
+    // A constraint that reads no tuning parameter blames the arguments, not a configuration.
     let e = run(&mut s, &big, 0, &f32s()).unwrap_err();
     assert!(
-        matches!(&e, LaunchError::Constraint { constraint, .. } if constraint == "n > 0"),
+        matches!(&e, LaunchError::ArgConstraint { constraint, arguments, .. }
+            if constraint == "n > 0" && arguments == "`n` = 0"),
         "{e}"
     );
-    assert!(e.to_string().contains("BLOCK=16"), "{e}");
+    assert!(!e.to_string().contains("BLOCK=16"), "{e}");
     assert!(untouched(&s.y));
     // smem_bytes()/max_smem() are unknown on the CPU: not checked here. Everything else holds.
     run(&mut s, &big, 1, &f32s()).unwrap();
@@ -274,7 +286,8 @@ fn constraints_are_checked_before_running() {
     let mut odd = io(3, 12);
     let e = run(&mut odd, &big, 1, &f32s()).unwrap_err();
     assert!(
-        matches!(&e, LaunchError::Constraint { constraint, .. } if constraint == "M % 2 == 0"),
+        matches!(&e, LaunchError::ArgConstraint { constraint, arguments, .. }
+            if constraint == "M % 2 == 0" && arguments == "`M` = 3"),
         "{e}"
     );
 }
@@ -428,4 +441,140 @@ fn empty_grid_is_a_no_op_and_negative_grid_an_error() {
     assert!(untouched(&s.y));
     let e = s.launch(spec, -1i64).unwrap_err();
     assert!(matches!(e, LaunchError::Grid { axis: 0, .. }), "{e}");
+}
+
+#[test]
+fn aliased_outputs_are_refused() {
+    let spec = row_copy(vec![dim(0, 0)], vec![], true);
+    let s = io(4, 5);
+    let (rt, b) = (s.rt.clone(), f32s());
+    let view = |len: usize, strides: [usize; 2], fill: f32| {
+        Tensor2::from_vec_strided(&rt, vec![fill; len], [4, 5], strides, 0).unwrap()
+    };
+    let run = |x: &Tensor2<f32>, y: &mut Tensor2<f32>| {
+        launch(
+            &rt,
+            spec,
+            &b,
+            &mut [Arg::from(x), Arg::from(y), Arg::from(5usize)],
+        )
+    };
+    // Every row of `y` is the same 5 elements (row stride 0): programs would race.
+    let mut y = view(5, [0, 1], -7.0);
+    let e = run(&s.x, &mut y).unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Aliased { param, .. } if param == "y"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("strides [0, 1]"), "{e}");
+    assert!(untouched(&y));
+    // Rows that overlap by one element (stride 4 < span 5) are refused too.
+    let e = run(&s.x, &mut view(17, [4, 1], -7.0)).unwrap_err();
+    assert!(matches!(&e, LaunchError::Aliased { .. }), "{e}");
+    // A read tensor with a stride of 0 (a broadcast row) is fine, and so is a transposed
+    // (column-major) output: it addresses each element once.
+    let mut y = view(20, [5, 1], -7.0);
+    run(&view(5, [0, 1], 1.0), &mut y).unwrap();
+    assert_eq!(y.to_vec().unwrap(), vec![2.0; 20]);
+    let mut t = view(20, [1, 4], -7.0);
+    run(&s.x, &mut t).unwrap();
+    assert_eq!(t.get([3, 4]), Some(20.0));
+}
+
+#[test]
+fn a_written_tensor_must_not_meet_another_arguments_memory() {
+    use crate::launch::{Layout, TensorArg, TensorArgMut};
+    use crate::runtime::Backend;
+    let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
+        .analyzed()
+        .unwrap()
+        .kernel;
+    // Device tensors of 4 x 5 f32 (80 bytes), row-major, at fake addresses.
+    let layout = |offset: usize| Layout {
+        dtype: DType::F32,
+        backend: Backend::Cuda { ordinal: 0 },
+        rank: 2,
+        dims: [4, 5, 0],
+        stride: [5, 1, 0],
+        offset,
+    };
+    let args = |x_at: u64, x_offset: usize, y_at: u64| {
+        [
+            Arg::Tensor(TensorArg {
+                layout: layout(x_offset),
+                data: None,
+                device: Some(x_at),
+            }),
+            Arg::TensorMut(TensorArgMut {
+                layout: layout(0),
+                data: None,
+                device: Some(y_at),
+            }),
+            Arg::from(5usize),
+        ]
+    };
+    let check = |a: &[Arg<'_>]| crate::launch::check_aliasing(kernel, a);
+    // Adjacent: fine. The same memory, a byte of it, or an offset view reaching it: refused.
+    assert!(check(&args(0x1000, 0, 0x1050)).is_ok());
+    assert!(check(&args(0x1050, 0, 0x1000)).is_ok());
+    for (x_at, x_offset, y_at) in [
+        (0x1000, 0, 0x1000),
+        (0x1000, 0, 0x104f),
+        (0x1000, 19, 0x1000 + 150),
+    ] {
+        let e = check(&args(x_at, x_offset, y_at)).unwrap_err();
+        assert!(
+            matches!(&e, LaunchError::Aliased { param, message, .. }
+                if param == "y" && message.contains("overlaps that of `x`")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn configurations_with_tiles_over_the_limit_are_passed_over_or_refused() {
+    // No WARPS: 128 threads, so at most 4096 x 128 = 524288 elements per tile.
+    let spec = row_copy_blocks(&[1 << 20, 16], vec![dim(0, 0)], vec![], true);
+    let mut s = io(4, 5);
+    // The default (BLOCK=1048576) is over the limit: the launch takes BLOCK=16.
+    let config = {
+        let args = [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)];
+        crate::launch::chosen_config(&s.rt, spec, &f32s(), &args).unwrap()
+    };
+    assert_eq!(config.to_string(), "BLOCK=16");
+    s.launch(spec, 5usize).unwrap();
+    assert_eq!(s.y.to_vec().unwrap(), s.x_plus_one());
+    // Asked for explicitly, it is refused before anything is allocated or written.
+    let mut s = io(4, 5);
+    let big = Config::parse("BLOCK=1048576").unwrap();
+    let e = launch_with(
+        &s.rt,
+        spec,
+        &big,
+        &f32s(),
+        &mut [Arg::from(&s.x), Arg::from(&mut s.y), Arg::from(5usize)],
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, LaunchError::Constraint { constraint, config, .. }
+            if constraint.contains("4096 elements per thread") && config == "BLOCK=1048576"),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("8192 per thread with 128 threads"),
+        "{e}"
+    );
+    assert!(untouched(&s.y));
+}
+
+#[test]
+fn the_tile_limit_agrees_with_the_code_generator() {
+    assert_eq!(
+        u64::from(tilekit_codegen::DEFAULT_THREADS),
+        tilekit_ir::limits::DEFAULT_THREADS
+    );
+    let prelude = tilekit_codegen::prelude_headers()
+        .iter()
+        .any(|(_, text)| text.contains("static_assert(SLOTS <= 4096"));
+    assert!(prelude, "the prelude's per-thread limit moved");
 }

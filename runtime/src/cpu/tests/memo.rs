@@ -263,7 +263,7 @@ fn a_failing_launch_never_hits() {
             launch(&rt, spec, &b, &mut [x, Arg::from(&mut y), repeats]).unwrap_err()
         };
         let e = refused(Arg::from(&x), Arg::from(101usize));
-        assert!(matches!(e, LaunchError::Constraint { .. }), "{e}");
+        assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{e}");
         let e = refused(Arg::from(&xh), Arg::from(3usize));
         assert!(matches!(e, LaunchError::DType { .. }), "{e}");
         let e = refused(Arg::from(&x2), Arg::from(3usize));

@@ -135,11 +135,17 @@ fn candidate_failing_a_launch_constraint_falls_through() {
     // Outside the space: passed over (not an error).
     rt.set_config_source(Some(Fixed::new(vec![block(5)])));
     assert_eq!(run(&rt, 32).unwrap(), (4, block(4)));
-    // Nothing fits: the default's violation, as without a source.
+    // Nothing fits: the arguments are at fault, named with the default's violation.
     let e = run(&rt, 2).unwrap_err();
     assert!(
-        matches!(&e, LaunchError::Constraint { constraint, config, .. }
-            if constraint == "BLOCK <= y.len()" && config == "BLOCK=4"),
+        matches!(&e, LaunchError::NoConfiguration { constraint, config, arguments, tried, .. }
+            if constraint == "BLOCK <= y.len()" && config == "BLOCK=4"
+                && arguments == "`y` has shape [2]" && *tried == 3),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("no configuration fits these arguments"),
         "{e}"
     );
 }
@@ -237,7 +243,10 @@ fn chosen_config_agrees_with_what_ran() {
     for n in [1usize, 3, 4, 7, 8, 15, 16, 100] {
         match run(&rt, n) {
             Ok((ran, chosen)) => assert_eq!(Some(ran), chosen.int("BLOCK"), "n = {n}"),
-            Err(e) => assert!(n < 4 && matches!(e, LaunchError::Constraint { .. }), "{e}"),
+            Err(e) => assert!(
+                n < 4 && matches!(e, LaunchError::NoConfiguration { .. }),
+                "{e}"
+            ),
         }
     }
     rt.set_config_source(Some(Fixed::new(vec![block(16), block(8)])));
@@ -450,6 +459,7 @@ fn resolve_order_attempts_each_configuration_once_and_reports_the_informative_er
         kernel: "write_block".into(),
         constraint: "c".into(),
         config: c.to_string(),
+        arguments: String::new(),
     };
     let broken = |c: &Config| LaunchError::Grid {
         kernel: "write_block".into(),

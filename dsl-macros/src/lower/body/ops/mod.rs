@@ -95,6 +95,11 @@ impl CallOp {
     }
 }
 
+/// Whether `name` is a tile operation written as a call (`program_id`, `arange`, ..).
+pub(super) fn is_call(name: &str) -> bool {
+    CALLS.iter().any(|op| op.name == name)
+}
+
 /// Every tile operation written as a call, in the order the help lists them.
 const CALLS: &[CallOp] = &[
     // program ids
