@@ -61,8 +61,17 @@ fn show_prints_a_variant_or_the_ir() {
         "show", "matmul", "--dtype", "T=f16", "--target", "sm_80", "--json",
     ])))
     .unwrap();
-    assert_eq!(json["config"]["BM"], 64);
+    assert_eq!(json["config"]["BM"], 128);
     assert!(json["cuda"].as_str().unwrap().contains("tilekit_kernel"));
+    // The stages of the code generator, for a library kernel.
+    let layouts = stdout(
+        tilekit(dir.path()).args(["show", "matmul", "--dtype", "bf16", "--stage", "layouts"]),
+    );
+    assert!(layouts.contains("ring0"), "{layouts}");
+    assert!(layouts.contains("mma.sync m16n8k16"), "{layouts}");
+    let smem =
+        stdout(tilekit(dir.path()).args(["show", "matmul", "--dtype", "bf16", "--stage", "smem"]));
+    assert!(smem.contains("total:"), "{smem}");
     let ir = stdout(tilekit(dir.path()).args(["show", "softmax", "--ir"]));
     assert!(ir.contains("kernel softmax"), "{ir}");
     // Outside the space: refused with the reason.
