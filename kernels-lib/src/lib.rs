@@ -17,10 +17,14 @@
 
 mod ops;
 
+pub use ops::log_softmax::log_softmax;
+pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
 pub use ops::rmsnorm::rmsnorm;
 pub use ops::scale_chain::scale_chain;
 pub use ops::softmax::softmax;
+pub use ops::softmax_bwd::softmax_bwd;
+pub use ops::softmax_online::softmax_online;
 
 /// Tuned results shipped with the library, measured on the H100 the project borrows: a
 /// `tilekit cache export` file (format `tilekit-tune-cache`, version 1) embedded at build
@@ -34,4 +38,8 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm::SPEC,
     &scale_chain::SPEC,
     &matmul::SPEC,
+    &log_softmax::SPEC,
+    &softmax_online::SPEC,
+    &softmax_bwd::SPEC,
+    &log_softmax_bwd::SPEC,
 ];
