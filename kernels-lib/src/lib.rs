@@ -15,12 +15,20 @@
 //! assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
 //! ```
 
+mod backward;
 mod ops;
 
+pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
+
+pub use ops::layernorm::layernorm;
+pub use ops::layernorm_bwd::layernorm_bwd;
 pub use ops::log_softmax::log_softmax;
 pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
+pub use ops::partial_sum::partial_sum;
 pub use ops::rmsnorm::rmsnorm;
+pub use ops::rmsnorm_bwd::rmsnorm_bwd;
+pub use ops::rmsnorm_residual::rmsnorm_residual;
 pub use ops::scale_chain::scale_chain;
 pub use ops::softmax::softmax;
 pub use ops::softmax_bwd::softmax_bwd;
@@ -42,4 +50,9 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &softmax_online::SPEC,
     &softmax_bwd::SPEC,
     &log_softmax_bwd::SPEC,
+    &rmsnorm_residual::SPEC,
+    &rmsnorm_bwd::SPEC,
+    &layernorm::SPEC,
+    &layernorm_bwd::SPEC,
+    &partial_sum::SPEC,
 ];

@@ -27,6 +27,12 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("softmax_bwd", "32768x4096", "bf16"),
     ("softmax_bwd", "4096x50257", "bf16"),
     ("log_softmax_bwd", "4096x50257", "bf16"),
+    ("rmsnorm_residual", "32768x4096", "bf16"),
+    ("rmsnorm_bwd", "32768x4096x528", "bf16"),
+    ("layernorm", "32768x4096", "bf16"),
+    ("layernorm", "32768x4096", "f32"),
+    ("layernorm_bwd", "32768x4096x528", "bf16"),
+    ("partial_sum", "528x4096", "bf16"),
 ];
 
 /// Arguments of `tilekit tune`.
