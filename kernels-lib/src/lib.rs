@@ -16,10 +16,14 @@
 //! ```
 
 mod backward;
+mod loss;
 mod ops;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
+pub use loss::{count_valid_labels, CrossEntropyReduction};
 
+pub use ops::cross_entropy::cross_entropy;
+pub use ops::cross_entropy_inplace::cross_entropy_inplace;
 pub use ops::layernorm::layernorm;
 pub use ops::layernorm_bwd::layernorm_bwd;
 pub use ops::log_softmax::log_softmax;
@@ -55,4 +59,6 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &layernorm::SPEC,
     &layernorm_bwd::SPEC,
     &partial_sum::SPEC,
+    &cross_entropy::SPEC,
+    &cross_entropy_inplace::SPEC,
 ];

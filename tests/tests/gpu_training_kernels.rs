@@ -1,6 +1,6 @@
 //! The training kernels (log-softmax, any-width softmax, softmax and log-softmax backward,
 //! RMSNorm backward and with a fused residual, LayerNorm forward and backward, the
-//! two-stage column reduction) on a CUDA GPU against the CPU backend on the same
+//! two-stage column reduction, fused cross-entropy and its in-place variant) on a CUDA GPU against the CPU backend on the same
 //! inputs: every dtype, several configurations of each space, awkward sizes including
 //! rows wider than `BLOCK` (the online chunked path), padded rows and a misaligned base,
 //! fresh random inputs and NaN-poisoned outputs.
@@ -15,8 +15,9 @@ use tilekit::ir::DType;
 use tilekit::prelude::*;
 use tilekit::{Config, Element, KernelSpec, LaunchError};
 use tilekit_kernels::{
-    layernorm, layernorm_backward, layernorm_bwd, log_softmax, log_softmax_bwd, partial_rows,
-    partial_sum, rmsnorm_backward, rmsnorm_bwd, rmsnorm_residual, softmax_bwd, softmax_online,
+    cross_entropy, cross_entropy_inplace, layernorm, layernorm_backward, layernorm_bwd,
+    log_softmax, log_softmax_bwd, partial_rows, partial_sum, rmsnorm_backward, rmsnorm_bwd,
+    rmsnorm_residual, softmax_bwd, softmax_online,
 };
 
 fn gpu() -> Runtime {
@@ -395,6 +396,102 @@ fn gpu_norm_backward_wrappers_default_launch() {
                 rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut dw, &mut db, &mut pw, &mut pb,
             )?;
             Ok(vec![read(&dx), read1(&dw), read1(&db)])
+        },
+    );
+}
+
+fn cross_entropy_case<T: Float>(
+    g: &Runtime,
+    cfg: &Config,
+    (rows, v, strided): (usize, usize, bool),
+    r: &mut Rng,
+) {
+    let xs: Vec<T> = r.vec(rows * v, 8.0);
+    // Valid labels, one ignored row and one out of range.
+    let labels: Vec<i64> = (0..rows)
+        .map(|i| match i % 5 {
+            1 => -100,
+            3 => v as i64,
+            _ => (r.next_u64() % v as u64) as i64,
+        })
+        .collect();
+    let what = |k: &str| format!("{k} {rows}x{v} strided={strided} {:?} [{cfg}]", T::DTYPE);
+    let shape = [rows, v];
+    for smoothing in [0.0f32, 0.1] {
+        on_both(
+            g,
+            &what(&format!("cross_entropy s={smoothing}")),
+            tol::<T>(),
+            |rt| {
+                let x = input(rt, &xs, shape, strided);
+                let lab = Tensor1::from_vec(rt, labels.clone(), [rows]).unwrap();
+                let mut loss = nan1::<f32>(rt, rows);
+                let mut dx = output::<T>(rt, shape, strided);
+                cross_entropy::launch_with(
+                    rt, cfg, &x, &lab, &mut loss, &mut dx, -100, smoothing, 0.5,
+                )?;
+                Ok(vec![read1(&loss), read(&dx)])
+            },
+        );
+    }
+    on_both(g, &what("cross_entropy_inplace"), tol::<T>(), |rt| {
+        let mut x = input(rt, &xs, shape, strided);
+        let lab = Tensor1::from_vec(rt, labels.clone(), [rows]).unwrap();
+        let mut loss = nan1::<f32>(rt, rows);
+        cross_entropy_inplace::launch_with(rt, cfg, &mut x, &lab, &mut loss, -100, 0.1, 1.0)?;
+        Ok(vec![read1(&loss), read(&x)])
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_cross_entropy_every_dtype_config_and_size() {
+    let g = gpu();
+    let mut r = rng("gpu cross_entropy");
+    for cfg in configs(&cross_entropy::SPEC) {
+        for case in [
+            (1, 1, false),
+            (5, 17, true),
+            (4, 4097, false),
+            (6, 50257, true),
+            (3, 50304, false),
+        ] {
+            each_dtype!(cross_entropy_case, &g, &cfg, case, &mut r);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_cross_entropy_default_launch_large_vocab() {
+    // `launch` on the shape scaled down in rows: bf16 logits, vocab 50304.
+    let g = gpu();
+    let mut r = rng("gpu cross_entropy default");
+    let (rows, v) = (64usize, 50304usize);
+    let xs: Vec<bf16> = r.vec(rows * v, 8.0);
+    let labels: Vec<i64> = (0..rows)
+        .map(|_| (r.next_u64() % v as u64) as i64)
+        .collect();
+    on_both(
+        &g,
+        "cross_entropy default 64x50304 bf16",
+        tol::<bf16>(),
+        |rt| {
+            let x = Tensor2::from_vec(rt, xs.clone(), [rows, v]).unwrap();
+            let lab = Tensor1::from_vec(rt, labels.clone(), [rows]).unwrap();
+            let mut loss = nan1::<f32>(rt, rows);
+            let mut dx = Tensor2::full(rt, [rows, v], bf16::from_f64(f64::NAN)).unwrap();
+            cross_entropy::launch(
+                rt,
+                &x,
+                &lab,
+                &mut loss,
+                &mut dx,
+                -100,
+                0.0,
+                1.0 / rows as f32,
+            )?;
+            Ok(vec![read1(&loss), read(&dx)])
         },
     );
 }

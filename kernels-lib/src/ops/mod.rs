@@ -1,5 +1,7 @@
 //! One file per kernel; `#[kernel]` turns each fn into a module of the same name.
 
+pub mod cross_entropy;
+pub mod cross_entropy_inplace;
 pub mod layernorm;
 pub mod layernorm_bwd;
 pub mod log_softmax;

@@ -33,6 +33,8 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("layernorm", "32768x4096", "f32"),
     ("layernorm_bwd", "32768x4096x528", "bf16"),
     ("partial_sum", "528x4096", "bf16"),
+    ("cross_entropy", "8192x50304", "bf16"),
+    ("cross_entropy_inplace", "8192x50304", "bf16"),
 ];
 
 /// Arguments of `tilekit tune`.
