@@ -34,6 +34,17 @@ the same run. Names for --only (letters of issue 4, item 7, also accepted):
              (x.t().contiguous()), and the fused h = x + bias + residual, y = RMSNorm(h) * w
              over 32768x4096 (statistics in fp32, writing h and y). Each checked against an
              fp32 reference first. GB/s = bytes read + written once / time.
+  train  (f) The training kernels' peers, torch eager and torch.compile, bf16 unless said:
+             log_softmax 4096x50257; LayerNorm forward 32768x4096 (weight, bias, eps=1e-5);
+             LayerNorm and RMSNorm backward 32768x4096 (dx, dgamma[, dbeta]: eager is
+             aten's native_layer_norm_backward / autograd of the RMSNorm formula, compile
+             the explicit backward formula); cross-entropy forward+backward 8192x50304
+             (F.cross_entropy on fp32-upcast logits, mean, then .backward()). Each compiled
+             result is compared with eager in fp32 (rel L2). GB/s counts the minimum
+             traffic of the issue's table: log_softmax and LayerNorm forward read x and
+             write y; the backward passes read x and dy and write dx (mean/rstd and the
+             small vectors excluded); cross-entropy reads the logits and writes their
+             gradient.
   launch (a) Host launch overhead: torch.add(a, b, out=c) on 1-element tensors, 10k calls
              timed with a host clock (enqueue only, and until synchronize), median of trials;
              and a CUDA graph of 100 such ops, replayed: GPU time per kernel inside the graph.
@@ -55,8 +66,8 @@ try:
 except ImportError:
     triton = tl = None
 
-ORDER = ["copy", "chain", "norms", "user2d", "launch", "matmul"]
-LETTERS = {"e": "copy", "c": "chain", "d": "norms", "a": "launch", "m": "matmul"}
+ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul"]
+LETTERS = {"e": "copy", "c": "chain", "d": "norms", "f": "train", "a": "launch", "m": "matmul"}
 CHAIN_R = (1, 4, 16, 64, 256)
 NORM_SHAPE = (32768, 4096)
 EPS = 1e-5
@@ -458,8 +469,120 @@ def m_matmul(b, ctx):
     return out
 
 
-MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "launch": m_launch,
-           "matmul": m_matmul}
+
+# ----------------------------------------------------------------------------- (f) train
+LOGSOFTMAX_SHAPE = (4096, 50257)
+CE_SHAPE = (8192, 50304)
+
+
+def rms_bwd_formula(x, w, dy):
+    xf, g = x.float(), dy.float() * w.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)
+    xh = xf * rstd
+    dx = rstd * (g - xh * (g * xh).mean(-1, keepdim=True))
+    return dx.to(x.dtype), (dy.float() * xh).sum(0).to(w.dtype)
+
+
+def ln_bwd_formula(x, w, dy, mean, rstd):
+    xh = (x.float() - mean) * rstd
+    g = dy.float() * w.float()
+    dx = rstd * (g - g.mean(-1, keepdim=True) - xh * (g * xh).mean(-1, keepdim=True))
+    return dx.to(x.dtype), (dy.float() * xh).sum(0).to(w.dtype), dy.float().sum(0).to(w.dtype)
+
+
+def rms_bwd_eager(x, w, dy):
+    xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+    return torch.autograd.grad(rms_formula(xr, wr), (xr, wr), dy)
+
+
+def train_cases():
+    """(name, shape, nbytes per call with element size es, make inputs, {provider: fn(inputs)})."""
+    F = torch.nn.functional
+    ls_c = torch.compile(lambda x: torch.log_softmax(x, dim=-1), dynamic=False)
+    ln_f = lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, EPS)
+    ln_c = torch.compile(ln_f, dynamic=False)
+    rmsb_c = torch.compile(rms_bwd_formula, dynamic=False)
+    lnb_c = torch.compile(ln_bwd_formula, dynamic=False)
+    ce_f = lambda x, y: F.cross_entropy(x.float(), y)
+    ce_c = torch.compile(ce_f, dynamic=False)
+
+    def ce_step(fn):
+        def run(a):
+            x, y = a
+            x.grad = None
+            fn(x, y).backward()
+            return x.grad
+        return run
+
+    def ln_stats(x):
+        xf = x.float()
+        return xf.mean(-1, keepdim=True), torch.rsqrt(xf.var(-1, unbiased=False, keepdim=True) + EPS)
+
+    def vec(n, dt):
+        return (1.0 + 0.1 * torch.randn(n, device="cuda")).to(dt)
+
+    M, N = NORM_SHAPE
+    return [
+        ("log_softmax", LOGSOFTMAX_SHAPE, lambda M, N, es: 2 * M * N * es,
+         lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt),),
+         {"eager": lambda a: torch.log_softmax(a[0], dim=-1), "compile": lambda a: ls_c(a[0])}),
+        ("layernorm", NORM_SHAPE, lambda M, N, es: 2 * M * N * es,
+         lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt), vec(N, dt), vec(N, dt)),
+         {"eager": lambda a: ln_f(*a), "compile": lambda a: ln_c(*a)}),
+        ("layernorm_bwd", NORM_SHAPE, lambda M, N, es: 3 * M * N * es,
+         lambda M, N, dt: (lambda x: (x, vec(N, dt), torch.randn(M, N, device="cuda", dtype=dt)) + ln_stats(x))(
+             torch.randn(M, N, device="cuda", dtype=dt)),
+         {"eager": lambda a: torch.ops.aten.native_layer_norm_backward(
+             a[2], a[0], [a[0].shape[-1]], a[3], a[4], a[1], a[1], [True, True, True]),
+          "compile": lambda a: lnb_c(a[0], a[1], a[2], a[3], a[4])}),
+        ("rmsnorm_bwd", NORM_SHAPE, lambda M, N, es: 3 * M * N * es,
+         lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt), vec(N, dt),
+                           torch.randn(M, N, device="cuda", dtype=dt)),
+         {"eager": lambda a: rms_bwd_eager(*a), "compile": lambda a: rmsb_c(*a)}),
+        ("cross_entropy", CE_SHAPE, lambda M, N, es: 2 * M * N * es,
+         lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt).requires_grad_(),
+                           torch.randint(0, N, (M,), device="cuda")),
+         {"eager": ce_step(ce_f), "compile": ce_step(ce_c)}),
+    ]
+
+
+def first(out):
+    return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def m_train(b, ctx):
+    res = {}
+    for name, (M, N), nbytes_of, make, provs in train_cases():
+        res[name] = {}
+        for dt_name, dt in (("bf16", torch.bfloat16),) + ((("fp32", torch.float32),) if name == "layernorm" else ()):
+            es = torch.finfo(dt).bits // 8
+            nbytes = nbytes_of(M, N, es)
+            sets = b.inputs(nbytes, lambda: make(M, N, dt))
+            ref = first(provs["eager"](sets[0])).float()
+            res[name][dt_name] = {}
+            for prov, f in provs.items():
+                rec = {}
+                try:
+                    d = first(f(sets[0])).float() - ref
+                    rec["rel_l2_vs_eager"] = (d.norm() / ref.norm()).item()
+                    rec["ok"] = math.isfinite(rec["rel_l2_vs_eager"]) and rec["rel_l2_vs_eager"] < 1e-2
+                    del d
+                    rec.update(b.time(lambda i: f(sets[i % len(sets)])))
+                    rate(rec, nbytes, ctx.get("copy_gbps"))
+                    if not rec["ok"]:
+                        rec["note"] = "WRONG RESULT (vs eager)"
+                except Exception as e:
+                    rec = {"error": err_str(e)}
+                res[name][dt_name][prov] = rec
+                row("train", prov, f"{name} {dt_name}", rec)
+            del sets, ref
+            gc.collect(); torch.cuda.empty_cache()
+    res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE}
+    return res
+
+
+MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,
+           "launch": m_launch, "matmul": m_matmul}
 
 
 # ----------------------------------------------------------------------------- driver
@@ -506,7 +629,7 @@ def parse_only(s):
         if w not in MEASURE:
             raise SystemExit(f"--only: unknown measurement {w!r} (choose from {', '.join(ORDER)} or e,c,d,a)")
         sel.add(w)
-    if sel & {"chain", "norms", "user2d"}:
+    if sel & {"chain", "norms", "user2d", "train"}:
         sel.add("copy")  # the ceiling the percentages refer to
     return [m for m in ORDER if m in sel]
 

@@ -15,12 +15,28 @@
 //! assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
 //! ```
 
+mod backward;
+mod loss;
 mod ops;
 
+pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
+pub use loss::{count_valid_labels, CrossEntropyReduction};
+
+pub use ops::cross_entropy::cross_entropy;
+pub use ops::cross_entropy_inplace::cross_entropy_inplace;
+pub use ops::layernorm::layernorm;
+pub use ops::layernorm_bwd::layernorm_bwd;
+pub use ops::log_softmax::log_softmax;
+pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
+pub use ops::partial_sum::partial_sum;
 pub use ops::rmsnorm::rmsnorm;
+pub use ops::rmsnorm_bwd::rmsnorm_bwd;
+pub use ops::rmsnorm_residual::rmsnorm_residual;
 pub use ops::scale_chain::scale_chain;
 pub use ops::softmax::softmax;
+pub use ops::softmax_bwd::softmax_bwd;
+pub use ops::softmax_online::softmax_online;
 
 /// Tuned results shipped with the library, measured on the H100 the project borrows: a
 /// `tilekit cache export` file (format `tilekit-tune-cache`, version 1) embedded at build
@@ -34,4 +50,15 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm::SPEC,
     &scale_chain::SPEC,
     &matmul::SPEC,
+    &log_softmax::SPEC,
+    &softmax_online::SPEC,
+    &softmax_bwd::SPEC,
+    &log_softmax_bwd::SPEC,
+    &rmsnorm_residual::SPEC,
+    &rmsnorm_bwd::SPEC,
+    &layernorm::SPEC,
+    &layernorm_bwd::SPEC,
+    &partial_sum::SPEC,
+    &cross_entropy::SPEC,
+    &cross_entropy_inplace::SPEC,
 ];

@@ -14,7 +14,7 @@ use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
 use tilekit_tuner::{covering_variants, valid_variants};
 
 /// Largest valid set compiled in full by default.
-const FULL_SPACE_LIMIT: usize = 200;
+const FULL_SPACE_LIMIT: usize = 32;
 
 #[test]
 fn every_kernel_variant_compiles_with_nvrtc() {

@@ -21,6 +21,20 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("rmsnorm", "32768x4096", "f32"),
     ("scale_chain", "268435456", "f32"),
     ("matmul", "4096x4096x4096", "bf16"),
+    ("log_softmax", "4096x50257", "bf16"),
+    ("log_softmax", "32768x4096", "bf16"),
+    ("softmax_online", "4096x50257", "bf16"),
+    ("softmax_bwd", "32768x4096", "bf16"),
+    ("softmax_bwd", "4096x50257", "bf16"),
+    ("log_softmax_bwd", "4096x50257", "bf16"),
+    ("rmsnorm_residual", "32768x4096", "bf16"),
+    ("rmsnorm_bwd", "32768x4096x528", "bf16"),
+    ("layernorm", "32768x4096", "bf16"),
+    ("layernorm", "32768x4096", "f32"),
+    ("layernorm_bwd", "32768x4096x528", "bf16"),
+    ("partial_sum", "528x4096", "bf16"),
+    ("cross_entropy", "8192x50304", "bf16"),
+    ("cross_entropy_inplace", "8192x50304", "bf16"),
 ];
 
 /// Arguments of `tilekit tune`.

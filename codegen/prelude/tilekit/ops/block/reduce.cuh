@@ -63,8 +63,23 @@ template <class R, class T, class S, class L> TK_DEVICE T reduce_all(const rt<T,
     return cast<T>(total);
 }
 
-/// Reduces axis AXIS of a tile, giving a tile of shape OS (S without AXIS): the tile is
-/// staged in shared memory, then each thread combines the inputs of its own outputs.
+namespace detail {
+/// True when L is a blocked layout whose passes (VEC * THREADS elements) never straddle
+/// rows of N elements, for at most 16 rows: the register path of `reduce_axis`.
+template <class L, long long N, long long ROWS, class = void> struct rows_of_blocked {
+    static constexpr bool value = false;
+};
+template <int VEC, int THREADS, long long N, long long ROWS> struct rows_of_blocked<blocked<VEC, THREADS>, N, ROWS> {
+    static constexpr bool value = N % ((long long)VEC * THREADS) == 0 && ROWS <= 16;
+};
+template <class R, int AXIS, class OS, class T, class S, class L, class A>
+TK_DEVICE rt<T, OS, L> reduce_axis_staged(const rt<T, S, L>& x, A* buf);
+} // namespace detail
+
+/// Reduces axis AXIS of a tile, giving a tile of shape OS (S without AXIS). Rows of the
+/// last axis that are whole passes of a blocked layout reduce in registers, with warp
+/// shuffles and one partial per (row, warp) in shared memory; otherwise the tile is staged
+/// in shared memory, then each thread combines the inputs of its own outputs.
 template <class R, int AXIS, class OS, class T, class S, class L>
 TK_DEVICE rt<T, OS, L> reduce_axis(const rt<T, S, L>& x, char* smem) {
     static_assert(AXIS >= 0 && AXIS < S::rank, "tk::reduce_axis: axis out of range");
@@ -74,6 +89,51 @@ TK_DEVICE rt<T, OS, L> reduce_axis(const rt<T, S, L>& x, char* smem) {
     using In = rt<T, S, L>;
     using Out = rt<T, OS, L>;
     A* buf = reinterpret_cast<A*>(smem);
+    if constexpr (AXIS == S::rank - 1 && detail::rows_of_blocked<L, S::dim(AXIS), OS::size>::value) {
+        // Rows of whole block passes (the last extent a multiple of VEC * THREADS): slot s
+        // of every thread lies in row (s / VEC) * chunk / n, so each thread combines its
+        // slots per row, each warp shuffles, and one partial per (row, warp) goes through
+        // shared memory (OS::size * warps accumulators, within the plan's S::size).
+        constexpr long long n = S::dim(AXIS);
+        constexpr int ROWS = (int)OS::size;
+        A acc[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) acc[r] = R::template identity<A>();
+#pragma unroll
+        for (int s = 0; s < In::SLOTS; ++s) {
+            const int row = (int)(((long long)(s / L::vec) * L::chunk) / n);
+            acc[row] = R::combine(acc[row], (A)to_compute(x.v[s]));
+        }
+        const int t = thread_rank();
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            acc[r] = warp_reduce<R>(acc[r]);
+            if ((t & 31) == 0) buf[r * L::warps + (t >> 5)] = acc[r];
+        }
+        sync();
+        Out o;
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) {
+            if (!Out::valid(s)) continue;
+            const long long e = Out::flat(s);
+            A total = buf[e * L::warps];
+#pragma unroll
+            for (int w = 1; w < L::warps; ++w) total = R::combine(total, buf[e * L::warps + w]);
+            o.v[s] = cast<T>(total);
+        }
+        sync();
+        return o;
+    } else {
+        return detail::reduce_axis_staged<R, AXIS, OS>(x, buf);
+    }
+}
+
+namespace detail {
+/// `reduce_axis` through shared memory (any layout, any axis).
+template <class R, int AXIS, class OS, class T, class S, class L, class A>
+TK_DEVICE rt<T, OS, L> reduce_axis_staged(const rt<T, S, L>& x, A* buf) {
+    using In = rt<T, S, L>;
+    using Out = rt<T, OS, L>;
 #pragma unroll
     for (int s = 0; s < In::SLOTS; ++s)
         if (In::valid(s)) buf[In::flat(s)] = (A)to_compute(x.v[s]);
@@ -95,5 +155,6 @@ TK_DEVICE rt<T, OS, L> reduce_axis(const rt<T, S, L>& x, char* smem) {
     sync();
     return r;
 }
+} // namespace detail
 
 } // namespace tk
