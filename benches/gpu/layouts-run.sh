@@ -101,7 +101,7 @@ tune-all)
   ;;
 sanitize)
   for tool in memcheck racecheck synccheck; do
-    t /usr/local/cuda/bin/compute-sanitizer --tool $tool --print-limit 10 .gpu/tests/gpu_matmul-* --ignored --test-threads=1 gpu_matmul_permutation 2>&1 | tail -n 8 | tee -a "$OUT/sanitize.log"
+    t /usr/local/cuda/bin/compute-sanitizer --tool $tool --print-limit 10 .gpu/tests/gpu_matmul-* --ignored --test-threads=1 gpu_matmul_sanitizer_small 2>&1 | tail -n 8 | tee -a "$OUT/sanitize.log"
   done
   ;;
 esac
