@@ -519,8 +519,8 @@ fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
     )
 }
 
-/// The tensor-core matmul: bf16 8192^3 and 4096^3, f16 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3
-/// bf16 only).
+/// The tensor-core matmul: bf16 8192^3 and 4096^3, f16 4096^3, the user-written TF32
+/// matmul at 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3 bf16 only).
 fn matmul_record(rt: &Runtime) -> Result<Value> {
     let mut v = serde_json::Map::new();
     v.insert(
@@ -536,6 +536,7 @@ fn matmul_record(rt: &Runtime) -> Result<Value> {
             "f16_4096".into(),
             matmul_shape::<half::f16>(rt, "f16", 4096, 4096, 4096)?,
         );
+        v.insert("tf32_4096".into(), matmul_tf32_record(rt, 4096)?);
     }
     Ok(Value::Object(v))
 }
