@@ -127,7 +127,7 @@ pub const RESERVED: [ReservedName; 4] = [
     ReservedName {
         name: "GROUP_M",
         values: ReservedValues::Ints(1, 1 << 16),
-        meaning: "reserved for later (grouped program order)",
+        meaning: "grouped program order on 2-d grids: bands of GROUP_M programs along axis 0 swept across axis 1 (L2 reuse); 1 is the linear order",
     },
 ];
 
