@@ -1,0 +1,152 @@
+//! `tilekit-bench --only matmul`: the tensor-core matmul at bf16 8192^3 / 4096^3 and f16
+//! 4096^3 (the default and a sweep of configurations), and the user-written TF32 matmul.
+
+use crate::{random, time_ms};
+use anyhow::{anyhow, Result};
+use serde_json::{json, Value};
+use tilekit::prelude::*;
+use tilekit::Element;
+use tilekit_kernels::matmul;
+
+/// Configurations timed beside the default at every matmul shape (the best is reported).
+const MATMUL_CONFIGS: &[&str] = &[
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Padded",
+    "BM=128,BN=256,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
+    "BM=256,BN=128,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128",
+    "BM=256,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=64,STAGES=4,WARPS=4,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=32,STAGES=3,WARPS=4,SMEM=Swizzle128",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Padded",
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=RowMajor",
+];
+
+/// One matmul shape: the default configuration and [`MATMUL_CONFIGS`], median of 10.
+fn matmul_shape<T: Element + Float>(
+    rt: &Runtime,
+    dt: &str,
+    m: usize,
+    k: usize,
+    n: usize,
+) -> Result<Value> {
+    let a = Tensor2::<T>::from_vec(rt, random(m * k, 5), [m, k])?;
+    let b = Tensor2::<T>::from_vec(rt, random(k * n, 6), [k, n])?;
+    let mut c = Tensor2::<T>::zeros(rt, [m, n])?;
+    let flops = 2.0 * (m * n * k) as f64;
+    let ms = time_ms(rt, 3, 10, || {
+        matmul::launch(rt, &a, &b, &mut c).map_err(Into::into)
+    })?;
+    let default = matmul::SPEC
+        .default_config()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    println!(
+        "matmul  {dt:<4} {m}x{k}x{n:<6} default {default:<52} {ms:>8.4} ms {:>7.1} TFLOP/s",
+        flops / (ms * 1e-3) / 1e12
+    );
+    let mut rows = vec![json!({"config": default, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12})];
+    let (mut best_ms, mut best_cfg) = (ms, default.clone());
+    for text in MATMUL_CONFIGS {
+        let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        let r = time_ms(rt, 3, 10, || {
+            matmul::launch_with(rt, &cfg, &a, &b, &mut c).map_err(Into::into)
+        });
+        match r {
+            Ok(t) => {
+                println!(
+                    "matmul  {dt:<4} {m}x{k}x{n:<6}         {text:<52} {t:>8.4} ms {:>7.1} TFLOP/s",
+                    flops / (t * 1e-3) / 1e12
+                );
+                rows.push(json!({"config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12}));
+                if t < best_ms {
+                    best_ms = t;
+                    best_cfg = text.to_string();
+                }
+            }
+            Err(e) => {
+                println!("matmul  {dt:<4} {m}x{k}x{n:<6}         {text:<52} FAILED: {e:#}");
+                rows.push(json!({"config": text, "error": format!("{e:#}")}));
+            }
+        }
+    }
+    Ok(
+        json!({"dtype": dt, "m": m, "k": k, "n": n, "default_ms": ms, "default_tflops": flops / (ms * 1e-3) / 1e12,
+        "best_ms": best_ms, "best_config": best_cfg, "best_tflops": flops / (best_ms * 1e-3) / 1e12, "rows": rows}),
+    )
+}
+
+/// The user-written TF32 matmul (`tilekit_benches::user_kernels::matmul_tf32`) at n^3: the
+/// default and every configuration of its space, median of 10.
+fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
+    use tilekit_benches::user_kernels::matmul_tf32;
+    let a = Tensor2::<f32>::from_vec(rt, random(n * n, 7), [n, n])?;
+    let b = Tensor2::<f32>::from_vec(rt, random(n * n, 8), [n, n])?;
+    let mut c = Tensor2::<f32>::zeros(rt, [n, n])?;
+    let flops = 2.0 * (n * n * n) as f64;
+    let mut rows = Vec::new();
+    let (mut best_ms, mut best_cfg) = (f64::INFINITY, String::new());
+    let default = matmul_tf32::SPEC
+        .default_config()
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    let all = matmul_tf32::SPEC
+        .space()
+        .map(|s| s.enumerate())
+        .unwrap_or_default();
+    for cfg in all {
+        let text = cfg.to_string();
+        match time_ms(rt, 2, 10, || {
+            matmul_tf32::launch_with(rt, &cfg, &a, &b, &mut c).map_err(Into::into)
+        }) {
+            Ok(t) => {
+                rows.push(json!({"config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12}));
+                if t < best_ms {
+                    best_ms = t;
+                    best_cfg = text;
+                }
+            }
+            Err(e) => rows.push(json!({"config": text, "error": format!("{e:#}")})),
+        }
+    }
+    let default_ms = rows
+        .iter()
+        .find(|r| r["config"] == default.as_str())
+        .and_then(|r| r["ms"].as_f64())
+        .unwrap_or(f64::NAN);
+    println!(
+        "matmul  tf32 {n}x{n}x{n} default {default:<52} {default_ms:>8.4} ms {:>7.1} TFLOP/s",
+        flops / (default_ms * 1e-3) / 1e12
+    );
+    println!(
+        "matmul  tf32 {n}x{n}x{n} best    {best_cfg:<52} {best_ms:>8.4} ms {:>7.1} TFLOP/s",
+        flops / (best_ms * 1e-3) / 1e12
+    );
+    Ok(
+        json!({"dtype": "tf32", "n": n, "default": default, "default_ms": default_ms, "best_config": best_cfg,
+        "best_ms": best_ms, "best_tflops": flops / (best_ms * 1e-3) / 1e12, "rows": rows}),
+    )
+}
+
+/// The tensor-core matmul: bf16 8192^3 and 4096^3, f16 4096^3, the user-written TF32
+/// matmul at 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3 bf16 only).
+pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
+    let mut v = serde_json::Map::new();
+    v.insert(
+        "bf16_4096".into(),
+        matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?,
+    );
+    if std::env::var("TK_MATMUL_QUICK").as_deref() != Ok("1") {
+        v.insert(
+            "bf16_8192".into(),
+            matmul_shape::<half::bf16>(rt, "bf16", 8192, 8192, 8192)?,
+        );
+        v.insert(
+            "f16_4096".into(),
+            matmul_shape::<half::f16>(rt, "f16", 4096, 4096, 4096)?,
+        );
+        v.insert("tf32_4096".into(), matmul_tf32_record(rt, 4096)?);
+    }
+    Ok(Value::Object(v))
+}
