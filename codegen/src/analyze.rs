@@ -4,6 +4,20 @@
 use crate::error::CodegenError;
 use tilekit_ir::{infer, Block, Inst, Kernel, Op, Shape, Ty, Types, ValueId};
 
+/// The blocks nested in an op (a `for` body, both branches of an `if`), in order: the one
+/// place the stages learn the shape of structured control flow.
+pub(crate) fn nested_blocks(op: &Op) -> Vec<&Block> {
+    match op {
+        Op::For { body, .. } => vec![body],
+        Op::If {
+            then_block,
+            else_block,
+            ..
+        } => vec![then_block, else_block],
+        _ => Vec::new(),
+    }
+}
+
 /// One use of a value: the instruction and the operand position (`Op::operands` order).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Use<'k> {
@@ -59,17 +73,8 @@ impl<'k> Analysis<'k> {
                     slot.push(Use { inst, operand: i });
                 }
             }
-            match &inst.op {
-                Op::For { body, .. } => self.index(body),
-                Op::If {
-                    then_block,
-                    else_block,
-                    ..
-                } => {
-                    self.index(then_block);
-                    self.index(else_block);
-                }
-                _ => {}
+            for b in nested_blocks(&inst.op) {
+                self.index(b);
             }
         }
     }

@@ -9,7 +9,7 @@ use crate::target::Target;
 use tilekit_ir::{Bindings, Config, Elem, EvalValue, ExprEnv, Func, Kernel, Shape, TuneValue};
 
 /// Threads per block when the space has no `WARPS` parameter.
-pub const DEFAULT_THREADS: u32 = 128;
+pub const DEFAULT_THREADS: u32 = tilekit_ir::limits::DEFAULT_THREADS as u32;
 
 /// How the block size follows from the configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -36,14 +36,7 @@ pub enum SmemKind {
 
 impl SmemKind {
     /// Every name `SMEM` accepts.
-    pub const NAMES: [&'static str; 6] = [
-        "RowMajor",
-        "Padded",
-        "Swizzle32",
-        "Swizzle64",
-        "Swizzle128",
-        "Auto",
-    ];
+    pub const NAMES: [&'static str; 6] = tilekit_ir::space::SMEM_LAYOUTS;
 
     /// Parses a `SMEM` value name.
     pub fn parse(name: &str) -> Option<SmemKind> {

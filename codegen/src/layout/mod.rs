@@ -22,7 +22,7 @@
 mod mma;
 mod rings;
 
-use crate::analyze::{Analysis, Use};
+use crate::analyze::{nested_blocks, Analysis, Use};
 use crate::error::CodegenError;
 use std::fmt::{self, Write as _};
 use tilekit_ir::{Block, Dim, Elem, Inst, Op, Precision, Shape, ValueId};
@@ -258,16 +258,11 @@ fn seed_dots(a: &Analysis, b: &Block, out: &mut Layouts, of: &mut [Option<Layout
                     from_rings: is_ring(x) && is_ring(y),
                 });
             }
-            Op::For { body, .. } => seed_dots(a, body, out, of),
-            Op::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                seed_dots(a, then_block, out, of);
-                seed_dots(a, else_block, out, of);
+            op => {
+                for b in nested_blocks(op) {
+                    seed_dots(a, b, out, of);
+                }
             }
-            _ => {}
         }
     }
 }
@@ -444,17 +439,8 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
                 });
             }
         }
-        match &inst.op {
-            Op::For { body, .. } => conversions(a, body, yields, out),
-            Op::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                conversions(a, then_block, yields, out);
-                conversions(a, else_block, yields, out);
-            }
-            _ => {}
+        for b in nested_blocks(&inst.op) {
+            conversions(a, b, yields, out);
         }
     }
 }

@@ -8,7 +8,7 @@
 //! values in the slice, or any other use, keep the load in registers.
 
 use super::Layouts;
-use crate::analyze::Analysis;
+use crate::analyze::{nested_blocks, Analysis};
 use crate::error::CodegenError;
 use std::collections::HashSet;
 use tilekit_ir::{Block, Dim, Elem, Inst, Op, ValueId};
@@ -51,22 +51,16 @@ pub(super) fn find(a: &Analysis, out: &mut Layouts) -> Result<(), CodegenError> 
 
 fn visit(a: &Analysis, b: &Block, out: &mut Layouts) {
     for inst in &b.insts {
-        match &inst.op {
-            Op::For { body, stages, .. } => {
-                if let Some(st) = stages {
-                    pipelined(a, inst, body, st, out);
-                }
-                visit(a, body, out);
-            }
-            Op::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                visit(a, then_block, out);
-                visit(a, else_block, out);
-            }
-            _ => {}
+        if let Op::For {
+            body,
+            stages: Some(st),
+            ..
+        } = &inst.op
+        {
+            pipelined(a, inst, body, st, out);
+        }
+        for b in nested_blocks(&inst.op) {
+            visit(a, b, out);
         }
     }
 }
