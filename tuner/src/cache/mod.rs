@@ -18,6 +18,7 @@
 //! GPU in its key; anything else, and any unreadable bytes, is ignored with a warning and
 //! never returned. The cache can choose a configuration, never supply code.
 
+mod import_report;
 pub mod key;
 pub mod layers;
 pub mod shipped;
