@@ -30,4 +30,8 @@ template <int VEC, int THREADS> struct blocked {
     }
 };
 
+/// `is_blocked<L>::value`: L is a `blocked` layout.
+template <class L> struct is_blocked { static constexpr bool value = false; };
+template <int VEC, int THREADS> struct is_blocked<blocked<VEC, THREADS>> { static constexpr bool value = true; };
+
 } // namespace tk

@@ -20,6 +20,7 @@
 // is free again on return.
 #pragma once
 #include "tilekit/types/tile.cuh"
+#include "tilekit/ops/memory/vec.cuh"
 
 namespace tk {
 
@@ -34,6 +35,57 @@ template <class T, long long N, int G> TK_DEVICE long long transpose_col(long lo
     constexpr long long P = pow2_factor(N);
     return j ^ ((((i / G) ^ (i % G)) * W) & (P - 1));
 }
+
+/// The vectorised transpose applies: both tiles blocked with the same VEC and threads,
+/// whole passes (no partial slots), both extents multiples of VEC, and VEC elements make a
+/// 4-, 8- or 16-byte shared-memory access.
+template <class T, class S, class L, class DL> struct transpose_fast {
+    static constexpr long long M = S::dim(0), N = S::dim(1);
+    static constexpr int B = DL::vec * (int)sizeof(T);
+    static constexpr bool value = is_blocked<L>::value && is_blocked<DL>::value && L::vec == DL::vec &&
+                                  L::threads == DL::threads && L::exact(S::size) && M % L::vec == 0 &&
+                                  N % L::vec == 0 && (B == 4 || B == 8 || B == 16) && S::size < (1LL << 30);
+};
+
+/// The vectorised transpose (see transpose.cuh): chunks of VEC elements of a source row are
+/// stored whole (one 4/8/16-byte access) at chunk position c ^ swz(i) of row i, swz(i) =
+/// (i / VEC) mod P, P the largest power of two dividing N / VEC, at most 128 / B. A
+/// result group (j, i0 .. i0 + VEC - 1) has i0 a multiple of VEC, so all VEC of its reads
+/// share one chunk position and differ only by whole rows: one address per group, and
+/// the rows of one read instruction (different i0 / VEC) land in different chunks.
+template <class DS, class DL, class T, class S, class L>
+TK_DEVICE rt<T, DS, DL> transpose_vec(const rt<T, S, L>& x, char* smem) {
+    using F = transpose_fast<T, S, L, DL>;
+    constexpr unsigned M = (unsigned)F::M, N = (unsigned)F::N, VEC = (unsigned)L::vec;
+    constexpr unsigned B = (unsigned)F::B, CHUNK = (unsigned)L::chunk;
+    constexpr unsigned NC = N / VEC;
+    constexpr unsigned P0 = (unsigned)pow2_factor((long long)NC);
+    constexpr unsigned P = P0 < 128 / B ? P0 : 128 / B;
+    constexpr unsigned ROW = N * (unsigned)sizeof(T);
+    using In = rt<T, S, L>;
+    using Out = rt<T, DS, DL>;
+    const unsigned tv = (unsigned)thread_rank() * VEC;
+#pragma unroll
+    for (int g = 0; g < In::SLOTS / (int)VEC; ++g) {
+        const unsigned e0 = (unsigned)g * CHUNK + tv;
+        const unsigned i = e0 / N, c = (e0 % N) / VEC;
+        const unsigned pos = c ^ ((i / VEC) & (P - 1));
+        vcopy<(int)B>(smem + i * ROW + pos * B, &x.v[g * VEC]);
+    }
+    sync();
+    Out r;
+#pragma unroll
+    for (int g = 0; g < Out::SLOTS / (int)VEC; ++g) {
+        const unsigned e0 = (unsigned)g * CHUNK + tv;
+        const unsigned j = e0 / M, i0 = e0 % M;
+        const unsigned pos = (j / VEC) ^ ((i0 / VEC) & (P - 1));
+        const T* src = reinterpret_cast<const T*>(smem + i0 * ROW + pos * B) + j % VEC;
+#pragma unroll
+        for (unsigned k = 0; k < VEC; ++k) r.v[g * VEC + k] = src[k * (ROW / sizeof(T))];
+    }
+    sync();
+    return r;
+}
 } // namespace detail
 
 /// `trans(x)`: the rank-2 tile `x` ([M, N] in any layout) as the [N, M] tile of shape DS in
@@ -43,6 +95,9 @@ TK_DEVICE rt<T, DS, DL> transpose(const rt<T, S, L>& x, char* smem) {
     static_assert(S::rank == 2 && DS::rank == 2, "tk::transpose: tiles of rank 2");
     static_assert(DS::dim(0) == S::dim(1) && DS::dim(1) == S::dim(0),
                   "tk::transpose: the result shape must be the operand's axes swapped");
+    if constexpr (detail::transpose_fast<T, S, L, DL>::value) {
+        return detail::transpose_vec<DS, DL>(x, smem);
+    }
     constexpr long long M = S::dim(0), N = S::dim(1);
     constexpr int G = DL::vec;
     using In = rt<T, S, L>;

@@ -29,6 +29,51 @@ TK_DEVICE bool tile_offset(const view<T, R>& v, const coord& o, long long e, lon
     }
     return in;
 }
+
+/// True when the whole tile S at `o` lies inside the tensor (every axis), with the last
+/// coordinate a multiple of VEC: the interior fast path needs no per-element test.
+template <class S, int VEC, class T, int R>
+TK_DEVICE bool tile_interior(const view<T, R>& v, const coord& o) {
+    bool in = (o.c[R - 1] % VEC) == 0;
+#pragma unroll
+    for (int a = 0; a < R; ++a) in = in && o.c[a] >= 0 && o.c[a] + S::dim(a) <= v.shape[a];
+    return in;
+}
+
+/// Element offset of flat tile index e = g * CHUNK + tv (group g of a blocked layout with
+/// CHUNK elements per pass, tv = this thread's first element, tv < CHUNK) for a tensor whose
+/// last stride is 1. Each axis's coordinate is split into a part known at compile time (from
+/// g, after unrolling) and a per-thread part the compiler hoists out of the group loop,
+/// where the extents allow it (no carry between the two); otherwise it divides (32-bit, by
+/// compile-time extents).
+template <class S, unsigned CHUNK, class T, int R>
+TK_DEVICE long long interior_offset(const view<T, R>& v, unsigned g, unsigned tv) {
+    long long off = 0;
+#pragma unroll
+    for (int a = 0; a < R; ++a) {
+        const unsigned st = (unsigned)S::stride(a), d = (unsigned)S::dim(a);
+        const long long vs = a == R - 1 ? 1LL : v.stride[a];
+        if (st % CHUNK == 0) {
+            off += (long long)(((g * CHUNK) / st) % d) * vs;
+        } else if (CHUNK % st == 0 && a == 0) {
+            off += (long long)(g * (CHUNK / st)) * vs + (long long)(tv / st) * vs;
+        } else if (CHUNK % st == 0 && (CHUNK / st) % d == 0) {
+            off += (long long)((tv / st) % d) * vs;
+        } else if (d % CHUNK == 0 && st == 1) {
+            off += (long long)((g * CHUNK) % d) + (long long)tv;
+        } else {
+            off += (long long)(((g * CHUNK + tv) / st) % d) * vs;
+        }
+    }
+    return off;
+}
+
+/// The interior fast path applies: an aligned variant, a blocked layout, whole VEC groups
+/// along the last axis and a tile of fewer than 2^31 elements.
+template <bool ALIGNED, class S, class L> struct interior_path {
+    static constexpr bool value = ALIGNED && is_blocked<L>::value && S::dim(S::rank - 1) % L::vec == 0 &&
+                                  S::size < (1LL << 31);
+};
 } // namespace detail
 
 /// `load_tile(t, origin, S)` with zero fill.
@@ -40,6 +85,22 @@ template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> 
     const long long last_st = ALIGNED ? 1 : v.stride[R - 1];
     const bool origin_ok = (o.c[R - 1] % VEC) == 0;
     Tl r;
+    if constexpr (detail::interior_path<ALIGNED, S, L>::value) {
+        // Interior fast path: one bounds test per tile, then one vector load per group.
+        if (detail::tile_interior<S, VEC>(v, o)) {
+            const T* base = v.ptr + o.c[R - 1];
+#pragma unroll
+            for (int a = 0; a < R - 1; ++a) base += o.c[a] * v.stride[a];
+            const unsigned tv = (unsigned)thread_rank() * VEC;
+#pragma unroll
+            for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
+                const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
+                if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
+                vcopy<VEC * (int)sizeof(T)>(&r.v[g * VEC], base + detail::interior_offset<S, (unsigned)L::chunk>(v, g, tv));
+            }
+            return r;
+        }
+    }
 #pragma unroll
     for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
         const long long e0 = Tl::flat(g * VEC);
@@ -70,6 +131,22 @@ template <bool ALIGNED, class T, int R, class S, class L> TK_DEVICE void store_t
     constexpr bool can_vec = ALIGNED && (S::dim(R - 1) % VEC == 0);
     const long long last_st = ALIGNED ? 1 : v.stride[R - 1];
     const bool origin_ok = (o.c[R - 1] % VEC) == 0;
+    if constexpr (detail::interior_path<ALIGNED, S, L>::value) {
+        // Interior fast path: one bounds test per tile, then one vector store per group.
+        if (detail::tile_interior<S, VEC>(v, o)) {
+            T* base = v.ptr + o.c[R - 1];
+#pragma unroll
+            for (int a = 0; a < R - 1; ++a) base += o.c[a] * v.stride[a];
+            const unsigned tv = (unsigned)thread_rank() * VEC;
+#pragma unroll
+            for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
+                const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
+                if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
+                vcopy<VEC * (int)sizeof(T)>(base + detail::interior_offset<S, (unsigned)L::chunk>(v, g, tv), &x.v[g * VEC]);
+            }
+            return;
+        }
+    }
 #pragma unroll
     for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
         const long long e0 = Tl::flat(g * VEC);
