@@ -243,6 +243,36 @@ fn gpu() -> Runtime {
     }
 }
 
+/// Compiles every configuration of `spec` for each of `dtypes`, aligned and unaligned, on
+/// 16 threads (NVRTC runs without a lock in `prepare_variant`), so the tests below time
+/// launches, not a serial compile of each variant (7 minutes for the three kernels).
+fn precompile(rt: &Runtime, spec: &tilekit::KernelSpec, dtypes: &[tilekit::ir::DType]) {
+    let mut jobs = Vec::new();
+    for cfg in configs(spec) {
+        for &d in dtypes {
+            for aligned in [true, false] {
+                let mut b = tilekit::ir::Bindings::default();
+                for g in &spec.kernel().expect("kernel").generics {
+                    b.0.insert(g.clone(), d);
+                }
+                jobs.push((cfg.clone(), b, aligned));
+            }
+        }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((c, b, a)) = jobs.get(i) else { break };
+                // A configuration that does not fit (a constraint, the target's limits) is
+                // reported by the launch below, with the test's shape in the message.
+                let _ = rt.prepare_variant(spec, c, b, *a);
+            });
+        }
+    });
+}
+
 /// `transpose2d` (or `copy2d`) of a random `[m, n]` tile on `rt`, into a NaN-poisoned output.
 fn run_2d<T: Float>(rt: &Runtime, cfg: &Config, m: usize, n: usize, seed: u64, t: bool) -> Vec<T> {
     let x = Tensor2::from_vec(rt, random::<T>(m * n, seed, 8.0), [m, n]).unwrap();
@@ -261,6 +291,11 @@ fn run_2d<T: Float>(rt: &Runtime, cfg: &Config, m: usize, n: usize, seed: u64, t
 fn gpu_2d(t: bool) {
     let (g, c) = (gpu(), Runtime::cpu());
     let spec = if t { &transpose2d::SPEC } else { &copy2d::SPEC };
+    precompile(
+        &g,
+        spec,
+        &[tilekit::ir::DType::BF16, tilekit::ir::DType::F32],
+    );
     for cfg in configs(spec) {
         for &(m, n) in SHAPES_2D.iter().chain(&[(1000, 1003), (512, 2048)]) {
             for seed in [1u64, 2] {
@@ -296,6 +331,7 @@ fn gpu_copy2d_every_config_matches_cpu() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_add_rmsnorm_every_config_matches_cpu() {
     let (g, c) = (gpu(), Runtime::cpu());
+    precompile(&g, &add_rmsnorm::SPEC, &[tilekit::ir::DType::BF16]);
     for cfg in configs(&add_rmsnorm::SPEC) {
         for &(m, n) in &[(1, 1), (5, 100), (7, 4097), (9, 4096), (64, 8192)] {
             let what = format!("add_rmsnorm {m}x{n} bf16 [{cfg}]");
