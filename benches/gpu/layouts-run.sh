@@ -87,7 +87,7 @@ tune-matmul)
   rm -rf /tmp/tkc-q /tmp/tune-q.sled
   export TILEKIT_CACHE_DIR=/tmp/tkc-q CUDA_CACHE_DISABLE=1
   t $TK tune --kernel matmul --shape 4096x4096x4096 --dtype bf16 --seed 1 --out "$OUT/q_matmul_cold.json" 2>&1 | tail -n 14
-  t $TK tune --kernel matmul --shape 4096x4096x4096 --dtype bf16 --seed 1 --dry-run --exhaustive --out "$OUT/q_matmul_exhaustive.json" 2>&1 | tail -n 6
+  t $TK tune --kernel matmul --shape 4096x4096x4096 --dtype bf16 --seed 1 --dry-run --exhaustive --force --out "$OUT/q_matmul_exhaustive.json" 2>&1 | tail -n 6
   a=$(python3 benches/gpu/winner.py "$OUT/q_matmul_cold.json")
   e=$(python3 benches/gpu/winner.py "$OUT/q_matmul_exhaustive.json")
   echo "adaptive pick: $a; exhaustive best: $e"

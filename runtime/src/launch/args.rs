@@ -140,16 +140,20 @@ impl Layout {
         if self.shape().contains(&0) {
             return true;
         }
-        let mut axes: Vec<(usize, usize)> = self
-            .strides()
-            .iter()
-            .zip(self.shape())
-            .filter(|(_, &d)| d > 1)
-            .map(|(&s, &d)| (s, d))
-            .collect();
+        // On the stack (a layout has at most 3 axes): this runs on every launch that
+        // writes a tensor, memo hits included.
+        let mut buf = [(0usize, 0usize); 3];
+        let mut n = 0;
+        for (&s, &d) in self.strides().iter().zip(self.shape()) {
+            if d > 1 {
+                buf[n] = (s, d);
+                n += 1;
+            }
+        }
+        let axes = &mut buf[..n];
         axes.sort_unstable();
         let mut span: u128 = 1;
-        for (s, d) in axes {
+        for &(s, d) in axes.iter() {
             if (s as u128) < span {
                 return false;
             }
