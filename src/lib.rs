@@ -36,7 +36,7 @@
 //! `zeros::<E, D..>()`, `full::<E, D..>(v)`, masked `load(view, offsets, mask, other)` and
 //! `store(view, offsets, value, mask)`, `load_tile(t, [origin..], [shape..])`,
 //! `store_tile(t, [origin..], tile)`, arithmetic and comparisons with numpy broadcasting,
-//! `exp log sqrt rsqrt tanh sigmoid abs relu gelu maximum minimum where_`, casts
+//! `exp log sqrt rsqrt tanh sigmoid abs relu gelu erf maximum minimum where_`, casts
 //! `.to_f32()` / `.cast::<E>()`, reductions `sum/max/min(t, axis)`, `expand_dims`,
 //! `dot(a, b, acc)` / `dot_tf32`, `for` over `a..b`, `(a..b).step_by(s)` and
 //! `pipelined(a..b, STEP, STAGES)`, `if`, and `let`.

@@ -109,6 +109,8 @@ pub enum UnaryOp {
     Abs,
     /// `gelu(x)` (tanh approximation)
     Gelu,
+    /// `erf(x)`, the error function
+    Erf,
     /// `relu(x)`
     Relu,
 }
@@ -127,6 +129,7 @@ impl UnaryOp {
             UnaryOp::Sigmoid => "sigmoid",
             UnaryOp::Abs => "abs",
             UnaryOp::Gelu => "gelu",
+            UnaryOp::Erf => "erf",
             UnaryOp::Relu => "relu",
         }
     }
@@ -142,6 +145,7 @@ impl UnaryOp {
             "sigmoid" => UnaryOp::Sigmoid,
             "abs" => UnaryOp::Abs,
             "gelu" => UnaryOp::Gelu,
+            "erf" => UnaryOp::Erf,
             "relu" => UnaryOp::Relu,
             _ => return None,
         })

@@ -21,6 +21,7 @@ fn unary_op(op: UnaryOp) -> &'static str {
         UnaryOp::Sigmoid => "sigmoid",
         UnaryOp::Abs => "abs",
         UnaryOp::Gelu => "gelu",
+        UnaryOp::Erf => "erf",
         UnaryOp::Relu => "relu",
     }
 }

@@ -41,6 +41,7 @@ where
         UnaryOp::Gelu => {
             c(0.5) * x * (one + (c(0.797_884_560_802_865_4) * (x + c(0.044715) * x * x * x)).tanh())
         }
+        UnaryOp::Erf => x.erf(),
         UnaryOp::Relu => x.max(c(0.0)),
     }
 }
@@ -53,10 +54,12 @@ trait Real: Sized {
     fn tanh(self) -> Self;
     fn abs(self) -> Self;
     fn max(self, other: Self) -> Self;
+    /// The error function (libm's `erff`/`erf`: std has none on stable).
+    fn erf(self) -> Self;
 }
 
 macro_rules! real {
-    ($t:ty) => {
+    ($t:ty, $erf:path) => {
         impl Real for $t {
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -76,11 +79,14 @@ macro_rules! real {
             fn max(self, other: Self) -> Self {
                 <$t>::max(self, other)
             }
+            fn erf(self) -> Self {
+                $erf(self)
+            }
         }
     };
 }
-real!(f32);
-real!(f64);
+real!(f32, libm::erff);
+real!(f64, libm::erf);
 
 /// A unary op; the result has the operand's dtype.
 pub(crate) fn unary(op: UnaryOp, x: &Tile, exact: bool) -> Result<Tile, String> {
@@ -399,5 +405,8 @@ mod tests {
         assert_eq!(s.data, Data::F(vec![1.0, 2.0, 3.0, f64::NEG_INFINITY]));
         let g = unary(UnaryOp::Gelu, &f(DType::F32, vec![1.0]), false).unwrap();
         assert!(matches!(g.data, Data::F(ref v) if (v[0] - 0.841_192).abs() < 1e-5));
+        let e = unary(UnaryOp::Erf, &f(DType::F32, vec![0.0, 0.5, -2.0]), true).unwrap();
+        let want = [0.0, 0.520_499_877_813_046_5, -0.995_322_265_018_952_7];
+        assert!(matches!(e.data, Data::F(ref v) if v.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-15)));
     }
 }

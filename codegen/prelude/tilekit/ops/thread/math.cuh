@@ -26,6 +26,7 @@ TK_FLOAT_UNARY(tanh, tanhf(x), ::tanh(x))
 TK_FLOAT_UNARY(sigmoid, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)))
 TK_FLOAT_UNARY(gelu, 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))),
                0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))))
+TK_FLOAT_UNARY(erf, erff(x), ::erf(x))
 #undef TK_FLOAT_UNARY
 
 /// `-x`

@@ -142,6 +142,7 @@ const CALLS: &[CallOp] = &[
     CallOp::new("abs", |l, c| l.unary_call(c, UnaryOp::Abs)),
     CallOp::new("relu", |l, c| l.unary_call(c, UnaryOp::Relu)),
     CallOp::new("gelu", |l, c| l.unary_call(c, UnaryOp::Gelu)),
+    CallOp::new("erf", |l, c| l.unary_call(c, UnaryOp::Erf)),
     CallOp::new("cdiv", |l, c| l.cdiv(c)),
     // only as the range of a `for` loop (lowered there)
     CallOp::new("pipelined", |l, c| l.pipelined_outside_for(c)).unlisted(),
