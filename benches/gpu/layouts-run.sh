@@ -2,7 +2,8 @@
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
 # after `../shared/tools/gpu-pack` here. Usage: bash benches/gpu/layouts-run.sh PART
 #   PART: matmul-tests | user2d-tests | sass | bench | peers | regress | sanitize | ab |
-#         tune-matmul | tune-all
+#         tune-matmul | tune-all |
+#         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
 OUT=${OUT:-/tmp/out}
@@ -98,6 +99,37 @@ tune-all)
   export TILEKIT_TUNE_CACHE=/tmp/tune-all.sled TILEKIT_CACHE_DIR=/tmp/tkc-all
   t $TK tune --all --out "$OUT/tune_all.json" 2>&1 | tail -n 40
   t $TK cache export "$OUT/h100.json"
+  ;;
+train)
+  # Issue 13 in one call: GPU tests, the bench, the peers, ncu's DRAM bytes, roofline plots.
+  bash "$0" train-tests train-bench train-peers train-ncu train-plots
+  ;;
+train-tests)
+  for b in .gpu/tests/gpu_training_kernels-* .gpu/tests/gpu_activations-*; do
+    t "$b" --ignored --test-threads=1 2>&1 | grep -v "^test .* ok$" | tail -n 40 | tee -a "$OUT/train-tests.log"
+  done
+  ;;
+train-bench)
+  t .gpu/bin/tilekit-bench --only train --out "$OUT/train-bench.json" 2>&1 | tee -a "$OUT/train-bench.log"
+  ;;
+train-peers)
+  t python3 benches/peers/peers.py --quick --only train --out "$OUT/train-peers.json" 2>&1 | tail -n 40 | tee -a "$OUT/train-peers.log"
+  ;;
+train-ncu)
+  t bash benches/gpu/train-ncu.sh 2>&1 | tail -n 12
+  ;;
+train-plots)
+  # `tilekit bench` (tuned vs default, interleaved) with the peers' times of the same run,
+  # and its roofline SVG, for three kernels.
+  TK=.gpu/bin/tilekit
+  for spec in "log_softmax 4096x50257 log_softmax" "cross_entropy 8192x50304 cross_entropy --scalar=label_smoothing=0" \
+              "swiglu 16384x11008 swiglu"; do
+    set -- $spec
+    kern=$1 shape=$2 case=$3; shift 3
+    peers=$(python3 benches/gpu/train_peers.py "$OUT/train-peers.json" "$case")
+    t $TK bench --kernel "$kern" --shape "$shape" --dtype bf16 --rounds 10 "$@" $peers \
+      --svg "$OUT/roofline-$kern.svg" --out "$OUT/bench-$kern.json" 2>&1 | tail -n 10 | tee -a "$OUT/train-plots.log"
+  done
   ;;
 sanitize)
   for tool in memcheck racecheck synccheck; do

@@ -44,7 +44,13 @@ the same run. Names for --only (letters of issue 4, item 7, also accepted):
              traffic of the issue's table: log_softmax and LayerNorm forward read x and
              write y; the backward passes read x and dy and write dx (mean/rstd and the
              small vectors excluded); cross-entropy reads the logits and writes their
-             gradient.
+             gradient. Also SwiGLU forward 16384x11008 (F.silu(a) * b: read a and b, write
+             y) and GELU (erf form) 16384x11008 (read x, write y). Triton peers in the
+             tutorial style where a tutorial-shaped kernel exists (written below): log-softmax
+             as two chunked passes with an online max/sum (the 02 tutorial's kernel for rows
+             wider than one block), LayerNorm forward as tutorial 05's fused kernel, the
+             cross-entropy loss and gradient as one row kernel with an online logsumexp,
+             SwiGLU as a flat elementwise kernel.
   launch (a) Host launch overhead: torch.add(a, b, out=c) on 1-element tensors, 10k calls
              timed with a host clock (enqueue only, and until synchronize), median of trials;
              and a CUDA graph of 100 such ops, replayed: GPU time per kernel inside the graph.
@@ -490,6 +496,122 @@ def ln_bwd_formula(x, w, dy, mean, rstd):
     return dx.to(x.dtype), (dy.float() * xh).sum(0).to(w.dtype), dy.float().sum(0).to(w.dtype)
 
 
+SWIGLU_SHAPE = (16384, 11008)
+
+if triton is not None:
+    @triton.jit
+    def _online_lse(xr, n_cols, BLOCK: tl.constexpr):
+        """logsumexp of one row by chunks: per-lane running max and rescaled sum."""
+        m = tl.full([BLOCK], -float("inf"), tl.float32)
+        s = tl.zeros([BLOCK], tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            v = tl.load(xr + cols, mask=cols < n_cols, other=-float("inf")).to(tl.float32)
+            m_new = tl.maximum(m, v)
+            m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+            s = s * tl.exp(m - m_safe) + tl.exp(v - m_safe)
+            m = m_new
+        mx = tl.max(m, axis=0)
+        return mx + tl.log(tl.sum(s * tl.exp(m - mx), axis=0))
+
+    @triton.jit
+    def log_softmax_chunked(x_ptr, y_ptr, x_stride, y_stride, n_cols, BLOCK: tl.constexpr):
+        r = tl.program_id(0).to(tl.int64)
+        lse = _online_lse(x_ptr + r * x_stride, n_cols, BLOCK)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            inb = cols < n_cols
+            v = tl.load(x_ptr + r * x_stride + cols, mask=inb, other=0.0).to(tl.float32)
+            tl.store(y_ptr + r * y_stride + cols, (v - lse).to(y_ptr.dtype.element_ty), mask=inb)
+
+    @triton.jit
+    def cross_entropy_rows(x_ptr, g_ptr, lab_ptr, loss_ptr, x_stride, g_stride, n_cols, scale,
+                           BLOCK: tl.constexpr):
+        r = tl.program_id(0).to(tl.int64)
+        lab = tl.load(lab_ptr + r)
+        lse = _online_lse(x_ptr + r * x_stride, n_cols, BLOCK)
+        x_lab = tl.load(x_ptr + r * x_stride + lab).to(tl.float32)
+        tl.store(loss_ptr + r, lse - x_lab)
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            inb = cols < n_cols
+            v = tl.load(x_ptr + r * x_stride + cols, mask=inb, other=0.0).to(tl.float32)
+            g = (tl.exp(v - lse) - tl.where(cols == lab, 1.0, 0.0)) * scale
+            tl.store(g_ptr + r * g_stride + cols, g.to(g_ptr.dtype.element_ty), mask=inb)
+
+    @triton.jit
+    def layer_norm_fwd(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+        # Tutorial 05's fused forward: mean, then variance, then normalize, by chunks.
+        row = tl.program_id(0).to(tl.int64)
+        Y += row * stride
+        X += row * stride
+        _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+            _mean += a
+        mean = tl.sum(_mean, axis=0) / N
+        _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
+            x = tl.where(cols < N, x - mean, 0.)
+            _var += x * x
+        var = tl.sum(_var, axis=0) / N
+        rstd = 1 / tl.sqrt(var + eps)
+        tl.store(Mean + row, mean)
+        tl.store(Rstd + row, rstd)
+        for off in range(0, N, BLOCK_SIZE):
+            cols = off + tl.arange(0, BLOCK_SIZE)
+            mask = cols < N
+            w = tl.load(W + cols, mask=mask)
+            b = tl.load(B + cols, mask=mask)
+            x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
+            y = (x - mean) * rstd * w + b
+            tl.store(Y + cols, y.to(Y.dtype.element_ty), mask=mask)
+
+    @triton.jit
+    def swiglu_flat(a_ptr, b_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        inb = offs < n
+        a = tl.load(a_ptr + offs, mask=inb, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + offs, mask=inb, other=0.0).to(tl.float32)
+        tl.store(y_ptr + offs, (a * tl.sigmoid(a) * b).to(y_ptr.dtype.element_ty), mask=inb)
+
+
+def tr_log_softmax(x):
+    y = torch.empty_like(x)
+    log_softmax_chunked[(x.shape[0],)](x, y, x.stride(0), y.stride(0), x.shape[1], BLOCK=4096, num_warps=8)
+    return y
+
+
+def tr_cross_entropy(a):
+    x, lab = a
+    g = torch.empty_like(x, requires_grad=False)
+    loss = torch.empty(x.shape[0], device=x.device, dtype=torch.float32)
+    cross_entropy_rows[(x.shape[0],)](x.detach(), g, lab, loss, x.stride(0), g.stride(0), x.shape[1],
+                                      1.0 / x.shape[0], BLOCK=4096, num_warps=8)
+    return g
+
+
+def tr_layer_norm(x, w, b):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    mean = torch.empty(M, device=x.device, dtype=torch.float32)
+    rstd = torch.empty(M, device=x.device, dtype=torch.float32)
+    block = min(65536 // x.element_size(), triton.next_power_of_2(N))
+    warps = min(max(block // 256, 1), 8)
+    layer_norm_fwd[(M,)](x, y, w, b, mean, rstd, x.stride(0), N, EPS, BLOCK_SIZE=block, num_warps=warps)
+    return y
+
+
+def tr_swiglu(a, b):
+    y = torch.empty_like(a)
+    n = a.numel()
+    swiglu_flat[(triton.cdiv(n, 1024),)](a, b, y, n, BLOCK=1024, num_warps=4)
+    return y
+
+
 def rms_bwd_eager(x, w, dy):
     xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
     return torch.autograd.grad(rms_formula(xr, wr), (xr, wr), dy)
@@ -521,8 +643,12 @@ def train_cases():
     def vec(n, dt):
         return (1.0 + 0.1 * torch.randn(n, device="cuda")).to(dt)
 
+    swiglu_f = lambda a, b: F.silu(a) * b
+    swiglu_c = torch.compile(swiglu_f, dynamic=False)
+    gelu_c = torch.compile(lambda x: F.gelu(x), dynamic=False)
+    tri = triton is not None
     M, N = NORM_SHAPE
-    return [
+    cases = [
         ("log_softmax", LOGSOFTMAX_SHAPE, lambda M, N, es: 2 * M * N * es,
          lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt),),
          {"eager": lambda a: torch.log_softmax(a[0], dim=-1), "compile": lambda a: ls_c(a[0])}),
@@ -543,7 +669,20 @@ def train_cases():
          lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt).requires_grad_(),
                            torch.randint(0, N, (M,), device="cuda")),
          {"eager": ce_step(ce_f), "compile": ce_step(ce_c)}),
+        ("swiglu", SWIGLU_SHAPE, lambda M, N, es: 3 * M * N * es,
+         lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt), torch.randn(M, N, device="cuda", dtype=dt)),
+         {"eager": lambda a: swiglu_f(*a), "compile": lambda a: swiglu_c(*a)}),
+        ("gelu", SWIGLU_SHAPE, lambda M, N, es: 2 * M * N * es,
+         lambda M, N, dt: (torch.randn(M, N, device="cuda", dtype=dt),),
+         {"eager": lambda a: F.gelu(a[0]), "compile": lambda a: gelu_c(a[0])}),
     ]
+    if tri:
+        extra = {"log_softmax": lambda a: tr_log_softmax(a[0]), "layernorm": lambda a: tr_layer_norm(*a),
+                 "cross_entropy": tr_cross_entropy, "swiglu": lambda a: tr_swiglu(*a)}
+        for name, _, _, _, provs in cases:
+            if name in extra:
+                provs["triton"] = extra[name]
+    return cases
 
 
 def first(out):
@@ -577,7 +716,8 @@ def m_train(b, ctx):
                 row("train", prov, f"{name} {dt_name}", rec)
             del sets, ref
             gc.collect(); torch.cuda.empty_cache()
-    res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE}
+    res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE,
+                     "swiglu": SWIGLU_SHAPE, "gelu": SWIGLU_SHAPE}
     return res
 
 

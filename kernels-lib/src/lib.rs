@@ -22,21 +22,31 @@ mod ops;
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
 
+pub use ops::bias_add::bias_add;
+pub use ops::bias_gelu::bias_gelu;
 pub use ops::cross_entropy::cross_entropy;
 pub use ops::cross_entropy_inplace::cross_entropy_inplace;
+pub use ops::gelu::gelu;
+pub use ops::gelu_bwd::gelu_bwd;
 pub use ops::layernorm::layernorm;
 pub use ops::layernorm_bwd::layernorm_bwd;
 pub use ops::log_softmax::log_softmax;
 pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
 pub use ops::partial_sum::partial_sum;
+pub use ops::residual_add::residual_add;
 pub use ops::rmsnorm::rmsnorm;
 pub use ops::rmsnorm_bwd::rmsnorm_bwd;
 pub use ops::rmsnorm_residual::rmsnorm_residual;
+pub use ops::scale::scale;
 pub use ops::scale_chain::scale_chain;
+pub use ops::silu::silu;
+pub use ops::silu_bwd::silu_bwd;
 pub use ops::softmax::softmax;
 pub use ops::softmax_bwd::softmax_bwd;
 pub use ops::softmax_online::softmax_online;
+pub use ops::swiglu::swiglu;
+pub use ops::swiglu_bwd::swiglu_bwd;
 
 /// Tuned results shipped with the library, measured on the H100 the project borrows: a
 /// `tilekit cache export` file (format `tilekit-tune-cache`, version 1) embedded at build
@@ -61,4 +71,14 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &partial_sum::SPEC,
     &cross_entropy::SPEC,
     &cross_entropy_inplace::SPEC,
+    &gelu::SPEC,
+    &gelu_bwd::SPEC,
+    &bias_gelu::SPEC,
+    &silu::SPEC,
+    &silu_bwd::SPEC,
+    &swiglu::SPEC,
+    &swiglu_bwd::SPEC,
+    &bias_add::SPEC,
+    &residual_add::SPEC,
+    &scale::SPEC,
 ];

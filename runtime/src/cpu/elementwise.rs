@@ -407,6 +407,8 @@ mod tests {
         assert!(matches!(g.data, Data::F(ref v) if (v[0] - 0.841_192).abs() < 1e-5));
         let e = unary(UnaryOp::Erf, &f(DType::F32, vec![0.0, 0.5, -2.0]), true).unwrap();
         let want = [0.0, 0.520_499_877_813_046_5, -0.995_322_265_018_952_7];
-        assert!(matches!(e.data, Data::F(ref v) if v.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-15)));
+        assert!(
+            matches!(e.data, Data::F(ref v) if v.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-15))
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! Shared by the CPU-backend tests of the training kernels: seeds, f64 references'
 //! helpers, tolerance checks, strided inputs and central finite differences.
 
-#![allow(dead_code)] // each test binary uses a subset
+#![allow(dead_code, unused_imports, unused_macros)] // each test binary uses a subset
+
+pub mod gpu;
 
 use tilekit::prelude::*;
 use tilekit::Element;

@@ -35,6 +35,16 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("partial_sum", "528x4096", "bf16"),
     ("cross_entropy", "8192x50304", "bf16"),
     ("cross_entropy_inplace", "8192x50304", "bf16"),
+    ("swiglu", "16384x11008", "bf16"),
+    ("swiglu_bwd", "16384x11008", "bf16"),
+    ("gelu", "16384x11008", "bf16"),
+    ("gelu_bwd", "16384x11008", "bf16"),
+    ("bias_gelu", "16384x11008", "bf16"),
+    ("silu", "16384x11008", "bf16"),
+    ("silu_bwd", "16384x11008", "bf16"),
+    ("bias_add", "16384x11008", "bf16"),
+    ("residual_add", "16384x11008", "bf16"),
+    ("scale", "16384x11008", "bf16"),
 ];
 
 /// Arguments of `tilekit tune`.

@@ -18,6 +18,10 @@
 //!   x + bias + residual -> RMSNorm over `[ROWS, BLOCK]` tiles on 32768x4096 bf16; every
 //!   configuration of each space timed, the default (`launch`) and the best reported,
 //!   inputs rotated over two sets (>= 256 MB);
+//! - `train`: the training kernels and the activations on the workloads of issue 13
+//!   (`train_bench.rs`: log-softmax 4096x50257, LayerNorm 32768x4096, the norms' backward,
+//!   cross-entropy 8192x50304, SwiGLU and the activations 16384x11008), default and best
+//!   of space, every variant compiled in parallel first;
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -32,9 +36,11 @@ use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod matmul_bench;
+mod train_bench;
 use matmul_bench::matmul_record;
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::cudarc::driver::{result as cu, CudaStream};
+use train_bench::train_record;
 
 fn stream(rt: &Runtime) -> Result<Arc<CudaStream>> {
     rt.cuda_stream()
@@ -729,6 +735,9 @@ fn main() -> Result<()> {
     if args.get(1).map(String::as_str) == Some("startup-child") {
         return startup_child(&args, main_start);
     }
+    if args.get(1).map(String::as_str) == Some("ncu-target") {
+        return train_bench::ncu_target(&args[2..]);
+    }
     let out = args
         .iter()
         .position(|a| a == "--out")
@@ -770,6 +779,9 @@ fn main() -> Result<()> {
     }
     if want("user2d") {
         record("user2d", user2d(&rt, ceiling));
+    }
+    if want("train") {
+        record("train", train_record(&rt, ceiling));
     }
     if want("launch") {
         record("launch", launch_overhead(&rt));
