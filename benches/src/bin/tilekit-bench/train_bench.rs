@@ -601,14 +601,14 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     Ok(())
 }
 
+/// One group of measurements, adding its records to the map.
+type Group<'a> = dyn Fn(&mut serde_json::Map<String, Value>) -> Result<()> + 'a;
+
 /// The whole `train` measurement; a failing group is recorded and the others go on.
 pub(crate) fn train_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let mut out = serde_json::Map::new();
     out.insert("precompile".into(), precompile(rt)?);
-    let groups: [(
-        &str,
-        &dyn Fn(&mut serde_json::Map<String, Value>) -> Result<()>,
-    ); 5] = [
+    let groups: [(&str, &Group); 5] = [
         ("softmax_family", &|o| softmax_family(rt, ceiling, o)),
         ("norms_bf16", &|o| norms::<B>(rt, "bf16", ceiling, o)),
         ("norms_f32", &|o| norms::<f32>(rt, "f32", ceiling, o)),
@@ -634,8 +634,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
         .first()
         .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|swiglu"))?;
     let rt = Runtime::cuda(0)?;
-    let min_bytes: usize;
-    match name.as_str() {
+    let min_bytes: usize = match name.as_str() {
         "log_softmax" => {
             let (m, n) = (4096usize, 50257usize);
             let x = t2::<B>(&rt, m, n, 61)?;
@@ -643,7 +642,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             for _ in 0..3 {
                 k::log_softmax::launch(&rt, &x, &mut y)?;
             }
-            min_bytes = 2 * m * n * 2;
+            2 * m * n * 2
         }
         "cross_entropy" | "cross_entropy_inplace" => {
             let (m, v) = (8192usize, 50304usize);
@@ -677,7 +676,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
                 }
             }
             // logits read, gradient written, labels read, losses written.
-            min_bytes = 2 * m * v * 2 + m * 8 + m * 4;
+            2 * m * v * 2 + m * 8 + m * 4
         }
         "layernorm" => {
             let (m, n) = (32768usize, 4096usize);
@@ -689,7 +688,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             for _ in 0..3 {
                 k::layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 1e-5)?;
             }
-            min_bytes = 2 * m * n * 2 + 2 * n * 2 + 2 * m * 4;
+            2 * m * n * 2 + 2 * n * 2 + 2 * m * 4
         }
         "swiglu" => {
             let (m, n) = (16384usize, 11008usize);
@@ -699,10 +698,10 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             for _ in 0..3 {
                 k::swiglu::launch(&rt, &a, &b, &mut y)?;
             }
-            min_bytes = 3 * m * n * 2;
+            3 * m * n * 2
         }
         other => return Err(anyhow!("ncu-target: unknown kernel `{other}`")),
-    }
+    };
     rt.synchronize()?;
     println!("TK_MIN_BYTES {min_bytes}");
     Ok(())
