@@ -12,6 +12,9 @@
 //! - **peer**: every `--peer NAME=MS`, a time measured elsewhere (another framework) on
 //!   the same problem, shown with the same bytes and FLOPs.
 //!
+//! `--from REPORT.json` re-renders a report written with `--out` (table, JSON, roofline
+//! SVG) without a GPU: the plots of a device run can be redrawn where it is read.
+//!
 //! Configurations are timed interleaved ([`Session::interleave`]: CUDA events, inputs
 //! rotated beyond L2), and medians reported. The copy ceiling is a device-to-device copy of
 //! a 1 GiB buffer (read + written bytes), event-timed, median of 10. No FLOP ceiling is
@@ -21,7 +24,7 @@ use super::roofline::{Point, Roofline};
 use super::table::Table;
 use anyhow::Context;
 use clap::Args;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,11 +42,15 @@ use tilekit_tuner::tune::{fresh_seed, TuneProblem};
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Kernel to benchmark (see `tilekit list`).
-    #[arg(long)]
-    pub kernel: String,
+    #[arg(long, required_unless_present = "from")]
+    pub kernel: Option<String>,
     /// Problem shape, `AxBxC` in the kernel's problem dimensions (see `tilekit list`).
-    #[arg(long)]
-    pub shape: String,
+    #[arg(long, required_unless_present = "from")]
+    pub shape: Option<String>,
+    /// Re-render a report written with `--out` (as a table, or with `--json`, `--out`,
+    /// `--svg`) instead of measuring; needs no GPU.
+    #[arg(long, value_name = "REPORT", conflicts_with_all = ["kernel", "shape", "config", "peer"])]
+    pub from: Option<PathBuf>,
     /// Element type of the kernel's generics: f32, f16 or bf16.
     #[arg(long, default_value = "bf16")]
     pub dtype: String,
@@ -96,9 +103,10 @@ pub struct Plan {
 
 /// Parses the arguments that need no GPU: kernel, problem, configurations, peers.
 pub fn plan(args: &BenchArgs) -> anyhow::Result<Plan> {
-    let spec = super::find_kernel(&args.kernel)?;
+    let spec = super::find_kernel(args.kernel.as_deref().context("--kernel is required")?)?;
     let kernel = spec.kernel()?;
-    let mut problem = TuneProblem::parse(kernel, &args.shape, &args.dtype)?;
+    let shape = args.shape.as_deref().context("--shape is required")?;
+    let mut problem = TuneProblem::parse(kernel, shape, &args.dtype)?;
     for s in &args.scalar {
         problem = problem
             .with_assignment(kernel, s)
@@ -143,7 +151,7 @@ pub fn plan(args: &BenchArgs) -> anyhow::Result<Plan> {
 }
 
 /// The measured copy bandwidth.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CopyCeiling {
     /// Bytes read + written per second, / 1e9.
     pub gbps: f64,
@@ -156,7 +164,7 @@ pub struct CopyCeiling {
 }
 
 /// One row of the report: a timed configuration or a peer.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// The configuration (`NAME=value,...`) or the peer's name.
     pub name: String,
@@ -181,7 +189,7 @@ pub struct Row {
 }
 
 /// What `tilekit bench` prints (table) and writes (JSON).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BenchReport {
     /// Kernel name.
     pub kernel: String,
@@ -555,6 +563,18 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `tilekit bench --from REPORT`: reads a report written with `--out` and emits it as
+/// asked (table or JSON, `--out`, `--svg`), without a GPU.
+pub fn rerender(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let path = args.from.as_deref().context("--from is required")?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let report: BenchReport = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a `tilekit bench --out` report", path.display()))?;
+    emit(args, &report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Prints the report (table or JSON) and writes the JSON and SVG files asked for.
 fn emit(args: &BenchArgs, report: &BenchReport) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(report)?;
@@ -680,6 +700,35 @@ mod tests {
         assert_eq!(plot.points.len(), 3);
         assert!(plot.points.iter().all(|p| p.intensity == 2.0));
         assert!(plot.to_svg().unwrap().contains("torch.compile [peer]"));
+    }
+
+    #[test]
+    fn a_report_written_with_out_is_redrawn_from_its_file() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct P {
+            #[command(flatten)]
+            b: BenchArgs,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (json, svg) = (dir.path().join("r.json"), dir.path().join("r.svg"));
+        std::fs::write(&json, serde_json::to_string(&report()).unwrap()).unwrap();
+        let a = P::parse_from(["x", "--from", json.to_str().unwrap(), "--json"]).b;
+        let a = BenchArgs {
+            svg: Some(svg.clone()),
+            ..a
+        };
+        rerender(&a).unwrap();
+        assert!(std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("torch.compile [peer]"));
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{}").unwrap();
+        let a = P::parse_from(["x", "--from", bad.to_str().unwrap()]).b;
+        assert!(format!("{:#}", rerender(&a).unwrap_err())
+            .contains("not a `tilekit bench --out` report"));
+        // Measuring still needs the kernel and the shape.
+        assert!(P::try_parse_from(["x", "--shape", "64x64"]).is_err());
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub fn bench(
     cache_path: Option<PathBuf>,
     args: &super::bench::BenchArgs,
 ) -> anyhow::Result<ExitCode> {
+    if args.from.is_some() {
+        return super::bench::rerender(args);
+    }
     let plan = super::bench::plan(args)?;
     let rt = match need_gpu("bench", args.device) {
         Ok(rt) => rt,
