@@ -10,7 +10,7 @@ try:
     provs = json.load(open(path))["results"]["train"][case][dt]
 except (OSError, KeyError, ValueError):
     provs = {}
-names = {"eager": "torch eager", "compile": "torch.compile", "triton": "Triton"}
+names = {"eager": "torch-eager", "compile": "torch.compile", "triton": "Triton"}  # no spaces: the shell splits the list
 args = []
 for p, rec in provs.items():
     if isinstance(rec, dict) and "ms" in rec and rec.get("ok", True):
