@@ -399,6 +399,18 @@ pub enum Op {
         /// Rank-2 operand.
         x: ValueId,
     },
+    /// `x.slice([o0, o1], [e0, e1])` / `x[o0..o0 + e0, o1..]`: the static sub-tile whose
+    /// element `(i, j, ..)` is `x[o0 + i][o1 + j]..`, any element type, values unchanged.
+    /// Offsets and extents are fixed per configuration, and the sub-tile lies inside `x`
+    /// in every one.
+    Slice {
+        /// Operand.
+        x: ValueId,
+        /// Offset on each axis (non-negative).
+        offsets: Vec<Dim>,
+        /// Extent on each axis; `None` runs to the end of the axis (`o..`).
+        shape: Vec<Option<Dim>>,
+    },
     /// `zeros::<E, ..>()` / `full::<E, ..>(v)`: a tile filled with a scalar.
     Full {
         /// Element type.
@@ -499,6 +511,7 @@ impl Op {
         match self {
             Op::Reduce { .. }
             | Op::Trans { .. }
+            | Op::Slice { .. }
             | Op::Dot { .. }
             | Op::For { .. }
             | Op::If { .. } => Scope::Block,
@@ -522,6 +535,7 @@ impl Op {
             | Op::Cast { x, .. }
             | Op::Reduce { x, .. }
             | Op::ExpandDims { x, .. }
+            | Op::Slice { x, .. }
             | Op::Trans { x } => vec![*x],
             Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
             Op::Select { cond, a, b } => vec![*cond, *a, *b],
