@@ -172,3 +172,5 @@ fn stage_codegen(kernel: &tilekit_ir::Kernel) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_subtiles;
