@@ -78,9 +78,9 @@ fn five_point_stencil_slices_one_halo_tile() {
             pub fn stencil(x: &Tensor2<f32>, y: &mut Tensor2<f32>) {
                 let (pm, pn) = (program_id(0), program_id(1));
                 let h = load_tile(x, [pm * BM - 1, pn * BN - 1], [BM + 2, BN + 2]);
-                let c = h[1..BM + 1, 1..BN + 1];
-                let n = h[0..BM, 1..BN + 1];
-                let s = h[2.., 1..BN + 1];
+                let c = h.slice(1..BM + 1, 1..BN + 1);
+                let n = h.slice(0..BM, 1..BN + 1);
+                let s = h.slice(2.., 1..BN + 1);
                 let w = h.slice([1, 0], [BM, BN]);
                 let e = h[1..=BM, 2..];
                 store_tile(y, [pm * BM, pn * BN], 4.0 * c - n - s - w - e);
@@ -122,8 +122,8 @@ fn extent_errors_name_the_expression_and_the_configuration() {
                 let b = zeros::<f32, { BM / 64 }, 1>();
                 let c = zeros::<f32, { BN - 64 }, 1>();
                 let t = load_tile(x, [0, 0], [BM + 2, BN]);
-                let d = t[0..BM + 3, ..];
-                let f = t[BM..BM, ..];
+                let d = t.slice(0..BM + 3, ..);
+                let f = t.slice(BM..BM, ..);
                 let g = t[3];
             }
         },
@@ -176,4 +176,34 @@ fn a_body_that_does_not_parse_gives_one_error_and_keeps_the_launchers() {
         "the fn and its attributes are not re-emitted: {out}"
     );
     assert!(out.contains("pub fn launch"), "{out}");
+}
+
+#[test]
+fn a_typed_constant_accumulator_mismatch_points_at_its_let() {
+    let e = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            pub fn k<T: Float>(x: &Tensor2<T>, y: &mut Tensor1<f32>) {
+                let cols = arange::<BLOCK>();
+                let mut m = T::NEG_INF;
+                for i in 0..x.rows() {
+                    let v = load(x.row(i), cols, cols < x.cols(), T::NEG_INF).to_f32();
+                    m = maximum(m, max(v, 0));
+                }
+                store(y, arange::<1>(), m + 1.0);
+            }
+        },
+    );
+    let all = e.join("\n");
+    assert!(
+        all.contains("dtype mismatch: `maximum` between T and f32"),
+        "{all}"
+    );
+    assert!(
+        all.contains("`m` is a T scalar from its first value here, in the loop too; a constant like `T::NEG_INF` has the type it names"),
+        "{all}"
+    );
+    // The third: storing the T sum into the f32 `y`.
+    assert_eq!(e.len(), 3, "{all}");
 }

@@ -1,8 +1,10 @@
-//! The multi-axis index form of sub-tiles, `x[a..b, c..d]`, before `syn` reads the fn:
-//! `syn` (like rustc) parses an index as one expression, so brackets in index position whose
-//! contents are a comma-separated list of expressions, and not one expression, become the
-//! hidden method call `x.__tk_index(a..b, c..d)` (lowered by `lower::body::ops::slice`).
-//! Tokens keep their spans, so errors still point at the user's ranges; the brackets' span
+//! The multi-axis index `x[a..b, c..d]` before `syn` reads the fn. It is not Rust: rustc
+//! reports it ("expected one of `.`, `?`, `]`, or an operator, found `,`") and still runs
+//! the macro on the tokens. Were `syn` to fail on them too, the macro would add a second
+//! error for the same mistake; so brackets in index position whose contents are a
+//! comma-separated list of expressions, and not one expression, become the hidden method
+//! call `x.__tk_index(a..b, c..d)` (a sub-tile, `lower::body::ops::slice`), and rustc's
+//! error, which says where, is the only one. Tokens keep their spans; the brackets' span
 //! goes to the inserted tokens.
 
 use crate::lower::INDEX_METHOD;

@@ -8,7 +8,8 @@
 //! binary, comparisons, select, casts), `tiles` (arange, full, reductions, expand_dims, trans, slice),
 //! `extents` (extents and offsets that are linear expressions of tuning parameters),
 //! `memory` (tensor views, load/store, load_tile/store_tile), `matrix` (dot) and `control`
-//! (for, if, yield); `operands` holds the operand checks they share.
+//! (for, if, yield); `operands` holds the operand checks they share, `origin` finds where a
+//! variable's type was fixed (for notes on mismatches).
 
 mod control;
 mod elementwise;
@@ -16,6 +17,7 @@ mod extents;
 mod matrix;
 mod memory;
 mod operands;
+mod origin;
 mod tiles;
 mod values;
 

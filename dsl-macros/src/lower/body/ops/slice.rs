@@ -1,9 +1,9 @@
-//! Static sub-tiles: `x.slice([o0, o1], [e0, e1])` (offsets and extents) and the index form
-//! `x[a..b, c..]` (ranges; `..` is a whole axis, `a..` runs to its end). Offsets and
-//! extents are linear expressions of tuning parameters and literals (`extents`). The index
-//! form with more than one axis is not Rust syntax that `syn` parses, so
-//! `parse::index_sugar` rewrites it into the hidden method `crate::lower::INDEX_METHOD`
-//! first.
+//! Static sub-tiles: `x.slice([o0, o1], [e0, e1])` (offsets and extents), `x.slice(a..b,
+//! c..)` (one range per axis; `..` is a whole axis, `a..` runs to its end) and, on rank-1
+//! tiles, the index `x[a..b]`. Offsets and extents are linear expressions of tuning
+//! parameters and literals (`extents`). `x[a..b, c..d]` is not Rust: rustc reports it
+//! before the macro runs, and `parse::index_sugar` rewrites it into the hidden method
+//! `crate::lower::INDEX_METHOD` so that the macro adds no error of its own.
 
 use super::Method;
 use crate::lower::body::{strip, Lowerer};
@@ -13,12 +13,16 @@ use syn::{Expr, RangeLimits};
 use tilekit_ir::{Affine, Dim, Op, ValueId};
 
 /// The usage of `slice`.
-const SLICE_USAGE: &str = "x.slice([offsets..], [extents..])";
+const SLICE_USAGE: &str = "x.slice([offsets..], [extents..]) or x.slice(a..b, c..d)";
 
 impl Lowerer<'_, '_> {
-    /// `x.slice([o0, o1], [e0, e1])`.
+    /// `x.slice([o0, o1], [e0, e1])`, or one range per axis: `x.slice(a..b, c..)`.
     pub(super) fn slice_method(&mut self, mc: &Method) -> Option<ValueId> {
         let a = &mc.expr.args;
+        if !a.is_empty() && a.iter().all(|x| matches!(strip(x), Expr::Range(_))) {
+            let ranges: Vec<&Expr> = a.iter().collect();
+            return self.index_ranges(mc.recv, &ranges, mc.span);
+        }
         if a.len() != 2 {
             self.bad_arity(mc, SLICE_USAGE);
             return None;
@@ -87,8 +91,9 @@ impl Lowerer<'_, '_> {
             self.cx.error_help(
                 e.span(),
                 "tiles are indexed with ranges, one per axis",
-                "`x[a..b, ..]` takes the static sub-tile of rows a..b (`..` is a whole axis); \
-                 offsets and ends are linear expressions of tuning parameters and literals",
+                "`x.slice(a..b, ..)` (or `x[a..b]` on a rank-1 tile) takes the static sub-tile of \
+                 rows a..b (`..` is a whole axis); offsets and ends are linear expressions of \
+                 tuning parameters and literals",
             );
             return None;
         };
