@@ -334,7 +334,7 @@ impl<'k> Emitter<'k> {
                 self.assign(
                     r,
                     &format!(
-                        "tk::slice<{}, {l}>({xe}, tk::at<{}>{{}}, smem + {off})",
+                        "tk::slice<{}, {l}>({xe}, tk::corner<{}>{{}}, smem + {off})",
                         shape_type(&shape),
                         at.join(", ")
                     ),

@@ -2,7 +2,7 @@
 //
 // Every thread writes its elements of the operand into a row-major shared-memory copy of
 // it, a barrier, every thread reads the elements of its slots of the result (layout DL)
-// at the offsets, a barrier. The offsets are template arguments (`at<O0, O1, ..>`), so
+// at the offsets, a barrier. The offsets are template arguments (`corner<O0, O1, ..>`), so
 // every index is a compile-time stride computation.
 //
 // Shared memory: S::size * sizeof(T) bytes (the operand, unpadded). Ends with a barrier,
@@ -12,8 +12,8 @@
 
 namespace tk {
 
-/// The offsets of a sub-tile, one per axis: `at<1, 0>`.
-template <long long... O> struct at {
+/// The offsets of a sub-tile, one per axis: `corner<1, 0>`.
+template <long long... O> struct corner {
     /// Number of axes.
     static constexpr int rank = (int)sizeof...(O);
     /// Offset on axis `i`.
@@ -36,8 +36,8 @@ template <class DS, class S, class A> TK_HD bool slice_fits() {
 /// layout DL whose element (i, j, ..) is x(O0 + i, O1 + j, ..). Uses `smem`
 /// (S::size * sizeof(T) bytes).
 template <class DS, class DL, class T, class S, class L, long long... O>
-TK_DEVICE rt<T, DS, DL> slice(const rt<T, S, L>& x, at<O...>, char* smem) {
-    using A = at<O...>;
+TK_DEVICE rt<T, DS, DL> slice(const rt<T, S, L>& x, corner<O...>, char* smem) {
+    using A = corner<O...>;
     static_assert(S::rank == DS::rank && A::rank == S::rank,
                   "tk::slice: one offset per axis, and the sub-tile has the operand's rank");
     static_assert(detail::slice_fits<DS, S, A>(), "tk::slice: the sub-tile reaches past the tile");
