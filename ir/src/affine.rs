@@ -14,6 +14,7 @@
 //! configuration of the space, and at run time for a configuration given by hand).
 
 use crate::shape::Dim;
+use crate::space::{Space, TuneValue};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -241,6 +242,79 @@ impl fmt::Display for Affine {
             write!(f, "{n} / {}", self.den)
         }
     }
+}
+
+/// The most value combinations [`check`] evaluates; beyond, the check is left to the
+/// launch (which refuses a configuration whose extents are not positive integers).
+pub const MAX_COMBINATIONS: usize = 4096;
+
+/// What an expression must be in every configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A tile extent: above 0.
+    Positive,
+    /// An offset: at least 0.
+    NonNegative,
+    /// A sub-tile's room (`tile extent - (offset + extent)`): at least 0.
+    Fits,
+}
+
+/// Every combination of the integer values of `params` in `space` (`None` when a
+/// parameter is missing or not an integer, or there are more than [`MAX_COMBINATIONS`]).
+fn combinations(space: &Space, params: &[&str]) -> Option<Vec<Vec<(String, i64)>>> {
+    let mut out: Vec<Vec<(String, i64)>> = vec![Vec::new()];
+    for p in params {
+        let values = &space.param(p)?.values;
+        let mut next = Vec::with_capacity(out.len() * values.len());
+        for partial in &out {
+            for v in values {
+                let TuneValue::Int(v) = v else {
+                    return None;
+                };
+                let mut a = partial.clone();
+                a.push((p.to_string(), *v));
+                next.push(a);
+            }
+        }
+        if next.len() > MAX_COMBINATIONS {
+            return None;
+        }
+        out = next;
+    }
+    Some(out)
+}
+
+/// Whether `e` is an integer satisfying `bound` in every configuration of `space`
+/// (evaluated over the values of the parameters it reads); the first failure as
+/// "is not an integer (the division leaves a remainder) when BM = 96", to follow the
+/// expression's description.
+pub fn check(space: &Space, e: &Affine, bound: Bound) -> Result<(), String> {
+    let params: Vec<&str> = e.params().collect();
+    let Some(combos) = combinations(space, &params) else {
+        return Ok(());
+    };
+    for a in combos {
+        let look = |n: &str| a.iter().find(|(p, _)| p == n).map(|(_, v)| *v);
+        let (failure, value) = match e.eval(&look) {
+            Err(_) => (
+                Some("is not an integer (the division leaves a remainder)"),
+                None,
+            ),
+            Ok(Some(v)) => match bound {
+                Bound::Positive if v <= 0 => (Some("is not positive"), Some(v)),
+                Bound::NonNegative if v < 0 => (Some("is negative"), Some(v)),
+                Bound::Fits if v < 0 => (Some("reaches past the tile"), Some(v)),
+                _ => (None, None),
+            },
+            Ok(None) => (None, None),
+        };
+        if let Some(failure) = failure {
+            let when: Vec<String> = a.iter().map(|(p, v)| format!("{p} = {v}")).collect();
+            let value = value.map(|v| format!(" ({v})")).unwrap_or_default();
+            return Err(format!("{failure}{value} when {}", when.join(", ")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

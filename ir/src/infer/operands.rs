@@ -2,8 +2,8 @@
 //! scalar), element-type unification and shape broadcasting for arithmetic, tile extents,
 //! masks and writability. Each reports its error and returns `None`/`false`.
 
-use super::extents::Bound;
 use super::{Checker, Ty};
+use crate::affine::Bound;
 use crate::dtype::{DType, Elem};
 use crate::op::{Loc, ValueId};
 use crate::shape::{Dim, Shape};

@@ -6,8 +6,10 @@
 
 use super::{strip, Lowerer};
 use proc_macro2::Span;
+use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, Ident, Stmt, UnOp};
+use tilekit_ir::affine::{self, Bound};
 use tilekit_ir::{Affine, Dim};
 
 /// The help of every "not a tile extent" error.
@@ -105,30 +107,43 @@ impl Lowerer<'_, '_> {
         }
     }
 
-    /// A tile extent: positive when it is a constant (whether it is in every configuration
-    /// otherwise is checked with the space).
+    /// A tile extent: a positive integer in every configuration.
     pub(super) fn dim(&mut self, e: &Expr) -> Option<Dim> {
         let a = self.affine(e)?;
-        match a.as_const() {
-            Some(c) if c <= 0 => {
-                self.cx
-                    .error(e.span(), "tile extents are positive integers");
-                None
-            }
-            _ => Some(a.to_dim()),
-        }
+        self.bounded(e, a, Bound::Positive)
     }
 
-    /// A sub-tile offset: non-negative when it is a constant.
+    /// A sub-tile offset: a non-negative integer in every configuration.
     pub(super) fn offset(&mut self, e: &Expr) -> Option<Dim> {
         let a = self.affine(e)?;
-        match a.as_const() {
-            Some(c) if c < 0 => {
-                self.cx
-                    .error(e.span(), "sub-tile offsets are non-negative integers");
+        self.bounded(e, a, Bound::NonNegative)
+    }
+
+    /// `a` (written as `e`) as a dimension, when it satisfies `bound` in every configuration
+    /// of the space (else reported at `e`).
+    pub(super) fn bounded(&mut self, e: &dyn ToTokens, a: Affine, bound: Bound) -> Option<Dim> {
+        let what = match bound {
+            Bound::NonNegative => "sub-tile offset",
+            _ => "tile extent",
+        };
+        let failure = match a.as_const() {
+            Some(c) if c <= 0 && bound == Bound::Positive => Some(format!(
+                "tile extents are positive integers; this one is {c}"
+            )),
+            Some(c) if c < 0 => Some(format!(
+                "sub-tile offsets are non-negative integers; this one is {c}"
+            )),
+            Some(_) => None,
+            None => affine::check(&self.b.kernel_mut().space, &a, bound)
+                .err()
+                .map(|why| format!("{what} `{a}` {why}")),
+        };
+        match failure {
+            Some(msg) => {
+                self.cx.error_spanned(e, msg, None);
                 None
             }
-            _ => Some(a.to_dim()),
+            None => Some(a.to_dim()),
         }
     }
 }

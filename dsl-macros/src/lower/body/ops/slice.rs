@@ -10,6 +10,7 @@ use crate::lower::body::{strip, Lowerer};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Expr, RangeLimits};
+use tilekit_ir::affine::Bound;
 use tilekit_ir::{Affine, Dim, Op, ValueId};
 
 /// The usage of `slice`.
@@ -103,13 +104,9 @@ impl Lowerer<'_, '_> {
         };
         let end = r.end.as_ref().map(|x| self.affine(x));
         let start = start?;
-        let offset = match start.as_const() {
-            Some(c) if c < 0 => {
-                self.cx
-                    .error(e.span(), "sub-tile offsets are non-negative integers");
-                return None;
-            }
-            _ => start.to_dim(),
+        let offset = match &r.start {
+            Some(s) => self.bounded(s, start.clone(), Bound::NonNegative)?,
+            None => start.to_dim(),
         };
         let Some(end) = end else {
             return Some((offset, None));
