@@ -207,3 +207,27 @@ fn a_typed_constant_accumulator_mismatch_points_at_its_let() {
     // The third: storing the T sum into the f32 `y`.
     assert_eq!(e.len(), 3, "{all}");
 }
+
+#[test]
+fn the_documented_scalar_accumulator_lowers() {
+    // docs/semantics.md, "Types".
+    ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            pub fn k<T: Float>(x: &Tensor2<T>, y: &mut Tensor1<f32>) {
+                let row = program_id(0);
+                let cols = arange::<BLOCK>();
+                let mut m = f32::NEG_INF;
+                let mut s = 0.0f32;
+                for c in (0..x.cols()).step_by(BLOCK) {
+                    let v = load(x.row(row), cols + c, cols + c < x.cols(), T::NEG_INF).to_f32();
+                    let m_new = maximum(m, max(v, 0));
+                    s = s * exp(m - m_new) + sum(exp(v - m_new), 0);
+                    m = m_new;
+                }
+                store(y, row, m + log(s));
+            }
+        },
+    );
+}

@@ -26,10 +26,14 @@ pub struct Loc {
 }
 
 /// A literal in a kernel body. Literals are weakly typed: `2.0 * x` takes `x`'s type.
+///
+/// A typed constant such as `T::NEG_INF`, `f32::INF` or `T::ZERO` is *not* a weak literal:
+/// the macro lowers it to `Cast { x: Lit(Float(..)), to: T }`, a value of type `T`, so
+/// `let mut m = T::NEG_INF;` makes `m` a `T` (see "Types" in docs/semantics.md).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Literal {
-    /// A float literal (also `T::NEG_INF` and friends). Serialized so that infinities
-    /// and NaN survive JSON (as the strings `"inf"`, `"-inf"`, `"nan"`).
+    /// A float literal (`2.0`, `1e-5`). Serialized so that infinities and NaN (which typed
+    /// constants carry) survive JSON (as the strings `"inf"`, `"-inf"`, `"nan"`).
     Float(#[serde(with = "float_repr")] f64),
     /// An integer literal.
     Int(i64),
