@@ -135,6 +135,7 @@ pub(crate) fn dim_expr(d: &Dim) -> String {
     match d {
         Dim::Const(c) => format!("{c}"),
         Dim::Param(p) => p.clone(),
+        Dim::Affine(a) => a.to_cpp(),
     }
 }
 

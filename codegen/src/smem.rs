@@ -248,6 +248,12 @@ pub(crate) fn eval_dim(d: &Dim, config: &Config) -> Result<u64, CodegenError> {
                 "tile extent `{p}` has no positive integer value"
             ))),
         },
+        Dim::Affine(_) => d
+            .eval(&|p| config.int(p))
+            .filter(|&v| v > 0)
+            .ok_or_else(|| {
+                CodegenError::Eval(format!("tile extent `{d}` is not a positive integer"))
+            }),
     }
 }
 

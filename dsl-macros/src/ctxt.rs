@@ -65,15 +65,24 @@ impl Ctxt {
         }
     }
 
-    /// Records IR diagnostics at their spans.
+    /// The span of an IR location (the macro call when it has none).
+    fn span_of(&self, loc: Loc) -> Span {
+        self.spans
+            .get(loc.span as usize)
+            .copied()
+            .unwrap_or_else(Span::call_site)
+    }
+
+    /// Records IR diagnostics at their spans, each note as one more error at its own span
+    /// (stable proc macros have no notes), right after its diagnostic.
     pub fn diagnostics(&mut self, diags: Vec<Diagnostic>) {
         for d in diags {
-            let span = self
-                .spans
-                .get(d.loc.span as usize)
-                .copied()
-                .unwrap_or_else(Span::call_site);
+            let span = self.span_of(d.loc);
             self.errors.push(syn::Error::new(span, d.to_string()));
+            for (loc, note) in &d.notes {
+                let span = self.span_of(*loc);
+                self.errors.push(syn::Error::new(span, note));
+            }
         }
     }
 

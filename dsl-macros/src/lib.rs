@@ -74,17 +74,24 @@ fn kernel_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
 }
 
 fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
-    let f: syn::ItemFn = match syn::parse2(item.clone()) {
-        Ok(f) => f,
-        Err(e) => {
-            let msg = format!("`#[kernel]` applies to a fn: {e}");
-            let err = syn::Error::new(e.span(), &msg).to_compile_error();
-            return Compiled {
-                kernel: None,
-                errors: vec![msg],
-                tokens: quote!(#err #item),
-            };
-        }
+    let item = parse::index_sugar::rewrite(item);
+    // A body that does not parse still leaves the signature: its error is the only one
+    // reported (the launchers are emitted, the fn and its attributes are not, so nothing
+    // follows from it: no "`#[tune]` must come after `#[kernel]`", no unresolved module).
+    let (f, body_error) = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => (f, None),
+        Err(e) => match parse::recover::signature_only(&item) {
+            Some(f) => (f, Some(e)),
+            None => {
+                let msg = format!("`#[kernel]` applies to a fn: {e}");
+                let err = syn::Error::new(e.span(), &msg).to_compile_error();
+                return Compiled {
+                    kernel: None,
+                    errors: vec![msg],
+                    tokens: err,
+                };
+            }
+        },
     };
     let mut cx = ctxt::Ctxt::new();
     let args = match syn::parse2::<parse::attrs::KernelArgs>(attr) {
@@ -96,6 +103,17 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
     };
     let attrs = parse::attrs::collect(&f.attrs, &mut cx);
     let sig = parse::signature::parse(&f, &mut cx);
+    if let Some(e) = body_error {
+        cx.syn_error(e);
+        let errors = cx.to_compile_errors();
+        let passthrough = parse::attrs::passthrough_tokens(&attrs.passthrough);
+        let module = generate::launcher::module(&sig, &passthrough, None);
+        return Compiled {
+            kernel: None,
+            errors: cx.messages(),
+            tokens: quote!(#errors #module),
+        };
+    }
     let passthrough = parse::attrs::passthrough_tokens(&attrs.passthrough);
     let args = args.unwrap_or(parse::attrs::KernelArgs {
         grid: Vec::new(),
@@ -154,3 +172,5 @@ fn stage_codegen(kernel: &tilekit_ir::Kernel) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_subtiles;

@@ -12,6 +12,9 @@ pub struct Diagnostic {
     pub message: String,
     /// What to do about it, if known.
     pub help: Option<String>,
+    /// Related places, each with what it says about the error (where an operand's type
+    /// was fixed); the macro reports each at its own span.
+    pub notes: Vec<(Loc, String)>,
 }
 
 impl Diagnostic {
@@ -21,12 +24,19 @@ impl Diagnostic {
             loc,
             message: message.into(),
             help: None,
+            notes: Vec::new(),
         }
     }
 
     /// Adds a help line.
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a related place.
+    pub fn with_note(mut self, loc: Loc, note: impl Into<String>) -> Diagnostic {
+        self.notes.push((loc, note.into()));
         self
     }
 }

@@ -37,6 +37,19 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::Reduce { op, x, axis } => format!("reduce_{} {} axis {axis}", op.name(), v(k, *x)),
         Op::ExpandDims { x, axis } => format!("expand_dims {} axis {axis}", v(k, *x)),
         Op::Trans { x } => format!("trans {}", v(k, *x)),
+        Op::Slice { x, offsets, shape } => {
+            let o: Vec<String> = offsets.iter().map(|d| d.to_string()).collect();
+            let s: Vec<String> = shape
+                .iter()
+                .map(|d| d.as_ref().map_or("..".into(), |d| d.to_string()))
+                .collect();
+            format!(
+                "slice {} at [{}] shape [{}]",
+                v(k, *x),
+                o.join(", "),
+                s.join(", ")
+            )
+        }
         Op::Full { elem, shape, value } => {
             let s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
             format!("full {elem}[{}] {}", s.join(", "), v(k, *value))

@@ -4,7 +4,8 @@
 //! typed parameters, a launch grid, a declared tuning [`Space`] with [`Constraint`]s, a
 //! [`Problem`] description, and a body in SSA form with structured `for` and `if`
 //! ([`Block`], [`Inst`], [`Op`]). Tiles are *logical*: an IR value has an element type and
-//! a shape whose dimensions are literals or tuning parameters ([`Dim`]); how a tile is laid
+//! a shape whose dimensions are literals, tuning parameters or linear expressions of them
+//! ([`Dim`], [`Affine`]); how a tile is laid
 //! out over threads, registers and shared memory is decided per configuration by the code
 //! generator (`tilekit-codegen`), never here.
 //!
@@ -19,6 +20,7 @@
 //! assert_eq!(DType::BF16.size_bytes(), 2);
 //! ```
 
+pub mod affine;
 pub mod builder;
 pub mod cost;
 pub mod covering;
@@ -34,6 +36,7 @@ pub mod op;
 pub mod shape;
 pub mod space;
 
+pub use affine::Affine;
 pub use builder::KernelBuilder;
 pub use covering::pairwise_cover;
 pub use diag::Diagnostic;

@@ -26,10 +26,14 @@ pub struct Loc {
 }
 
 /// A literal in a kernel body. Literals are weakly typed: `2.0 * x` takes `x`'s type.
+///
+/// A typed constant such as `T::NEG_INF`, `f32::INF` or `T::ZERO` is *not* a weak literal:
+/// the macro lowers it to `Cast { x: Lit(Float(..)), to: T }`, a value of type `T`, so
+/// `let mut m = T::NEG_INF;` makes `m` a `T` (see "Types" in docs/semantics.md).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Literal {
-    /// A float literal (also `T::NEG_INF` and friends). Serialized so that infinities
-    /// and NaN survive JSON (as the strings `"inf"`, `"-inf"`, `"nan"`).
+    /// A float literal (`2.0`, `1e-5`). Serialized so that infinities and NaN (which typed
+    /// constants carry) survive JSON (as the strings `"inf"`, `"-inf"`, `"nan"`).
     Float(#[serde(with = "float_repr")] f64),
     /// An integer literal.
     Int(i64),
@@ -403,6 +407,18 @@ pub enum Op {
         /// Rank-2 operand.
         x: ValueId,
     },
+    /// `x.slice([o0, o1], [e0, e1])` / `x[o0..o0 + e0, o1..]`: the static sub-tile whose
+    /// element `(i, j, ..)` is `x[o0 + i][o1 + j]..`, any element type, values unchanged.
+    /// Offsets and extents are fixed per configuration, and the sub-tile lies inside `x`
+    /// in every one.
+    Slice {
+        /// Operand.
+        x: ValueId,
+        /// Offset on each axis (non-negative).
+        offsets: Vec<Dim>,
+        /// Extent on each axis; `None` runs to the end of the axis (`o..`).
+        shape: Vec<Option<Dim>>,
+    },
     /// `zeros::<E, ..>()` / `full::<E, ..>(v)`: a tile filled with a scalar.
     Full {
         /// Element type.
@@ -503,6 +519,7 @@ impl Op {
         match self {
             Op::Reduce { .. }
             | Op::Trans { .. }
+            | Op::Slice { .. }
             | Op::Dot { .. }
             | Op::For { .. }
             | Op::If { .. } => Scope::Block,
@@ -526,6 +543,7 @@ impl Op {
             | Op::Cast { x, .. }
             | Op::Reduce { x, .. }
             | Op::ExpandDims { x, .. }
+            | Op::Slice { x, .. }
             | Op::Trans { x } => vec![*x],
             Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
             Op::Select { cond, a, b } => vec![*cond, *a, *b],

@@ -1,5 +1,7 @@
-//! Tile shapes: dimensions are literals or tuning parameters, never run-time values.
+//! Tile shapes: dimensions are literals, tuning parameters or linear expressions of them
+//! ([`Affine`]), never run-time values.
 
+use crate::affine::Affine;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -10,6 +12,10 @@ pub enum Dim {
     Const(u64),
     /// A tuning parameter (`BLOCK`, `BM`), fixed per configuration.
     Param(String),
+    /// A linear expression of tuning parameters (`BM + 2`, `BM / 2`), canonical and never
+    /// one that a literal or a single parameter expresses (build it with
+    /// [`Affine::to_dim`]), so the two forms above serialise as they always did.
+    Affine(Affine),
 }
 
 impl Dim {
@@ -23,6 +29,20 @@ impl Dim {
         match self {
             Dim::Const(c) => Some(*c),
             Dim::Param(p) => lookup(p).and_then(|v| u64::try_from(v).ok()),
+            Dim::Affine(a) => a
+                .eval(lookup)
+                .ok()
+                .flatten()
+                .and_then(|v| u64::try_from(v).ok()),
+        }
+    }
+
+    /// The tuning parameters it reads.
+    pub fn params(&self) -> Vec<&str> {
+        match self {
+            Dim::Const(_) => Vec::new(),
+            Dim::Param(p) => vec![p.as_str()],
+            Dim::Affine(a) => a.params().collect(),
         }
     }
 }
@@ -32,6 +52,7 @@ impl fmt::Display for Dim {
         match self {
             Dim::Const(c) => write!(f, "{c}"),
             Dim::Param(p) => f.write_str(p),
+            Dim::Affine(a) => write!(f, "{a}"),
         }
     }
 }

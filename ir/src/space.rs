@@ -112,7 +112,7 @@ pub const RESERVED: [ReservedName; 4] = [
     ReservedName {
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
-        meaning: "warps per block (32 x WARPS threads)",
+        meaning: "threads per program: a program is one CUDA block of 32 x WARPS threads (128 without `WARPS`); it bounds tile sizes (see Tile sizes) and is the block size the code generator maps tiles onto; it changes no result",
     },
     ReservedName {
         name: "SMEM",

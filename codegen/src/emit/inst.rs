@@ -3,7 +3,7 @@
 use super::{layout_name, param_name, Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
-use crate::names::{elem_ctype, f64_literal, i64_literal, shape_type};
+use crate::names::{dim_expr, elem_ctype, f64_literal, i64_literal, shape_type};
 use crate::smem::Factor;
 use tilekit_ir::{
     BinOp, CmpOp, DType, Elem, Inst, Literal, Op, ParamKind, ReduceOp, Shape, Ty, UnaryOp, ValueId,
@@ -312,6 +312,32 @@ impl<'k> Emitter<'k> {
                     &format!(
                         "tk::transpose<{}, {l}>({xe}, smem + {off})",
                         shape_type(&shape)
+                    ),
+                )
+            }
+            Op::Slice { offsets, .. } => {
+                // [block] through a row-major shared-memory copy of the operand.
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let x = inst.op.operands()[0];
+                let (_, _, xshape, _) = self.tile(x)?;
+                let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
+                let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
+                f.push(Factor::SizeOf(elem.clone()));
+                let u = self.smem.add(format!("slice of {xshape}"), vec![f]);
+                let off = self.smem.scratch_offset(u, 0);
+                let at: Vec<String> = offsets.iter().map(dim_expr).collect();
+                self.w.line(&format!(
+                    "// [block] slice {xshape} at [{}] -> {shape}: through shared memory",
+                    at.join(", ")
+                ));
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!(
+                        "tk::slice<{}, {l}>({xe}, tk::corner<{}>{{}}, smem + {off})",
+                        shape_type(&shape),
+                        at.join(", ")
                     ),
                 )
             }

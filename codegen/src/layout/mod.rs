@@ -145,6 +145,7 @@ pub(crate) fn required(_a: &Analysis, of: &[Option<Layout>], u: &Use) -> Option<
         Op::Reduce { .. }
         | Op::ExpandDims { .. }
         | Op::Trans { .. }
+        | Op::Slice { .. }
         | Op::Load { .. }
         | Op::Store { .. } => Some(Layout::Blocked),
         _ => None,

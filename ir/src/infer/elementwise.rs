@@ -39,7 +39,10 @@ impl Checker<'_> {
         }
         self.expect_tile(a, loc, "an operand")?;
         self.expect_tile(b, loc, "an operand")?;
-        let (elem, weak) = self.unify(&ta, &tb, loc, op.name())?;
+        let Some((elem, weak)) = self.unify(&ta, &tb, loc, op.name()) else {
+            self.note_origins(&[a, b], loc);
+            return None;
+        };
         let shape = self.broadcast(ta.shape()?, tb.shape()?, loc, op.name())?;
         if op.is_logical() && !elem.is_bool() {
             self.err(
@@ -67,7 +70,10 @@ impl Checker<'_> {
         }
         self.expect_tile(a, loc, "an operand")?;
         self.expect_tile(b, loc, "an operand")?;
-        self.unify(&ta, &tb, loc, op.symbol())?;
+        if self.unify(&ta, &tb, loc, op.symbol()).is_none() {
+            self.note_origins(&[a, b], loc);
+            return None;
+        }
         let shape = self.broadcast(ta.shape()?, tb.shape()?, loc, op.symbol())?;
         Some(Ty::tile(Elem::Concrete(DType::Bool), shape))
     }
@@ -85,7 +91,10 @@ impl Checker<'_> {
             );
             return Some(Ty::Error);
         }
-        let (elem, weak) = self.unify(&ta, &tb, loc, "where_")?;
+        let Some((elem, weak)) = self.unify(&ta, &tb, loc, "where_") else {
+            self.note_origins(&[a, b], loc);
+            return None;
+        };
         let s = self.broadcast(ta.shape()?, tb.shape()?, loc, "where_")?;
         let shape = self.broadcast(&cs, &s, loc, "where_")?;
         Some(Ty::Tile { elem, shape, weak })

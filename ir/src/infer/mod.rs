@@ -5,15 +5,19 @@
 //! This module holds the types ([`Ty`], [`Types`]), the entry point ([`infer`]), the
 //! checker's state and the per-op dispatch; the typing rules live by op family:
 //! `values` (program ids, literals, tuning values, parameters), `elementwise` (unary,
-//! binary, comparisons, select, casts), `tiles` (arange, full, reductions, expand_dims),
+//! binary, comparisons, select, casts), `tiles` (arange, full, reductions, expand_dims, trans, slice),
+//! `extents` (extents and offsets that are linear expressions of tuning parameters),
 //! `memory` (tensor views, load/store, load_tile/store_tile), `matrix` (dot) and `control`
-//! (for, if, yield); `operands` holds the operand checks they share.
+//! (for, if, yield); `operands` holds the operand checks they share, `origin` finds where a
+//! variable's type was fixed (for notes on mismatches).
 
 mod control;
 mod elementwise;
+mod extents;
 mod matrix;
 mod memory;
 mod operands;
+mod origin;
 mod tiles;
 mod values;
 
@@ -245,6 +249,7 @@ impl<'k> Checker<'k> {
             Op::Reduce { op, x, axis } => self.reduce(*op, *x, *axis, loc),
             Op::ExpandDims { x, axis } => self.expand_dims(*x, *axis, loc),
             Op::Trans { x } => self.trans(*x, loc),
+            Op::Slice { x, offsets, shape } => self.slice(*x, offsets, shape, loc),
             // memory.rs
             Op::TensorDim { tensor, axis } => self.tensor_dim(*tensor, *axis, loc),
             Op::Row { tensor, index } => self.row(*tensor, *index, loc),

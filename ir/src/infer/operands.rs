@@ -3,6 +3,7 @@
 //! masks and writability. Each reports its error and returns `None`/`false`.
 
 use super::{Checker, Ty};
+use crate::affine::Bound;
 use crate::dtype::{DType, Elem};
 use crate::op::{Loc, ValueId};
 use crate::shape::{Dim, Shape};
@@ -14,35 +15,50 @@ fn elem_name(e: &Elem) -> String {
 }
 
 impl Checker<'_> {
-    /// Whether every tile extent is positive: a literal above 0 or a declared tuning
-    /// parameter whose values are all positive integers.
+    /// Whether every tile extent is positive: a literal above 0, a declared tuning
+    /// parameter whose values are all positive integers, or a linear expression of such
+    /// parameters that is a positive integer in every configuration.
     pub(super) fn dims_ok(&mut self, dims: &[Dim], loc: Loc) -> bool {
         let mut ok = true;
         for d in dims {
-            match d {
+            ok &= match d {
                 Dim::Const(0) => {
                     self.err(loc, "tile extents must be positive");
+                    false
+                }
+                Dim::Const(_) => true,
+                Dim::Param(_) => self.params_ok(d, loc),
+                Dim::Affine(a) => {
+                    self.params_ok(d, loc)
+                        && self.affine_ok(a, Bound::Positive, &format!("tile extent `{d}`"), loc)
+                }
+            };
+        }
+        ok
+    }
+
+    /// Whether every tuning parameter `d` reads is declared with positive integer values.
+    pub(super) fn params_ok(&mut self, d: &Dim, loc: Loc) -> bool {
+        let mut ok = true;
+        for p in d.params() {
+            match self.kernel.space.param(p) {
+                None => {
+                    self.err(
+                        loc,
+                        format!("tile shape uses `{p}`, which is not a declared tuning parameter"),
+                    );
                     ok = false;
                 }
-                Dim::Const(_) => {}
-                Dim::Param(p) => {
-                    match self.kernel.space.param(p) {
-                        None => {
-                            self.err(loc, format!("tile shape uses `{p}`, which is not a declared tuning parameter"));
-                            ok = false;
-                        }
-                        Some(tp)
-                            if !tp
-                                .values
-                                .iter()
-                                .all(|v| matches!(v, TuneValue::Int(x) if *x > 0)) =>
-                        {
-                            self.err(loc, format!("tuning parameter `{p}` is used as a tile extent, so all its values must be positive integers"));
-                            ok = false;
-                        }
-                        Some(_) => {}
-                    }
+                Some(tp)
+                    if !tp
+                        .values
+                        .iter()
+                        .all(|v| matches!(v, TuneValue::Int(x) if *x > 0)) =>
+                {
+                    self.err(loc, format!("tuning parameter `{p}` is used as a tile extent, so all its values must be positive integers"));
+                    ok = false;
                 }
+                Some(_) => {}
             }
         }
         ok

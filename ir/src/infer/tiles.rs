@@ -1,7 +1,8 @@
 //! Typing of tile construction (`arange`, `full`) and shape-changing ops (reductions over
-//! an axis, `expand_dims`, `trans`).
+//! an axis, `expand_dims`, `trans`, `slice`).
 
 use super::{Checker, Ty};
+use crate::affine::Affine;
 use crate::dtype::{DType, Elem};
 use crate::op::{Loc, ReduceOp, ValueId};
 use crate::shape::{Dim, Shape};
@@ -99,6 +100,60 @@ impl Checker<'_> {
         Some(Ty::Tile {
             elem,
             shape: Shape::new(vec![n.clone(), m.clone()]),
+            weak,
+        })
+    }
+
+    /// `x.slice(offsets, shape)`: the sub-tile of shape `shape` at `offsets`, same element
+    /// type; it must lie inside `x` in every configuration.
+    pub(super) fn slice(
+        &mut self,
+        x: ValueId,
+        offsets: &[Dim],
+        shape: &[Option<Dim>],
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (elem, xshape, weak) = self.expect_tile(x, loc, "the operand of `slice`")?;
+        if xshape.is_scalar() || offsets.len() != xshape.rank() || shape.len() != xshape.rank() {
+            self.err(
+                loc,
+                format!(
+                    "rank mismatch: a slice of a tile of rank {} ({xshape}) takes one offset and one extent per axis, found {} and {}",
+                    xshape.rank(),
+                    offsets.len(),
+                    shape.len()
+                ),
+            );
+            return Some(Ty::Error);
+        }
+        let mut ok = true;
+        for o in offsets {
+            ok &= self.offset_ok(o, loc);
+        }
+        // An open end runs to the end of the axis.
+        let shape: Vec<Dim> = shape
+            .iter()
+            .zip(offsets)
+            .zip(&xshape.0)
+            .map(|((e, o), src)| match e {
+                Some(e) => e.clone(),
+                None => Affine::of_dim(src)
+                    .sub(&Affine::of_dim(o))
+                    .map_or_else(|| src.clone(), |a| a.to_dim()),
+            })
+            .collect();
+        ok &= self.dims_ok(&shape, loc);
+        if ok {
+            for (axis, ((src, off), ext)) in xshape.0.iter().zip(offsets).zip(&shape).enumerate() {
+                ok &= self.fits_ok(src, off, ext, axis, loc);
+            }
+        }
+        if !ok {
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tile {
+            elem,
+            shape: Shape::new(shape),
             weak,
         })
     }

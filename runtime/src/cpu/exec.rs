@@ -70,6 +70,7 @@ pub(crate) fn execute(
                 .iter()
                 .map(|&d| to_i64(d))
                 .collect::<Result<_, _>>()?,
+            bad_row: None,
         }));
     }
 

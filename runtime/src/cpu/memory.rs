@@ -154,27 +154,44 @@ pub(crate) struct View {
     pub shape: Vec<i64>,
     /// Remaining strides in elements.
     pub strides: Vec<i64>,
+    /// Set on a view through an out-of-range row (`x.row(r)`, `r` outside `0..rows`): why
+    /// any access through it fails. Making such a view is legal, and so are accesses whose
+    /// every lane is masked off (`load`/`store` touch no memory there); an access that would
+    /// touch memory is the error.
+    pub bad_row: Option<String>,
 }
 
 impl View {
-    /// `x.row(i)`.
+    /// `x.row(i)`; a row out of range gives a view that fails only when accessed.
     pub(crate) fn row(&self, i: i64, name: &str) -> Result<View, String> {
         let (Some(&n), Some(&s)) = (self.shape.first(), self.strides.first()) else {
             return Err(format!(
                 "malformed IR: `.row()` of a rank-0 view of `{name}`"
             ));
         };
-        if i < 0 || i >= n {
-            return Err(format!(
-                "row index {i} is out of range for `{name}`, which has {n} rows"
-            ));
-        }
+        let bad_row = self.bad_row.clone().or_else(|| {
+            (i < 0 || i >= n)
+                .then(|| format!("row index {i} is out of range for `{name}`, which has {n} rows"))
+        });
         Ok(View {
             param: self.param,
-            offset: self.offset + i * s,
+            offset: if bad_row.is_some() {
+                self.offset
+            } else {
+                self.offset + i * s
+            },
             shape: self.shape[1..].to_vec(),
             strides: self.strides[1..].to_vec(),
+            bad_row,
         })
+    }
+
+    /// Fails when the view is through an out-of-range row.
+    fn accessible(&self) -> Result<(), String> {
+        match &self.bad_row {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -234,6 +251,7 @@ impl Mem<'_> {
                     continue;
                 }
             }
+            view.accessible()?;
             if idx < 0 || idx >= n {
                 return Err(format!(
                     "unmasked `load` out of bounds: lane {i} reads offset {idx} of `{}`, whose extent is {n}",
@@ -276,6 +294,7 @@ impl Mem<'_> {
                     continue;
                 }
             }
+            view.accessible()?;
             if idx < 0 || idx >= n {
                 return Err(format!(
                     "unmasked `store` out of bounds: lane {i} writes offset {idx} of `{}`, whose extent is {n}",
@@ -364,6 +383,7 @@ fn for_each_in_bounds(
     shape: &[usize],
     mut f: impl FnMut(usize, i64),
 ) -> Result<(), String> {
+    view.accessible()?;
     let r = view.shape.len();
     if origin.len() != r || shape.len() != r || r == 0 {
         return Err(format!(

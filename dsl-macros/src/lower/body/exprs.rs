@@ -51,14 +51,7 @@ impl Lowerer<'_, '_> {
                 );
                 None
             }
-            Expr::Index(i) => {
-                self.cx.error_help(
-                    i.span(),
-                    "tensors and tiles cannot be indexed with `[]`",
-                    "read memory with `load`/`load_tile`",
-                );
-                None
-            }
+            Expr::Index(i) => self.index_expr(i),
             Expr::Macro(m) => {
                 self.cx
                     .error(m.span(), "macros cannot be used inside a kernel body");

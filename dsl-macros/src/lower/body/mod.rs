@@ -4,12 +4,13 @@
 //! This module holds the lowering state ([`Lowerer`]: the builder, the scopes of names and
 //! the ranks of tensor values) and name binding; the rest is by concern: `stmts`
 //! (statements, `let` patterns, assignments), `control` (`for`, `if`, loop-carried names),
-//! `exprs` (expressions, literals, paths, operators), `static_args` (tile extents, element
-//! types, axes) and `ops` (tile operations called as functions or methods, one table each,
+//! `exprs` (expressions, literals, paths, operators), `extents` (tile extents and offsets as
+//! linear expressions), `static_args` (extents as generic arguments, element types, axes) and `ops` (tile operations called as functions or methods, one table each,
 //! lowered by op family).
 
 mod control;
 mod exprs;
+mod extents;
 mod ops;
 mod static_args;
 mod stmts;

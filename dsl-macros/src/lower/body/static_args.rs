@@ -1,11 +1,12 @@
-//! Compile-time arguments of tile operations: tile extents (integer literals or tuning
-//! parameters, as values or generic arguments), element types and axes.
+//! Compile-time arguments of tile operations: tile extents given as generic arguments or
+//! named by a tuning parameter (expressions are `extents`), element types and axes.
 
-use super::{strip, Lowerer};
+use super::extents::EXTENT_HELP;
+use super::Lowerer;
 use crate::parse::signature::parse_elem;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
-use syn::{Expr, GenericArgument, Ident, Stmt};
+use syn::{Expr, GenericArgument, Ident};
 use tilekit_ir::{DType, Dim, Elem, TuneValue};
 
 /// The value of an integer literal, through parentheses.
@@ -22,45 +23,8 @@ fn int_literal(e: &Expr) -> Option<i64> {
 }
 
 impl Lowerer<'_, '_> {
-    /// A tile extent: an integer literal or a tuning parameter.
-    pub(super) fn dim(&mut self, e: &Expr) -> Option<Dim> {
-        match strip(e) {
-            Expr::Lit(_) => match int_literal(e) {
-                Some(v) if v > 0 => Some(Dim::Const(v as u64)),
-                _ => {
-                    self.cx
-                        .error(e.span(), "tile extents are positive integers");
-                    None
-                }
-            },
-            Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
-                Stmt::Expr(inner, None) => self.dim(inner),
-                _ => {
-                    self.cx.error(e.span(), "expected a tile extent");
-                    None
-                }
-            },
-            Expr::Path(p) if p.path.get_ident().is_some() => {
-                let id = p
-                    .path
-                    .get_ident()
-                    .cloned()
-                    .unwrap_or_else(|| Ident::new("_", Span::call_site()));
-                self.dim_name(&id)
-            }
-            other => {
-                self.cx.error_help(
-                    other.span(),
-                    "non-constant tile shape",
-                    "tile extents must be integer literals or tuning parameters declared in `#[tune(..)]`",
-                );
-                None
-            }
-        }
-    }
-
     /// A tile extent named by a tuning parameter.
-    fn dim_name(&mut self, id: &Ident) -> Option<Dim> {
+    pub(super) fn dim_name(&mut self, id: &Ident) -> Option<Dim> {
         let name = id.to_string();
         match self.tune_kind(&name) {
             Some(Some(TuneValue::Int(_))) => Some(Dim::Param(name)),
@@ -74,7 +38,7 @@ impl Lowerer<'_, '_> {
                 self.cx.error_help(
                     id.span(),
                     format!("non-constant tile shape: `{name}` is a run-time value"),
-                    "tile extents must be integer literals or tuning parameters declared in `#[tune(..)]`",
+                    EXTENT_HELP,
                 );
                 None
             }

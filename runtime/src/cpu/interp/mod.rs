@@ -3,7 +3,7 @@
 //!
 //! This module holds a program's state and the table that routes each op to its family:
 //! `values` (program ids, literals, tuning values, scalar parameters), `elementwise`,
-//! `shape` (`arange`, reductions, `expand_dims`, `trans`, `full`), `memory` (tensor views, loads and
+//! `shape` (`arange`, reductions, `expand_dims`, `trans`, `slice`, `full`), `memory` (tensor views, loads and
 //! stores), `dot`, `control` (`for`, `if`). Adding an op: one line in [`Program::block`]'s
 //! table and its interpretation in its family's module.
 
@@ -46,10 +46,20 @@ pub(crate) struct Plan<'a> {
 }
 
 impl Plan<'_> {
+    /// A sub-tile offset: a non-negative integer in this configuration.
+    fn offset(&self, d: &Dim) -> Result<usize, String> {
+        d.eval(&|p| self.checked.config.int(p))
+            .and_then(|v| usize::try_from(v).ok())
+            .ok_or_else(|| {
+                format!("sub-tile offset `{d}` is not a non-negative integer in this configuration")
+            })
+    }
+
     fn dim(&self, d: &Dim) -> Result<usize, String> {
         let v = match d {
             Dim::Const(c) => i64::try_from(*c).ok(),
             Dim::Param(p) => self.checked.config.int(p),
+            Dim::Affine(a) => a.eval(&|p| self.checked.config.int(p)).ok().flatten(),
         };
         v.and_then(|v| usize::try_from(v).ok())
             .filter(|&v| v > 0)
@@ -202,6 +212,7 @@ impl<'a> Program<'a> {
                 Op::Reduce { op, x, axis } => Some(self.reduce(*op, *x, *axis)?.into()),
                 Op::ExpandDims { x, axis } => Some(self.expand_dims(*x, *axis)?.into()),
                 Op::Trans { x } => Some(self.trans(*x)?.into()),
+                Op::Slice { x, offsets, shape } => Some(self.slice(*x, offsets, shape)?.into()),
                 Op::Full { elem, shape, value } => Some(self.full(elem, shape, *value)?.into()),
                 // Tensors and memory (`memory`).
                 Op::TensorParam { index } => Some(Value::View(self.tensor_param(*index)?)),

@@ -58,6 +58,66 @@ impl Program<'_> {
         Ok(r)
     }
 
+    /// `x.slice(offsets, shape)`: the sub-tile at `offsets` (`None` extents run to the end
+    /// of their axis).
+    pub(super) fn slice(
+        &self,
+        x: ValueId,
+        offsets: &[Dim],
+        shape: &[Option<Dim>],
+    ) -> Result<Tile, String> {
+        let t = self.tile(x)?;
+        if offsets.len() != t.shape.len() || shape.len() != t.shape.len() {
+            return Err(format!(
+                "malformed IR: a slice of a rank-{} tile",
+                t.shape.len()
+            ));
+        }
+        let offs = offsets
+            .iter()
+            .map(|o| self.plan.offset(o))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut dims = Vec::with_capacity(shape.len());
+        for (a, e) in shape.iter().enumerate() {
+            let n = match e {
+                Some(e) => self.plan.dim(e)?,
+                None => t.shape[a].saturating_sub(offs[a]),
+            };
+            if n == 0 || offs[a] + n > t.shape[a] {
+                return Err(format!(
+                    "the slice {}..{} of axis {a} reaches past the tile (extent {}) in this configuration",
+                    offs[a],
+                    offs[a] + n,
+                    t.shape[a]
+                ));
+            }
+            dims.push(n);
+        }
+        let total: usize = dims.iter().product();
+        // Source flat index of each result element (row-major).
+        let index = |mut e: usize| {
+            let mut src = 0;
+            let mut stride = 1;
+            for a in (0..dims.len()).rev() {
+                src += (e % dims[a] + offs[a]) * stride;
+                e /= dims[a];
+                stride *= t.shape[a];
+            }
+            src
+        };
+        fn pick<E: Copy>(v: &[E], n: usize, index: impl Fn(usize) -> usize) -> Vec<E> {
+            (0..n).map(|e| v[index(e)]).collect()
+        }
+        let data = match &t.data {
+            Data::F(v) => Data::F(pick(v, total, index)),
+            Data::I(v) => Data::I(pick(v, total, index)),
+            Data::B(v) => Data::B(pick(v, total, index)),
+        };
+        let mut r = Tile::new(t.dtype, dims, data);
+        r.weak = t.weak;
+        Ok(r)
+    }
+
     /// A tile of `shape` filled with the scalar `value`, as `elem` under the bindings.
     pub(super) fn full(&self, elem: &Elem, shape: &[Dim], value: ValueId) -> Result<Tile, String> {
         let d = elem

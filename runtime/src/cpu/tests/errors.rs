@@ -578,3 +578,59 @@ fn the_tile_limit_agrees_with_the_code_generator() {
         .any(|(_, text)| text.contains("static_assert(SLOTS <= 4096"));
     assert!(prelude, "the prelude's per-thread limit moved");
 }
+
+#[test]
+fn fully_masked_accesses_through_an_out_of_range_row_are_legal() {
+    // Programs 0..n+3 each copy row `pid` of x to row `pid` of y plus one, masked by
+    // `cols < x.cols() & pid < x.rows()`: the last 3 programs' rows are out of range and
+    // every lane of theirs is masked off, so they touch nothing (as on CUDA).
+    let mut k = K::new(
+        "past_rows",
+        rows_params(),
+        vec![Expr::bin(ExprOp::Add, dim(0, 0), Expr::Int(3))],
+        &[("BLOCK", &[8])],
+        ROWS_SHAPES,
+    );
+    let (x, y) = (k.param(0), k.param(1));
+    let p = k.pid(0);
+    let (cols, in_cols) = k.masked_arange("BLOCK", x, 1);
+    let rows = k.dim(x, 0);
+    let in_rows = k.cmp(CmpOp::Lt, p, rows);
+    let mask = k.bin(BinOp::And, in_cols, in_rows);
+    let xr = k.row(x, p);
+    let v = k.load(xr, cols, Some(mask));
+    let one = k.float(1.0);
+    let v = k.bin(BinOp::Add, v, one);
+    let yr = k.row(y, p);
+    k.store(yr, cols, v, Some(mask));
+    let spec = k.spec();
+    let mut s = io(6, 5);
+    s.launch(spec, 0usize).unwrap();
+    let (xv, yv) = (s.x.to_vec().unwrap(), s.y.to_vec().unwrap());
+    assert!(xv.iter().zip(&yv).all(|(x, y)| *y == x + 1.0));
+
+    // The same rows with the row mask left out: lanes of an out-of-range row are active,
+    // which is a fault (nothing is written).
+    let mut k = K::new(
+        "past_rows_unmasked",
+        rows_params(),
+        vec![Expr::bin(ExprOp::Add, dim(0, 0), Expr::Int(3))],
+        &[("BLOCK", &[8])],
+        ROWS_SHAPES,
+    );
+    let (x, y) = (k.param(0), k.param(1));
+    let p = k.pid(0);
+    let (cols, in_cols) = k.masked_arange("BLOCK", x, 1);
+    let xr = k.row(x, p);
+    let v = k.load(xr, cols, Some(in_cols));
+    let yr = k.row(y, p);
+    k.store(yr, cols, v, Some(in_cols));
+    let mut s = io(6, 5);
+    match s.launch(k.spec(), 0usize).unwrap_err() {
+        LaunchError::Fault { message, .. } => {
+            assert!(message.contains("row index 6 is out of range"), "{message}")
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(untouched(&s.y));
+}

@@ -4,3 +4,4 @@
 #include "tilekit/ops/block/broadcast.cuh"
 #include "tilekit/ops/block/transpose.cuh"
 
+#include "tilekit/ops/block/slice.cuh"

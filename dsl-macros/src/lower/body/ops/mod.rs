@@ -4,7 +4,7 @@
 //! operation is one row here and its function in its family's module: `program`
 //! (program ids), `construct` (arange, zeros, full), `memory` (load/store,
 //! load_tile/store_tile, tensor views and shape queries), `matrix` (dot), `reduce`
-//! (reductions, expand_dims, trans), `elementwise` (unary math, maximum/minimum, where_, cdiv)
+//! (reductions, expand_dims, trans), `slice` (static sub-tiles), `elementwise` (unary math, maximum/minimum, where_, cdiv)
 //! and `cast` (to_f32, cast).
 
 mod cast;
@@ -14,8 +14,10 @@ mod matrix;
 mod memory;
 mod program;
 mod reduce;
+mod slice;
 
 use super::{fn_name, Lowerer};
+use crate::lower::INDEX_METHOD;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::GenericArgument;
@@ -192,6 +194,8 @@ const METHODS: &[MethodOp] = &[
     // shape
     MethodOp::new("expand_dims", |l, m| l.expand_dims_method(m)).listed(".expand_dims(axis)"),
     MethodOp::new("t", |l, m| l.trans_method(m)).listed(".t()"),
+    MethodOp::new("slice", |l, m| l.slice_method(m)).listed(".slice([offsets], [extents])"),
+    MethodOp::new(INDEX_METHOD, |l, m| l.index_method(m)),
     // reductions
     MethodOp::new("sum", |l, m| l.reduce_method(m, ReduceOp::Sum)),
     MethodOp::new("max", |l, m| l.reduce_method(m, ReduceOp::Max)),

@@ -1,0 +1,70 @@
+// tilekit/ops/block/slice.cuh: `slice` of a tile, a static sub-tile (scope: block).
+//
+// Every thread writes its elements of the operand into a row-major shared-memory copy of
+// it, a barrier, every thread reads the elements of its slots of the result (layout DL)
+// at the offsets, a barrier. The offsets are template arguments (`corner<O0, O1, ..>`), so
+// every index is a compile-time stride computation.
+//
+// Shared memory: S::size * sizeof(T) bytes (the operand, unpadded). Ends with a barrier,
+// so the region is free again on return.
+#pragma once
+#include "tilekit/types/tile.cuh"
+
+namespace tk {
+
+/// The offsets of a sub-tile, one per axis: `corner<1, 0>`.
+template <long long... O> struct corner {
+    /// Number of axes.
+    static constexpr int rank = (int)sizeof...(O);
+    /// Offset on axis `i`.
+    TK_HD static long long get(int i) {
+        const long long o[sizeof...(O) > 0 ? sizeof...(O) : 1] = {O...};
+        return o[i];
+    }
+};
+
+namespace detail {
+/// Whether the sub-tile DS at offsets A lies inside S on every axis.
+template <class DS, class S, class A> TK_HD bool slice_fits() {
+    for (int a = 0; a < S::rank; ++a)
+        if (A::get(a) < 0 || A::get(a) + DS::dim(a) > S::dim(a)) return false;
+    return true;
+}
+} // namespace detail
+
+/// `x.slice(offsets, shape)`: the sub-tile of `x` (shape S, any layout) of shape DS in
+/// layout DL whose element (i, j, ..) is x(O0 + i, O1 + j, ..). Uses `smem`
+/// (S::size * sizeof(T) bytes).
+template <class DS, class DL, class T, class S, class L, long long... O>
+TK_DEVICE rt<T, DS, DL> slice(const rt<T, S, L>& x, corner<O...>, char* smem) {
+    using A = corner<O...>;
+    static_assert(S::rank == DS::rank && A::rank == S::rank,
+                  "tk::slice: one offset per axis, and the sub-tile has the operand's rank");
+    static_assert(detail::slice_fits<DS, S, A>(), "tk::slice: the sub-tile reaches past the tile");
+    using In = rt<T, S, L>;
+    using Out = rt<T, DS, DL>;
+    T* buf = reinterpret_cast<T*>(smem);
+#pragma unroll
+    for (int s = 0; s < In::SLOTS; ++s) {
+        if (!In::valid(s)) continue;
+        buf[In::flat(s)] = x.v[s];
+    }
+    sync();
+    Out r;
+#pragma unroll
+    for (int s = 0; s < Out::SLOTS; ++s) {
+        if (!Out::valid(s)) continue;
+        long long e = Out::flat(s), src = 0;
+#pragma unroll
+        for (int a = DS::rank - 1; a >= 0; --a) {
+            const long long i = e % DS::dim(a);
+            e /= DS::dim(a);
+            src += (i + A::get(a)) * S::stride(a);
+        }
+        r.v[s] = buf[src];
+    }
+    sync();
+    return r;
+}
+
+} // namespace tk

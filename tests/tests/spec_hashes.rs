@@ -1,0 +1,20 @@
+//! The spec hashes of the library kernels that the shipped tuning layer
+//! (`kernels-lib/tuned/h100.json`) holds entries for, pinned: a change to how the IR
+//! serialises (a new dimension form, a new op) would silently orphan every shipped entry.
+//! Change a value here only with the shipped layer.
+
+use tilekit_kernels::{matmul, rmsnorm, softmax};
+
+#[test]
+fn shipped_kernels_keep_their_spec_hashes() {
+    for (spec, hash) in [
+        (&matmul::SPEC, 9526034718448696346u64),
+        (&rmsnorm::SPEC, 1276040822956320176),
+        (&softmax::SPEC, 4829813825856373461),
+    ] {
+        assert_eq!(spec.spec_hash, hash, "spec hash of `{}`", spec.name);
+        // The hash is the IR's, recomputed from the embedded JSON.
+        let k = spec.kernel().expect("IR");
+        assert_eq!(tilekit_ir::hash::spec_hash(k), hash, "`{}`", spec.name);
+    }
+}

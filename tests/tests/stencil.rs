@@ -1,0 +1,159 @@
+//! Sub-tiles and expression extents end to end: a 5-point stencil that loads one halo tile
+//! `[BM + 2, BN + 2]` with `load_tile` at origin `(r0 - 1, c0 - 1)` and takes five slices of
+//! it (both forms: `h.slice(a..b, c..)` and `h.slice([..], [..])`). On the CPU backend against a
+//! plain Rust reference, every variant compiled by NVRTC (skipped without NVRTC, except
+//! under `CI=true`), and on a CUDA GPU against the CPU backend
+//! (`#[ignore = "needs a CUDA GPU"]`). Inputs are small integers, so every result is exact
+//! in every element type and the comparisons are bitwise; outputs start as NaN.
+
+use tilekit::prelude::*;
+use tilekit::{Config, Element};
+
+/// `y = 4 x - (north + south + west + east)`, reading 0 outside `x`.
+#[kernel(grid = [cdiv(x.rows(), BM), cdiv(x.cols(), BN)])]
+#[tune(BM = [16, 8, 32], BN = [64, 32, 128], WARPS = [4, 8])]
+#[shapes(x = [M, N], y = [M, N])]
+#[cost(flops = 5 * M * N)]
+pub fn stencil5<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+    let r0 = program_id(0) * BM;
+    let c0 = program_id(1) * BN;
+    let h = load_tile(x, [r0 - 1, c0 - 1], [BM + 2, BN + 2]).to_f32();
+    let centre = h.slice(1..BM + 1, 1..BN + 1);
+    let north = h.slice(0..BM, 1..=BN);
+    let south = h.slice([2, 1], [BM, BN]);
+    let west = h.slice(1..BM + 1, ..BN);
+    let east = h.slice(1..(BM + 1), 2..);
+    store_tile(
+        y,
+        [r0, c0],
+        (4.0 * centre - north - south - west - east).cast::<T>(),
+    );
+}
+
+/// Integers in [-8, 8].
+fn ints<T: Element>(n: usize, seed: u64) -> Vec<T> {
+    let mut rng = tilekit_tests::support::Rng(seed);
+    (0..n)
+        .map(|_| T::from_f64((rng.uniform() * 17.0).floor() - 8.0))
+        .collect()
+}
+
+fn reference<T: Element>(x: &[T], m: usize, n: usize) -> Vec<f64> {
+    let at = |i: isize, j: isize| -> f64 {
+        if i < 0 || j < 0 || i >= m as isize || j >= n as isize {
+            0.0
+        } else {
+            x[i as usize * n + j as usize].to_f64()
+        }
+    };
+    let mut y = Vec::with_capacity(m * n);
+    for i in 0..m as isize {
+        for j in 0..n as isize {
+            y.push(4.0 * at(i, j) - at(i - 1, j) - at(i + 1, j) - at(i, j - 1) - at(i, j + 1));
+        }
+    }
+    y
+}
+
+fn run<T: Float>(rt: &Runtime, cfg: &Config, x: &[T], m: usize, n: usize) -> Vec<T> {
+    let tx = Tensor2::from_vec(rt, x.to_vec(), [m, n]).unwrap();
+    let mut ty = Tensor2::full(rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+    stencil5::launch_with(rt, cfg, &tx, &mut ty).unwrap();
+    ty.to_vec().unwrap()
+}
+
+fn same(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(g == w, "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+fn configs() -> Vec<Config> {
+    stencil5::SPEC.space().expect("space").enumerate()
+}
+
+const SHAPES: &[(usize, usize)] = &[(1, 1), (3, 5), (17, 33), (40, 130), (64, 64)];
+
+#[test]
+fn cpu_stencil5_every_config_matches_the_reference() {
+    let rt = Runtime::cpu();
+    for cfg in configs() {
+        for &(m, n) in SHAPES {
+            let x = ints::<f32>(m * n, (m * 1000 + n) as u64);
+            let got: Vec<f64> = run(&rt, &cfg, &x, m, n)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            same(&format!("f32 {m}x{n} [{cfg}]"), &got, &reference(&x, m, n));
+            let xb = ints::<bf16>(m * n, (m * 7 + n) as u64);
+            let got: Vec<f64> = run(&rt, &cfg, &xb, m, n)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            same(
+                &format!("bf16 {m}x{n} [{cfg}]"),
+                &got,
+                &reference(&xb, m, n),
+            );
+        }
+    }
+}
+
+#[test]
+fn stencil5_variants_compile_with_nvrtc() {
+    use tilekit_codegen::{prelude_headers, variant_source, Target};
+    use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
+    if !nvrtc_available() {
+        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let kernel = stencil5::SPEC.kernel().expect("kernel IR");
+    let all = tilekit_tuner::valid_variants(kernel, &[Target::Sm80, Target::Sm90a]);
+    assert!(!all.is_empty());
+    std::thread::scope(|s| {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        for part in all.chunks(all.len().div_ceil(workers).max(1)) {
+            s.spawn(move || {
+                for v in part {
+                    let src = variant_source(kernel, stencil5::SPEC.cuda_template, &v.to_variant())
+                        .unwrap_or_else(|e| panic!("{v}: {e}"));
+                    let opts = CompileOptions::new(v.target.arch()).expect("options");
+                    if let Err(e) = compile_cubin(&src, "stencil5.cu", prelude_headers(), &opts) {
+                        panic!("NVRTC failed for stencil5 variant {v}\n{e}");
+                    }
+                }
+            });
+        }
+    });
+    eprintln!("stencil5: {} variants compiled", all.len());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_stencil5_every_config_matches_cpu() {
+    let gpu = Runtime::cuda(0).unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"));
+    let cpu = Runtime::cpu();
+    for cfg in configs() {
+        for &(m, n) in SHAPES.iter().chain(&[(1000, 1000), (257, 4097)]) {
+            let x = ints::<bf16>(m * n, (m + n) as u64);
+            let g: Vec<f64> = run(&gpu, &cfg, &x, m, n)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            let c: Vec<f64> = run(&cpu, &cfg, &x, m, n)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            same(&format!("bf16 {m}x{n} [{cfg}]"), &g, &c);
+            let x = ints::<f32>(m * n, (m * 3 + n) as u64);
+            let g: Vec<f64> = run(&gpu, &cfg, &x, m, n)
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            same(&format!("f32 {m}x{n} [{cfg}]"), &g, &reference(&x, m, n));
+        }
+    }
+}
