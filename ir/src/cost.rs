@@ -5,13 +5,14 @@
 
 use crate::dtype::Bindings;
 use crate::expr::{EvalValue, ExprEnv};
-use crate::kernel::{Kernel, ParamKind};
+use crate::kernel::{InputGen, Kernel, ParamKind};
 use std::collections::BTreeMap;
 
 /// Values of a kernel's named problem dimensions.
 pub type DimValues = BTreeMap<String, i64>;
 
-/// Binds `AxBxC` to the kernel's problem dimensions, in declaration order.
+/// Binds `AxBxC` to the kernel's problem dimensions, in declaration order, then computes
+/// its derived dimensions ([`derive_dims`]).
 ///
 /// ```
 /// use tilekit_ir::*;
@@ -47,7 +48,62 @@ pub fn parse_shape(kernel: &Kernel, shape: &str) -> Result<DimValues, String> {
         }
         out.insert(name.clone(), v);
     }
+    derive_dims(kernel, &mut out)?;
     Ok(out)
+}
+
+/// Adds the kernel's derived dimensions (`#[shapes(L = M * N)]`) to `dims`, in order; an
+/// error when one reads an unbound dimension, overflows, divides by zero or is negative.
+///
+/// ```
+/// use tilekit_ir::*;
+/// let mut b = KernelBuilder::new("flat");
+/// b.kernel_mut().problem.dims = vec!["M".into(), "N".into()];
+/// b.kernel_mut().problem.derived = vec![DerivedDim {
+///     name: "L".into(),
+///     expr: Expr::bin(ExprOp::Mul, Expr::Dim("M".into()), Expr::Dim("N".into())),
+/// }];
+/// let k = b.into_kernel();
+/// assert_eq!(tilekit_ir::cost::parse_shape(&k, "3x5").unwrap()["L"], 15);
+/// ```
+pub fn derive_dims(kernel: &Kernel, dims: &mut DimValues) -> Result<(), String> {
+    let scalars = BTreeMap::new();
+    for d in &kernel.problem.derived {
+        let v = d
+            .expr
+            .eval_int(&Env {
+                dims,
+                scalars: &scalars,
+            })
+            .map_err(|e| format!("dimension {} = {}: {e}", d.name, d.expr))?;
+        if v < 0 {
+            return Err(format!(
+                "dimension {} = {} is {v}, negative",
+                d.name, d.expr
+            ));
+        }
+        dims.insert(d.name.clone(), v);
+    }
+    Ok(())
+}
+
+/// The half-open range `[lo, hi)` of an [`InputGen::Range`] under `dims` (`None` for any
+/// other generator); an error when an end cannot be evaluated or the range is empty.
+pub fn value_range(gen: &InputGen, dims: &DimValues) -> Result<Option<(i64, i64)>, String> {
+    let InputGen::Range(lo, hi) = gen else {
+        return Ok(None);
+    };
+    let scalars = BTreeMap::new();
+    let env = Env {
+        dims,
+        scalars: &scalars,
+    };
+    let end = |e: &crate::expr::Expr| e.eval_int(&env).map_err(|err| format!("{e}: {err}"));
+    let (l, h) = (end(lo)?, end(hi)?);
+    if l >= h {
+        return Err(format!("the value range {lo}..{hi} is {l}..{h}, empty"));
+    }
+    Ok(Some((l, h)))
 }
 
 /// Bytes one launch must move at least: every tensor read once, every written tensor

@@ -3,3 +3,4 @@
 pub mod body;
 pub mod host;
 pub mod kernel;
+pub mod relations;
