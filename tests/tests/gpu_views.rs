@@ -37,7 +37,8 @@ fn compare<T: Element>(what: &str, got: &[T], want: &[T], rel: f64) {
             if w.is_nan() {
                 !g.is_nan()
             } else {
-                !((g - w).abs() <= rel * (w.abs() + 0.05 * scale) + 1e-30)
+                let err = (g - w).abs();
+                err.is_nan() || err > rel * (w.abs() + 0.05 * scale) + 1e-30
             }
         })
         .take(20)
