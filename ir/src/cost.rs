@@ -220,4 +220,35 @@ mod tests {
         );
         assert_eq!(launch_bytes(&k, &dims, &Bindings::default()), None);
     }
+
+    #[test]
+    fn derived_dimensions_and_value_ranges_evaluate_per_problem() {
+        use crate::kernel::DerivedDim;
+        let dim = |n: &str| Expr::Dim(n.into());
+        let mut b = KernelBuilder::new("flat");
+        b.kernel_mut().problem.dims = vec!["V".into(), "B".into(), "S".into()];
+        b.kernel_mut().problem.derived = vec![
+            DerivedDim {
+                name: "L".into(),
+                expr: Expr::bin(ExprOp::Mul, dim("B"), dim("S")),
+            },
+            DerivedDim {
+                name: "H".into(),
+                expr: Expr::bin(ExprOp::Sub, dim("L"), Expr::Int(100)),
+            },
+        ];
+        let k = b.into_kernel();
+        let d = parse_shape(&k, "50x8x16").unwrap();
+        assert_eq!((d["L"], d["H"]), (128, 28));
+        // A derived dimension must not be negative.
+        let e = parse_shape(&k, "50x2x3").unwrap_err();
+        assert!(e.contains("H") && e.contains("negative"), "{e}");
+        let ids = InputGen::Range(Expr::Int(1), Expr::bin(ExprOp::Add, dim("V"), Expr::Int(1)));
+        assert_eq!(value_range(&ids, &d), Ok(Some((1, 51))));
+        assert_eq!(value_range(&InputGen::Random, &d), Ok(None));
+        let empty = InputGen::Range(dim("V"), dim("V"));
+        assert!(value_range(&empty, &d).unwrap_err().contains("empty"));
+        let unbound = InputGen::Range(Expr::Int(0), dim("W"));
+        assert!(value_range(&unbound, &d).is_err());
+    }
 }

@@ -279,6 +279,7 @@ fn when_every_contender_is_wrong_a_slower_correct_candidate_wins() {
 /// `[V, D]` table, so every id must lie in `0..V`; the tuner learns both from `#[shapes]`.
 #[kernel(grid = [ids.len()])]
 #[tune(BLOCK = [32, 64])]
+#[constraint(table.cols() <= BLOCK)]
 #[shapes(ids = [L], table = [V, D], y = [L, D], L = B * S, ids: 0..V)]
 fn embed<T: Float>(ids: &Tensor1<i64>, table: &Tensor2<T>, y: &mut Tensor2<T>) {
     let row = program_id(0);
