@@ -53,15 +53,15 @@ pub use tilekit_ir as ir;
 pub use tilekit_ir::Config;
 pub use tilekit_macros::{constraint, cost, kernel, shapes, tune};
 pub use tilekit_runtime::{
-    launch, launch_with, Arg, Element, Float, KernelSpec, LaunchError, Runtime, Tensor, Tensor1,
-    Tensor2, Tensor3,
+    launch, launch_with, Arg, Element, Float, KernelSpec, LaunchError, ReadTensor, Runtime, Tensor,
+    Tensor1, Tensor2, Tensor3, TensorError, TensorMut, TensorRef, WriteTensor,
 };
 
 /// What a kernel file needs: `use tilekit::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        bf16, constraint, cost, f16, kernel, shapes, tune, Config, Float, Runtime, Tensor, Tensor1,
-        Tensor2, Tensor3,
+        bf16, constraint, cost, f16, kernel, shapes, tune, Config, Float, ReadTensor, Runtime,
+        Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
     };
 }
 

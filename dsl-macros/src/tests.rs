@@ -676,3 +676,96 @@ fn a_bad_tuning_value_is_reported_alone() {
     );
     assert_eq!(errs.len(), 3, "{errs:?}");
 }
+
+/// A gather over a flattened batch, with the `#[shapes]` given.
+fn embed_kernel(shapes: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    quote! {
+        #[tune(BLOCK = [64])]
+        #[shapes(#shapes)]
+        fn embed<T: Float>(ids: &Tensor1<i64>, table: &Tensor2<T>, y: &mut Tensor2<T>, scale: f32) {
+            let row = program_id(0);
+            let id = load(ids, row);
+            let cols = arange::<BLOCK>();
+            let mask = cols < table.cols();
+            store(y.row(row), cols, load(table.row(id), cols, mask, 0.0), mask);
+        }
+    }
+}
+
+#[test]
+fn shapes_relate_dimensions_and_give_integer_tensors_a_range() {
+    use tilekit_ir::{DerivedDim, Expr, ExprOp};
+    let k = ok(
+        quote!(grid = [ids.len()]),
+        embed_kernel(quote!(
+            ids: 0..V,
+            D = L + 1,
+            L = B * S,
+            ids = [L],
+            table = [V, D],
+            y = [L, D]
+        )),
+    );
+    // Derived dimensions leave `dims` (the `--shape` order); new ones from relations
+    // follow; each derived one comes after those it reads.
+    assert_eq!(k.problem.dims, ["V", "B", "S"]);
+    let dim = |n: &str| Expr::Dim(n.into());
+    assert_eq!(
+        k.problem.derived,
+        [
+            DerivedDim {
+                name: "L".into(),
+                expr: Expr::bin(ExprOp::Mul, dim("B"), dim("S")),
+            },
+            DerivedDim {
+                name: "D".into(),
+                expr: Expr::bin(ExprOp::Add, dim("L"), Expr::Int(1)),
+            },
+        ]
+    );
+    assert_eq!(k.problem.inputs[0], InputGen::Range(Expr::Int(0), dim("V")));
+    assert_eq!(k.problem.inputs[1], InputGen::Random);
+    let d = tilekit_ir::cost::parse_shape(&k, "50x3x7").unwrap();
+    assert_eq!((d["L"], d["D"]), (21, 22));
+    // Without relations, the problem (and so the spec hash) serializes as before.
+    let plain = ok(
+        quote!(grid = [ids.len()]),
+        embed_kernel(quote!(ids = [L], table = [V, D], y = [L, D])),
+    );
+    assert!(!plain.to_json().contains("derived"));
+}
+
+#[test]
+fn bad_relations_and_ranges_are_reported_together() {
+    let errs = errors(
+        quote!(grid = [ids.len()]),
+        embed_kernel(quote!(
+            ids = [L],
+            table = [V, D],
+            y = [L, D],
+            L = L * 2,
+            D = table * 2,
+            V = 1.5,
+            table: 0..V,
+            scale: 0..4,
+            ids: 0..W,
+            ids: 4..4
+        )),
+    );
+    let want = [
+        "dimension `L` is defined in terms of itself",
+        "`table` is a parameter, not a dimension",
+        "this is not a dimension expression",
+        "`table: lo..hi` needs an integer tensor",
+        "`scale: lo..hi` needs an integer tensor",
+        "`W` is not a dimension of this kernel",
+        "the range of `ids` is empty",
+    ];
+    for w in want {
+        assert!(
+            errs.iter().any(|e| e.contains(w)),
+            "missing `{w}` in {errs:#?}"
+        );
+    }
+    assert_eq!(errs.len(), want.len(), "{errs:#?}");
+}

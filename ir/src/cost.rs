@@ -5,13 +5,14 @@
 
 use crate::dtype::Bindings;
 use crate::expr::{EvalValue, ExprEnv};
-use crate::kernel::{Kernel, ParamKind};
+use crate::kernel::{InputGen, Kernel, ParamKind};
 use std::collections::BTreeMap;
 
 /// Values of a kernel's named problem dimensions.
 pub type DimValues = BTreeMap<String, i64>;
 
-/// Binds `AxBxC` to the kernel's problem dimensions, in declaration order.
+/// Binds `AxBxC` to the kernel's problem dimensions, in declaration order, then computes
+/// its derived dimensions ([`derive_dims`]).
 ///
 /// ```
 /// use tilekit_ir::*;
@@ -47,7 +48,62 @@ pub fn parse_shape(kernel: &Kernel, shape: &str) -> Result<DimValues, String> {
         }
         out.insert(name.clone(), v);
     }
+    derive_dims(kernel, &mut out)?;
     Ok(out)
+}
+
+/// Adds the kernel's derived dimensions (`#[shapes(L = M * N)]`) to `dims`, in order; an
+/// error when one reads an unbound dimension, overflows, divides by zero or is negative.
+///
+/// ```
+/// use tilekit_ir::*;
+/// let mut b = KernelBuilder::new("flat");
+/// b.kernel_mut().problem.dims = vec!["M".into(), "N".into()];
+/// b.kernel_mut().problem.derived = vec![DerivedDim {
+///     name: "L".into(),
+///     expr: Expr::bin(ExprOp::Mul, Expr::Dim("M".into()), Expr::Dim("N".into())),
+/// }];
+/// let k = b.into_kernel();
+/// assert_eq!(tilekit_ir::cost::parse_shape(&k, "3x5").unwrap()["L"], 15);
+/// ```
+pub fn derive_dims(kernel: &Kernel, dims: &mut DimValues) -> Result<(), String> {
+    let scalars = BTreeMap::new();
+    for d in &kernel.problem.derived {
+        let v = d
+            .expr
+            .eval_int(&Env {
+                dims,
+                scalars: &scalars,
+            })
+            .map_err(|e| format!("dimension {} = {}: {e}", d.name, d.expr))?;
+        if v < 0 {
+            return Err(format!(
+                "dimension {} = {} is {v}, negative",
+                d.name, d.expr
+            ));
+        }
+        dims.insert(d.name.clone(), v);
+    }
+    Ok(())
+}
+
+/// The half-open range `[lo, hi)` of an [`InputGen::Range`] under `dims` (`None` for any
+/// other generator); an error when an end cannot be evaluated or the range is empty.
+pub fn value_range(gen: &InputGen, dims: &DimValues) -> Result<Option<(i64, i64)>, String> {
+    let InputGen::Range(lo, hi) = gen else {
+        return Ok(None);
+    };
+    let scalars = BTreeMap::new();
+    let env = Env {
+        dims,
+        scalars: &scalars,
+    };
+    let end = |e: &crate::expr::Expr| e.eval_int(&env).map_err(|err| format!("{e}: {err}"));
+    let (l, h) = (end(lo)?, end(hi)?);
+    if l >= h {
+        return Err(format!("the value range {lo}..{hi} is {l}..{h}, empty"));
+    }
+    Ok(Some((l, h)))
 }
 
 /// Bytes one launch must move at least: every tensor read once, every written tensor
@@ -163,5 +219,36 @@ mod tests {
             Some(2 * 4096 * 64 * 33)
         );
         assert_eq!(launch_bytes(&k, &dims, &Bindings::default()), None);
+    }
+
+    #[test]
+    fn derived_dimensions_and_value_ranges_evaluate_per_problem() {
+        use crate::kernel::DerivedDim;
+        let dim = |n: &str| Expr::Dim(n.into());
+        let mut b = KernelBuilder::new("flat");
+        b.kernel_mut().problem.dims = vec!["V".into(), "B".into(), "S".into()];
+        b.kernel_mut().problem.derived = vec![
+            DerivedDim {
+                name: "L".into(),
+                expr: Expr::bin(ExprOp::Mul, dim("B"), dim("S")),
+            },
+            DerivedDim {
+                name: "H".into(),
+                expr: Expr::bin(ExprOp::Sub, dim("L"), Expr::Int(100)),
+            },
+        ];
+        let k = b.into_kernel();
+        let d = parse_shape(&k, "50x8x16").unwrap();
+        assert_eq!((d["L"], d["H"]), (128, 28));
+        // A derived dimension must not be negative.
+        let e = parse_shape(&k, "50x2x3").unwrap_err();
+        assert!(e.contains("H") && e.contains("negative"), "{e}");
+        let ids = InputGen::Range(Expr::Int(1), Expr::bin(ExprOp::Add, dim("V"), Expr::Int(1)));
+        assert_eq!(value_range(&ids, &d), Ok(Some((1, 51))));
+        assert_eq!(value_range(&InputGen::Random, &d), Ok(None));
+        let empty = InputGen::Range(dim("V"), dim("V"));
+        assert!(value_range(&empty, &d).unwrap_err().contains("empty"));
+        let unbound = InputGen::Range(Expr::Int(0), dim("W"));
+        assert!(value_range(&unbound, &d).is_err());
     }
 }

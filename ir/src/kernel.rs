@@ -94,6 +94,21 @@ pub enum InputGen {
     /// in magnitude (exact in `f64`); `bool` scalars: `1.0` for `true`, `0.0` for `false`;
     /// `f32` scalars: rounded to the nearest `f32`. Never produced for tensors.
     Value(f64),
+    /// Every element a uniform integer in `[lo, hi)`, both ends host expressions of
+    /// problem dimensions and integer literals (`#[shapes(ids: 0..V)]`), evaluated per
+    /// problem. Only for integer tensors (`i32`, `i64`).
+    Range(Expr, Expr),
+}
+
+/// A problem dimension computed from others (`#[shapes(L = M * N)]`): it is not given on
+/// the command line (`--shape` lists [`Problem::dims`] only) but evaluated from them, in
+/// the order of [`Problem::derived`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DerivedDim {
+    /// The dimension's name.
+    pub name: String,
+    /// Its value: integer literals, other dimensions, `+ - * / %` and `cdiv`/`min`/`max`.
+    pub expr: Expr,
 }
 
 /// The problem a kernel solves, as data: named dimensions (so `--shape 4096x4096x4096`
@@ -112,6 +127,11 @@ pub struct Problem {
     /// `repeats` sets the work per element), so results tuned under the old value must not
     /// be reused.
     pub inputs: Vec<InputGen>,
+    /// Dimensions computed from others (`#[shapes(L = M * N)]`), each after those it
+    /// reads. Not part of `dims`. Omitted from the JSON when empty, so kernels without
+    /// relations keep their spec hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<DerivedDim>,
 }
 
 /// A kernel in the tile IR.

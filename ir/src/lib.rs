@@ -43,7 +43,7 @@ pub use diag::Diagnostic;
 pub use dtype::{Bindings, DType, Elem};
 pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, HostFloat, Phase};
 pub use infer::{infer, Ty, Types};
-pub use kernel::{Constraint, InputGen, Kernel, Param, ParamKind, Problem};
+pub use kernel::{Constraint, DerivedDim, InputGen, Kernel, Param, ParamKind, Problem};
 pub use op::{
     BinOp, Block, CmpOp, Inst, Literal, Loc, Op, Precision, ReduceOp, Scope, UnaryOp, ValueId,
 };

@@ -46,12 +46,12 @@ pub fn partial_rows(rt: &Runtime, rows: usize) -> usize {
 #[allow(clippy::too_many_arguments)] // the launcher's flat argument list, as the kernels'
 pub fn rmsnorm_backward<T: Float>(
     rt: &Runtime,
-    x: &Tensor2<T>,
-    w: &Tensor1<T>,
-    dy: &Tensor2<T>,
-    dx: &mut Tensor2<T>,
-    dw: &mut Tensor1<T>,
-    dw_partial: &mut Tensor2<f32>,
+    x: &impl ReadTensor<T, 2>,
+    w: &impl ReadTensor<T, 1>,
+    dy: &impl ReadTensor<T, 2>,
+    dx: &mut impl WriteTensor<T, 2>,
+    dw: &mut impl WriteTensor<T, 1>,
+    dw_partial: &mut impl WriteTensor<f32, 2>,
     eps: f32,
 ) -> Result<(), LaunchError> {
     rmsnorm_bwd::launch(rt, x, w, dy, dx, dw_partial, eps)?;
@@ -89,16 +89,16 @@ pub fn rmsnorm_backward<T: Float>(
 #[allow(clippy::too_many_arguments)] // the launcher's flat argument list, as the kernels'
 pub fn layernorm_backward<T: Float>(
     rt: &Runtime,
-    x: &Tensor2<T>,
-    w: &Tensor1<T>,
-    mean: &Tensor1<f32>,
-    rstd: &Tensor1<f32>,
-    dy: &Tensor2<T>,
-    dx: &mut Tensor2<T>,
-    dw: &mut Tensor1<T>,
-    db: &mut Tensor1<T>,
-    dw_partial: &mut Tensor2<f32>,
-    db_partial: &mut Tensor2<f32>,
+    x: &impl ReadTensor<T, 2>,
+    w: &impl ReadTensor<T, 1>,
+    mean: &impl ReadTensor<f32, 1>,
+    rstd: &impl ReadTensor<f32, 1>,
+    dy: &impl ReadTensor<T, 2>,
+    dx: &mut impl WriteTensor<T, 2>,
+    dw: &mut impl WriteTensor<T, 1>,
+    db: &mut impl WriteTensor<T, 1>,
+    dw_partial: &mut impl WriteTensor<f32, 2>,
+    db_partial: &mut impl WriteTensor<f32, 2>,
 ) -> Result<(), LaunchError> {
     layernorm_bwd::launch(rt, x, w, mean, rstd, dy, dx, dw_partial, db_partial)?;
     partial_sum::launch(rt, dw_partial, dw)?;

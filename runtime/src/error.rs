@@ -128,6 +128,52 @@ pub enum TensorError {
         /// Length of the data.
         len: usize,
     },
+    /// A view names an axis the tensor does not have.
+    #[error("axis {axis} is out of range for a tensor of rank {rank}")]
+    Axis {
+        /// The axis asked for.
+        axis: usize,
+        /// The tensor's rank.
+        rank: usize,
+    },
+    /// `permute` was given axes that are not a permutation of `0..rank`.
+    #[error("{axes:?} is not a permutation of the tensor's axes")]
+    Permutation {
+        /// The axes given.
+        axes: Vec<usize>,
+    },
+    /// `narrow` asked for indices past the end of an axis.
+    #[error("narrowing axis {axis} to {start}..{start}+{len} goes past its extent {extent}")]
+    Narrow {
+        /// The axis.
+        axis: usize,
+        /// First index asked for.
+        start: usize,
+        /// Number of indices asked for.
+        len: usize,
+        /// The axis' extent.
+        extent: usize,
+    },
+    /// `reshape` to a shape with another number of elements.
+    #[error("cannot reshape {from:?} into {to:?}: the element counts differ")]
+    Reshape {
+        /// The view's shape.
+        from: Vec<usize>,
+        /// The shape asked for.
+        to: Vec<usize>,
+    },
+    /// `reshape` of a view that is not contiguous row-major (a transpose, a narrowed inner
+    /// axis): its elements have no row-major order in memory.
+    #[error(
+        "cannot reshape a view of shape {shape:?} and strides {strides:?}: it is not \
+         contiguous (copy it into a new tensor first)"
+    )]
+    NotContiguous {
+        /// The view's shape.
+        shape: Vec<usize>,
+        /// The view's strides.
+        strides: Vec<usize>,
+    },
     /// A CUDA driver call failed while allocating, copying or freeing device memory.
     #[error("CUDA {what} failed: {message}")]
     Device {

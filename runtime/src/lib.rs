@@ -5,7 +5,8 @@
 //! Module map:
 //! - [`element`]: the element types a tensor may hold ([`Element`], [`Float`]).
 //! - [`spec`]: [`KernelSpec`], the static data `#[kernel]` emits for each kernel.
-//! - `tensor`, `runtime`, `launch`, `cpu`: tensors, the runtime handle, argument checking
+//! - `tensor`, `runtime`, `launch`, `cpu`: tensors and their views ([`TensorRef`],
+//!   [`TensorMut`]; launchers take any of them through [`ReadTensor`] / [`WriteTensor`]), the runtime handle, argument checking
 //!   and dispatch, the CPU backend (an interpreter of the tile IR, rayon over programs).
 //! - [`cuda`]: the CUDA backend (device fingerprint, NVRTC CUBIN caches, ABI packing, launch).
 //! - `memo`: the per-runtime launch memo (a repeated launch skips the argument check).
@@ -45,6 +46,8 @@ pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
 pub use resources::{compiled_constraints_hold, VariantResources};
 pub use runtime::{Backend, Runtime};
 pub use spec::{KernelSpec, SpecError};
-pub use tensor::{Tensor, Tensor1, Tensor2, Tensor3, TensorView};
+pub use tensor::{
+    ReadTensor, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, TensorView, WriteTensor,
+};
 pub use tilekit_ir as ir;
 pub use tuned::{ArgLayout, ConfigSource, LaunchQuery};

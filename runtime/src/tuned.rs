@@ -180,6 +180,7 @@ impl<'a> LaunchQuery<'a> {
     ///     shapes: vec![vec!["M".into(), "N".into()], vec![]],
     ///     flops: None,
     ///     inputs: vec![],
+    ///     derived: vec![],
     /// };
     /// let kernel = b.into_kernel();
     /// let spec = KernelSpec::new("k", "", "", "", 0);

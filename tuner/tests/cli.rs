@@ -516,3 +516,82 @@ fn an_error_is_printed_once_not_with_its_cause_repeated() {
     }
     assert!(line.contains("Is a directory"), "{line}");
 }
+
+/// NVRTC for `--resources`: `None` (the test is skipped) without it, except under `CI=true`.
+fn nvrtc_or_skip() -> Option<()> {
+    if tilekit_runtime::nvrtc::nvrtc_available() {
+        return Some(());
+    }
+    let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+    eprintln!("SKIPPED: {why}");
+    None
+}
+
+#[test]
+fn show_resources_lists_registers_spills_and_shared_memory() {
+    if nvrtc_or_skip().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = stdout(tilekit(dir.path()).args([
+        "show",
+        "softmax",
+        "--resources",
+        "--target",
+        "sm_80",
+        "--config",
+        "BLOCK=1024,WARPS=4",
+    ]));
+    assert!(
+        text.contains("softmax [T=f32] sm_80 aligned: 1 variant(s)"),
+        "{text}"
+    );
+    for col in [
+        "registers",
+        "spill stores",
+        "local (spills())",
+        "smem dynamic",
+        "threads",
+    ] {
+        assert!(text.contains(col), "{text}");
+    }
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("BLOCK=1024,WARPS=4"))
+        .expect(&text);
+    assert!(
+        row.contains("128") && row.trim_end().ends_with("ok"),
+        "{row}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(tilekit(dir.path()).args([
+        "show",
+        "softmax",
+        "--resources",
+        "--dtype",
+        "bf16",
+        "--config",
+        "BLOCK=2048,WARPS=8",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(json["target"], "sm_90a");
+    let v = &json["variants"][0];
+    assert!(v["registers"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["spill_bytes"], 0, "{v}");
+    assert_eq!(v["local_bytes"], 0, "{v}");
+    assert_eq!(v["smem_dynamic_bytes"], 32, "{v}"); // one f32 per warp
+    assert_eq!(v["threads"], 256, "{v}");
+    assert!(v["rejected"].is_null(), "{v}");
+    // Not a variant of the space: refused before compiling.
+    tilekit(dir.path())
+        .args([
+            "show",
+            "softmax",
+            "--resources",
+            "--config",
+            "BLOCK=999,WARPS=4",
+        ])
+        .assert()
+        .failure();
+}

@@ -274,3 +274,49 @@ fn when_every_contender_is_wrong_a_slower_correct_candidate_wins() {
     assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()));
     assert!(r.winner_ms > 0.0);
 }
+
+/// An embedding lookup over a flattened batch: `ids` holds `L = B * S` row indices into a
+/// `[V, D]` table, so every id must lie in `0..V`; the tuner learns both from `#[shapes]`.
+#[kernel(grid = [ids.len()])]
+#[tune(BLOCK = [32, 64])]
+#[constraint(table.cols() <= BLOCK)]
+#[shapes(ids = [L], table = [V, D], y = [L, D], L = B * S, ids: 0..V)]
+fn embed<T: Float>(ids: &Tensor1<i64>, table: &Tensor2<T>, y: &mut Tensor2<T>) {
+    let row = program_id(0);
+    let id = load(ids, row);
+    let cols = arange::<BLOCK>();
+    let mask = cols < table.cols();
+    store(y.row(row), cols, load(table.row(id), cols, mask, 0.0), mask);
+}
+
+#[test]
+fn generated_inputs_respect_relations_and_value_ranges() {
+    let k = embed::SPEC.kernel().unwrap();
+    // `L` is derived: `--shape` gives V x D x B x S.
+    assert_eq!(k.problem.dims, ["V", "D", "B", "S"]);
+    let p = TuneProblem::parse(k, "5x40x3x7", "f32").unwrap();
+    assert_eq!(p.dims["L"], 21);
+    let data = ArgSet::host_data(k, &p, 11).unwrap();
+    let ids = data[0].as_ref().unwrap();
+    assert_eq!(ids.len(), 21, "ids has L = B * S elements");
+    let ids = ids.to_f64();
+    assert!(
+        ids.iter()
+            .all(|v| (0.0..5.0).contains(v) && v.fract() == 0.0),
+        "{ids:?}"
+    );
+    assert!(
+        (0..5).all(|r| ids.contains(&(r as f64))),
+        "every row is drawn: {ids:?}"
+    );
+    assert_eq!(data[2].as_ref().unwrap().len(), 21 * 40);
+    // So a whole search on the CPU backend checks every candidate against the reference
+    // (with ids in the default 0..16, rows past V = 5 would fault).
+    let r = tune(&Runtime::cpu(), &embed::SPEC, &p, &options(5), &|_| {}).unwrap();
+    for c in &r.candidates {
+        assert!(
+            !matches!(c.outcome, Outcome::Failed(_) | Outcome::Wrong(_)),
+            "{c:?}"
+        );
+    }
+}

@@ -33,7 +33,13 @@ fn param_tokens(params: &[ParamDecl]) -> (Vec<TokenStream>, Vec<TokenStream>) {
         .iter()
         .map(|p| {
             let id = &p.ident;
-            quote!(::tilekit::Arg::from(#id))
+            match &p.kind {
+                ParamKind::Tensor { mutable: true, .. } => {
+                    quote!(::tilekit::WriteTensor::write_arg(#id))
+                }
+                ParamKind::Tensor { .. } => quote!(::tilekit::ReadTensor::read_arg(#id)),
+                ParamKind::Scalar { .. } => quote!(::tilekit::Arg::from(#id)),
+            }
         })
         .collect();
     (decls, args)

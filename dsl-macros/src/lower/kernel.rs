@@ -4,6 +4,7 @@
 use crate::ctxt::Ctxt;
 use crate::lower::body::{is_builtin, lower_body, tuning_name_clash};
 use crate::lower::host::{self, HostScope};
+use crate::lower::relations;
 use crate::parse::attrs::{KernelArgs, KernelAttrs, ShapeValue, TuneLit};
 use crate::parse::signature::Signature;
 use quote::ToTokens;
@@ -373,10 +374,33 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
     let mut inputs = vec![InputGen::Random; sig.params.len()];
     let mut given = vec![false; sig.params.len()];
     let mut declared = vec![false; sig.params.len()];
+    let mut relations = Vec::new();
+    let mut ranges = Vec::new();
+    let named_dims: Vec<&syn::Ident> = (attrs.shapes.iter())
+        .filter_map(|e| match &e.value {
+            ShapeValue::Dims(names, _) => Some(names),
+            _ => None,
+        })
+        .flatten()
+        .collect();
     for entry in &attrs.shapes {
+        if let ShapeValue::Values(e) = &entry.value {
+            ranges.push((&entry.param, &**e));
+            continue;
+        }
         let Some(i) = sig.params.iter().position(|p| p.ident == entry.param) else {
             if sig.rejected.contains(&entry.param) {
                 continue; // its type is already reported
+            }
+            // `L = M * N`: a dimension some tensor names, defined from others.
+            if let ShapeValue::Scalar(e) = &entry.value {
+                if named_dims.contains(&&entry.param) {
+                    relations.push(relations::Relation {
+                        dim: &entry.param,
+                        expr: e,
+                    });
+                    continue;
+                }
             }
             cx.error_help(
                 entry.param.span(),
@@ -436,6 +460,8 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
                     Some(&help),
                 );
             }
+            // Value ranges were set aside above.
+            (_, ShapeValue::Values(_)) => {}
             (ParamKind::Tensor { rank, .. }, ShapeValue::Dims(names, _)) => {
                 if names.len() != usize::from(*rank) {
                     cx.error(
@@ -459,6 +485,19 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
             }
         }
     }
+    let derived = relations::derived(&relations, sig, &mut dims, cx);
+    let known: Vec<String> = dims
+        .iter()
+        .cloned()
+        .chain(derived.iter().map(|d| d.name.clone()))
+        .collect();
+    for (param, e) in ranges {
+        if let Some(gen) = relations::value_range(param, e, sig, &known, cx) {
+            if let Some(i) = sig.params.iter().position(|p| p.ident == *param) {
+                inputs[i] = gen;
+            }
+        }
+    }
     // Undeclared tensors get one name per axis.
     for (i, p) in sig.params.iter().enumerate() {
         if let ParamKind::Tensor { rank, .. } = p.kind {
@@ -473,6 +512,7 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
         shapes,
         flops: None,
         inputs,
+        derived,
     }
 }
 
@@ -510,9 +550,13 @@ pub fn build(
 
     // Host expressions see the signature, the space and the dimension names.
     let snapshot = b.kernel_mut().clone();
+    let all_dims: Vec<String> = (snapshot.problem.dims.iter())
+        .chain(snapshot.problem.derived.iter().map(|d| &d.name))
+        .cloned()
+        .collect();
     let scope = HostScope {
         kernel: &snapshot,
-        dims: &snapshot.problem.dims,
+        dims: &all_dims,
     };
     let mut grid = Vec::new();
     for g in &args.grid {

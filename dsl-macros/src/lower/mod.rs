@@ -3,6 +3,7 @@
 pub mod body;
 pub mod host;
 pub mod kernel;
+pub mod relations;
 
 /// The hidden method that `parse::index_sugar` rewrites a multi-axis index to
 /// (`x[a..b, c..d]` becomes `x.__tk_index(a..b, c..d)`), lowered as a sub-tile.

@@ -127,11 +127,15 @@ pub enum ShapeValue {
     Dims(Vec<Ident>, Span),
     /// `eps = 1e-5`, `repeats = 64`, `flag = true`, `eps = 1e-6..1e-4`: a scalar's value or
     /// range, kept as written; it is checked against the parameter's type when the kernel
-    /// is assembled (`lower::kernel`), so every mistake is reported at once.
+    /// is assembled (`lower::kernel`), so every mistake is reported at once. With a
+    /// dimension on the left instead of a parameter, `L = M * N` relates dimensions
+    /// (`lower::relations`).
     Scalar(Box<Expr>),
+    /// `ids: 0..V`: the range an integer tensor's values must lie in (`lower::relations`).
+    Values(Box<Expr>),
 }
 
-/// `x = [M, N]` or `eps = 1e-5`
+/// `x = [M, N]`, `eps = 1e-5`, `L = M * N` or `ids: 0..V`
 pub struct ShapeEntry {
     pub param: Ident,
     pub value: ShapeValue,
@@ -140,6 +144,13 @@ pub struct ShapeEntry {
 impl Parse for ShapeEntry {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let param: Ident = input.parse()?;
+        if input.peek(Token![:]) {
+            input.parse::<Token![:]>()?;
+            return Ok(ShapeEntry {
+                param,
+                value: ShapeValue::Values(Box::new(input.parse()?)),
+            });
+        }
         input.parse::<Token![=]>()?;
         if !input.peek(syn::token::Bracket) {
             return Ok(ShapeEntry {

@@ -1,7 +1,7 @@
 //! The kernel fn's signature: generic element types and typed parameters.
 
 use crate::ctxt::Ctxt;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Literal, Span, TokenStream};
 use quote::quote;
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericParam, Ident, Pat, Type, TypeParamBound};
@@ -211,16 +211,13 @@ pub fn launcher_type(kind: &ParamKind) -> TokenStream {
             elem,
             mutable,
         } => {
-            let t = match rank {
-                1 => quote!(::tilekit::Tensor1),
-                2 => quote!(::tilekit::Tensor2),
-                _ => quote!(::tilekit::Tensor3),
-            };
+            // Any tensor or view of one: `&x`, `&x.t()`, `&mut y.narrow_mut(0, 1, 8)?`.
+            let r = Literal::usize_unsuffixed(usize::from(*rank));
             let e = elem_tokens(elem);
             if *mutable {
-                quote!(&mut #t<#e>)
+                quote!(&mut impl ::tilekit::WriteTensor<#e, #r>)
             } else {
-                quote!(&#t<#e>)
+                quote!(&impl ::tilekit::ReadTensor<#e, #r>)
             }
         }
         ParamKind::Scalar { dtype } => match dtype {

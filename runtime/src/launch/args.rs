@@ -2,10 +2,9 @@
 //! tensors' [`Layout`] held inline, [`ScalarValue`], and [`Generics`] (the element types bound
 //! to a kernel's generic parameters).
 
-use crate::element::Element;
 use crate::error::LaunchError;
 use crate::runtime::Backend;
-use crate::tensor::{HostSlice, HostSliceMut, Tensor};
+use crate::tensor::{Geometry, HostSlice, HostSliceMut};
 use tilekit_ir::{Bindings, DType, EvalValue, HostFloat, Kernel};
 
 /// A scalar kernel argument.
@@ -107,19 +106,20 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    fn of<T: Element, const R: usize>(t: &Tensor<T, R>) -> Layout {
+    /// The layout of a tensor or view of element type `dtype` on `backend`.
+    pub(crate) fn new<const R: usize>(dtype: DType, backend: Backend, g: &Geometry<R>) -> Layout {
         let (mut dims, mut stride) = ([0; 3], [0; 3]);
-        for (a, (&d, &s)) in t.shape().iter().zip(&t.strides()).take(3).enumerate() {
+        for (a, (&d, &s)) in g.shape.iter().zip(&g.strides).take(3).enumerate() {
             dims[a] = d;
             stride[a] = s;
         }
         Layout {
-            dtype: T::DTYPE,
-            backend: t.backend(),
+            dtype,
+            backend,
             rank: R,
             dims,
             stride,
-            offset: t.offset(),
+            offset: g.offset,
         }
     }
 
@@ -234,34 +234,12 @@ impl TensorArgMut<'_> {
 /// ```
 #[derive(Debug)]
 pub enum Arg<'a> {
-    /// A `&TensorR<T>` parameter.
+    /// A `&TensorR<T>` parameter (a tensor or any view of one).
     Tensor(TensorArg<'a>),
-    /// A `&mut TensorR<T>` parameter.
+    /// A `&mut TensorR<T>` parameter (a tensor or an exclusive view of one).
     TensorMut(TensorArgMut<'a>),
     /// A scalar parameter.
     Scalar(ScalarValue),
-}
-
-impl<'a, T: Element, const R: usize> From<&'a Tensor<T, R>> for Arg<'a> {
-    fn from(t: &'a Tensor<T, R>) -> Self {
-        Arg::Tensor(TensorArg {
-            layout: Layout::of(t),
-            data: t.host_parts(),
-            device: t.device_address(),
-        })
-    }
-}
-
-impl<'a, T: Element, const R: usize> From<&'a mut Tensor<T, R>> for Arg<'a> {
-    fn from(t: &'a mut Tensor<T, R>) -> Self {
-        let layout = Layout::of(t);
-        let device = t.device_address();
-        Arg::TensorMut(TensorArgMut {
-            layout,
-            data: t.host_parts_mut(),
-            device,
-        })
-    }
 }
 
 impl Arg<'_> {

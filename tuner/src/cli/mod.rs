@@ -27,6 +27,7 @@ mod gpu;
 mod list;
 mod paths;
 mod progress;
+mod resources;
 mod roofline;
 mod show;
 mod table;

@@ -1,5 +1,6 @@
 //! `tilekit show`: one variant's generated CUDA, a kernel's IR, or any stage of the code
-//! generator (`--stage ir|layouts|smem|cuda`, through `tilekit_codegen::dump`).
+//! generator (`--stage ir|layouts|smem|cuda`, through `tilekit_codegen::dump`); with
+//! `--resources`, what each variant uses once compiled (`resources.rs`).
 
 use clap::Args;
 use serde_json::json;
@@ -32,6 +33,11 @@ pub struct ShowArgs {
     /// (the shared-memory plan in bytes) or `cuda` (the default).
     #[arg(long)]
     pub stage: Option<String>,
+    /// Compile with NVRTC (no GPU needed) and list registers, spills, local and shared
+    /// memory per variant: the `--config` one, or every valid configuration for `--dtype`,
+    /// `--target` and alignment; and whether `registers()` / `spills()` constraints keep it.
+    #[arg(long, conflicts_with_all = ["ir", "stage"])]
+    pub resources: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -102,6 +108,19 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     let bindings = parse_bindings(kernel, &args.dtype)?;
     let target = Target::parse(&args.target)
         .ok_or_else(|| anyhow::anyhow!("unknown target `{}` (sm_80, sm_90a)", args.target))?;
+    if args.resources {
+        let one = args.config.is_some().then(|| config.clone());
+        if let Some(c) = &one {
+            if let Err(why) = tilekit_tuner::target_check(kernel, c, &bindings, target) {
+                anyhow::bail!(
+                    "{} [{c}] is not a valid variant for {}: {why}",
+                    spec.name,
+                    target.arch()
+                );
+            }
+        }
+        return super::resources::run(args, spec, kernel, one, &bindings, target);
+    }
     if let Err(why) = tilekit_tuner::target_check(kernel, &config, &bindings, target) {
         anyhow::bail!(
             "{} [{config}] is not a valid variant for {}: {why}",

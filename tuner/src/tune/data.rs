@@ -111,6 +111,54 @@ impl HostVec {
         })
     }
 
+    /// Uniform random integers in `[lo, hi)` from `rng` (an integer tensor's declared value
+    /// range, `#[shapes(ids: 0..V)]`), generated in chunks as [`HostVec::random`] does.
+    pub fn random_ints(
+        dtype: DType,
+        n: usize,
+        lo: i64,
+        hi: i64,
+        rng: &mut SplitMix,
+    ) -> Result<HostVec, TuneError> {
+        let span = hi
+            .checked_sub(lo)
+            .filter(|s| *s > 0)
+            .ok_or_else(|| TuneError::Problem(format!("the value range {lo}..{hi} is empty")))?
+            as u64;
+        let base = rng.next_u64();
+        fn fill<T: Element + Send>(n: usize, lo: i64, span: u64, base: u64) -> Vec<T> {
+            let mut out: Vec<T> = vec![T::from_f64(0.0); n];
+            out.par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| {
+                    let mut r =
+                        SplitMix::new(base ^ (c as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+                    for v in chunk {
+                        // `span` is at most 2^63: the remainder's bias is negligible here.
+                        let x = lo.wrapping_add((r.next_u64() % span) as i64);
+                        *v = T::from_f64(x as f64);
+                    }
+                });
+            out
+        }
+        Ok(match dtype {
+            DType::I32 => {
+                if i32::try_from(lo).is_err() || i32::try_from(hi - 1).is_err() {
+                    return Err(TuneError::Problem(format!(
+                        "the value range {lo}..{hi} does not fit in i32"
+                    )));
+                }
+                HostVec::I32(fill(n, lo, span, base))
+            }
+            DType::I64 => HostVec::I64(fill(n, lo, span, base)),
+            other => {
+                return Err(TuneError::Problem(format!(
+                    "a value range needs an integer tensor, not {other}"
+                )))
+            }
+        })
+    }
+
     /// `n` copies of `value` (rounded to the type).
     pub fn filled(dtype: DType, n: usize, value: f64) -> Result<HostVec, TuneError> {
         fn f<T: Element>(n: usize, v: f64) -> Vec<T> {
@@ -305,7 +353,9 @@ pub const INT_POISON: f64 = -123_456_789.0;
 
 impl ArgSet {
     /// Host data for every parameter of `kernel` under `problem`: tensors the kernel only
-    /// reads get uniform values in `[-1, 1)` (or the kernel's declared range); tensors it
+    /// reads get uniform values in `[-1, 1)` (integers in `[0, 16)`), or the kernel's
+    /// declared range (`#[shapes(ids: 0..V)]`, evaluated with the problem's dimensions,
+    /// derived ones included); tensors it
     /// only writes get the poison value; tensors it reads and writes get random values.
     pub fn host_data(
         kernel: &Kernel,
@@ -324,6 +374,13 @@ impl ArgSet {
                 TuneError::Problem(format!("element type of `{}` is not bound", p.name))
             })?;
             let n: usize = problem.tensor_shape(kernel, i)?.iter().product();
+            let gen = kernel.problem.inputs.get(i).cloned().unwrap_or_default();
+            let range = tilekit_ir::cost::value_range(&gen, &problem.dims)
+                .map_err(|e| TuneError::Problem(format!("`{}`: {e}", p.name)))?;
+            if let Some((lo, hi)) = range.filter(|_| !*mutable || read[i]) {
+                out.push(Some(HostVec::random_ints(dtype, n, lo, hi, &mut rng)?));
+                continue;
+            }
             let (lo, hi) = match kernel.problem.inputs.get(i) {
                 Some(tilekit_ir::InputGen::Uniform(lo, hi)) => (*lo, *hi),
                 Some(tilekit_ir::InputGen::Value(v)) => (*v, *v),

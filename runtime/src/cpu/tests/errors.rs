@@ -532,6 +532,58 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
 }
 
 #[test]
+fn views_of_one_buffer_are_checked_for_overlap() {
+    use crate::launch::{Layout, TensorArg, TensorArgMut};
+    use crate::runtime::Backend;
+    use crate::tensor::Geometry;
+    let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
+        .analyzed()
+        .unwrap()
+        .kernel;
+    // Two [4, 5] views of one device buffer of 8 x 10 f32 at 0x1000 (as two raw-pointer
+    // tensors over the same memory give): `x` read, `y` written.
+    let whole = Geometry::row_major([8, 10]).unwrap();
+    let layout = |g: Geometry<2>| Layout::new(DType::F32, Backend::Cuda { ordinal: 0 }, &g);
+    let args = |x: Geometry<2>, y: Geometry<2>| {
+        [
+            Arg::Tensor(TensorArg {
+                layout: layout(x),
+                data: None,
+                device: Some(0x1000),
+            }),
+            Arg::TensorMut(TensorArgMut {
+                layout: layout(y),
+                data: None,
+                device: Some(0x1000),
+            }),
+            Arg::from(5usize),
+        ]
+    };
+    let window = |r: usize, c: usize| whole.narrow(0, r, 4).unwrap().narrow(1, c, 5).unwrap();
+    let check = |a: &[Arg<'_>]| crate::launch::check_aliasing(kernel, a);
+    // Rows 0..4 and rows 4..8: disjoint spans, fine.
+    assert!(check(&args(window(0, 0), window(4, 0))).is_ok());
+    assert!(check(&args(window(4, 5), window(0, 0))).is_ok());
+    // Left and right halves of the same rows: disjoint elements, but their spans
+    // interleave, which the check refuses (it compares spans, not elements).
+    // A transposed written view over the read one: refused.
+    let t = whole.narrow(0, 0, 5).unwrap().narrow(1, 0, 4).unwrap();
+    let t = t.permute([1, 0]).unwrap();
+    for (x, y) in [
+        (window(0, 0), window(0, 5)),
+        (window(2, 0), window(0, 0)),
+        (window(0, 0), t),
+    ] {
+        let e = check(&args(x, y)).unwrap_err();
+        assert!(
+            matches!(&e, LaunchError::Aliased { param, message, .. }
+                if param == "y" && message.contains("overlaps that of `x`")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn configurations_with_tiles_over_the_limit_are_passed_over_or_refused() {
     // No WARPS: 128 threads, so at most 4096 x 128 = 524288 elements per tile.
     let spec = row_copy_blocks(&[1 << 20, 16], vec![dim(0, 0)], vec![], true);

@@ -114,6 +114,7 @@ impl K {
             shapes,
             flops: None,
             inputs: Vec::new(),
+            derived: Vec::new(),
         };
         K { b }
     }
