@@ -66,7 +66,8 @@ pub fn test(extra: &[String]) -> Result<()> {
             || (a.starts_with("-p") && a.len() > 2)
     });
     if !picks_packages {
-        cmd.arg("--workspace");
+        // tilekit-candle is tested by `candle_test` below, with candle's CUDA backend.
+        cmd.args(["--workspace", "--exclude", "tilekit-candle"]);
     }
     // Every test binary runs even after one fails, so one run reports every failure.
     cmd.args(["--release", "--no-fail-fast"]).args(extra);
@@ -81,7 +82,47 @@ pub fn test(extra: &[String]) -> Result<()> {
         root.display(),
         root.join("lib").display()
     );
-    run("test", cmd).map(|_| ())
+    let workspace = run("test", cmd);
+    if picks_packages {
+        return workspace.map(|_| ());
+    }
+    let candle = candle_test(&[]);
+    workspace.and(candle)
+}
+
+/// `cargo <args>` on tilekit-candle with `--features cuda` in the candle toolchain's
+/// environment (`candle-setup` first), in release mode (the build-script outputs of
+/// candle-kernels, ~5 minutes of nvcc on 2 cores, are then shared by clippy and test).
+fn candle_cargo(step: &str, args: &[&str], extra: &[String]) -> Result<()> {
+    let tc = super::candle::setup()?;
+    let mut cmd = cargo();
+    cmd.args(args)
+        .args(["--release", "-p", "tilekit-candle", "--features", "cuda"])
+        .args(extra);
+    for (k, v) in super::candle::env(&tc)? {
+        cmd.env(k, v);
+    }
+    println!(
+        "xtask[{step}]: CUDA_ROOT={} (stubs {} the library path)",
+        tc.root.display(),
+        if super::candle::real_driver() {
+            "off: an NVIDIA driver is installed"
+        } else {
+            "on"
+        }
+    );
+    run(step, cmd).map(|_| ())
+}
+
+/// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d).
+pub fn candle_test(extra: &[String]) -> Result<()> {
+    candle_cargo("candle-test", &["test", "--no-fail-fast"], extra)
+}
+
+/// clippy -D warnings on tilekit-candle with candle's CUDA backend.
+pub fn candle_clippy() -> Result<()> {
+    let extra = ["--", "-D", "warnings"].map(String::from);
+    candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra)
 }
 
 /// `cuda-setup`, then the NVRTC variant test over every valid variant
@@ -122,6 +163,9 @@ pub fn ci() -> Result<()> {
     ]);
     let mut results: Vec<(&str, Result<f64>)> =
         vec![("fmt", run("fmt", fmt)), ("clippy", run("clippy", clippy))];
+    let candle_start = Instant::now();
+    let candle = candle_clippy().map(|()| candle_start.elapsed().as_secs_f64());
+    results.push(("candle-clippy", candle));
     let test_start = Instant::now();
     let test = test(&[]).map(|()| test_start.elapsed().as_secs_f64());
     results.push(("test", test));
@@ -130,9 +174,9 @@ pub fn ci() -> Result<()> {
     let mut failed = Vec::new();
     for (step, result) in &results {
         match result {
-            Ok(s) => println!("  {step:<7} ok      {s:>7.1} s"),
+            Ok(s) => println!("  {step:<13} ok      {s:>7.1} s"),
             Err(e) => {
-                println!("  {step:<7} FAILED  {e:#}");
+                println!("  {step:<13} FAILED  {e:#}");
                 failed.push(*step);
             }
         }
