@@ -169,7 +169,7 @@ impl<'a> Launch<'a> {
                     dtypes.push((*dt, *zeroed));
                     Operand::Out(shapes.len() - 1, view)
                 }
-                Param::Scalar(s) => Operand::Scalar(s.clone()),
+                Param::Scalar(s) => Operand::Scalar(*s),
             });
         }
         let place = match (place, self.device) {

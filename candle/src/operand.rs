@@ -250,6 +250,7 @@ fn run_cpu(
             }
             #[cfg(feature = "cuda")]
             Operand::In(Src::Cuda(s), _) => {
+                use candle_core::backend::BackendDevice;
                 return Err(Error::DeviceMismatch {
                     op: spec.name,
                     what: "an input".into(),
@@ -261,7 +262,7 @@ fn run_cpu(
                 .get_mut(*i)
                 .and_then(Option::take)
                 .ok_or_else(|| missing_output(spec, *i))?,
-            Operand::Scalar(s) => Arg::Scalar(s.clone()),
+            Operand::Scalar(s) => Arg::Scalar(*s),
         });
     }
     tilekit_runtime::launch(crate::runtimes::cpu(), spec, generics, &mut args)?;
@@ -275,7 +276,7 @@ mod cuda {
     use candle_core::backend::BackendDevice;
     use candle_core::cuda::CudaStorageSlice as S;
     use candle_core::{CudaDevice, CudaStorage, DType, DeviceLocation};
-    use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+    use cudarc::driver::{DevicePtr, DevicePtrMut, SyncOnDrop};
     use tilekit_runtime::ir::DType as TkDType;
     use tilekit_runtime::{Arg, KernelSpec, TensorArg, TensorArgMut};
 
@@ -437,7 +438,7 @@ mod cuda {
                     .get_mut(*i)
                     .and_then(Option::take)
                     .ok_or_else(|| missing_output(spec, *i))?,
-                Operand::Scalar(s) => Arg::Scalar(s.clone()),
+                Operand::Scalar(s) => Arg::Scalar(*s),
             });
         }
         tilekit_runtime::launch(&rt, spec, generics, &mut args)?;

@@ -38,3 +38,34 @@ fn generic_launch() {
 fn refusals() {
     common::refusals(&Device::Cpu);
 }
+
+/// Whether there is a GPU is reported, never panicked: in CI, with the `cuda` feature, the
+/// libcuda this binary starts with is a link stub answering `CUDA_ERROR_STUB_LIBRARY`, and
+/// tilekit (in candle's dynamic-linking mode) says `NoDriver`, as candle says no device.
+#[test]
+fn no_gpu_is_reported_not_panicked() {
+    use tilekit_runtime::{Runtime, RuntimeError};
+    match Runtime::cuda(0) {
+        Ok(_) => {
+            #[cfg(feature = "cuda")]
+            assert!(
+                Device::new_cuda(0).is_ok(),
+                "tilekit sees a GPU, candle does not"
+            );
+        }
+        Err(e) => {
+            assert!(
+                matches!(
+                    e,
+                    RuntimeError::NoDriver { .. } | RuntimeError::NoDevice { .. }
+                ),
+                "{e}"
+            );
+            #[cfg(feature = "cuda")]
+            assert!(
+                Device::new_cuda(0).is_err(),
+                "candle sees a GPU, tilekit does not: {e}"
+            );
+        }
+    }
+}

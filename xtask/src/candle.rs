@@ -245,18 +245,20 @@ pub fn real_driver() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so.1"))
 }
 
-/// The environment candle's CUDA build and its test binaries need.
-pub fn env(tc: &Toolchain) -> Result<Vec<(&'static str, OsString)>> {
-    let mut path = vec![tc.root.join("bin")];
-    if let Some(old) = std::env::var_os("PATH") {
-        path.extend(std::env::split_paths(&old));
-    }
+/// One variable of the environment: its value, and whether it goes in front of the
+/// variable's current value (a search path) instead of replacing it.
+pub struct Var {
+    pub name: &'static str,
+    pub value: OsString,
+    pub prepend: bool,
+}
+
+/// The environment candle's CUDA build and its test binaries need (the search paths only
+/// with the toolchain's directories; see [`env`] for the merged values).
+pub fn vars(tc: &Toolchain) -> Result<Vec<Var>> {
     let mut libs = vec![tc.root.join("lib")];
     if !real_driver() {
         libs.push(tc.stubs.clone());
-    }
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        libs.extend(std::env::split_paths(&old));
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let or_default = |var: &str, default: String| {
@@ -264,31 +266,65 @@ pub fn env(tc: &Toolchain) -> Result<Vec<(&'static str, OsString)>> {
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| default.into())
     };
+    let set = |name, value: OsString| Var {
+        name,
+        value,
+        prepend: false,
+    };
     Ok(vec![
-        ("CUDA_ROOT", tc.root.clone().into_os_string()),
-        ("TILEKIT_CUDA_ROOT", tc.root.clone().into_os_string()),
-        ("PATH", std::env::join_paths(path).context("joining PATH")?),
-        (
-            "LD_LIBRARY_PATH",
-            std::env::join_paths(libs).context("joining LD_LIBRARY_PATH")?,
-        ),
+        set("CUDA_ROOT", tc.root.clone().into_os_string()),
+        set("TILEKIT_CUDA_ROOT", tc.root.clone().into_os_string()),
+        Var {
+            name: "PATH",
+            value: tc.root.join("bin").into_os_string(),
+            prepend: true,
+        },
+        Var {
+            name: "LD_LIBRARY_PATH",
+            value: std::env::join_paths(libs).context("joining LD_LIBRARY_PATH")?,
+            prepend: true,
+        },
         // No nvidia-smi here: candle-kernels must be told the architecture (9.0: H100).
-        (
+        set(
             "CUDA_COMPUTE_CAP",
             or_default("CUDA_COMPUTE_CAP", "90".into()),
         ),
-        (
+        set(
             "CUDAFORGE_THREADS",
             or_default("CUDAFORGE_THREADS", threads.to_string()),
         ),
     ])
 }
 
-/// Prints the environment as `export` lines, for `eval "$(cargo xtask candle-env)"`.
+/// [`vars`] merged with this process's environment, for a child process.
+pub fn env(tc: &Toolchain) -> Result<Vec<(&'static str, OsString)>> {
+    vars(tc)?
+        .into_iter()
+        .map(|v| {
+            let value = match std::env::var_os(v.name).filter(|_| v.prepend) {
+                Some(old) => {
+                    let mut paths: Vec<PathBuf> = std::env::split_paths(&v.value).collect();
+                    paths.extend(std::env::split_paths(&old));
+                    std::env::join_paths(paths).context("joining a search path")?
+                }
+                None => v.value,
+            };
+            Ok((v.name, value))
+        })
+        .collect()
+}
+
+/// Prints [`vars`] as `export` lines, for `eval "$(cargo xtask candle-env)"`; search paths
+/// go in front of the shell's own.
 pub fn print_env(tc: &Toolchain) -> Result<()> {
-    for (k, v) in env(tc)? {
-        let v = v.to_string_lossy().replace('\'', r"'\''");
-        println!("export {k}='{v}'");
+    for v in vars(tc)? {
+        let value = v.value.to_string_lossy().replace('\'', r"'\''");
+        if v.prepend {
+            let name = v.name;
+            println!("export {name}='{value}'\"${{{name}:+:${name}}}\"");
+        } else {
+            println!("export {}='{value}'", v.name);
+        }
     }
     Ok(())
 }

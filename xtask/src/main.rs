@@ -9,7 +9,8 @@
 //!   with, without CUDA or a GPU (nvcc wheels, soname links, link stubs from cudarc's
 //!   bindings) under `target/cuda-toolchain/`; `candle-env` prints it as `export` lines.
 //! - `cargo xtask candle-test [-- ARGS]` / `candle-clippy`: `tilekit-candle` with
-//!   `--features cuda` (candle-core's CUDA backend, built for real) in that environment.
+//!   `--features cuda` (candle-core's CUDA backend, built for real) in that environment;
+//!   `candle-pack` copies its test executables and binaries into `.gpu/` for a GPU machine.
 //! - `cargo xtask ci`: `cargo fmt --check`, `cargo clippy -D warnings`, `candle-clippy`, then
 //!   `xtask test`; the same steps as `.ci/run`.
 //! - `cargo xtask compile-all`: NVRTC-compiles every valid variant of every library kernel.
@@ -58,6 +59,9 @@ enum Command {
     },
     /// candle-setup, then clippy -D warnings on tilekit-candle with --features cuda.
     CandleClippy,
+    /// Build tilekit-candle's tests and binaries with --features cuda into .gpu/ (beside
+    /// ../shared/tools/gpu-pack's), for the GPU machine.
+    CandlePack,
     /// The CI pipeline: fmt --check, clippy -D warnings, candle-clippy, then test; each
     /// step timed.
     Ci,
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::CandleEnv => candle::setup().and_then(|tc| candle::print_env(&tc)),
         Command::CandleTest { args } => steps::candle_test(&args),
         Command::CandleClippy => steps::candle_clippy(),
+        Command::CandlePack => steps::candle_pack(),
         Command::Ci => steps::ci(),
         Command::CompileAll => steps::compile_all(),
     };

@@ -125,6 +125,86 @@ pub fn candle_clippy() -> Result<()> {
     candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra)
 }
 
+/// Builds tilekit-candle's test executables and binaries with `--features cuda` (release)
+/// and copies them into `.gpu/tests/` and `.gpu/bin/` beside whatever
+/// `../shared/tools/gpu-pack` put there (it builds the workspace without the feature), for
+/// a machine with a GPU: `.gpu/tests/gpu-* --ignored --test-threads=1` and
+/// `.gpu/bin/tilekit-candle-bench --json PATH` there, with the driver and CUDA 13's
+/// libraries (`/usr/local/cuda/lib64`) on the library path. No rpath names the stubs:
+/// cargo links with `-L` only.
+pub fn candle_pack() -> Result<()> {
+    let tc = super::candle::setup()?;
+    let root = super::workspace_root()?;
+    let mut cmd = cargo();
+    cmd.args([
+        "test",
+        "--release",
+        "-p",
+        "tilekit-candle",
+        "--features",
+        "cuda",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ]);
+    let mut bins = cargo();
+    bins.args([
+        "build",
+        "--release",
+        "-p",
+        "tilekit-candle",
+        "--features",
+        "cuda",
+        "--bins",
+        "--message-format=json-render-diagnostics",
+    ]);
+    let mut copied = Vec::new();
+    for (mut c, dir, tests) in [(cmd, "tests", true), (bins, "bin", false)] {
+        for (k, v) in super::candle::env(&tc)? {
+            c.env(k, v);
+        }
+        c.current_dir(&root);
+        println!("xtask[candle-pack]: $ {}", describe(&c));
+        let out = c
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("could not start `{}`", describe(&c)))?;
+        if !out.status.success() {
+            bail!("candle-pack: cargo failed ({})", out.status);
+        }
+        let dest = root.join(".gpu").join(dir);
+        std::fs::create_dir_all(&dest).with_context(|| format!("creating {}", dest.display()))?;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let is_test = m["profile"]["test"].as_bool() == Some(true);
+            let Some(exe) = m["executable"].as_str() else {
+                continue;
+            };
+            if m["reason"] != "compiler-artifact" || is_test != tests {
+                continue;
+            }
+            let exe = std::path::Path::new(exe);
+            let Some(name) = exe.file_name() else {
+                continue;
+            };
+            let to = dest.join(name);
+            std::fs::copy(exe, &to).with_context(|| format!("copying {}", exe.display()))?;
+            let _ = Command::new("strip").arg(&to).status();
+            copied.push(to);
+        }
+    }
+    for c in &copied {
+        let size = std::fs::metadata(c).map_or(0, |m| m.len());
+        println!(
+            "xtask[candle-pack]: {} ({:.1} MiB)",
+            c.display(),
+            size as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
+
 /// `cuda-setup`, then the NVRTC variant test over every valid variant
 /// (`TILEKIT_COMPILE_ALL=1`).
 pub fn compile_all() -> Result<()> {

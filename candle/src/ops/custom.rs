@@ -59,7 +59,7 @@ impl RowKernel {
                 outs.push(place.alloc(candle_core::DType::F32, rows, false)?);
             }
         }
-        operands.extend(self.scalars.iter().cloned().map(Operand::Scalar));
+        operands.extend(self.scalars.iter().copied().map(Operand::Scalar));
         operand::run(place, self.spec, &[generic], &operands, &mut outs)?;
         let out = outs.swap_remove(0);
         Ok((out, first_layout.shape().clone()))

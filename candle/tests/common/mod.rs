@@ -129,7 +129,9 @@ pub fn gradients_match(dev: &Device) {
             .map(|v| g.get(v).expect("a gradient").clone())
             .collect()
     };
-    let cases: [(&str, Box<dyn Fn(bool) -> Tensor>, Vec<&Var>); 4] = [
+    /// A name, the forward (tilekit's when `true`), the variables.
+    type Case<'v> = (&'static str, Box<dyn Fn(bool) -> Tensor + 'v>, Vec<&'v Var>);
+    let cases: [Case<'_>; 4] = [
         (
             "softmax",
             Box::new(|tk| {
