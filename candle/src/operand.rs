@@ -149,6 +149,15 @@ impl Place<'_> {
 }
 
 impl Dst {
+    /// The host elements of a CPU output.
+    fn cpu_mut(&mut self) -> Option<&mut CpuStorage> {
+        match self {
+            Dst::Cpu(s) => Some(s),
+            #[cfg(feature = "cuda")]
+            Dst::Cuda(_) => None,
+        }
+    }
+
     /// As a candle storage.
     pub fn into_storage(self) -> candle_core::Storage {
         match self {
@@ -230,11 +239,7 @@ fn run_cpu(
     let mut outs: Vec<Option<Arg<'_>>> = Vec::with_capacity(outputs.len());
     for (i, (d, v)) in outputs.iter_mut().zip(views).enumerate() {
         let v = v.ok_or_else(|| missing_output(spec, i))?;
-        let s = match d {
-            Dst::Cpu(s) => s,
-            #[cfg(feature = "cuda")]
-            Dst::Cuda(_) => return Err(missing_output(spec, i)),
-        };
+        let s = d.cpu_mut().ok_or_else(|| missing_output(spec, i))?;
         outs.push(Some(Arg::TensorMut(host_arg!(
             TensorArgMut::host,
             s,

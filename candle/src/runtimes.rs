@@ -40,24 +40,26 @@ fn known_kernels() -> Vec<&'static KernelSpec> {
 /// tilekit_candle::register_kernels(&[&tilekit_kernels::softmax::SPEC]); // already known: no-op
 /// ```
 pub fn register_kernels(specs: &[&'static KernelSpec]) {
-    {
+    let added = {
         let mut extra = extra_kernels()
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut added = false;
+        let before = extra.len();
         for s in specs {
             let known = tilekit_kernels::ALL.iter().chain(extra.iter());
             if !known.into_iter().any(|k| std::ptr::eq(*k, *s)) {
                 extra.push(s);
-                added = true;
             }
         }
-        if !added {
-            return;
-        }
-    }
+        extra.len() > before
+    };
+    // CPU runtimes have no tuned configurations: only CUDA runtimes are re-attached.
     #[cfg(feature = "cuda")]
-    cuda::reattach();
+    if added {
+        cuda::reattach();
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = added;
 }
 
 /// Attaches tuned configurations to a CUDA runtime.
