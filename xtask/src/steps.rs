@@ -125,40 +125,50 @@ pub fn candle_clippy() -> Result<()> {
     candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra)
 }
 
-/// Builds tilekit-candle's test executables and binaries with `--features cuda` (release)
-/// and copies them into `.gpu/tests/` and `.gpu/bin/` beside whatever
-/// `../shared/tools/gpu-pack` put there (it builds the workspace without the feature), for
-/// a machine with a GPU: `.gpu/tests/gpu-* --ignored --test-threads=1` and
-/// `.gpu/bin/tilekit-candle-bench --json PATH` there, with the driver and CUDA 13's
-/// libraries (`/usr/local/cuda/lib64`) on the library path. No rpath names the stubs:
-/// cargo links with `-L` only.
+/// The script `candle-pack` writes beside its archive.
+const CANDLE_RUN: &str = r#"#!/usr/bin/env bash
+# Runs tilekit-candle on a GPU machine: unpacks .gpu/candle.tar.xz (built by
+# `cargo xtask candle-pack`), runs its GPU tests (the ones ignored in CI), then
+# tilekit-candle-bench, whose JSON goes to ${1:-${OUT:-.}}/tilekit-candle-bench.json.
+# Needs the NVIDIA driver and CUDA 13's libcublas, libcurand, libcudart and libnvrtc.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TILEKIT_CUDA_ROOT=${TILEKIT_CUDA_ROOT:-/usr/local/cuda}
+d=$(mktemp -d)
+tar -xJf .gpu/candle.tar.xz -C "$d" || exit 1
+fail=0
+for t in "$d"/tests/*; do
+  echo "== $(basename "$t")"
+  "$t" --ignored --test-threads=1 || fail=1
+done
+out=${1:-${OUT:-.}}
+echo "== tilekit-candle-bench"
+"$d"/bin/tilekit-candle-bench --json "$out/tilekit-candle-bench.json" || fail=1
+exit $fail
+"#;
+
+/// Builds tilekit-candle's GPU tests (`tests/gpu.rs`) and its binaries with `--features
+/// cuda` (release) into `.gpu/candle.tar.xz` (xz: the executables embed candle's PTX, about
+/// 50 MiB each stripped, 13 MiB together compressed, under the device's 64 MiB carry) with
+/// `.gpu/candle-run`, beside whatever `../shared/tools/gpu-pack` put in `.gpu/` (it builds
+/// the workspace without the feature). On the GPU machine: `.gpu/candle-run [OUT_DIR]`.
+/// No rpath names the stubs: cargo links with `-L` only.
 pub fn candle_pack() -> Result<()> {
     let tc = super::candle::setup()?;
     let root = super::workspace_root()?;
-    let mut cmd = cargo();
-    cmd.args([
-        "test",
-        "--release",
-        "-p",
-        "tilekit-candle",
-        "--features",
-        "cuda",
-        "--no-run",
-        "--message-format=json-render-diagnostics",
-    ]);
+    let stage = root.join("target/candle-pack");
+    let _ = std::fs::remove_dir_all(&stage);
+    let common = ["--release", "-p", "tilekit-candle", "--features", "cuda"];
+    let json = "--message-format=json-render-diagnostics";
+    let mut tests = cargo();
+    tests
+        .arg("test")
+        .args(common)
+        .args(["--test", "gpu", "--no-run", json]);
     let mut bins = cargo();
-    bins.args([
-        "build",
-        "--release",
-        "-p",
-        "tilekit-candle",
-        "--features",
-        "cuda",
-        "--bins",
-        "--message-format=json-render-diagnostics",
-    ]);
-    let mut copied = Vec::new();
-    for (mut c, dir, tests) in [(cmd, "tests", true), (bins, "bin", false)] {
+    bins.arg("build").args(common).args(["--bins", json]);
+    for (mut c, dir, want_test) in [(tests, "tests", true), (bins, "bin", false)] {
         for (k, v) in super::candle::env(&tc)? {
             c.env(k, v);
         }
@@ -171,37 +181,53 @@ pub fn candle_pack() -> Result<()> {
         if !out.status.success() {
             bail!("candle-pack: cargo failed ({})", out.status);
         }
-        let dest = root.join(".gpu").join(dir);
+        let dest = stage.join(dir);
         std::fs::create_dir_all(&dest).with_context(|| format!("creating {}", dest.display()))?;
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
             };
             let is_test = m["profile"]["test"].as_bool() == Some(true);
-            let Some(exe) = m["executable"].as_str() else {
+            let (Some(exe), true) = (m["executable"].as_str(), m["reason"] == "compiler-artifact")
+            else {
                 continue;
             };
-            if m["reason"] != "compiler-artifact" || is_test != tests {
+            if is_test != want_test {
                 continue;
             }
-            let exe = std::path::Path::new(exe);
+            let exe = Path::new(exe);
             let Some(name) = exe.file_name() else {
                 continue;
             };
             let to = dest.join(name);
             std::fs::copy(exe, &to).with_context(|| format!("copying {}", exe.display()))?;
             let _ = Command::new("strip").arg(&to).status();
-            copied.push(to);
+            println!("xtask[candle-pack]: {}", to.display());
         }
     }
-    for c in &copied {
-        let size = std::fs::metadata(c).map_or(0, |m| m.len());
-        println!(
-            "xtask[candle-pack]: {} ({:.1} MiB)",
-            c.display(),
-            size as f64 / (1 << 20) as f64
-        );
-    }
+    let gpu = root.join(".gpu");
+    std::fs::create_dir_all(&gpu).context("creating .gpu")?;
+    let archive = gpu.join("candle.tar.xz");
+    let mut tar = Command::new("tar");
+    tar.env("XZ_OPT", "-6 -T0")
+        .arg("-cJf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&stage)
+        .args(["tests", "bin"]);
+    run("candle-pack", tar)?;
+    let script = gpu.join("candle-run");
+    std::fs::write(&script, CANDLE_RUN).context("writing .gpu/candle-run")?;
+    let mut perms = std::fs::metadata(&script)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).context("chmod .gpu/candle-run")?;
+    let size = std::fs::metadata(&archive).map_or(0, |m| m.len());
+    println!(
+        "xtask[candle-pack]: {} ({:.1} MiB) and {}; on the GPU machine: .gpu/candle-run [OUT_DIR]",
+        archive.display(),
+        size as f64 / (1 << 20) as f64,
+        script.display()
+    );
     Ok(())
 }
 
