@@ -9,8 +9,9 @@ use crate::resources::VariantResources;
 use crate::spec::KernelSpec;
 use crate::tuned::ConfigSource;
 use cudarc::driver::CudaStream;
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use tilekit_ir::{Bindings, Config};
 
 /// Which backend a [`Runtime`] (and every tensor made with it) runs on.
@@ -32,6 +33,28 @@ impl fmt::Display for Backend {
             Backend::Cuda { ordinal } => write!(f, "cuda:{ordinal}"),
         }
     }
+}
+
+/// A (context, stream) pair by driver handle, as addresses.
+type StreamKey = (usize, usize);
+
+/// The states [`Runtime::from_cuda_stream`] made, by stream; weak, so that dropping the last
+/// runtime handle frees a state (a live state holds its stream, so its handles cannot be
+/// reused by another stream meanwhile).
+type OpenStreams = HashMap<StreamKey, (Weak<CudaDevice>, Weak<Memo<CudaResolved>>)>;
+
+fn stream_key(stream: &CudaStream) -> StreamKey {
+    (
+        stream.context().cu_ctx() as usize,
+        stream.cu_stream() as usize,
+    )
+}
+
+fn lock_streams() -> MutexGuard<'static, OpenStreams> {
+    static OPEN: OnceLock<Mutex<OpenStreams>> = OnceLock::new();
+    OPEN.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The backend-specific state of a runtime. The CPU backend keeps only its launch memo
@@ -132,10 +155,32 @@ impl Runtime {
     /// [`Runtime::cuda`] run; the context's event-tracking setting is left as the caller set
     /// it (with tracking on and several streams, cudarc's own operations stay ordered, and
     /// tilekit's launches are ordered on this stream).
+    ///
+    /// **One state per stream.** While a runtime made for a (context, stream) pair is
+    /// alive (or any clone of it), calling this again with a handle on the same pair
+    /// returns a handle on the same state: device fingerprint, kernel caches, counters and
+    /// the launch memo of handles without a configuration source, so a framework may call
+    /// this per operation without compiling or resolving twice. The pair is compared by
+    /// driver handle (`CUcontext`, `CUstream`), so two `Arc<CudaStream>` wrapping one stream
+    /// (candle's per-thread stream, say) share. Once every handle is dropped the state is
+    /// freed and the next call opens a fresh one.
     pub fn from_cuda_stream(stream: Arc<CudaStream>) -> Result<Runtime, RuntimeError> {
-        let dev = CudaDevice::on_stream(stream)?;
+        let key = stream_key(&stream);
+        let mut open = lock_streams();
+        open.retain(|_, (d, _)| d.strong_count() > 0);
+        if let Some((d, m)) = open.get(&key) {
+            if let (Some(dev), Some(memo)) = (d.upgrade(), m.upgrade()) {
+                return Ok(Runtime {
+                    inner: Inner::Cuda(dev, memo),
+                    source: None,
+                });
+            }
+        }
+        let dev = Arc::new(CudaDevice::on_stream(stream)?);
+        let memo = Arc::default();
+        open.insert(key, (Arc::downgrade(&dev), Arc::downgrade(&memo)));
         Ok(Runtime {
-            inner: Inner::Cuda(Arc::new(dev), Arc::default()),
+            inner: Inner::Cuda(dev, memo),
             source: None,
         })
     }

@@ -40,18 +40,32 @@ pub fn setup() -> Result<PathBuf> {
         println!("cuda-setup: CUDA wheels present at {}", root.display());
         return Ok(root);
     }
+    pip_install(&target, &WHEELS, &[])?;
+    if !is_complete(&root) {
+        bail!(
+            "pip finished but {} lacks lib/libnvrtc.so.13 or include/cuda_bf16.h",
+            root.display()
+        );
+    }
+    Ok(root)
+}
+
+/// `python -m pip install --no-cache-dir --target <target> <extra> <wheels>` (`$PYTHON`,
+/// else `python3`), in one command: pip `--target` refuses to merge into an existing
+/// `nvidia/` and silently drops files, so an incomplete `target` is removed first.
+pub fn pip_install(target: &Path, wheels: &[&str], extra: &[&str]) -> Result<()> {
     if target.exists() {
-        // pip --target refuses to merge into an existing `nvidia/` and silently drops files,
-        // so an incomplete install is removed and redone in one command.
         println!("cuda-setup: removing incomplete {}", target.display());
-        std::fs::remove_dir_all(&target)
+        std::fs::remove_dir_all(target)
             .with_context(|| format!("removing {}", target.display()))?;
     }
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_string());
     let mut cmd = Command::new(&python);
-    cmd.args(["-m", "pip", "install", "--no-cache-dir", "--target"])
-        .arg(&target)
-        .args(WHEELS);
+    cmd.args(["-m", "pip", "install", "--no-cache-dir"])
+        .args(extra)
+        .arg("--target")
+        .arg(target)
+        .args(wheels);
     println!("cuda-setup: running {}", super::steps::describe(&cmd));
     let start = Instant::now();
     let status = cmd
@@ -60,16 +74,10 @@ pub fn setup() -> Result<PathBuf> {
     if !status.success() {
         bail!("pip install of the CUDA wheels failed ({status})");
     }
-    if !is_complete(&root) {
-        bail!(
-            "pip finished but {} lacks lib/libnvrtc.so.13 or include/cuda_bf16.h",
-            root.display()
-        );
-    }
     println!(
-        "cuda-setup: installed CUDA wheels at {} in {:.1} s",
-        root.display(),
+        "cuda-setup: installed {} in {:.1} s",
+        target.display(),
         start.elapsed().as_secs_f64()
     );
-    Ok(root)
+    Ok(())
 }

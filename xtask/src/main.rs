@@ -3,11 +3,19 @@
 //! - `cargo xtask cuda-setup`: installs NVRTC 13.0 and the CUDA headers from pip wheels into
 //!   `.cuda-wheels/` (git-ignored), unless they are already there.
 //! - `cargo xtask test [-- ARGS]`: `cuda-setup`, then `cargo test --workspace --release ARGS`
-//!   with `TILEKIT_CUDA_ROOT` and `LD_LIBRARY_PATH` exported. The README's test command.
-//! - `cargo xtask ci`: `cargo fmt --check`, `cargo clippy -D warnings`, then `xtask test`;
-//!   the same steps as `.ci/run`.
+//!   with `TILEKIT_CUDA_ROOT` and `LD_LIBRARY_PATH` exported, then (unless ARGS pick
+//!   packages) `candle-test`. The README's test command.
+//! - `cargo xtask candle-setup` / `candle-env`: the toolchain candle's CUDA backend builds
+//!   with, without CUDA or a GPU (nvcc wheels, soname links, link stubs from cudarc's
+//!   bindings) under `target/cuda-toolchain/`; `candle-env` prints it as `export` lines.
+//! - `cargo xtask candle-test [-- ARGS]` / `candle-clippy`: `tilekit-candle` with
+//!   `--features cuda` (candle-core's CUDA backend, built for real) in that environment;
+//!   `candle-pack` copies its test executables and binaries into `.gpu/` for a GPU machine.
+//! - `cargo xtask ci`: `cargo fmt --check`, `cargo clippy -D warnings`, `candle-clippy`, then
+//!   `xtask test`; the same steps as `.ci/run`.
 //! - `cargo xtask compile-all`: NVRTC-compiles every valid variant of every library kernel.
 
+mod candle;
 mod cuda;
 mod steps;
 
@@ -37,7 +45,25 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The CI pipeline: fmt --check, clippy -D warnings, then test; each step timed.
+    /// Install the toolchain candle's CUDA backend builds with (nvcc wheels, soname links,
+    /// link stubs) under target/cuda-toolchain/ (once).
+    CandleSetup,
+    /// candle-setup, then print its environment as `export` lines
+    /// (`eval "$(cargo xtask candle-env)"`, e.g. before ../shared/tools/gpu-pack).
+    CandleEnv,
+    /// candle-setup, then `cargo test --release -p tilekit-candle --features cuda [ARGS]`.
+    CandleTest {
+        /// Extra arguments for `cargo test`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// candle-setup, then clippy -D warnings on tilekit-candle with --features cuda.
+    CandleClippy,
+    /// Build tilekit-candle's tests and binaries with --features cuda into .gpu/ (beside
+    /// ../shared/tools/gpu-pack's), for the GPU machine.
+    CandlePack,
+    /// The CI pipeline: fmt --check, clippy -D warnings, candle-clippy, then test; each
+    /// step timed.
     Ci,
     /// Compile every valid variant of every library kernel (tuning configuration x element
     /// types x alignment x {sm_80, sm_90a}) with NVRTC; CI compiles a covering subset of the
@@ -52,6 +78,13 @@ fn main() -> ExitCode {
             println!("TILEKIT_CUDA_ROOT={}", root.display());
         }),
         Command::Test { args } => steps::test(&args),
+        Command::CandleSetup => candle::setup().map(|tc| {
+            println!("CUDA_ROOT={}", tc.root.display());
+        }),
+        Command::CandleEnv => candle::setup().and_then(|tc| candle::print_env(&tc)),
+        Command::CandleTest { args } => steps::candle_test(&args),
+        Command::CandleClippy => steps::candle_clippy(),
+        Command::CandlePack => steps::candle_pack(),
         Command::Ci => steps::ci(),
         Command::CompileAll => steps::compile_all(),
     };

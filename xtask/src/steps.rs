@@ -66,7 +66,8 @@ pub fn test(extra: &[String]) -> Result<()> {
             || (a.starts_with("-p") && a.len() > 2)
     });
     if !picks_packages {
-        cmd.arg("--workspace");
+        // tilekit-candle is tested by `candle_test` below, with candle's CUDA backend.
+        cmd.args(["--workspace", "--exclude", "tilekit-candle"]);
     }
     // Every test binary runs even after one fails, so one run reports every failure.
     cmd.args(["--release", "--no-fail-fast"]).args(extra);
@@ -81,7 +82,153 @@ pub fn test(extra: &[String]) -> Result<()> {
         root.display(),
         root.join("lib").display()
     );
-    run("test", cmd).map(|_| ())
+    let workspace = run("test", cmd);
+    if picks_packages {
+        return workspace.map(|_| ());
+    }
+    let candle = candle_test(&[]);
+    workspace.and(candle)
+}
+
+/// `cargo <args>` on tilekit-candle with `--features cuda` in the candle toolchain's
+/// environment (`candle-setup` first), in release mode (the build-script outputs of
+/// candle-kernels, ~5 minutes of nvcc on 2 cores, are then shared by clippy and test).
+fn candle_cargo(step: &str, args: &[&str], extra: &[String]) -> Result<()> {
+    let tc = super::candle::setup()?;
+    let mut cmd = cargo();
+    cmd.args(args)
+        .args(["--release", "-p", "tilekit-candle", "--features", "cuda"])
+        .args(extra);
+    for (k, v) in super::candle::env(&tc)? {
+        cmd.env(k, v);
+    }
+    println!(
+        "xtask[{step}]: CUDA_ROOT={} (stubs {} the library path)",
+        tc.root.display(),
+        if super::candle::real_driver() {
+            "off: an NVIDIA driver is installed"
+        } else {
+            "on"
+        }
+    );
+    run(step, cmd).map(|_| ())
+}
+
+/// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d).
+pub fn candle_test(extra: &[String]) -> Result<()> {
+    candle_cargo("candle-test", &["test", "--no-fail-fast"], extra)
+}
+
+/// clippy -D warnings on tilekit-candle with candle's CUDA backend.
+pub fn candle_clippy() -> Result<()> {
+    let extra = ["--", "-D", "warnings"].map(String::from);
+    candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra)
+}
+
+/// The script `candle-pack` writes beside its archive.
+const CANDLE_RUN: &str = r#"#!/usr/bin/env bash
+# Runs tilekit-candle on a GPU machine: unpacks .gpu/candle.tar.xz (built by
+# `cargo xtask candle-pack`), runs its GPU tests (the ones ignored in CI), then
+# tilekit-candle-bench, whose JSON goes to ${1:-${OUT:-.}}/tilekit-candle-bench.json.
+# Needs the NVIDIA driver and CUDA 13's libcublas, libcurand, libcudart and libnvrtc.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export TILEKIT_CUDA_ROOT=${TILEKIT_CUDA_ROOT:-/usr/local/cuda}
+d=$(mktemp -d)
+tar -xJf .gpu/candle.tar.xz -C "$d" || exit 1
+fail=0
+for t in "$d"/tests/*; do
+  echo "== $(basename "$t")"
+  "$t" --ignored --test-threads=1 || fail=1
+done
+out=${1:-${OUT:-.}}
+echo "== tilekit-candle-bench"
+"$d"/bin/tilekit-candle-bench --json "$out/tilekit-candle-bench.json" || fail=1
+exit $fail
+"#;
+
+/// Builds tilekit-candle's GPU tests (`tests/gpu.rs`) and its binaries with `--features
+/// cuda` (release) into `.gpu/candle.tar.xz` (xz: the executables embed candle's PTX, about
+/// 50 MiB each stripped, 13 MiB together compressed, under the device's 64 MiB carry) with
+/// `.gpu/candle-run`, beside whatever `../shared/tools/gpu-pack` put in `.gpu/` (it builds
+/// the workspace without the feature). On the GPU machine: `.gpu/candle-run [OUT_DIR]`.
+/// No rpath names the stubs: cargo links with `-L` only.
+pub fn candle_pack() -> Result<()> {
+    let tc = super::candle::setup()?;
+    let root = super::workspace_root()?;
+    let stage = root.join("target/candle-pack");
+    let _ = std::fs::remove_dir_all(&stage);
+    let common = ["--release", "-p", "tilekit-candle", "--features", "cuda"];
+    let json = "--message-format=json-render-diagnostics";
+    let mut tests = cargo();
+    tests
+        .arg("test")
+        .args(common)
+        .args(["--test", "gpu", "--no-run", json]);
+    let mut bins = cargo();
+    bins.arg("build").args(common).args(["--bins", json]);
+    for (mut c, dir, want_test) in [(tests, "tests", true), (bins, "bin", false)] {
+        for (k, v) in super::candle::env(&tc)? {
+            c.env(k, v);
+        }
+        c.current_dir(&root);
+        println!("xtask[candle-pack]: $ {}", describe(&c));
+        let out = c
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .with_context(|| format!("could not start `{}`", describe(&c)))?;
+        if !out.status.success() {
+            bail!("candle-pack: cargo failed ({})", out.status);
+        }
+        let dest = stage.join(dir);
+        std::fs::create_dir_all(&dest).with_context(|| format!("creating {}", dest.display()))?;
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(m) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let is_test = m["profile"]["test"].as_bool() == Some(true);
+            let (Some(exe), true) = (m["executable"].as_str(), m["reason"] == "compiler-artifact")
+            else {
+                continue;
+            };
+            if is_test != want_test {
+                continue;
+            }
+            let exe = Path::new(exe);
+            let Some(name) = exe.file_name() else {
+                continue;
+            };
+            let to = dest.join(name);
+            std::fs::copy(exe, &to).with_context(|| format!("copying {}", exe.display()))?;
+            let _ = Command::new("strip").arg(&to).status();
+            println!("xtask[candle-pack]: {}", to.display());
+        }
+    }
+    let gpu = root.join(".gpu");
+    std::fs::create_dir_all(&gpu).context("creating .gpu")?;
+    let archive = gpu.join("candle.tar.xz");
+    let mut tar = Command::new("tar");
+    tar.env("XZ_OPT", "-6 -T0")
+        .arg("-cJf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&stage)
+        .args(["tests", "bin"]);
+    run("candle-pack", tar)?;
+    let script = gpu.join("candle-run");
+    std::fs::write(&script, CANDLE_RUN).context("writing .gpu/candle-run")?;
+    let mut perms = std::fs::metadata(&script)?.permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).context("chmod .gpu/candle-run")?;
+    let size = std::fs::metadata(&archive).map_or(0, |m| m.len());
+    println!(
+        "xtask[candle-pack]: {} ({:.1} MiB) and {}; on the GPU machine: .gpu/candle-run [OUT_DIR]",
+        archive.display(),
+        size as f64 / (1 << 20) as f64,
+        script.display()
+    );
+    Ok(())
 }
 
 /// `cuda-setup`, then the NVRTC variant test over every valid variant
@@ -122,6 +269,9 @@ pub fn ci() -> Result<()> {
     ]);
     let mut results: Vec<(&str, Result<f64>)> =
         vec![("fmt", run("fmt", fmt)), ("clippy", run("clippy", clippy))];
+    let candle_start = Instant::now();
+    let candle = candle_clippy().map(|()| candle_start.elapsed().as_secs_f64());
+    results.push(("candle-clippy", candle));
     let test_start = Instant::now();
     let test = test(&[]).map(|()| test_start.elapsed().as_secs_f64());
     results.push(("test", test));
@@ -130,9 +280,9 @@ pub fn ci() -> Result<()> {
     let mut failed = Vec::new();
     for (step, result) in &results {
         match result {
-            Ok(s) => println!("  {step:<7} ok      {s:>7.1} s"),
+            Ok(s) => println!("  {step:<13} ok      {s:>7.1} s"),
             Err(e) => {
-                println!("  {step:<7} FAILED  {e:#}");
+                println!("  {step:<13} FAILED  {e:#}");
                 failed.push(*step);
             }
         }

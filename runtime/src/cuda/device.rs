@@ -106,6 +106,15 @@ impl CudaDevice {
         let count = match CudaContext::device_count() {
             Ok(n) => usize::try_from(n).unwrap_or(0),
             Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => 0,
+            // A link stub in place of the driver (NVIDIA's `lib/stubs/libcuda.so`, or the
+            // ones CI links candle's dynamic-linking build against): no GPU here.
+            Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_STUB_LIBRARY => {
+                return Err(RuntimeError::NoDriver {
+                    reason: "the libcuda the dynamic loader found is a link stub \
+                             (cuInit: CUDA_ERROR_STUB_LIBRARY), not the driver"
+                        .to_string(),
+                })
+            }
             Err(e) => return Err(driver("cuInit / cuDeviceGetCount")(e)),
         };
         if ordinal >= count {

@@ -94,25 +94,23 @@ pub(crate) const DRIVER_SYMBOLS: [&str; 43] = [
 
 /// Whether libcuda can be loaded *and* is the driver: the library cudarc will use (the first
 /// of its candidate names the dynamic loader opens) must export every one of
-/// [`DRIVER_SYMBOLS`]. No other driver call may run before this says `Ok`: cudarc panics
-/// when the library is missing ("Unable to dynamically load") or lacks a symbol ("Missing
-/// symbol cuInit"). `Err` says which, for [`crate::RuntimeError::NoDriver`].
+/// [`DRIVER_SYMBOLS`]. No other driver call may run before this says `Ok`: in cudarc's
+/// dynamic-loading mode (tilekit's own) it panics when the library is missing ("Unable to
+/// dynamically load") or lacks a symbol ("Missing symbol cuInit"). `Err` says which, for
+/// [`crate::RuntimeError::NoDriver`].
+///
+/// The probe is our own `dlopen` of cudarc's candidate names, not cudarc's
+/// `is_culib_present`/`culib`, which exist only in dynamic-loading mode: in a dependency
+/// graph with candle, cudarc is built with `dynamic-linking` (libcuda is then a `DT_NEEDED`
+/// library, already loaded, and the same `dlopen` finds it). A link stub (NVIDIA's, or
+/// CI's) passes this check; `CudaDevice::open` reports it as `NoDriver` when `cuInit`
+/// answers `CUDA_ERROR_STUB_LIBRARY`.
 pub(crate) fn check_culib() -> Result<(), String> {
-    // SAFETY: only tries to dlopen the driver library; no preconditions.
-    if !unsafe { sys::is_culib_present() } {
+    use crate::nvrtc::locate::{lacking, loader_candidates, open_first};
+    let Some((name, lib)) = open_first(&loader_candidates("cuda")) else {
         return Err("no libcuda.so / libcuda.so.1 found by the dynamic loader".to_string());
-    }
-    // The name cudarc's loader settles on (it tries the same candidates in this order), for
-    // the message only.
-    let name = cudarc::get_lib_name_candidates("cuda")
-        .into_iter()
-        // SAFETY: as above, a dlopen that is dropped at once.
-        .find(|n| unsafe { libloading::Library::new(n) }.is_ok())
-        .unwrap_or_else(|| "libcuda".to_string());
-    // SAFETY: `is_culib_present` just opened one of cudarc's candidates, so `culib` finds
-    // one too instead of panicking. Looking a symbol up calls nothing.
-    let lib = unsafe { sys::culib() };
-    let Some(lacks) = crate::nvrtc::locate::lacking(lib, &DRIVER_SYMBOLS) else {
+    };
+    let Some(lacks) = lacking(&lib, &DRIVER_SYMBOLS) else {
         return Ok(());
     };
     Err(format!(

@@ -17,13 +17,16 @@
 //! `cuLaunchKernel`). A memo hit only runs it. [`chosen_config`] is the same resolution,
 //! stopping short of preparing.
 //!
-//! Module map: `args` (the arguments and generics), `check` (validation against the IR),
+//! Module map: `args` (the arguments and generics), `parts` (tensor arguments over memory
+//! no tilekit tensor owns: host slices, another framework's device memory), `check`
+//! (validation against the IR),
 //! `resolve` (choosing the configuration), `backend` (what a backend contributes to the
 //! path); this module holds the public entry points and the path.
 
 mod args;
 mod backend;
 mod check;
+mod parts;
 mod resolve;
 
 pub(crate) use args::Layout;

@@ -253,7 +253,7 @@ fn preload() -> PreloadOutcome {
 /// `libnvrtc.so.12`), so a hit here means cudarc's own lazy load will succeed instead of
 /// panicking. Each library opened (by absolute path or by name) must export every one of
 /// [`NVRTC_SYMBOLS`] (a file named `libnvrtc.so.13` that is something else is refused), and
-/// so must the library cudarc's own loader reaches (`cudarc::nvrtc::sys::culib`).
+/// so must the library cudarc's own loader reaches ([`loader_candidates`]).
 pub const PROBE_NAMES: [&str; 3] = ["libnvrtc.so", NVRTC_SONAME, "libnvrtc.so.12"];
 
 /// Loads NVRTC once and checks that cudarc can reach it. Cheap after the first call.
@@ -386,25 +386,51 @@ fn not_nvrtc(name: &str, lib: &libloading::Library) -> Option<String> {
     lacking(lib, &NVRTC_SYMBOLS).map(|l| format!("{name}: not NVRTC: it lacks {l}"))
 }
 
-/// Whether the library cudarc itself will call (the first of its candidate names the
-/// dynamic loader opens, which may be another file than the one preloaded) exports every one
-/// of [`NVRTC_SYMBOLS`]; once per process. cudarc panics on a missing library or symbol, so
-/// no NVRTC call may run before this says `Ok`.
+/// The names cudarc 0.19's loader tries for library `lib` (`"cuda"`, `"nvrtc"`), in its
+/// order: the Linux entries of its `get_lib_name_candidates` for CUDA major 13 (the
+/// bindings `fallback-latest` and a CUDA 13 build system select). cudarc's own function
+/// exists only in its dynamic-loading mode; this list is valid in both link modes.
+///
+/// ```
+/// let names = tilekit_runtime::nvrtc::locate::loader_candidates("cuda");
+/// assert_eq!(names.first().map(String::as_str), Some("libcuda.so"));
+/// assert!(names.iter().any(|n| n == "libcuda.so.1"));
+/// ```
+pub fn loader_candidates(lib: &str) -> Vec<String> {
+    let base = format!("lib{lib}.so");
+    let mut names = vec![base.clone()];
+    names.extend([NVRTC_MAJOR, 12, 11, 10, 9, 1].map(|v| format!("{base}.{v}")));
+    names
+}
+
+/// The first of `names` the dynamic loader opens, with its handle (dropping it only lowers
+/// the loader's reference count), or `None`.
+pub(crate) fn open_first(names: &[String]) -> Option<(String, libloading::Library)> {
+    names.iter().find_map(|n| {
+        // SAFETY: a `dlopen` by name of a library cudarc would load anyway (its initialisers
+        // have no preconditions); nothing is called through the handle here.
+        unsafe { libloading::Library::new(n) }
+            .ok()
+            .map(|lib| (n.clone(), lib))
+    })
+}
+
+/// Whether the library cudarc itself will call exports every one of [`NVRTC_SYMBOLS`]: the
+/// first of its candidate names ([`loader_candidates`]) the dynamic loader opens (in
+/// cudarc's dynamic-linking mode, the `DT_NEEDED` library already loaded answers to its
+/// soname); once per process. In dynamic-loading mode cudarc panics on a missing library or
+/// symbol, so no NVRTC call may run before this says `Ok`.
 fn cudarc_reaches_nvrtc() -> Result<(), NvrtcError> {
     static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
     let checked = CHECKED.get_or_init(|| {
-        // SAFETY: only tries to dlopen cudarc's candidate names; no preconditions.
-        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        let Some((name, lib)) = open_first(&loader_candidates("nvrtc")) else {
             return Err(
                 "cudarc's own search (libnvrtc.so, libnvrtc.so.13, ...) finds no \
                         library: add its directory to LD_LIBRARY_PATH"
                     .to_string(),
             );
-        }
-        // SAFETY: `is_culib_present` just opened one of cudarc's candidates, so `culib`
-        // finds one too instead of panicking.
-        let lib = unsafe { cudarc::nvrtc::sys::culib() };
-        not_nvrtc("the library cudarc loads", lib).map_or(Ok(()), Err)
+        };
+        not_nvrtc(&format!("the library cudarc loads ({name})"), &lib).map_or(Ok(()), Err)
     });
     checked.clone().map_err(|e| NvrtcError::LibraryNotFound {
         searched: "the NVRTC library cudarc loads by name".to_string(),

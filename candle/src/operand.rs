@@ -1,0 +1,468 @@
+//! The one launch path at the storage level, shared by the candle ops (which candle hands
+//! storages and layouts) and [`crate::Launch`] (which locks its tensors' storages):
+//! operands in the kernel's parameter order, inputs borrowed from candle storages, outputs
+//! allocated here, then `tilekit_runtime::launch` on the device's runtime with the tuned
+//! configurations, with every check a tilekit tensor gets.
+//!
+//! On a CUDA device the arguments are candle's device addresses, taken through cudarc's
+//! `DevicePtr`/`DevicePtrMut` on candle's stream (so, with event tracking in a context of
+//! several streams, the launch waits for pending writes and records its reads and writes
+//! as candle's own kernels do); on the CPU, candle's host vectors run on tilekit's CPU
+//! backend.
+
+use crate::error::{Error, Result};
+use crate::view::View;
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, DType, DeviceLocation};
+use tilekit_runtime::ir::DType as TkDType;
+use tilekit_runtime::{Arg, KernelSpec, ScalarValue, TensorArg, TensorArgMut};
+
+/// An input's storage.
+#[derive(Clone, Copy)]
+pub(crate) enum Src<'a> {
+    /// Host elements.
+    Cpu(&'a CpuStorage),
+    /// Device elements.
+    #[cfg(feature = "cuda")]
+    Cuda(&'a candle_core::CudaStorage),
+}
+
+/// An output's storage, allocated for the launch.
+pub(crate) enum Dst {
+    /// Host elements.
+    Cpu(CpuStorage),
+    /// Device elements.
+    #[cfg(feature = "cuda")]
+    Cuda(candle_core::CudaStorage),
+}
+
+/// Where a launch runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Place<'a> {
+    /// tilekit's CPU backend.
+    Cpu,
+    /// The candle CUDA device's stream.
+    #[cfg(feature = "cuda")]
+    Cuda(&'a candle_core::CudaDevice),
+    #[cfg(not(feature = "cuda"))]
+    #[allow(dead_code)]
+    Never(std::marker::PhantomData<&'a ()>),
+}
+
+/// One kernel parameter.
+pub(crate) enum Operand<'a> {
+    /// A `&TensorN<T>` parameter.
+    In(Src<'a>, View),
+    /// A `&mut TensorN<T>` parameter: the launch's output `.0` (an index into its outputs).
+    Out(usize, View),
+    /// A scalar parameter.
+    Scalar(ScalarValue),
+}
+
+impl<'a> Src<'a> {
+    /// The storage of a candle CPU or CUDA tensor.
+    pub fn of(op: &'static str, s: &'a candle_core::Storage) -> Result<Src<'a>> {
+        match s {
+            candle_core::Storage::Cpu(c) => Ok(Src::Cpu(c)),
+            #[cfg(feature = "cuda")]
+            candle_core::Storage::Cuda(c) => Ok(Src::Cuda(c)),
+            other => Err(Error::UnsupportedDevice {
+                op,
+                device: other.device().location(),
+            }),
+        }
+    }
+
+    /// Its candle element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Src::Cpu(c) => c.dtype(),
+            #[cfg(feature = "cuda")]
+            Src::Cuda(c) => c.dtype(),
+        }
+    }
+
+    /// Where its elements live.
+    pub fn place(&self) -> Place<'a> {
+        match self {
+            Src::Cpu(_) => Place::Cpu,
+            #[cfg(feature = "cuda")]
+            Src::Cuda(c) => Place::Cuda(&c.device),
+        }
+    }
+}
+
+impl Place<'_> {
+    /// As candle names it.
+    pub fn location(&self) -> DeviceLocation {
+        match self {
+            Place::Cpu => DeviceLocation::Cpu,
+            #[cfg(feature = "cuda")]
+            Place::Cuda(d) => {
+                use candle_core::backend::BackendDevice;
+                d.location()
+            }
+            #[cfg(not(feature = "cuda"))]
+            Place::Never(_) => DeviceLocation::Cpu,
+        }
+    }
+
+    /// Whether `other` is the same device (for CUDA: the same candle device, so the same
+    /// stream).
+    pub fn same(&self, other: &Place<'_>) -> bool {
+        match (self, other) {
+            (Place::Cpu, Place::Cpu) => true,
+            #[cfg(feature = "cuda")]
+            (Place::Cuda(a), Place::Cuda(b)) => a.id() == b.id(),
+            _ => false,
+        }
+    }
+
+    /// A new output of `len` elements of `dtype` on this device; zeroed when `zeroed`,
+    /// else uninitialised on CUDA (only for kernels that write every element).
+    pub fn alloc(&self, dtype: DType, len: usize, zeroed: bool) -> Result<Dst> {
+        match self {
+            Place::Cpu => {
+                let _ = zeroed;
+                Ok(Dst::Cpu(match dtype {
+                    DType::F32 => CpuStorage::F32(vec![0.0; len]),
+                    DType::F16 => CpuStorage::F16(vec![half::f16::ZERO; len]),
+                    DType::BF16 => CpuStorage::BF16(vec![half::bf16::ZERO; len]),
+                    DType::I32 => CpuStorage::I32(vec![0; len]),
+                    DType::I64 => CpuStorage::I64(vec![0; len]),
+                    other => {
+                        return Err(Error::UnsupportedDType {
+                            op: "output",
+                            what: "an output".into(),
+                            dtype: other,
+                            supported: crate::dtype::ELEMENTS,
+                        })
+                    }
+                }))
+            }
+            #[cfg(feature = "cuda")]
+            Place::Cuda(d) => cuda::alloc(d, dtype, len, zeroed).map(Dst::Cuda),
+            #[cfg(not(feature = "cuda"))]
+            Place::Never(_) => unreachable!("no such place"),
+        }
+    }
+}
+
+impl Dst {
+    /// The host elements of a CPU output.
+    fn cpu_mut(&mut self) -> Option<&mut CpuStorage> {
+        match self {
+            Dst::Cpu(s) => Some(s),
+            #[cfg(feature = "cuda")]
+            Dst::Cuda(_) => None,
+        }
+    }
+
+    /// As a candle storage.
+    pub fn into_storage(self) -> candle_core::Storage {
+        match self {
+            Dst::Cpu(c) => candle_core::Storage::Cpu(c),
+            #[cfg(feature = "cuda")]
+            Dst::Cuda(c) => candle_core::Storage::Cuda(c),
+        }
+    }
+}
+
+/// Runs `spec` with `generics` (one element type per generic parameter, in declaration
+/// order) on `operands`, writing `outputs`, on `place`'s runtime.
+pub(crate) fn run(
+    place: Place<'_>,
+    spec: &KernelSpec,
+    generics: &[TkDType],
+    operands: &[Operand<'_>],
+    outputs: &mut [Dst],
+) -> Result<()> {
+    match place {
+        Place::Cpu => run_cpu(spec, generics, operands, outputs),
+        #[cfg(feature = "cuda")]
+        Place::Cuda(dev) => cuda::run(dev, spec, generics, operands, outputs),
+        #[cfg(not(feature = "cuda"))]
+        Place::Never(_) => unreachable!("no such place"),
+    }
+}
+
+/// Output `i`'s view: where the operands pass it.
+fn out_views(operands: &[Operand<'_>], n: usize) -> Vec<Option<View>> {
+    let mut views = vec![None; n];
+    for o in operands {
+        if let Operand::Out(i, v) = o {
+            if let Some(slot) = views.get_mut(*i) {
+                *slot = Some(*v);
+            }
+        }
+    }
+    views
+}
+
+fn missing_output(spec: &KernelSpec, i: usize) -> Error {
+    Error::Shape {
+        op: "launch",
+        message: format!(
+            "{}: output {i} is passed to no parameter, or to two",
+            spec.name
+        ),
+    }
+}
+
+macro_rules! host_arg {
+    ($ctor:path, $storage:expr, $view:expr, $op:expr) => {
+        match $storage {
+            CpuStorage::F32(d) => $ctor(d, $view.shape(), $view.strides(), $view.offset)?,
+            CpuStorage::F16(d) => $ctor(d, $view.shape(), $view.strides(), $view.offset)?,
+            CpuStorage::BF16(d) => $ctor(d, $view.shape(), $view.strides(), $view.offset)?,
+            CpuStorage::I32(d) => $ctor(d, $view.shape(), $view.strides(), $view.offset)?,
+            CpuStorage::I64(d) => $ctor(d, $view.shape(), $view.strides(), $view.offset)?,
+            other => {
+                return Err(Error::UnsupportedDType {
+                    op: $op,
+                    what: "an operand".into(),
+                    dtype: other.dtype(),
+                    supported: crate::dtype::ELEMENTS,
+                })
+            }
+        }
+    };
+}
+
+fn run_cpu(
+    spec: &KernelSpec,
+    generics: &[TkDType],
+    operands: &[Operand<'_>],
+    outputs: &mut [Dst],
+) -> Result<()> {
+    let views = out_views(operands, outputs.len());
+    let mut outs: Vec<Option<Arg<'_>>> = Vec::with_capacity(outputs.len());
+    for (i, (d, v)) in outputs.iter_mut().zip(views).enumerate() {
+        let v = v.ok_or_else(|| missing_output(spec, i))?;
+        let s = d.cpu_mut().ok_or_else(|| missing_output(spec, i))?;
+        outs.push(Some(Arg::TensorMut(host_arg!(
+            TensorArgMut::host,
+            s,
+            v,
+            spec.name
+        ))));
+    }
+    let mut args = Vec::with_capacity(operands.len());
+    for o in operands {
+        args.push(match o {
+            Operand::In(Src::Cpu(s), v) => {
+                Arg::Tensor(host_arg!(TensorArg::host, *s, v, spec.name))
+            }
+            #[cfg(feature = "cuda")]
+            Operand::In(Src::Cuda(s), _) => {
+                use candle_core::backend::BackendDevice;
+                return Err(Error::DeviceMismatch {
+                    op: spec.name,
+                    what: "an input".into(),
+                    expected: DeviceLocation::Cpu,
+                    found: s.device().location(),
+                });
+            }
+            Operand::Out(i, _) => outs
+                .get_mut(*i)
+                .and_then(Option::take)
+                .ok_or_else(|| missing_output(spec, *i))?,
+            Operand::Scalar(s) => Arg::Scalar(*s),
+        });
+    }
+    tilekit_runtime::launch(crate::runtimes::cpu(), spec, generics, &mut args)?;
+    Ok(())
+}
+
+#[cfg(feature = "cuda")]
+mod cuda {
+    use super::{missing_output, out_views, Dst, Operand, Src};
+    use crate::error::{Error, Result};
+    use candle_core::backend::BackendDevice;
+    use candle_core::cuda::CudaStorageSlice as S;
+    use candle_core::{CudaDevice, CudaStorage, DType, DeviceLocation};
+    use cudarc::driver::{DevicePtr, DevicePtrMut, SyncOnDrop};
+    use tilekit_runtime::ir::DType as TkDType;
+    use tilekit_runtime::{Arg, KernelSpec, TensorArg, TensorArgMut};
+
+    /// A new device allocation of `len` elements (one at least: every argument needs an
+    /// address).
+    pub(super) fn alloc(
+        dev: &CudaDevice,
+        dtype: DType,
+        len: usize,
+        zeroed: bool,
+    ) -> Result<CudaStorage> {
+        macro_rules! alloc {
+            ($t:ty, $v:ident) => {{
+                let n = len.max(1);
+                let s = if zeroed {
+                    dev.alloc_zeros::<$t>(n)?
+                } else {
+                    // SAFETY: the caller launches a kernel that writes every element
+                    // before anything reads the output (the library kernels' outputs).
+                    unsafe { dev.alloc::<$t>(n) }?
+                };
+                S::$v(s)
+            }};
+        }
+        let slice = match dtype {
+            DType::F32 => alloc!(f32, F32),
+            DType::F16 => alloc!(half::f16, F16),
+            DType::BF16 => alloc!(half::bf16, BF16),
+            DType::I32 => alloc!(i32, I32),
+            DType::I64 => alloc!(i64, I64),
+            other => {
+                return Err(Error::UnsupportedDType {
+                    op: "output",
+                    what: "an output".into(),
+                    dtype: other,
+                    supported: crate::dtype::ELEMENTS,
+                })
+            }
+        };
+        Ok(CudaStorage {
+            slice,
+            device: dev.clone(),
+        })
+    }
+
+    fn wrong_device(op: &'static str, dev: &CudaDevice, found: DeviceLocation) -> Error {
+        Error::DeviceMismatch {
+            op,
+            what: "an operand".into(),
+            expected: dev.location(),
+            found,
+        }
+    }
+
+    /// Runs the launch on the device's runtime (candle's stream).
+    pub(super) fn run(
+        dev: &CudaDevice,
+        spec: &KernelSpec,
+        generics: &[TkDType],
+        operands: &[Operand<'_>],
+        outputs: &mut [Dst],
+    ) -> Result<()> {
+        let rt = crate::runtimes::cuda(dev)?;
+        let Some(stream) = rt.cuda_stream() else {
+            unreachable!("a CUDA runtime has a stream");
+        };
+        let ordinal = dev.location_ordinal();
+        // The cudarc access guards: reads and writes are recorded when they drop, after
+        // the launch was issued.
+        let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(operands.len());
+        let views = out_views(operands, outputs.len());
+        let mut outs: Vec<Option<Arg<'_>>> = Vec::with_capacity(outputs.len());
+        for (i, (d, v)) in outputs.iter_mut().zip(views).enumerate() {
+            let v = v.ok_or_else(|| missing_output(spec, i))?;
+            let Dst::Cuda(s) = d else {
+                return Err(missing_output(spec, i));
+            };
+            macro_rules! out {
+                ($slice:expr, $dt:expr) => {{
+                    let len = $slice.len();
+                    let (ptr, g) = $slice.device_ptr_mut(stream);
+                    guards.push(g);
+                    // SAFETY: `ptr` addresses `len` elements of a live allocation of this
+                    // device, owned by the output (nothing else holds it) until the launch
+                    // was issued on the stream candle orders its work on.
+                    unsafe {
+                        TensorArgMut::device(
+                            $dt,
+                            ordinal,
+                            ptr,
+                            len,
+                            v.shape(),
+                            v.strides(),
+                            v.offset,
+                        )
+                    }?
+                }};
+            }
+            let arg = match &mut s.slice {
+                S::F32(x) => out!(x, TkDType::F32),
+                S::F16(x) => out!(x, TkDType::F16),
+                S::BF16(x) => out!(x, TkDType::BF16),
+                S::I32(x) => out!(x, TkDType::I32),
+                S::I64(x) => out!(x, TkDType::I64),
+                _ => return Err(missing_output(spec, i)),
+            };
+            outs.push(Some(Arg::TensorMut(arg)));
+        }
+        let mut args = Vec::with_capacity(operands.len());
+        for o in operands {
+            args.push(match o {
+                Operand::In(Src::Cuda(s), v) => {
+                    if s.device.id() != dev.id() {
+                        return Err(wrong_device(spec.name, dev, s.device.location()));
+                    }
+                    macro_rules! inp {
+                        ($slice:expr, $dt:expr) => {{
+                            let len = $slice.len();
+                            let (ptr, g) = $slice.device_ptr(stream);
+                            guards.push(g);
+                            // SAFETY: `ptr` addresses `len` live elements of this device;
+                            // the candle storage is borrowed (its lock held by the caller)
+                            // until after the launch is issued, and candle frees device
+                            // memory in stream order, after the kernel.
+                            unsafe {
+                                TensorArg::device(
+                                    $dt,
+                                    ordinal,
+                                    ptr,
+                                    len,
+                                    v.shape(),
+                                    v.strides(),
+                                    v.offset,
+                                )
+                            }?
+                        }};
+                    }
+                    Arg::Tensor(match &s.slice {
+                        S::F32(x) => inp!(x, TkDType::F32),
+                        S::F16(x) => inp!(x, TkDType::F16),
+                        S::BF16(x) => inp!(x, TkDType::BF16),
+                        S::I32(x) => inp!(x, TkDType::I32),
+                        S::I64(x) => inp!(x, TkDType::I64),
+                        _ => {
+                            use candle_core::backend::BackendStorage;
+                            return Err(Error::UnsupportedDType {
+                                op: spec.name,
+                                what: "an input".into(),
+                                dtype: s.dtype(),
+                                supported: crate::dtype::ELEMENTS,
+                            });
+                        }
+                    })
+                }
+                Operand::In(Src::Cpu(_), _) => {
+                    return Err(wrong_device(spec.name, dev, DeviceLocation::Cpu))
+                }
+                Operand::Out(i, _) => outs
+                    .get_mut(*i)
+                    .and_then(Option::take)
+                    .ok_or_else(|| missing_output(spec, *i))?,
+                Operand::Scalar(s) => Arg::Scalar(*s),
+            });
+        }
+        tilekit_runtime::launch(&rt, spec, generics, &mut args)?;
+        drop(args);
+        drop(guards);
+        Ok(())
+    }
+
+    /// The device ordinal of a candle CUDA device.
+    trait Ordinal {
+        fn location_ordinal(&self) -> usize;
+    }
+
+    impl Ordinal for CudaDevice {
+        fn location_ordinal(&self) -> usize {
+            match self.location() {
+                DeviceLocation::Cuda { gpu_id } => gpu_id,
+                _ => 0,
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Views: how a candle [`Layout`] (shape, strides, start offset) is passed to a tilekit
+//! kernel: as is when it has 1 to 3 axes, or as a matrix of rows (the leading axes merged)
+//! for the row-wise library kernels.
+
+use crate::error::{Error, Result};
+use candle_core::Layout;
+
+/// Shape, strides (in elements) and start offset of a tilekit tensor argument, inline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct View {
+    rank: usize,
+    shape: [usize; 3],
+    strides: [usize; 3],
+    /// In elements, from the start of the storage.
+    pub offset: usize,
+}
+
+impl View {
+    /// A view of these axes (1 to 3).
+    fn new(shape: &[usize], strides: &[usize], offset: usize) -> Option<View> {
+        let rank = shape.len();
+        if !(1..=3).contains(&rank) || strides.len() != rank {
+            return None;
+        }
+        let (mut s, mut st) = ([0; 3], [0; 3]);
+        s[..rank].copy_from_slice(shape);
+        st[..rank].copy_from_slice(strides);
+        Some(View {
+            rank,
+            shape: s,
+            strides: st,
+            offset,
+        })
+    }
+
+    /// A contiguous row-major view of `shape` from element 0 (an output).
+    pub fn contiguous(op: &'static str, what: &str, shape: &[usize]) -> Result<View> {
+        let mut strides = vec![1; shape.len()];
+        for a in (0..shape.len().saturating_sub(1)).rev() {
+            strides[a] = strides[a + 1] * shape[a + 1].max(1);
+        }
+        View::new(shape, &strides, 0).ok_or_else(|| layout_error(op, what, shape, &strides))
+    }
+
+    /// The candle layout as is (1 to 3 axes).
+    pub fn of(op: &'static str, what: &str, layout: &Layout) -> Result<View> {
+        View::new(layout.dims(), layout.stride(), layout.start_offset())
+            .ok_or_else(|| layout_error(op, what, layout.dims(), layout.stride()))
+    }
+
+    /// The candle layout as a `[rows, cols]` matrix: `cols` the last axis, `rows` every
+    /// other axis merged (a rank-1 tensor is one row). The leading axes must be mergeable
+    /// without a copy (each one's stride the next one's times its extent, axes of extent 1
+    /// aside); any last-axis stride and row stride is kept.
+    pub fn rows(op: &'static str, what: &str, layout: &Layout) -> Result<View> {
+        let (dims, strides) = (layout.dims(), layout.stride());
+        let err = || layout_error(op, what, dims, strides);
+        let Some((&cols, lead)) = dims.split_last() else {
+            return Err(err());
+        };
+        let col_stride = strides[dims.len() - 1];
+        let rows: usize = lead.iter().product();
+        // The stride of the merged axis: the innermost leading axis of extent > 1.
+        let mut row_stride = None;
+        let mut expect: Option<usize> = None;
+        for (&d, &s) in lead.iter().zip(strides).rev() {
+            if d == 1 {
+                continue;
+            }
+            match expect {
+                None => row_stride = Some(s),
+                Some(e) if e == s => {}
+                Some(_) => return Err(err()),
+            }
+            expect = Some(s * d);
+        }
+        let row_stride = row_stride.unwrap_or(cols.max(1) * col_stride.max(1));
+        View::new(
+            &[rows, cols],
+            &[row_stride, col_stride],
+            layout.start_offset(),
+        )
+        .ok_or_else(err)
+    }
+
+    /// The extents.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape[..self.rank]
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides[..self.rank]
+    }
+}
+
+fn layout_error(op: &'static str, what: &str, shape: &[usize], strides: &[usize]) -> Error {
+    Error::Layout {
+        op,
+        what: what.to_string(),
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Shape;
+
+    fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
+        Layout::new(Shape::from(shape), strides.to_vec(), offset)
+    }
+
+    #[test]
+    fn rows_merge_leading_axes() {
+        let v = View::rows("t", "x", &layout(&[2, 3, 5], &[15, 5, 1], 7)).unwrap();
+        assert_eq!(
+            (v.shape(), v.strides(), v.offset),
+            (&[6, 5][..], &[5, 1][..], 7)
+        );
+        // Padded rows (a narrow of the last axis) keep their stride.
+        let v = View::rows("t", "x", &layout(&[2, 3, 5], &[24, 8, 1], 0)).unwrap();
+        assert_eq!(v.strides(), &[8, 1]);
+        // A transposed matrix: any strides on two axes.
+        let v = View::rows("t", "x", &layout(&[4, 3], &[1, 4], 0)).unwrap();
+        assert_eq!(v.strides(), &[1, 4]);
+        // Axes of extent 1 do not matter; a vector is one row.
+        let v = View::rows("t", "x", &layout(&[1, 3, 1, 5], &[99, 5, 7, 1], 0)).unwrap();
+        assert_eq!((v.shape(), v.strides()), (&[3, 5][..], &[5, 1][..]));
+        let v = View::rows("t", "x", &layout(&[5], &[1], 2)).unwrap();
+        assert_eq!(v.shape(), &[1, 5]);
+        // Leading axes that do not merge: a transposed batch.
+        assert!(matches!(
+            View::rows("t", "x", &layout(&[2, 3, 5], &[5, 10, 1], 0)),
+            Err(Error::Layout { .. })
+        ));
+        assert!(View::rows("t", "x", &layout(&[], &[], 0)).is_err());
+    }
+
+    #[test]
+    fn views_as_is() {
+        assert!(View::of("t", "x", &layout(&[2, 2, 2, 2], &[8, 4, 2, 1], 0)).is_err());
+        let v = View::contiguous("t", "y", &[2, 3, 4]).unwrap();
+        assert_eq!(v.strides(), &[12, 4, 1]);
+    }
+}

@@ -1,0 +1,309 @@
+//! Checks shared by the CPU tests (`cpu.rs`, CI) and the GPU tests (`gpu.rs`, the H100):
+//! each tilekit op against candle's own op (candle-nn) or candle's autograd of the same
+//! math, on one device, at awkward shapes and through strided layouts.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use candle_core::{DType, Device, Tensor, Var, D};
+
+/// The largest absolute difference.
+pub fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    assert_eq!(a.dims(), b.dims(), "shapes differ");
+    let d = (a.to_dtype(DType::F32).unwrap() - b.to_dtype(DType::F32).unwrap()).unwrap();
+    d.abs()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap()
+}
+
+/// A tolerance for `dtype` (outputs of magnitude about 1).
+pub fn tol(dtype: DType) -> f32 {
+    match dtype {
+        DType::F32 => 2e-5,
+        DType::F16 => 4e-3,
+        _ => 3e-2,
+    }
+}
+
+/// Seeded inputs in `[-3, 3)`.
+pub fn rand(shape: &[usize], dtype: DType, dev: &Device) -> Tensor {
+    Tensor::rand(-3f32, 3f32, shape, dev)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+}
+
+/// softmax / log-softmax forward against candle-nn, contiguous and strided.
+pub fn softmax_matches(dev: &Device, dtype: DType) {
+    for shape in [&[7usize, 33][..], &[2, 3, 1000], &[1, 4097]] {
+        let x = rand(shape, dtype, dev);
+        let y = tilekit_candle::softmax_last_dim(&x).unwrap();
+        let want = candle_nn::ops::softmax_last_dim(&x).unwrap();
+        assert!(
+            max_diff(&y, &want) < tol(dtype),
+            "softmax {shape:?} {dtype:?}"
+        );
+        let y = tilekit_candle::log_softmax_last_dim(&x).unwrap();
+        // candle's log_softmax sums in the element type (a bf16 sum of 4097 terms is off by
+        // ~1): the reference is computed in f32. Magnitudes up to ~10.
+        let xf = x.to_dtype(DType::F32).unwrap();
+        let want = candle_nn::ops::log_softmax(&xf, D::Minus1).unwrap();
+        let scale = 1.0 + max_diff(&want, &want.zeros_like().unwrap());
+        let d = max_diff(&y, &want);
+        assert!(
+            d < 2.0 * tol(dtype) * scale,
+            "log_softmax {shape:?} {dtype:?}: {d}"
+        );
+    }
+    // A view: rows padded (a narrow of the last axis), at an offset.
+    let big = rand(&[9, 70], dtype, dev);
+    let x = big.narrow(1, 3, 61).unwrap().narrow(0, 1, 8).unwrap();
+    let y = tilekit_candle::softmax_last_dim(&x).unwrap();
+    let want = candle_nn::ops::softmax_last_dim(&x.contiguous().unwrap()).unwrap();
+    assert!(max_diff(&y, &want) < tol(dtype), "softmax of a view");
+    // A transposed matrix (last-axis stride 9) and a transposed batch (made contiguous).
+    let t = big.narrow(1, 0, 9).unwrap().t().unwrap();
+    let y = tilekit_candle::softmax_last_dim(&t).unwrap();
+    let want = candle_nn::ops::softmax_last_dim(&t.contiguous().unwrap()).unwrap();
+    assert!(max_diff(&y, &want) < tol(dtype), "softmax of a transpose");
+    let b = rand(&[3, 4, 5], dtype, dev).transpose(0, 1).unwrap();
+    let y = tilekit_candle::softmax_last_dim(&b).unwrap();
+    let want = candle_nn::ops::softmax_last_dim(&b.contiguous().unwrap()).unwrap();
+    assert!(
+        max_diff(&y, &want) < tol(dtype),
+        "softmax of a transposed batch"
+    );
+}
+
+/// RMSNorm and LayerNorm forward against candle-nn.
+pub fn norms_match(dev: &Device, dtype: DType) {
+    for shape in [&[5usize, 96][..], &[2, 3, 4097]] {
+        let n = shape[shape.len() - 1];
+        let x = rand(shape, dtype, dev);
+        let w = rand(&[n], dtype, dev);
+        let b = rand(&[n], dtype, dev);
+        let y = tilekit_candle::rms_norm(&x, &w, 1e-5).unwrap();
+        let want = candle_nn::ops::rms_norm(&x, &w, 1e-5).unwrap();
+        assert!(
+            max_diff(&y, &want) < 4.0 * tol(dtype),
+            "rms_norm {shape:?} {dtype:?}"
+        );
+        let y = tilekit_candle::layer_norm(&x, &w, &b, 1e-5).unwrap();
+        let want = candle_nn::ops::layer_norm(&x, &w, &b, 1e-5).unwrap();
+        assert!(
+            max_diff(&y, &want) < 8.0 * tol(dtype),
+            "layer_norm {shape:?} {dtype:?}"
+        );
+        let (y2, mean, rstd) = tilekit_candle::layer_norm_with_stats(&x, &w, &b, 1e-5).unwrap();
+        assert_eq!(max_diff(&y, &y2), 0.0);
+        let xf = x.to_dtype(DType::F32).unwrap();
+        let want_mean = xf.mean_keepdim(D::Minus1).unwrap().flatten_all().unwrap();
+        assert!(max_diff(&mean, &want_mean) < 1e-3);
+        assert_eq!(rstd.dims(), mean.dims());
+        let r = rand(shape, dtype, dev);
+        let (h, y) = tilekit_candle::rms_norm_residual(&x, &r, &w, 1e-5).unwrap();
+        let want_h = (&x + &r).unwrap();
+        assert!(max_diff(&h, &want_h) < tol(dtype));
+        let want = candle_nn::ops::rms_norm(&want_h, &w, 1e-5).unwrap();
+        assert!(
+            max_diff(&y, &want) < 8.0 * tol(dtype),
+            "rms_norm_residual {shape:?}"
+        );
+    }
+}
+
+/// Gradients of softmax, log-softmax, RMSNorm and LayerNorm against candle's autograd of
+/// candle-nn's ops (f32).
+pub fn gradients_match(dev: &Device) {
+    let x = Var::from_tensor(&rand(&[6, 37], DType::F32, dev)).unwrap();
+    let w = Var::from_tensor(&rand(&[37], DType::F32, dev)).unwrap();
+    let b = Var::from_tensor(&rand(&[37], DType::F32, dev)).unwrap();
+    let probe = rand(&[6, 37], DType::F32, dev);
+    let grads = |loss: Tensor, vars: &[&Var]| -> Vec<Tensor> {
+        let g = loss.backward().unwrap();
+        vars.iter()
+            .map(|v| g.get(v).expect("a gradient").clone())
+            .collect()
+    };
+    /// A name, the forward (tilekit's when `true`), the variables.
+    type Case<'v> = (&'static str, Box<dyn Fn(bool) -> Tensor + 'v>, Vec<&'v Var>);
+    let cases: [Case<'_>; 4] = [
+        (
+            "softmax",
+            Box::new(|tk| {
+                if tk {
+                    tilekit_candle::softmax_last_dim(&x).unwrap()
+                } else {
+                    candle_nn::ops::softmax(&x, D::Minus1).unwrap()
+                }
+            }),
+            vec![&x],
+        ),
+        (
+            "log_softmax",
+            Box::new(|tk| {
+                if tk {
+                    tilekit_candle::log_softmax_last_dim(&x).unwrap()
+                } else {
+                    candle_nn::ops::log_softmax(&x, D::Minus1).unwrap()
+                }
+            }),
+            vec![&x],
+        ),
+        (
+            "rms_norm",
+            Box::new(|tk| {
+                if tk {
+                    tilekit_candle::rms_norm(&x, &w, 1e-5).unwrap()
+                } else {
+                    // candle-nn's fused rms_norm has no backward: the same math in ops.
+                    let ms = x.sqr().unwrap().mean_keepdim(D::Minus1).unwrap();
+                    let r = (ms + 1e-5).unwrap().sqrt().unwrap();
+                    x.broadcast_div(&r).unwrap().broadcast_mul(&w).unwrap()
+                }
+            }),
+            vec![&x, &w],
+        ),
+        (
+            "layer_norm",
+            Box::new(|tk| {
+                if tk {
+                    tilekit_candle::layer_norm(&x, &w, &b, 1e-5).unwrap()
+                } else {
+                    let mean = x.mean_keepdim(D::Minus1).unwrap();
+                    let c = x.broadcast_sub(&mean).unwrap();
+                    let var = c.sqr().unwrap().mean_keepdim(D::Minus1).unwrap();
+                    let r = (var + 1e-5).unwrap().sqrt().unwrap();
+                    c.broadcast_div(&r)
+                        .unwrap()
+                        .broadcast_mul(&w)
+                        .unwrap()
+                        .broadcast_add(&b)
+                        .unwrap()
+                }
+            }),
+            vec![&x, &w, &b],
+        ),
+    ];
+    for (name, f, vars) in cases {
+        let loss = |tk: bool| (f(tk) * &probe).unwrap().sum_all().unwrap();
+        let got = grads(loss(true), &vars);
+        let want = grads(loss(false), &vars);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let scale = 1.0 + max_diff(w, &w.zeros_like().unwrap());
+            assert!(max_diff(g, w) < 1e-4 * scale, "{name}: gradient {i}");
+        }
+    }
+}
+
+/// Cross-entropy against candle-nn's (mean over rows).
+pub fn cross_entropy_matches(dev: &Device, dtype: DType) {
+    let (rows, vocab) = (9, 1031);
+    let logits = rand(&[rows, vocab], dtype, dev);
+    let labels: Vec<u32> = (0..rows as u32).map(|i| (i * 97) % vocab as u32).collect();
+    let labels = Tensor::new(labels.as_slice(), dev).unwrap();
+    let (loss, dlogits) =
+        tilekit_candle::cross_entropy(&logits, &labels, -100, 0.0, 1.0 / rows as f32).unwrap();
+    let mean = loss.mean_all().unwrap();
+    let want =
+        candle_nn::loss::cross_entropy(&logits.to_dtype(DType::F32).unwrap(), &labels).unwrap();
+    assert!(
+        max_diff(&mean, &want) < 4.0 * tol(dtype),
+        "cross_entropy {dtype:?}"
+    );
+    assert_eq!(dlogits.dims(), logits.dims());
+    // The gradient of the mean loss: softmax minus one-hot, over rows.
+    let p = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32).unwrap()).unwrap();
+    let g = (dlogits.to_dtype(DType::F32).unwrap() * rows as f64).unwrap();
+    let row_sums = (g - p).unwrap().sum(D::Minus1).unwrap();
+    let ones = Tensor::full(-1f32, rows, dev).unwrap();
+    assert!(max_diff(&row_sums, &ones) < 1e-2, "cross_entropy gradient");
+}
+
+/// A user kernel through [`tilekit_candle::Launch`]: the library's softmax spec on a
+/// strided view, bound explicitly, and its refusals.
+pub fn generic_launch(dev: &Device) {
+    let big = rand(&[4, 40], DType::F32, dev);
+    let x = big.narrow(1, 5, 30).unwrap();
+    let out = tilekit_candle::Launch::new(&tilekit_kernels::softmax::SPEC)
+        .generic(DType::F32)
+        .input(&x)
+        .output((4, 30), DType::F32)
+        .run()
+        .unwrap();
+    let want = candle_nn::ops::softmax_last_dim(&x.contiguous().unwrap()).unwrap();
+    assert!(max_diff(&out[0], &want) < 2e-5);
+    // Wrong element type for the kernel's T: tilekit's launch check refuses it.
+    let e = tilekit_candle::Launch::new(&tilekit_kernels::softmax::SPEC)
+        .generic(DType::BF16)
+        .input(&x)
+        .output((4, 30), DType::BF16)
+        .run()
+        .unwrap_err();
+    assert!(matches!(e, tilekit_candle::Error::Launch(_)), "{e}");
+    // An element type tilekit tensors cannot hold.
+    let u = Tensor::zeros((4, 30), DType::U8, dev).unwrap();
+    let e = tilekit_candle::Launch::new(&tilekit_kernels::softmax::SPEC)
+        .generic(DType::F32)
+        .input(&u)
+        .output((4, 30), DType::F32)
+        .run()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            tilekit_candle::Error::UnsupportedDType {
+                dtype: DType::U8,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // A shape that breaks the kernel's contract (y must be x's shape).
+    let e = tilekit_candle::Launch::new(&tilekit_kernels::softmax::SPEC)
+        .generic(DType::F32)
+        .input(&x)
+        .output((4, 31), DType::F32)
+        .run()
+        .unwrap_err();
+    assert!(matches!(e, tilekit_candle::Error::Launch(_)), "{e}");
+}
+
+/// Typed refusals before anything runs.
+pub fn refusals(dev: &Device) {
+    use tilekit_candle::Error;
+    let x64 = Tensor::zeros((2, 3), DType::F64, dev).unwrap();
+    assert!(matches!(
+        tilekit_candle::softmax_last_dim(&x64),
+        Err(Error::UnsupportedDType {
+            dtype: DType::F64,
+            ..
+        })
+    ));
+    let x = rand(&[2, 3], DType::F32, dev);
+    let w16 = rand(&[3], DType::F16, dev);
+    assert!(matches!(
+        tilekit_candle::rms_norm(&x, &w16, 1e-5),
+        Err(Error::DTypeMismatch { .. })
+    ));
+    let w4 = rand(&[4], DType::F32, dev);
+    assert!(matches!(
+        tilekit_candle::rms_norm(&x, &w4, 1e-5),
+        Err(Error::Shape { .. })
+    ));
+    let wide = rand(&[1, 8193], DType::F32, dev);
+    let w = rand(&[8193], DType::F32, dev);
+    assert!(matches!(
+        tilekit_candle::rms_norm(&wide, &w, 1e-5),
+        Err(Error::Shape { .. })
+    ));
+    let f = rand(&[2], DType::F32, dev);
+    assert!(matches!(
+        tilekit_candle::cross_entropy(&x, &f, -100, 0.0, 1.0),
+        Err(Error::UnsupportedDType { .. })
+    ));
+}
