@@ -31,13 +31,15 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 use tilekit::prelude::*;
-use tilekit::{Config, Element, KernelSpec};
+use tilekit::Element;
 use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod matmul_bench;
+mod sweep;
 mod train_bench;
 use matmul_bench::matmul_record;
+use sweep::{gbps, sweep};
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::cudarc::driver::{result as cu, CudaStream};
 use train_bench::train_record;
@@ -86,10 +88,6 @@ pub(crate) fn random<T: Element>(n: usize, seed: u64) -> Vec<T> {
             T::from_f64(((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0)
         })
         .collect()
-}
-
-fn gbps(bytes: f64, ms: f64) -> f64 {
-    bytes / (ms * 1e-3) / 1e9
 }
 
 fn copy_ceiling(rt: &Runtime) -> Result<Value> {
@@ -218,49 +216,6 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
     Ok(Value::Object(out))
 }
 
-/// Times `launch` (the default configuration) and every configuration of `spec` through
-/// `run`; prints and returns the default, the best and every timing, in GB/s of `bytes`
-/// and % of the copy ceiling.
-fn sweep(
-    rt: &Runtime,
-    label: &str,
-    spec: &KernelSpec,
-    bytes: f64,
-    ceiling: f64,
-    mut run: impl FnMut(Option<&Config>) -> Result<()>,
-) -> Result<Value> {
-    let def = time_ms(rt, 3, 30, || run(None))?;
-    let mut results = Vec::new();
-    let mut invalid = Vec::new();
-    for cfg in spec.space()?.enumerate() {
-        match time_ms(rt, 3, 30, || run(Some(&cfg))) {
-            Ok(ms) => results.push((cfg.to_string(), ms)),
-            Err(e) if e.to_string().contains("constraint") => invalid.push(cfg.to_string()),
-            Err(e) => return Err(e.context(format!("{label} {cfg}"))),
-        }
-    }
-    let (bc, bms) = results
-        .iter()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .cloned()
-        .ok_or_else(|| anyhow!("{label}: no configuration fits"))?;
-    let pct = |ms: f64| 100.0 * gbps(bytes, ms) / ceiling;
-    println!(
-        "user2d  {label:<24} launch() {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best of space {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc})",
-        gbps(bytes, def),
-        pct(def),
-        gbps(bytes, bms),
-        pct(bms)
-    );
-    Ok(json!({
-        "bytes": bytes,
-        "launch_default": {"ms": def, "gbps": gbps(bytes, def), "pct_copy": pct(def)},
-        "best": {"config": bc, "ms": bms, "gbps": gbps(bytes, bms), "pct_copy": pct(bms)},
-        "all": results.iter().map(|(c, ms)| json!({"config": c, "ms": ms, "gbps": gbps(bytes, *ms)})).collect::<Vec<_>>(),
-        "not_valid_for_shape": invalid,
-    }))
-}
-
 /// The user kernels with 2-D tiles (see the module docs), bf16.
 fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     type B = half::bf16;
@@ -275,18 +230,27 @@ fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let mut y = Tensor2::<B>::zeros(rt, [n, n])?;
     let bytes = 2.0 * (n * n * 2) as f64;
     let mut i = 0usize;
-    let copy = sweep(rt, "copy2d 8192^2", &copy2d::SPEC, bytes, ceiling, |cfg| {
-        i += 1;
-        let x = &xs[i % 2];
-        match cfg {
-            None => copy2d::launch(rt, x, &mut y)?,
-            Some(c) => copy2d::launch_with(rt, c, x, &mut y)?,
-        }
-        Ok(())
-    })?;
+    let copy = sweep(
+        rt,
+        "user2d",
+        "copy2d 8192^2",
+        &copy2d::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => copy2d::launch(rt, x, &mut y)?,
+                Some(c) => copy2d::launch_with(rt, c, x, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
     out.insert("copy2d".into(), copy);
     let tr = sweep(
         rt,
+        "user2d",
         "transpose2d 8192^2",
         &transpose2d::SPEC,
         bytes,
@@ -331,6 +295,7 @@ fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let bytes = 4.0 * (m * n * 2) as f64 + 2.0 * (n * 2) as f64;
     let norm = sweep(
         rt,
+        "user2d",
         "add_rmsnorm 32768x4096",
         &add_rmsnorm::SPEC,
         bytes,

@@ -26,19 +26,17 @@
 //! CUDA events after warm-up, median of 30. Outputs are NaN-poisoned before the last
 //! default launch and checked to be all written (no NaN on a sample).
 
-use crate::{random, time_ms};
+use crate::random;
+use crate::sweep::sweep;
+
 use anyhow::{anyhow, Result};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::time::Instant;
 use tilekit::ir::{Bindings, DType};
 use tilekit::prelude::*;
-use tilekit::{Config, Element, KernelSpec};
+use tilekit::{Element, KernelSpec};
 use tilekit_kernels as k;
-
-fn gbps(bytes: f64, ms: f64) -> f64 {
-    bytes / (ms * 1e-3) / 1e9
-}
 
 /// `launch` or `launch_with` of a library kernel, as the sweep asks.
 macro_rules! run {
@@ -107,48 +105,6 @@ fn precompile(rt: &Runtime) -> Result<Value> {
     Ok(json!({"variants": jobs.len(), "seconds": secs, "failed": failed}))
 }
 
-/// Times `launch` (`run(None)`) and every configuration of `spec`; prints and returns the
-/// default, the best and every timing in GB/s of `bytes` and % of the copy ceiling.
-fn sweep(
-    rt: &Runtime,
-    label: &str,
-    spec: &KernelSpec,
-    bytes: f64,
-    ceiling: f64,
-    mut run: impl FnMut(Option<&Config>) -> Result<()>,
-) -> Result<Value> {
-    let def = time_ms(rt, 3, 30, || run(None))?;
-    let mut results = Vec::new();
-    let mut invalid = Vec::new();
-    for cfg in spec.space()?.enumerate() {
-        match time_ms(rt, 3, 30, || run(Some(&cfg))) {
-            Ok(ms) => results.push((cfg.to_string(), ms)),
-            Err(e) if e.to_string().contains("constraint") => invalid.push(cfg.to_string()),
-            Err(e) => return Err(e.context(format!("{label} {cfg}"))),
-        }
-    }
-    let (bc, bms) = results
-        .iter()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .cloned()
-        .ok_or_else(|| anyhow!("{label}: no configuration fits"))?;
-    let pct = |ms: f64| 100.0 * gbps(bytes, ms) / ceiling;
-    println!(
-        "train   {label:<34} launch() {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc})",
-        gbps(bytes, def),
-        pct(def),
-        gbps(bytes, bms),
-        pct(bms)
-    );
-    Ok(json!({
-        "bytes": bytes,
-        "launch_default": {"ms": def, "gbps": gbps(bytes, def), "pct_copy": pct(def)},
-        "best": {"config": bc, "ms": bms, "gbps": gbps(bytes, bms), "pct_copy": pct(bms)},
-        "all": results.iter().map(|(c, ms)| json!({"config": c, "ms": ms, "gbps": gbps(bytes, *ms)})).collect::<Vec<_>>(),
-        "not_valid_for_shape": invalid,
-    }))
-}
-
 fn t2<T: Element>(rt: &Runtime, m: usize, n: usize, seed: u64) -> Result<Tensor2<T>> {
     Ok(Tensor2::from_vec(rt, random(m * n, seed), [m, n])?)
 }
@@ -188,6 +144,7 @@ fn softmax_family(
     let three = 3.0 * (m * n) as f64 * e;
     let r = sweep(
         rt,
+        "train",
         "log_softmax 4096x50257",
         &k::log_softmax::SPEC,
         two,
@@ -201,6 +158,7 @@ fn softmax_family(
     out.insert("log_softmax".into(), r);
     let r = sweep(
         rt,
+        "train",
         "softmax_online 4096x50257",
         &k::softmax_online::SPEC,
         two,
@@ -216,6 +174,7 @@ fn softmax_family(
     let mut dx = nan2::<B>(rt, m, n)?;
     let r = sweep(
         rt,
+        "train",
         "softmax_bwd 4096x50257",
         &k::softmax_bwd::SPEC,
         three,
@@ -228,6 +187,7 @@ fn softmax_family(
     out.insert("softmax_bwd".into(), r);
     let r = sweep(
         rt,
+        "train",
         "log_softmax_bwd 4096x50257",
         &k::log_softmax_bwd::SPEC,
         three,
@@ -267,6 +227,7 @@ fn norms<T: Float>(
     let mut i = 0usize;
     let r = sweep(
         rt,
+        "train",
         &format!("layernorm {dt} 32768x4096"),
         &k::layernorm::SPEC,
         2.0 * mn * e,
@@ -303,6 +264,7 @@ fn norms<T: Float>(
     let bytes = 3.0 * mn * e + 8.0 * m as f64;
     let r = sweep(
         rt,
+        "train",
         "layernorm_backward 32768x4096",
         &k::layernorm_bwd::SPEC,
         bytes,
@@ -331,6 +293,7 @@ fn norms<T: Float>(
     out.insert("layernorm_backward".into(), r);
     let r = sweep(
         rt,
+        "train",
         "rmsnorm_backward 32768x4096",
         &k::rmsnorm_bwd::SPEC,
         3.0 * mn * e,
@@ -346,6 +309,7 @@ fn norms<T: Float>(
     let mut h = nan2::<T>(rt, m, n)?;
     let r = sweep(
         rt,
+        "train",
         "rmsnorm_residual 32768x4096",
         &k::rmsnorm_residual::SPEC,
         4.0 * mn * e,
@@ -395,6 +359,7 @@ fn cross_entropy(
     let mut i = 0usize;
     let r = sweep(
         rt,
+        "train",
         "cross_entropy 8192x50304",
         &k::cross_entropy::SPEC,
         bytes,
@@ -421,6 +386,7 @@ fn cross_entropy(
     // the next run on the same set does the same work).
     let r = sweep(
         rt,
+        "train",
         "cross_entropy_inplace 8192x50304",
         &k::cross_entropy_inplace::SPEC,
         bytes,
@@ -457,6 +423,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     let label = |k: &str| format!("{k} 16384x11008");
     let r = sweep(
         rt,
+        "train",
         &label("swiglu"),
         &k::swiglu::SPEC,
         3.0 * mn2,
@@ -471,6 +438,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     // dy: the other set of b.
     let r = sweep(
         rt,
+        "train",
         &label("swiglu_bwd"),
         &k::swiglu_bwd::SPEC,
         5.0 * mn2,
@@ -494,6 +462,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
         let form = if approximate { "tanh" } else { "erf" };
         let r = sweep(
             rt,
+            "train",
             &label(&format!("gelu {form}")),
             &k::gelu::SPEC,
             2.0 * mn2,
@@ -506,6 +475,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
         out.insert(format!("gelu_{form}"), r);
         let r = sweep(
             rt,
+            "train",
             &label(&format!("gelu_bwd {form}")),
             &k::gelu_bwd::SPEC,
             3.0 * mn2,
@@ -527,6 +497,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     }
     let r = sweep(
         rt,
+        "train",
         &label("bias_gelu erf"),
         &k::bias_gelu::SPEC,
         2.0 * mn2,
@@ -539,6 +510,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     out.insert("bias_gelu".into(), r);
     let r = sweep(
         rt,
+        "train",
         &label("silu"),
         &k::silu::SPEC,
         2.0 * mn2,
@@ -551,6 +523,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     out.insert("silu".into(), r);
     let r = sweep(
         rt,
+        "train",
         &label("silu_bwd"),
         &k::silu_bwd::SPEC,
         3.0 * mn2,
@@ -563,6 +536,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     out.insert("silu_bwd".into(), r);
     let r = sweep(
         rt,
+        "train",
         &label("bias_add"),
         &k::bias_add::SPEC,
         2.0 * mn2,
@@ -575,6 +549,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     out.insert("bias_add".into(), r);
     let r = sweep(
         rt,
+        "train",
         &label("residual_add"),
         &k::residual_add::SPEC,
         3.0 * mn2,
@@ -587,6 +562,7 @@ fn activations(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Val
     out.insert("residual_add".into(), r);
     let r = sweep(
         rt,
+        "train",
         &label("scale"),
         &k::scale::SPEC,
         2.0 * mn2,
