@@ -24,31 +24,13 @@ fn layout(
     offset: usize,
 ) -> Result<Layout, TensorError> {
     let rank = shape.len();
-    if !(1..=3).contains(&rank) {
-        return Err(TensorError::Rank { rank });
-    }
+    crate::tensor::geometry::check_shape(shape)?;
     if strides.len() != rank {
         return Err(TensorError::Backend {
             message: format!("shape {shape:?} has {rank} axes but strides {strides:?} do not"),
         });
     }
-    let overflow = || TensorError::Overflow {
-        shape: shape.to_vec(),
-    };
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d.max(1)))
-        .filter(|&n| i64::try_from(n).is_ok())
-        .ok_or_else(overflow)?;
-    if !shape.contains(&0) {
-        let last = shape
-            .iter()
-            .zip(strides)
-            .try_fold(offset, |acc, (&d, &s)| {
-                (d - 1).checked_mul(s).and_then(|r| acc.checked_add(r))
-            })
-            .filter(|&l| i64::try_from(l).is_ok())
-            .ok_or_else(overflow)?;
+    if let Some(last) = crate::tensor::geometry::reach(shape, strides, offset)? {
         if last >= len {
             return Err(TensorError::ViewOutOfBounds {
                 shape: shape.to_vec(),

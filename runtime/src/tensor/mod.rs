@@ -12,7 +12,7 @@
 //! host slices for the CPU backend), `interop.rs` (cudarc and raw device memory),
 //! `view.rs` (views), `operand.rs` (what launchers accept: [`ReadTensor`], [`WriteTensor`]).
 
-mod geometry;
+pub(crate) mod geometry;
 mod host;
 mod interop;
 mod operand;
