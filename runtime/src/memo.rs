@@ -168,6 +168,61 @@ impl ArgKey {
     }
 }
 
+impl ArgKey {
+    /// Whether this is [`ArgKey::of`]`(arg, read)`, compared field by field without building
+    /// that key (a memo hit runs this for every argument).
+    #[inline]
+    fn is_of(&self, arg: &Arg<'_>, read: bool) -> bool {
+        let (mutable, layout) = match arg {
+            Arg::Tensor(t) => (false, &t.layout),
+            Arg::TensorMut(t) => (true, &t.layout),
+            Arg::Scalar(_) => return *self == ArgKey::of(arg, read),
+        };
+        match self {
+            ArgKey::Tensor {
+                mutable: m,
+                dtype,
+                backend,
+                rank,
+                shape,
+                strides,
+            } => {
+                *m == mutable
+                    && *dtype == layout.dtype
+                    && *rank == layout.rank
+                    && *shape == layout.dims
+                    && *strides == layout.stride
+                    && *backend == layout.backend
+            }
+            ArgKey::Scalar(_) => false,
+        }
+    }
+}
+
+/// Mixes [`ArgKey::of`]`(arg, read)` into `h` without building it: two rounds for a tensor,
+/// one for a scalar, the parts xor-folded first (independent instructions) so that a launch
+/// hashes its arguments in a few dependent multiplies. Fields left out or folded together
+/// only cost collisions, which [`Probe::matches`] resolves by comparing keys in full.
+#[inline]
+fn fold_arg(arg: &Arg<'_>, read: bool, h: &mut Fx) {
+    let (mutable, layout) = match arg {
+        Arg::Tensor(t) => (false, &t.layout),
+        Arg::TensorMut(t) => (true, &t.layout),
+        Arg::Scalar(_) => {
+            if let ArgKey::Scalar(ScalarKey { tag, read, bits }) = ArgKey::of(arg, read) {
+                h.add(bits ^ (u64::from(tag) << 1 | u64::from(read)).rotate_right(8));
+            }
+            return;
+        }
+    };
+    let fold3 = |v: &[usize; 3]| {
+        (v[0] as u64) ^ (v[1] as u64).rotate_left(21) ^ (v[2] as u64).rotate_left(42)
+    };
+    let tag = u64::from(mutable) | (layout.dtype as u64) << 1 | (layout.rank as u64) << 8;
+    h.add(fold3(&layout.dims) ^ tag.rotate_right(16));
+    h.add(fold3(&layout.stride));
+}
+
 /// An owned key, stored with its entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct MemoKey {
@@ -206,12 +261,15 @@ impl<'p, 'a> Probe<'p, 'a> {
         let mut h = Fx::default();
         h.write_u64(spec);
         config.hash(&mut h);
-        generics.hash(&mut h);
+        h.write_u64(
+            generics
+                .iter()
+                .fold(u64::from(aligned), |w, &d| (w << 8) ^ d as u64),
+        );
         h.write_usize(args.len());
         for (i, a) in args.iter().enumerate() {
-            ArgKey::of(a, read.get(i).copied().unwrap_or(true)).hash(&mut h);
+            fold_arg(a, read.get(i).copied().unwrap_or(true), &mut h);
         }
-        aligned.hash(&mut h);
         Probe {
             spec,
             config,
@@ -235,8 +293,9 @@ impl<'p, 'a> Probe<'p, 'a> {
             && k.args.len() == self.args.len()
             && k.args
                 .iter()
+                .zip(self.args)
                 .enumerate()
-                .all(|(i, a)| *a == self.arg_key(i))
+                .all(|(i, (key, arg))| key.is_of(arg, self.read.get(i).copied().unwrap_or(true)))
     }
 
     fn to_key(&self) -> MemoKey {
@@ -321,21 +380,32 @@ impl<V> Memo<V> {
 
 impl<V: Clone> Memo<V> {
     /// The resolved launch of an identical earlier launch, if any.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn get(&self, p: &Probe<'_, '_>) -> Option<V> {
-        let found = self
-            .read()
+        self.hit(p).map(|h| V::clone(&h))
+    }
+
+    /// The entry of an identical earlier launch, if any, borrowed under the memo's read lock
+    /// (a hit clones nothing; the holder must not call into this memo while it lives).
+    /// Counts a hit or a miss.
+    #[inline]
+    pub(crate) fn hit(&self, p: &Probe<'_, '_>) -> Option<Hit<'_, V>> {
+        let table = self.read();
+        let index = table
             .buckets
             .get(&p.hash)
-            .and_then(|list| list.iter().find(|(k, _)| p.matches(k)))
-            .map(|(_, v)| v.clone());
-        let counter = if found.is_some() {
+            .and_then(|list| list.iter().position(|(k, _)| p.matches(k)));
+        let counter = if index.is_some() {
             &self.hits
         } else {
             &self.misses
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        found
+        Some(Hit {
+            table,
+            hash: p.hash,
+            index: index?,
+        })
     }
 
     /// As [`Memo::get`], without counting a hit or a miss (for
@@ -362,6 +432,22 @@ impl<V: Clone> Memo<V> {
         }
         t.buckets.entry(p.hash).or_default().push((p.to_key(), v));
         t.len += 1;
+    }
+}
+
+/// A memo entry found by [`Memo::hit`], read in place under the memo's read lock.
+pub(crate) struct Hit<'m, V> {
+    table: RwLockReadGuard<'m, Table<V>>,
+    hash: u64,
+    index: usize,
+}
+
+impl<V> std::ops::Deref for Hit<'_, V> {
+    type Target = V;
+    fn deref(&self) -> &V {
+        // `Memo::hit` found the entry at (hash, index) under this same guard: the table
+        // cannot have changed since.
+        &self.table.buckets[&self.hash][self.index].1
     }
 }
 

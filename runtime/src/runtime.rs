@@ -321,6 +321,43 @@ impl Runtime {
         }
     }
 
+    /// The loaded CUDA function of one variant (compiled or loaded as
+    /// [`Runtime::prepare_variant`] does), for code that launches it itself: a benchmark
+    /// comparing tilekit's launch path with a raw `cuLaunchKernel` of the same function, or
+    /// interop with cudarc. Its parameters are `tk::Grid`, then one `tk::TensorArg` (data
+    /// address, shape\[3\], stride\[3\], 64-bit each) per tensor parameter and the scalars
+    /// as the kernel declares them; launch it with the variant's
+    /// [`VariantResources::threads`] and [`VariantResources::smem_bytes`], one-dimensional
+    /// grid of the product of the kernel's grid. Nothing checks such a launch: prefer the
+    /// generated launchers.
+    ///
+    /// On the CPU backend this is [`LaunchError::NeedsCuda`]:
+    ///
+    /// ```
+    /// use tilekit_runtime::{KernelSpec, LaunchError, Runtime};
+    /// use tilekit_runtime::ir::{Bindings, Config};
+    /// static SPEC: KernelSpec = KernelSpec::new("k", "{}", "", "", 0);
+    /// let none = Config { values: vec![] };
+    /// let e = Runtime::cpu().cuda_function(&SPEC, &none, &Bindings::default(), true);
+    /// assert!(matches!(e, Err(LaunchError::NeedsCuda { .. })));
+    /// ```
+    pub fn cuda_function(
+        &self,
+        spec: &KernelSpec,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<cudarc::driver::CudaFunction, LaunchError> {
+        match &self.inner {
+            Inner::Cpu(_) => Err(LaunchError::NeedsCuda {
+                kernel: spec.name.to_string(),
+                what: "loading a variant's function",
+                backend: self.backend(),
+            }),
+            Inner::Cuda(d, _) => d.cuda_function(spec, config, bindings, aligned),
+        }
+    }
+
     /// Captures the launches `f` issues on this runtime into a CUDA graph, to be replayed
     /// with [`LaunchGraph::replay`] (one `cuGraphLaunch` for the whole sequence: the
     /// many-small-kernels case).

@@ -65,7 +65,7 @@ impl LaunchBackend for CpuBackend {
     fn run(
         &self,
         analyzed: &Analyzed,
-        resolved: CpuResolved,
+        resolved: &CpuResolved,
         generics: Generics<'_>,
         args: &mut [Arg<'_>],
     ) -> Result<bool, LaunchError> {
@@ -75,9 +75,9 @@ impl LaunchBackend for CpuBackend {
         let checked = Checked {
             kernel: &analyzed.kernel,
             types: &analyzed.types,
-            config: resolved.config,
+            config: resolved.config.clone(),
             bindings: generics.to_bindings(&analyzed.kernel),
-            grid: resolved.grid,
+            grid: resolved.grid.clone(),
             scalars: args
                 .iter()
                 .map(|a| match a {

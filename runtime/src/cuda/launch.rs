@@ -150,7 +150,7 @@ impl LaunchBackend for CudaDevice {
     fn run(
         &self,
         analyzed: &Analyzed,
-        resolved: Resolved,
+        resolved: &Resolved,
         _generics: Generics<'_>,
         args: &mut [Arg<'_>],
     ) -> Result<bool, LaunchError> {

@@ -274,23 +274,11 @@ impl CudaDevice {
         bindings: &Bindings,
         aligned: bool,
     ) -> Result<VariantResources, LaunchError> {
-        let analyzed = spec.analyzed()?;
-        let kernel = &analyzed.kernel;
+        let loaded = self.validated_function(spec, config, bindings, aligned)?;
         let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
-            kernel: kernel.name.clone(),
+            kernel: spec.name.to_string(),
             source: Box::new(source),
         };
-        let config = kernel
-            .space
-            .validate(config)
-            .map_err(|source| LaunchError::Config {
-                kernel: kernel.name.clone(),
-                source,
-            })?;
-        check_bindings(kernel, bindings)?;
-        let loaded = self
-            .function(spec, kernel, &config, bindings, aligned)
-            .map_err(cuda_err)?;
         let attr = |call: &'static str, v: Result<i32, DriverError>| {
             v.map(|v| u32::try_from(v).unwrap_or(0)).map_err(|e| {
                 cuda_err(CudaLaunchError::Driver {
@@ -311,5 +299,46 @@ impl CudaDevice {
             )?,
             compile_seconds: loaded.compile_seconds,
         })
+    }
+
+    /// The loaded function of a variant (see `Runtime::cuda_function`).
+    pub(crate) fn cuda_function(
+        &self,
+        spec: &KernelSpec,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<CudaFunction, LaunchError> {
+        Ok(self
+            .validated_function(spec, config, bindings, aligned)?
+            .func
+            .clone())
+    }
+
+    /// The variant, compiled or loaded, after checking the configuration against the
+    /// kernel's space and the bindings against its generics.
+    fn validated_function(
+        &self,
+        spec: &KernelSpec,
+        config: &Config,
+        bindings: &Bindings,
+        aligned: bool,
+    ) -> Result<Arc<Loaded>, LaunchError> {
+        let analyzed = spec.analyzed()?;
+        let kernel = &analyzed.kernel;
+        let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
+            kernel: kernel.name.clone(),
+            source: Box::new(source),
+        };
+        let config = kernel
+            .space
+            .validate(config)
+            .map_err(|source| LaunchError::Config {
+                kernel: kernel.name.clone(),
+                source,
+            })?;
+        check_bindings(kernel, bindings)?;
+        self.function(spec, kernel, &config, bindings, aligned)
+            .map_err(cuda_err)
     }
 }

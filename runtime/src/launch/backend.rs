@@ -48,7 +48,7 @@ pub(crate) trait LaunchBackend {
     fn run(
         &self,
         analyzed: &Analyzed,
-        resolved: Self::Resolved,
+        resolved: &Self::Resolved,
         generics: Generics<'_>,
         args: &mut [Arg<'_>],
     ) -> Result<bool, LaunchError>;

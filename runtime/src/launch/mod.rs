@@ -257,34 +257,30 @@ fn launch_on<B: LaunchBackend>(
             aligned,
         )
     });
-    let resolved = match probe.as_ref().and_then(|p| memo.get(p)) {
-        Some(hit) => {
-            // The memo key holds layouts, not addresses: overlap between arguments is
-            // checked on every launch.
-            check_aliasing(kernel, args)?;
-            backend.hit(&hit);
-            hit
-        }
-        None => {
-            let bindings = r.generics.to_bindings(kernel);
-            let shared: &[Arg<'_>] = args;
-            let resolved = resolve_on(
-                backend,
-                r.spec,
-                r.analyzed,
-                r.config,
-                &bindings,
-                shared,
-                r.source,
-                |checked| backend.prepare(r.spec, checked, aligned),
-            )?;
-            if let Some(p) = &probe {
-                memo.insert(p, resolved.clone());
-            }
-            resolved
-        }
-    };
-    backend.run(r.analyzed, resolved, r.generics, args)
+    if let Some(hit) = probe.as_ref().and_then(|p| memo.hit(p)) {
+        // The memo key holds layouts, not addresses: overlap between arguments is checked
+        // on every launch.
+        check_aliasing(kernel, args)?;
+        let resolved: &B::Resolved = &hit;
+        backend.hit(resolved);
+        return backend.run(r.analyzed, resolved, r.generics, args);
+    }
+    let bindings = r.generics.to_bindings(kernel);
+    let shared: &[Arg<'_>] = args;
+    let resolved = resolve_on(
+        backend,
+        r.spec,
+        r.analyzed,
+        r.config,
+        &bindings,
+        shared,
+        r.source,
+        |checked| backend.prepare(r.spec, checked, aligned),
+    )?;
+    if let Some(p) = &probe {
+        memo.insert(p, resolved.clone());
+    }
+    backend.run(r.analyzed, &resolved, r.generics, args)
 }
 
 /// Launches `spec` with `config` on `rt`'s backend (the runtime's configuration source, if

@@ -35,13 +35,15 @@ use tilekit::Element;
 use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
+mod launch_bench;
 mod matmul_bench;
 mod sweep;
 mod train_bench;
+use launch_bench::launch_overhead;
 use matmul_bench::matmul_record;
 use sweep::{gbps, sweep};
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
-use tilekit_runtime::cudarc::driver::{result as cu, CudaStream};
+use tilekit_runtime::cudarc::driver::CudaStream;
 use train_bench::train_record;
 
 fn stream(rt: &Runtime) -> Result<Arc<CudaStream>> {
@@ -312,98 +314,6 @@ fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     )?;
     out.insert("add_rmsnorm".into(), norm);
     Ok(Value::Object(out))
-}
-
-fn launch_overhead(rt: &Runtime) -> Result<Value> {
-    let x = Tensor1::<f32>::from_vec(rt, vec![1.0], [1])?;
-    let mut y = Tensor1::<f32>::zeros(rt, [1])?;
-    let iters = 20_000;
-    scale_chain::launch(rt, &x, &mut y, 0)?;
-    rt.synchronize()?;
-
-    // Raw cuLaunchKernel on the same stream, of an empty kernel without parameters and of
-    // one with scale_chain's parameter list (`tk::Grid`, two `tk::TensorArg`, a 64-bit
-    // scalar: 144 bytes the driver copies per launch), so the ratio against the latter is
-    // tilekit's own host work.
-    let src = "struct G { long long n[3]; };\n\
-               struct A { unsigned long long d; long long s[3]; long long t[3]; };\n\
-               extern \"C\" __global__ void tk_empty() {}\n\
-               extern \"C\" __global__ void tk_same(G g, A x, A y, long long r) {}";
-    let opts = tilekit_runtime::CompileOptions::new("sm_90a")?;
-    let cubin = tilekit_runtime::compile_cubin(src, "empty.cu", &[], &opts)?;
-    let s = stream(rt)?;
-    let module = s
-        .context()
-        .load_module(tilekit_runtime::cudarc::nvrtc::Ptx::from_binary(
-            cubin.bytes,
-        ))?;
-    let empty = module.load_function("tk_empty")?;
-    let same = module.load_function("tk_same")?;
-    let mut grid = [1i64, 1, 1];
-    let (mut ax, mut ay) = ([0i64, 1, 1, 1, 1, 0, 0], [0i64, 1, 1, 1, 1, 0, 0]);
-    let mut rep = 0i64;
-    let mut no_params: Vec<*mut std::ffi::c_void> = Vec::new();
-    let mut same_params: Vec<*mut std::ffi::c_void> = vec![
-        grid.as_mut_ptr().cast(),
-        ax.as_mut_ptr().cast(),
-        ay.as_mut_ptr().cast(),
-        (&mut rep as *mut i64).cast(),
-    ];
-    // SAFETY: `tk_empty` takes no parameters; `tk_same` takes (24, 56, 56, 8) bytes, which
-    // the four pointers above address (live locals); the kernels read nothing. Function
-    // and stream belong to the same live context.
-    let raw = |f: &tilekit_runtime::cudarc::driver::CudaFunction,
-               params: &mut Vec<*mut std::ffi::c_void>| unsafe {
-        cu::launch_kernel(
-            f.cu_function(),
-            (1, 1, 1),
-            (32, 1, 1),
-            0,
-            s.cu_stream(),
-            params,
-        )
-    };
-    raw(&empty, &mut no_params)?;
-    raw(&same, &mut same_params)?;
-    rt.synchronize()?;
-    // Five interleaved rounds of each; medians (host time varies run to run).
-    let (mut ours, mut theirs, mut theirs_same) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..5 {
-        let t = Instant::now();
-        for _ in 0..iters {
-            scale_chain::launch(rt, &x, &mut y, 0)?;
-        }
-        ours.push(t.elapsed().as_secs_f64() * 1e6 / iters as f64);
-        rt.synchronize()?;
-        let t = Instant::now();
-        for _ in 0..iters {
-            raw(&empty, &mut no_params)?;
-        }
-        theirs.push(t.elapsed().as_secs_f64() * 1e6 / iters as f64);
-        rt.synchronize()?;
-        let t = Instant::now();
-        for _ in 0..iters {
-            raw(&same, &mut same_params)?;
-        }
-        theirs_same.push(t.elapsed().as_secs_f64() * 1e6 / iters as f64);
-        rt.synchronize()?;
-    }
-    ours.sort_by(f64::total_cmp);
-    theirs.sort_by(f64::total_cmp);
-    theirs_same.sort_by(f64::total_cmp);
-    let (host_us, raw_us, same_us) = (ours[2], theirs[2], theirs_same[2]);
-    println!(
-        "launch  host time per launch: tilekit {host_us:.2} us, raw cuLaunchKernel {raw_us:.2} us \
-         ({:.2}x), raw with the same 144 parameter bytes {same_us:.2} us ({:.2}x)",
-        host_us / raw_us,
-        host_us / same_us
-    );
-    Ok(
-        json!({"tilekit_us": host_us, "raw_cuLaunchKernel_us": raw_us, "ratio": host_us / raw_us,
-               "raw_same_params_us": same_us, "ratio_same_params": host_us / same_us,
-               "iters": iters, "rounds_tilekit_us": ours, "rounds_raw_us": theirs,
-               "rounds_raw_same_params_us": theirs_same}),
-    )
 }
 
 /// Per-kernel GPU time inside a replayed graph of 100 tiny tilekit launches (scale_chain
