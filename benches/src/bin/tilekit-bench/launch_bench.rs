@@ -51,20 +51,34 @@ enum Kind {
     /// The raw variant launch after binding the context to the thread (what every tilekit
     /// launch does first: one `cuCtxGetCurrent`).
     RawVariantBound,
+    /// tilekit's path alone: a launch with zero elements (an empty grid: the memo hit, the
+    /// checks and the return, no driver call).
+    TilekitEmptyGrid,
+    /// A raw variant launch followed by an empty-grid tilekit launch: tilekit's path with
+    /// the caches as the driver leaves them (minus `RawVariant`, what tilekit adds in situ).
+    RawThenEmptyGrid,
+    /// The raw variant launch with its parameter values and pointer list built on the stack
+    /// per launch (as tilekit does), instead of reusing one list.
+    RawVariantFresh,
 }
 
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 8] = [
     Kind::Tilekit,
     Kind::RawSame,
     Kind::RawEmpty,
     Kind::RawVariant,
     Kind::RawVariantBound,
+    Kind::TilekitEmptyGrid,
+    Kind::RawThenEmptyGrid,
+    Kind::RawVariantFresh,
 ];
 
 /// Measures both figures; see the module docs.
 pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
     let x = Tensor1::<f32>::from_vec(rt, vec![1.0], [1])?;
     let mut y = Tensor1::<f32>::zeros(rt, [1])?;
+    let x0 = Tensor1::<f32>::zeros(rt, [0])?;
+    let mut y0 = Tensor1::<f32>::zeros(rt, [0])?;
     scale_chain::launch(rt, &x, &mut y, 0)?;
     rt.synchronize()?;
     let config = tilekit_runtime::chosen_config(
@@ -155,6 +169,33 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
                 Kind::RawEmpty => raw(&empty, &mut no_params)?,
                 Kind::RawSame => raw(&same, &mut same_params)?,
                 Kind::RawVariant => raw(&variant, &mut variant_params)?,
+                Kind::RawVariantFresh => {
+                    let mut g = std::hint::black_box(vgrid);
+                    let (mut a, mut b) = std::hint::black_box((vx, vy));
+                    let mut r = std::hint::black_box(vrep);
+                    let mut p = [
+                        g.as_mut_ptr().cast::<c_void>(),
+                        a.as_mut_ptr().cast(),
+                        b.as_mut_ptr().cast(),
+                        (&mut r as *mut i64).cast(),
+                    ];
+                    // SAFETY: as `raw` (below): the same parameter list, rebuilt here.
+                    unsafe {
+                        cu::launch_kernel(
+                            variant.cu_function(),
+                            (1, 1, 1),
+                            (threads, 1, 1),
+                            smem,
+                            s.cu_stream(),
+                            &mut p,
+                        )?
+                    }
+                }
+                Kind::TilekitEmptyGrid => scale_chain::launch(rt, &x0, &mut y0, 0)?,
+                Kind::RawThenEmptyGrid => {
+                    raw(&variant, &mut variant_params)?;
+                    scale_chain::launch(rt, &x0, &mut y0, 0)?
+                }
                 Kind::RawVariantBound => {
                     s.context().bind_to_thread()?;
                     raw(&variant, &mut variant_params)?
@@ -169,14 +210,14 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
     for k in KINDS {
         one(k, BATCH)?;
     }
-    let mut enqueue: [Vec<f64>; 5] = Default::default();
+    let mut enqueue: [Vec<f64>; 8] = Default::default();
     for r in 0..ROUNDS {
         for i in 0..KINDS.len() {
             let k = (i + r) % KINDS.len();
             enqueue[k].push(one(KINDS[k], BATCH)?);
         }
     }
-    let mut sustained: [Vec<f64>; 5] = Default::default();
+    let mut sustained: [Vec<f64>; 8] = Default::default();
     for _ in 0..5 {
         for (k, kind) in KINDS.iter().enumerate() {
             sustained[k].push(one(*kind, SUSTAINED)?);
@@ -214,6 +255,18 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
         e[4]
     );
     println!(
+        "launch  tilekit's path without the driver (an empty grid): {:.3} us alone, {:.3} us \
+         after a raw launch (raw launch + empty-grid launch {:.3} us - raw launch {:.3} us)",
+        e[5],
+        e[6] - e[3],
+        e[6],
+        e[3]
+    );
+    println!(
+        "launch  raw variant launch with its parameters rebuilt on the stack per launch: {:.3} us",
+        e[7]
+    );
+    println!(
         "launch  sustained ({SUSTAINED} back to back, queue full): tilekit {:.3} us, raw same \
          {:.3} us ({:.3}x), raw empty {:.3} us ({:.3}x), raw variant {:.3} us ({:.3}x)",
         su[0],
@@ -234,6 +287,8 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
             "raw_variant_us": e[3], "ratio_variant": e[0] / e[3],
             "ratio_variant_paired_median": paired_variant_ratio,
             "raw_variant_bound_us": e[4],
+            "tilekit_empty_grid_us": e[5], "raw_then_empty_grid_us": e[6],
+            "raw_variant_fresh_params_us": e[7],
         },
         "sustained": {
             "launches": SUSTAINED,
