@@ -51,7 +51,9 @@
 pub use half::{bf16, f16};
 pub use tilekit_ir as ir;
 pub use tilekit_ir::Config;
-pub use tilekit_macros::{constraint, cost, kernel, shapes, tune};
+#[doc(hidden)]
+pub use tilekit_macros::__tile_fn_chain;
+pub use tilekit_macros::{constraint, cost, kernel, shapes, tile_fn, tune};
 pub use tilekit_runtime::{
     launch, launch_with, Arg, Element, Float, KernelSpec, LaunchError, ReadTensor, Runtime, Tensor,
     Tensor1, Tensor2, Tensor3, TensorError, TensorMut, TensorRef, WriteTensor,
@@ -60,8 +62,8 @@ pub use tilekit_runtime::{
 /// What a kernel file needs: `use tilekit::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        bf16, constraint, cost, f16, kernel, shapes, tune, Config, Float, ReadTensor, Runtime,
-        Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
+        bf16, constraint, cost, f16, kernel, shapes, tile_fn, tune, Config, Float, ReadTensor,
+        Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
     };
 }
 

@@ -7,6 +7,7 @@ use crate::lower::host::{self, HostScope};
 use crate::lower::relations;
 use crate::parse::attrs::{KernelArgs, KernelAttrs, ShapeValue, TuneLit};
 use crate::parse::signature::Signature;
+use crate::tile_fn::bundle::Bundle;
 use quote::ToTokens;
 use std::collections::HashSet;
 use syn::spanned::Spanned;
@@ -523,6 +524,7 @@ pub fn build(
     args: &KernelArgs,
     sig: &Signature,
     attrs: &KernelAttrs,
+    helpers: Option<&[(String, Bundle)]>,
     cx: &mut Ctxt,
 ) -> Kernel {
     let mut b = KernelBuilder::new(&sig.name.to_string());
@@ -602,13 +604,13 @@ pub fn build(
         k.problem.flops = flops;
     }
 
-    lower_body(f, &mut b, cx);
+    let mut calls = lower_body(f, &mut b, cx, helpers);
     b.finish_body();
-    let kernel = b.into_kernel();
+    let mut kernel = b.into_kernel();
     // Inference diagnostics are reported alongside front-end errors (poisoned values are
     // silent by construction); after a front-end error, only those with a span.
     let front_end_failed = cx.has_errors();
-    let (types, diags) = tilekit_ir::infer(&kernel);
+    let (types, diags) = crate::lower::helpers::settle(&mut kernel, &mut calls);
     // Tile sizes are known once every value is typed.
     let limits = if diags.is_empty() && !front_end_failed {
         tilekit_ir::limits::tile_limit_diagnostics(&kernel, &types)
