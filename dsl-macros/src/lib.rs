@@ -198,7 +198,7 @@ fn compile_with(
         parsed: false,
     });
     let kernel = lower::kernel::build(&f, &args, &sig, &attrs, helpers, &mut cx);
-    if cx.has_errors() {
+    if cx.has_errors() || helpers.is_none() {
         let errors = cx.to_compile_errors();
         let module = generate::launcher::module(&sig, &passthrough, None);
         return Compiled {

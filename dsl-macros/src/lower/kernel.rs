@@ -607,6 +607,10 @@ pub fn build(
     let mut calls = lower_body(f, &mut b, cx, helpers);
     b.finish_body();
     let mut kernel = b.into_kernel();
+    if helpers.is_none() {
+        // The helpers are not collected yet: types are checked once they are.
+        return kernel;
+    }
     // Inference diagnostics are reported alongside front-end errors (poisoned values are
     // silent by construction); after a front-end error, only those with a span.
     let front_end_failed = cx.has_errors();
