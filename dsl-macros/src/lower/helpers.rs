@@ -148,11 +148,27 @@ pub fn settle(kernel: &mut Kernel, records: &mut [CallRecord]) -> (Types, Vec<Di
                 .filter(|r| r.generics.iter().any(|(p, _)| !bound.contains_key(p)))
                 .map(|r| &r.spans)
                 .collect();
+            // A call with a wrong argument: that is the error, and what follows from it
+            // (inside the helper and after the call) is left out.
+            let mut arg_errors: Vec<(u32, Vec<Diagnostic>)> = Vec::new();
+            for r in records.iter() {
+                let mut errs = Vec::new();
+                check_call(r, &types, true, &mut errs);
+                if !errs.is_empty() {
+                    arg_errors.push((r.spans.start, errs));
+                }
+            }
+            let cutoff = arg_errors.iter().map(|(s, _)| *s).min().unwrap_or(u32::MAX);
             let mut diags: Vec<Diagnostic> = (diags.into_iter())
                 .filter(|d| !unbound.iter().any(|r| r.contains(&d.loc.span)))
+                .filter(|d| d.loc.span < cutoff)
                 .collect();
-            for r in records.iter() {
-                check_call(r, &types, &mut diags);
+            if let Some((_, errs)) = arg_errors.into_iter().find(|(s, _)| *s == cutoff) {
+                diags.extend(errs);
+            } else {
+                for r in records.iter() {
+                    check_call(r, &types, false, &mut diags);
+                }
             }
             return (types, diags);
         }
@@ -183,9 +199,12 @@ fn describe(t: &Ty) -> String {
     }
 }
 
-/// Checks one call's arguments and results against the helper's signature.
-fn check_call(r: &CallRecord, types: &Types, diags: &mut Vec<Diagnostic>) {
+/// Checks one call's arguments (`params`) or results against the helper's signature.
+fn check_call(r: &CallRecord, types: &Types, params: bool, diags: &mut Vec<Diagnostic>) {
     for c in &r.checks {
+        if matches!(c.role, Role::Param(_)) != params {
+            continue;
+        }
         let ty = types.of(c.value);
         if matches!(ty, Ty::Error) {
             continue;

@@ -517,6 +517,33 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
     }
 }
 
+/// The span indices of the loops, branches and yields in `b`.
+fn control_locs(b: &tilekit_ir::Block) -> HashSet<u32> {
+    let mut out = HashSet::new();
+    for inst in &b.insts {
+        match &inst.op {
+            tilekit_ir::Op::For { body, .. } => {
+                out.insert(inst.loc.span);
+                out.extend(control_locs(body));
+            }
+            tilekit_ir::Op::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                out.insert(inst.loc.span);
+                out.extend(control_locs(then_block));
+                out.extend(control_locs(else_block));
+            }
+            tilekit_ir::Op::Yield { .. } => {
+                out.insert(inst.loc.span);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Builds and validates the kernel. Returns it even when errors were reported (the caller
 /// checks `cx`).
 pub fn build(
@@ -608,7 +635,16 @@ pub fn build(
     b.finish_body();
     let mut kernel = b.into_kernel();
     if helpers.is_none() {
-        // The helpers are not collected yet: types are checked once they are.
+        // The helpers are not collected yet (the calls are silent unknowns): report what
+        // does not depend on them, leaving out what loops and branches check, whose
+        // carried values a missing call may have left out.
+        let control = control_locs(&kernel.body);
+        let (_, diags) = tilekit_ir::infer(&kernel);
+        cx.diagnostics(
+            (diags.into_iter())
+                .filter(|d| d.loc.span != 0 && !control.contains(&d.loc.span))
+                .collect(),
+        );
         return kernel;
     }
     // Inference diagnostics are reported alongside front-end errors (poisoned values are
