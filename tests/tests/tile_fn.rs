@@ -200,3 +200,32 @@ fn layernorm_through_the_welford_helper_matches_the_reference() {
         }
     }
 }
+
+/// The kernels that inline helpers compile with NVRTC, every variant, for sm_80 and
+/// sm_90a (layernorm's variants: `nvrtc_variants.rs`).
+#[test]
+fn kernels_with_helpers_compile_with_nvrtc() {
+    use tilekit_codegen::{prelude_headers, variant_source, Target};
+    use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
+    if !nvrtc_available() {
+        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let mut n = 0;
+    for spec in [&affine::SPEC, &row_stats::SPEC, &chunked_max::SPEC] {
+        let kernel = spec.kernel().expect("kernel IR");
+        for v in tilekit_tuner::valid_variants(kernel, &[Target::Sm80, Target::Sm90a]) {
+            let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
+                .unwrap_or_else(|e| panic!("{v}: {e}"));
+            let opts = CompileOptions::new(v.target.arch()).expect("options");
+            let name = format!("{}.cu", spec.name);
+            if let Err(e) = compile_cubin(&src, &name, prelude_headers(), &opts) {
+                panic!("NVRTC failed for {} variant {v}\n{e}", spec.name);
+            }
+            n += 1;
+        }
+    }
+    eprintln!("{n} variants compiled");
+}
