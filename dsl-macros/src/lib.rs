@@ -33,8 +33,21 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Declares a helper over tiles that kernels (and other helpers) call; it is inlined
-/// where it is called. See the `tilekit` crate for the rules.
+/// Declares a helper over tiles that kernels (and other helpers) call by name or path; it
+/// is inlined where it is called, so both backends run it as if written out.
+///
+/// ```text
+/// #[tile_fn]
+/// pub fn axpb<T: Float>(x: Tile<T, BLOCK>, a: f32, b: f32) -> Tile<T, BLOCK> {
+///     (x.to_f32() * a + b).cast::<T>()
+/// }
+/// // in a #[kernel] declaring BLOCK:  store(y.row(r), cols, axpb(v, 2.0, 1.0), mask);
+/// ```
+///
+/// Parameters are tiles `Tile<E, D..>`, scalars `E` and tensors `&TensorR<E>`; type
+/// parameters are bound per call from the arguments; tuning parameters (`BLOCK`) are the
+/// calling kernel's. Callable from other modules and crates (a `pub` helper). See
+/// "Helper functions" in docs/semantics.md; a runnable example is in the `tilekit` crate.
 #[proc_macro_attribute]
 pub fn tile_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     let (attr, item): (TokenStream2, TokenStream2) = (attr.into(), item.into());
