@@ -269,3 +269,5 @@ fn stage_codegen(kernel: &tilekit_ir::Kernel) -> Result<String, String> {
 mod tests;
 #[cfg(test)]
 mod tests_subtiles;
+#[cfg(test)]
+mod tests_tile_fn;

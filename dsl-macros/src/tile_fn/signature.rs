@@ -2,9 +2,10 @@
 //! tensors) and what it returns (nothing, one value or a tuple).
 
 use crate::ctxt::Ctxt;
+use crate::parse::signature::{float_generics, tensor_rank};
 use proc_macro2::Span;
 use syn::spanned::Spanned;
-use syn::{FnArg, GenericArgument, GenericParam, Ident, Pat, Type, TypeParamBound};
+use syn::{FnArg, GenericArgument, Ident, Pat, Type};
 
 /// The type of a helper's parameter or result, as written.
 #[derive(Clone)]
@@ -49,15 +50,6 @@ pub struct HelperSig {
 }
 
 pub const HELPER_TYPE_HELP: &str = "helper parameters are tiles `Tile<E, D0, D1, ..>`, scalars `E` (f32, f16, bf16, i32, i64, bool, or a type parameter), or tensors `&Tensor1<E>` / `&mut Tensor2<E>`";
-
-fn tensor_rank(name: &str) -> Option<u8> {
-    match name {
-        "Tensor1" => Some(1),
-        "Tensor2" => Some(2),
-        "Tensor3" => Some(3),
-        _ => None,
-    }
-}
 
 /// Parses a parameter or result type; tensors only where `tensors`.
 fn parse_ty(ty: &Type, tensors: bool, cx: &mut Ctxt) -> Option<HelperTy> {
@@ -135,36 +127,6 @@ fn parse_ty(ty: &Type, tensors: bool, cx: &mut Ctxt) -> Option<HelperTy> {
     }
 }
 
-/// The type parameters of a helper: each bounded by `Float` alone.
-fn generics(sig: &syn::Signature, cx: &mut Ctxt) -> Vec<Ident> {
-    let mut out = Vec::new();
-    if let Some(w) = &sig.generics.where_clause {
-        cx.error(w.span(), "`where` clauses are not supported on helpers; bound type parameters inline: `<T: Float>`");
-    }
-    for g in &sig.generics.params {
-        match g {
-            GenericParam::Type(t) => {
-                let is_float = t.bounds.len() == 1
-                    && matches!(t.bounds.first(), Some(TypeParamBound::Trait(tb))
-                        if tb.path.segments.last().is_some_and(|s| s.ident == "Float"));
-                if !is_float {
-                    cx.error_help(
-                        t.span(),
-                        format!("type parameter `{}` must be bounded by `Float` alone", t.ident),
-                        "write `<T: Float>`",
-                    );
-                }
-                out.push(t.ident.clone());
-            }
-            other => cx.error(
-                other.span(),
-                "helpers take only type parameters bounded by `Float` (tuning parameters such as `BLOCK` are the calling kernel's, read by name)",
-            ),
-        }
-    }
-    out
-}
-
 /// Whether `ty` mentions the type parameter `g`.
 fn mentions(ty: &HelperTy, g: &Ident) -> bool {
     let elem = match ty {
@@ -185,7 +147,12 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> HelperSig {
             cx.error(span, format!("a `#[tile_fn]` helper cannot be `{what}`"));
         }
     }
-    let generics = generics(sig, cx);
+    let generics = float_generics(
+        sig,
+        "`where` clauses are not supported on helpers; bound type parameters inline: `<T: Float>`",
+        "helpers take only type parameters bounded by `Float` (tuning parameters such as `BLOCK` are the calling kernel's, read by name)",
+        cx,
+    );
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
