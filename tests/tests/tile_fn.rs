@@ -1,5 +1,6 @@
 //! `#[tile_fn]` helpers on the CPU backend: from another module, from another crate
-//! (`tilekit_kernels::welford`), generic over the element type (f32 and bf16), nested,
+//! (`tilekit_kernels::welford`, also from a helper of this crate), generic over the
+//! element type (f32 and bf16), nested,
 //! with tuple results and inside a loop; results against plain Rust.
 
 use tilekit::prelude::*;
@@ -19,6 +20,13 @@ mod helpers {
     pub fn axpb_squared<T: Float>(x: Tile<T, BLOCK>, a: f32, b: f32) -> Tile<T, BLOCK> {
         let y = axpb(x, a, b).to_f32();
         (y * y).cast::<T>()
+    }
+
+    /// A helper calling a helper of another crate: the variance of the masked lanes.
+    #[tile_fn]
+    pub fn variance(v: Tile<f32, BLOCK>, mask: Tile<bool, BLOCK>, n: f32) -> f32 {
+        let (_, m2, _) = tilekit_kernels::welford(v, mask, n);
+        m2 / n
     }
 
     /// The largest and the smallest of the masked lanes.
@@ -95,6 +103,7 @@ fn row_stats(
     x: &Tensor2<f32>,
     mean: &mut Tensor1<f32>,
     var: &mut Tensor1<f32>,
+    var2: &mut Tensor1<f32>,
     spread: &mut Tensor1<f32>,
 ) {
     let row = program_id(0);
@@ -106,6 +115,7 @@ fn row_stats(
     let (hi, lo) = extremes(v, mask);
     store(mean, row, mu);
     store(var, row, m2 / n);
+    store(var2, row, helpers::variance(v, mask, n));
     store(spread, row, hi - lo);
 }
 
@@ -117,11 +127,13 @@ fn a_helper_from_another_crate_and_tuple_results() {
     let x = Tensor2::<f32>::from_vec(&rt, xs.clone(), [m, n]).unwrap();
     let mut mean = Tensor1::<f32>::zeros(&rt, [m]).unwrap();
     let mut var = Tensor1::<f32>::zeros(&rt, [m]).unwrap();
+    let mut var2 = Tensor1::<f32>::zeros(&rt, [m]).unwrap();
     let mut spread = Tensor1::<f32>::zeros(&rt, [m]).unwrap();
-    row_stats::launch(&rt, &x, &mut mean, &mut var, &mut spread).unwrap();
-    let (mean, var, spread) = (
+    row_stats::launch(&rt, &x, &mut mean, &mut var, &mut var2, &mut spread).unwrap();
+    let (mean, var, var2, spread) = (
         mean.to_vec().unwrap(),
         var.to_vec().unwrap(),
+        var2.to_vec().unwrap(),
         spread.to_vec().unwrap(),
     );
     for (r, row) in xs.chunks(n).enumerate() {
@@ -135,6 +147,7 @@ fn a_helper_from_another_crate_and_tuple_results() {
         let lo = row.iter().cloned().fold(f32::INFINITY, f32::min);
         assert!((f64::from(mean[r]) - mu).abs() < 1e-5, "mean of row {r}");
         assert!((f64::from(var[r]) - v).abs() < 1e-4, "variance of row {r}");
+        assert_eq!(var2[r], var[r], "variance through a nested helper, row {r}");
         assert_eq!(spread[r], hi - lo, "spread of row {r}");
     }
 }
