@@ -41,6 +41,38 @@
 //! `dot(a, b, acc)` / `dot_tf32`, `for` over `a..b`, `(a..b).step_by(s)` and
 //! `pipelined(a..b, STEP, STAGES)`, `if`, and `let`.
 //!
+//! Helpers over tiles are `#[tile_fn]` fns, inlined into the kernels that call them
+//! (from any module or crate; type parameters bound per call; `BLOCK` is the calling
+//! kernel's; see "Helper functions" in `docs/semantics.md`):
+//!
+//! ```
+//! use tilekit::prelude::*;
+//!
+//! /// The masked lanes of `v` scaled so that they sum to 1.
+//! #[tile_fn]
+//! pub fn normalized<T: Float>(v: Tile<T, BLOCK>, mask: Tile<bool, BLOCK>) -> Tile<f32, BLOCK> {
+//!     let x = where_(mask, v.to_f32(), 0.0);
+//!     x / sum(x, 0)
+//! }
+//!
+//! #[kernel(grid = [x.rows()])]
+//! #[tune(BLOCK = [64])]
+//! #[constraint(x.cols() <= BLOCK)]
+//! fn rows_to_one<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+//!     let cols = arange::<BLOCK>();
+//!     let mask = cols < x.cols();
+//!     let v = load(x.row(program_id(0)), cols, mask, 0.0);
+//!     store(y.row(program_id(0)), cols, normalized(v, mask).cast::<T>(), mask);
+//! }
+//!
+//! let rt = Runtime::cpu();
+//! let x = Tensor2::<f32>::from_vec(&rt, vec![1.0, 3.0, 2.0, 2.0], [2, 2])?;
+//! let mut y = Tensor2::<f32>::zeros(&rt, [2, 2])?;
+//! rows_to_one::launch(&rt, &x, &mut y)?;
+//! assert_eq!(y.to_vec()?, vec![0.25, 0.75, 0.5, 0.5]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The attributes: `#[tune(NAME = [values..])]` declares the tuning space,
 //! `#[constraint(expr)]` restricts it, `#[cost(flops = ..)]` counts the work, and
 //! `#[shapes(..)]` describes the problem the tuner generates: each tensor's dimension names
@@ -51,7 +83,9 @@
 pub use half::{bf16, f16};
 pub use tilekit_ir as ir;
 pub use tilekit_ir::Config;
-pub use tilekit_macros::{constraint, cost, kernel, shapes, tune};
+#[doc(hidden)]
+pub use tilekit_macros::__tile_fn_chain;
+pub use tilekit_macros::{constraint, cost, kernel, shapes, tile_fn, tune};
 pub use tilekit_runtime::{
     launch, launch_with, Arg, Element, Float, KernelSpec, LaunchError, ReadTensor, Runtime, Tensor,
     Tensor1, Tensor2, Tensor3, TensorError, TensorMut, TensorRef, WriteTensor,
@@ -60,8 +94,8 @@ pub use tilekit_runtime::{
 /// What a kernel file needs: `use tilekit::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        bf16, constraint, cost, f16, kernel, shapes, tune, Config, Float, ReadTensor, Runtime,
-        Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
+        bf16, constraint, cost, f16, kernel, shapes, tile_fn, tune, Config, Float, ReadTensor,
+        Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
     };
 }
 

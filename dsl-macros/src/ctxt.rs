@@ -8,6 +8,21 @@ use tilekit_ir::{Diagnostic, Loc};
 pub struct Ctxt {
     errors: Vec<syn::Error>,
     spans: Vec<Span>,
+    /// The `#[tile_fn]` calls being inlined, outermost first: each call's span and the
+    /// helper's name. An error inside a helper gets a note at each call.
+    inline: Vec<(Span, String)>,
+    /// For each span index, the inlined calls it was registered under.
+    span_calls: Vec<Vec<(Span, String)>>,
+    /// Errors already reported by an earlier expansion (see [`Ctxt::suppress`]).
+    suppressed: Vec<Site>,
+}
+
+/// An error's message and where it starts: what two expansions of one kernel compare.
+pub type Site = (String, usize, usize);
+
+fn site(e: &syn::Error) -> Site {
+    let start = e.span().start();
+    (e.to_string(), start.line, start.column)
 }
 
 impl Ctxt {
@@ -16,12 +31,65 @@ impl Ctxt {
         Ctxt {
             errors: Vec::new(),
             spans: vec![Span::call_site()],
+            inline: Vec::new(),
+            span_calls: vec![Vec::new()],
+            suppressed: Vec::new(),
         }
+    }
+
+    /// Leaves out of the output the errors at `sites` (reported by the first expansion of
+    /// a kernel that calls helpers; the last one finds them again).
+    pub fn suppress(&mut self, sites: Vec<Site>) {
+        self.suppressed = sites;
+    }
+
+    /// Every error's site, suppressed or not.
+    pub fn sites(&self) -> Vec<Site> {
+        self.errors.iter().map(site).collect()
+    }
+
+    /// The errors to report.
+    fn reported(&self) -> impl Iterator<Item = &syn::Error> {
+        self.errors
+            .iter()
+            .filter(|e| !self.suppressed.contains(&site(e)))
+    }
+
+    /// Enters the inlining of helper `name` called at `call`.
+    pub fn enter_helper(&mut self, call: Span, name: &str) {
+        self.inline.push((call, name.to_string()));
+    }
+
+    /// Leaves the innermost helper.
+    pub fn leave_helper(&mut self) {
+        self.inline.pop();
+    }
+
+    /// How many spans are registered (the next one's index).
+    pub fn span_count(&self) -> u32 {
+        self.spans.len() as u32
+    }
+
+    /// Records an error, with a note at each helper call it is inside of.
+    fn push(&mut self, e: syn::Error, calls: &[(Span, String)]) {
+        self.errors.push(e);
+        for (call, name) in calls.iter().rev() {
+            self.errors.push(syn::Error::new(
+                *call,
+                format!("note: in the `#[tile_fn]` helper `{name}`, inlined here"),
+            ));
+        }
+    }
+
+    /// Records an error where lowering currently is (inside the helpers being inlined).
+    fn push_here(&mut self, e: syn::Error) {
+        let calls = self.inline.clone();
+        self.push(e, &calls);
     }
 
     /// Records an error at `span`.
     pub fn error(&mut self, span: Span, msg: impl std::fmt::Display) {
-        self.errors.push(syn::Error::new(span, msg));
+        self.push_here(syn::Error::new(span, msg));
     }
 
     /// Records an error with a help line.
@@ -31,8 +99,7 @@ impl Ctxt {
         msg: impl std::fmt::Display,
         help: impl std::fmt::Display,
     ) {
-        self.errors
-            .push(syn::Error::new(span, format!("{msg}\n  = help: {help}")));
+        self.push_here(syn::Error::new(span, format!("{msg}\n  = help: {help}")));
     }
 
     /// Records an error covering all of `tokens` (a multi-token expression such as `-1`
@@ -47,18 +114,19 @@ impl Ctxt {
             Some(h) => format!("{msg}\n  = help: {h}"),
             None => msg.to_string(),
         };
-        self.errors.push(syn::Error::new_spanned(tokens, msg));
+        self.push_here(syn::Error::new_spanned(tokens, msg));
     }
 
     /// Records a syn parse error.
     pub fn syn_error(&mut self, e: syn::Error) {
-        self.errors.push(e);
+        self.push_here(e);
     }
 
     /// An IR location for `span`.
     pub fn loc(&mut self, span: Span) -> Loc {
         let idx = self.spans.len() as u32;
         self.spans.push(span);
+        self.span_calls.push(self.inline.clone());
         Loc {
             span: idx,
             line: span.start().line as u32,
@@ -83,12 +151,19 @@ impl Ctxt {
                 let span = self.span_of(*loc);
                 self.errors.push(syn::Error::new(span, note));
             }
+            let calls = (self.span_calls.get(d.loc.span as usize).cloned()).unwrap_or_default();
+            for (call, name) in calls.iter().rev() {
+                self.errors.push(syn::Error::new(
+                    *call,
+                    format!("note: in the `#[tile_fn]` helper `{name}`, inlined here"),
+                ));
+            }
         }
     }
 
     /// The messages, for tests.
     pub fn messages(&self) -> Vec<String> {
-        self.errors.iter().map(|e| e.to_string()).collect()
+        self.reported().map(|e| e.to_string()).collect()
     }
 
     pub fn has_errors(&self) -> bool {
@@ -97,9 +172,6 @@ impl Ctxt {
 
     /// All errors as `compile_error!` invocations.
     pub fn to_compile_errors(&self) -> TokenStream {
-        self.errors
-            .iter()
-            .map(syn::Error::to_compile_error)
-            .collect()
+        self.reported().map(syn::Error::to_compile_error).collect()
     }
 }

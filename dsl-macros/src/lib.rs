@@ -19,6 +19,9 @@ mod ctxt;
 mod generate;
 mod lower;
 mod parse;
+mod tile_fn;
+
+use tile_fn::bundle::Bundle;
 
 /// Compiles a tile-level kernel. See the `tilekit` crate for the language.
 #[proc_macro_attribute]
@@ -27,6 +30,41 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel_impl(attr, item))) {
         Ok(ts) => ts.into(),
         Err(_) => quote!(::core::compile_error!("internal error in #[kernel]; please report it with the kernel that caused it");).into(),
+    }
+}
+
+/// Declares a helper over tiles that kernels (and other helpers) call by name or path; it
+/// is inlined where it is called, so both backends run it as if written out.
+///
+/// ```text
+/// #[tile_fn]
+/// pub fn axpb<T: Float>(x: Tile<T, BLOCK>, a: f32, b: f32) -> Tile<T, BLOCK> {
+///     (x.to_f32() * a + b).cast::<T>()
+/// }
+/// // in a #[kernel] declaring BLOCK:  store(y.row(r), cols, axpb(v, 2.0, 1.0), mask);
+/// ```
+///
+/// Parameters are tiles `Tile<E, D..>`, scalars `E` and tensors `&TensorR<E>`; type
+/// parameters are bound per call from the arguments; tuning parameters (`BLOCK`) are the
+/// calling kernel's. Callable from other modules and crates (a `pub` helper). See
+/// "Helper functions" in docs/semantics.md; a runnable example is in the `tilekit` crate.
+#[proc_macro_attribute]
+pub fn tile_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let (attr, item): (TokenStream2, TokenStream2) = (attr.into(), item.into());
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tile_fn::tile_fn_impl(attr, item))) {
+        Ok(ts) => ts.into(),
+        Err(_) => quote!(::core::compile_error!("internal error in #[tile_fn]; please report it with the helper that caused it");).into(),
+    }
+}
+
+/// The continuation of `#[kernel]` and `#[tile_fn]` through helpers' callback macros
+/// (an implementation detail: see `tile_fn` in this crate).
+#[doc(hidden)]
+#[proc_macro]
+pub fn __tile_fn_chain(input: TokenStream) -> TokenStream {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tile_fn::chain_impl(input.into()))) {
+        Ok(ts) => ts.into(),
+        Err(_) => quote!(::core::compile_error!("internal error in #[kernel] with #[tile_fn] helpers; please report it");).into(),
     }
 }
 
@@ -67,13 +105,59 @@ struct Compiled {
     kernel: Option<tilekit_ir::Kernel>,
     errors: Vec<String>,
     tokens: TokenStream2,
+    /// The reported errors alone, as `compile_error!`s.
+    error_tokens: TokenStream2,
+    /// Every error's site, reported or not.
+    sites: Vec<ctxt::Site>,
 }
 
+/// `#[kernel]`: a body that calls helpers starts the chain that collects them (see
+/// `tile_fn`), reporting now the errors that do not depend on them; any other is compiled.
 fn kernel_impl(attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
-    compile(attr, item).tokens
+    let item = parse::index_sugar::rewrite(item);
+    let calls = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(f) => tile_fn::calls::helper_calls(&f.block),
+        Err(_) => Vec::new(),
+    };
+    let Some((key, path)) = calls.into_iter().next() else {
+        return compile(attr, item).tokens;
+    };
+    let errors = compile_with(attr.clone(), item.clone(), None, Vec::new()).error_tokens;
+    let state = tile_fn::bundle::ChainState {
+        target: tile_fn::bundle::Target::Kernel,
+        attr,
+        item,
+        resolved: Vec::new(),
+        requested: Some(key),
+        bundle: None,
+    };
+    let request = tile_fn::bundle::request(&path, &state);
+    quote!(#errors #request)
+}
+
+/// The last step of a kernel's chain: compiled with every helper it calls, leaving out
+/// the errors its first expansion reported.
+fn kernel_final(
+    attr: TokenStream2,
+    item: TokenStream2,
+    helpers: &[(String, Bundle)],
+) -> TokenStream2 {
+    let first = compile_with(attr.clone(), item.clone(), None, Vec::new());
+    compile_with(attr, item, Some(helpers), first.sites).tokens
 }
 
 fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
+    compile_with(attr, item, Some(&[]), Vec::new())
+}
+
+/// Compiles a kernel with the helpers its body calls (`None`: not collected yet, their
+/// calls are silent unknowns), leaving the errors at `suppress` out of the output.
+fn compile_with(
+    attr: TokenStream2,
+    item: TokenStream2,
+    helpers: Option<&[(String, Bundle)]>,
+    suppress: Vec<ctxt::Site>,
+) -> Compiled {
     let item = parse::index_sugar::rewrite(item);
     // A body that does not parse still leaves the signature: its error is the only one
     // reported (the launchers are emitted, the fn and its attributes are not, so nothing
@@ -88,12 +172,15 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
                 return Compiled {
                     kernel: None,
                     errors: vec![msg],
-                    tokens: err,
+                    tokens: err.clone(),
+                    error_tokens: err,
+                    sites: Vec::new(),
                 };
             }
         },
     };
     let mut cx = ctxt::Ctxt::new();
+    cx.suppress(suppress);
     let args = match syn::parse2::<parse::attrs::KernelArgs>(attr) {
         Ok(a) => Some(a),
         Err(e) => {
@@ -112,6 +199,8 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
             kernel: None,
             errors: cx.messages(),
             tokens: quote!(#errors #module),
+            error_tokens: errors,
+            sites: cx.sites(),
         };
     }
     let passthrough = parse::attrs::passthrough_tokens(&attrs.passthrough);
@@ -121,14 +210,16 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
         debug: false,
         parsed: false,
     });
-    let kernel = lower::kernel::build(&f, &args, &sig, &attrs, &mut cx);
-    if cx.has_errors() {
+    let kernel = lower::kernel::build(&f, &args, &sig, &attrs, helpers, &mut cx);
+    if cx.has_errors() || helpers.is_none() {
         let errors = cx.to_compile_errors();
         let module = generate::launcher::module(&sig, &passthrough, None);
         return Compiled {
             kernel: Some(kernel),
             errors: cx.messages(),
             tokens: quote!(#errors #module),
+            error_tokens: errors,
+            sites: cx.sites(),
         };
     }
     let cuda = match stage_codegen(&kernel) {
@@ -141,6 +232,8 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
                 kernel: Some(kernel),
                 errors: vec![msg],
                 tokens: quote!(#err #module),
+                error_tokens: err,
+                sites: Vec::new(),
             };
         }
     };
@@ -162,6 +255,8 @@ fn compile(attr: TokenStream2, item: TokenStream2) -> Compiled {
         kernel: Some(kernel),
         errors: Vec::new(),
         tokens,
+        error_tokens: TokenStream2::new(),
+        sites: Vec::new(),
     }
 }
 
@@ -174,3 +269,5 @@ fn stage_codegen(kernel: &tilekit_ir::Kernel) -> Result<String, String> {
 mod tests;
 #[cfg(test)]
 mod tests_subtiles;
+#[cfg(test)]
+mod tests_tile_fn;

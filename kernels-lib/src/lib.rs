@@ -16,8 +16,11 @@
 //! ```
 
 mod backward;
+pub mod helpers;
 mod loss;
 mod ops;
+
+pub use helpers::welford;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};

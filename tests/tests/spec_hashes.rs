@@ -18,3 +18,15 @@ fn shipped_kernels_keep_their_spec_hashes() {
         assert_eq!(tilekit_ir::hash::spec_hash(k), hash, "`{}`", spec.name);
     }
 }
+
+/// `layernorm` computes its statistics through the `#[tile_fn]` helper `welford`: the
+/// inlined helper lowers to exactly the instructions the kernel wrote out before it used
+/// the helper, so the spec hash (and any tuned result) is the one it had then.
+#[test]
+fn a_kernel_using_a_helper_keeps_the_hash_it_had_written_inline() {
+    let spec = &tilekit_kernels::layernorm::SPEC;
+    assert_eq!(
+        spec.spec_hash, 4319034181077799929,
+        "spec hash of `layernorm`"
+    );
+}

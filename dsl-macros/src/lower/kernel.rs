@@ -7,6 +7,7 @@ use crate::lower::host::{self, HostScope};
 use crate::lower::relations;
 use crate::parse::attrs::{KernelArgs, KernelAttrs, ShapeValue, TuneLit};
 use crate::parse::signature::Signature;
+use crate::tile_fn::bundle::Bundle;
 use quote::ToTokens;
 use std::collections::HashSet;
 use syn::spanned::Spanned;
@@ -516,6 +517,33 @@ fn problem(sig: &Signature, attrs: &KernelAttrs, cx: &mut Ctxt) -> Problem {
     }
 }
 
+/// The span indices of the loops, branches and yields in `b`.
+fn control_locs(b: &tilekit_ir::Block) -> HashSet<u32> {
+    let mut out = HashSet::new();
+    for inst in &b.insts {
+        match &inst.op {
+            tilekit_ir::Op::For { body, .. } => {
+                out.insert(inst.loc.span);
+                out.extend(control_locs(body));
+            }
+            tilekit_ir::Op::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                out.insert(inst.loc.span);
+                out.extend(control_locs(then_block));
+                out.extend(control_locs(else_block));
+            }
+            tilekit_ir::Op::Yield { .. } => {
+                out.insert(inst.loc.span);
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Builds and validates the kernel. Returns it even when errors were reported (the caller
 /// checks `cx`).
 pub fn build(
@@ -523,6 +551,7 @@ pub fn build(
     args: &KernelArgs,
     sig: &Signature,
     attrs: &KernelAttrs,
+    helpers: Option<&[(String, Bundle)]>,
     cx: &mut Ctxt,
 ) -> Kernel {
     let mut b = KernelBuilder::new(&sig.name.to_string());
@@ -602,13 +631,26 @@ pub fn build(
         k.problem.flops = flops;
     }
 
-    lower_body(f, &mut b, cx);
+    let mut calls = lower_body(f, &mut b, cx, helpers);
     b.finish_body();
-    let kernel = b.into_kernel();
+    let mut kernel = b.into_kernel();
+    if helpers.is_none() {
+        // The helpers are not collected yet (the calls are silent unknowns): report what
+        // does not depend on them, leaving out what loops and branches check, whose
+        // carried values a missing call may have left out.
+        let control = control_locs(&kernel.body);
+        let (_, diags) = tilekit_ir::infer(&kernel);
+        cx.diagnostics(
+            (diags.into_iter())
+                .filter(|d| d.loc.span != 0 && !control.contains(&d.loc.span))
+                .collect(),
+        );
+        return kernel;
+    }
     // Inference diagnostics are reported alongside front-end errors (poisoned values are
     // silent by construction); after a front-end error, only those with a span.
     let front_end_failed = cx.has_errors();
-    let (types, diags) = tilekit_ir::infer(&kernel);
+    let (types, diags) = crate::lower::helpers::settle(&mut kernel, &mut calls);
     // Tile sizes are known once every value is typed.
     let limits = if diags.is_empty() && !front_end_failed {
         tilekit_ir::limits::tile_limit_diagnostics(&kernel, &types)

@@ -1,6 +1,7 @@
 //! Lowering: parsed attributes and the fn body into a `tilekit_ir::Kernel`.
 
 pub mod body;
+pub mod helpers;
 pub mod host;
 pub mod kernel;
 pub mod relations;

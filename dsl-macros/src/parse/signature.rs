@@ -40,7 +40,8 @@ pub fn parse_elem(ty: &Type, generics: &[Ident]) -> Option<Elem> {
     (d != DType::Bool && d != DType::F64).then_some(Elem::Concrete(d))
 }
 
-fn tensor_rank(name: &str) -> Option<u8> {
+/// The rank of `Tensor1`, `Tensor2`, `Tensor3`.
+pub fn tensor_rank(name: &str) -> Option<u8> {
     match name {
         "Tensor1" => Some(1),
         "Tensor2" => Some(2),
@@ -124,6 +125,40 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<Para
     }
 }
 
+/// The type parameters of a kernel or helper, each of which must be bounded by `Float`
+/// alone (`no_where` and `only_types`: the messages for a `where` clause and for another
+/// kind of generic parameter).
+pub fn float_generics(
+    sig: &syn::Signature,
+    no_where: &str,
+    only_types: &str,
+    cx: &mut Ctxt,
+) -> Vec<Ident> {
+    if let Some(w) = &sig.generics.where_clause {
+        cx.error(w.span(), no_where);
+    }
+    let mut generics = Vec::new();
+    for g in &sig.generics.params {
+        match g {
+            GenericParam::Type(t) => {
+                let is_float = t.bounds.len() == 1
+                    && matches!(t.bounds.first(), Some(TypeParamBound::Trait(tb))
+                        if tb.path.segments.last().is_some_and(|s| s.ident == "Float"));
+                if !is_float {
+                    cx.error_help(
+                        t.span(),
+                        format!("generic `{}` must be bounded by `Float` alone", t.ident),
+                        "write `<T: Float>`",
+                    );
+                }
+                generics.push(t.ident.clone());
+            }
+            other => cx.error(other.span(), only_types),
+        }
+    }
+    generics
+}
+
 /// Parses and checks the signature; every problem is reported.
 pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
     let sig = &f.sig;
@@ -143,34 +178,12 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
             "write results through `&mut` tensor parameters",
         );
     }
-    if let Some(w) = &sig.generics.where_clause {
-        cx.error(
-            w.span(),
-            "`where` clauses are not supported on kernels; bound generics inline: `<T: Float>`",
-        );
-    }
-    let mut generics = Vec::new();
-    for g in &sig.generics.params {
-        match g {
-            GenericParam::Type(t) => {
-                let is_float = t.bounds.len() == 1
-                    && matches!(t.bounds.first(), Some(TypeParamBound::Trait(tb))
-                        if tb.path.segments.last().is_some_and(|s| s.ident == "Float"));
-                if !is_float {
-                    cx.error_help(
-                        t.span(),
-                        format!("generic `{}` must be bounded by `Float` alone", t.ident),
-                        "write `<T: Float>`",
-                    );
-                }
-                generics.push(t.ident.clone());
-            }
-            other => cx.error(
-                other.span(),
-                "kernels take only type parameters bounded by `Float`",
-            ),
-        }
-    }
+    let generics = float_generics(
+        sig,
+        "`where` clauses are not supported on kernels; bound generics inline: `<T: Float>`",
+        "kernels take only type parameters bounded by `Float`",
+        cx,
+    );
     let mut params = Vec::new();
     let mut rejected = Vec::new();
     for input in &sig.inputs {

@@ -1,11 +1,12 @@
+use crate::welford;
 use tilekit::prelude::*;
 
 /// LayerNorm forward along rows: `y = (x - mean) * rstd * w + b` with `rstd = 1 /
 /// sqrt(var + eps)`; saves `mean` and `rstd` (f32, one per row) for the backward pass.
 ///
 /// The row stays on chip, so the variance is the mean of squared deviations from the
-/// mean (two passes over registers, as stable as Welford), never `E[x^2] - E[x]^2`.
-/// Statistics in f32; one read of `x`, one write of `y`.
+/// mean (the [`welford`](crate::welford) helper: two passes over registers, as stable as
+/// Welford), never `E[x^2] - E[x]^2`. Statistics in f32; one read of `x`, one write of `y`.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -40,9 +41,8 @@ pub fn layernorm<T: Float>(
     let n = x.cols().to_f32();
     let mask = cols < x.cols();
     let v = load(x.row(row), cols, mask, 0.0).to_f32();
-    let mu = sum(v, 0) / n;
-    let d = where_(mask, v - mu, 0.0);
-    let inv = rsqrt(sum(d * d, 0) / n + eps);
+    let (mu, m2, d) = welford(v, mask, n);
+    let inv = rsqrt(m2 / n + eps);
     let g = load(w, cols, mask, 0.0).to_f32();
     let c = load(b, cols, mask, 0.0).to_f32();
     store(y.row(row), cols, (d * inv * g + c).cast::<T>(), mask);

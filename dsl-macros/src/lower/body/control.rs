@@ -191,6 +191,8 @@ impl Lowerer<'_, '_> {
         if want_value {
             match tail {
                 Some(t) => yields.push(t),
+                // A helper call not collected yet leaves no value (reported later).
+                None if self.pending => {}
                 None => self.cx.error(
                     i.then_branch.span(),
                     "this `if` is used as a value, so its block must end in an expression",

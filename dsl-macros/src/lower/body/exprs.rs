@@ -4,11 +4,9 @@
 
 use super::stmts::is_compound;
 use super::Lowerer;
-use crate::parse::signature::parse_elem;
-use proc_macro2::Span;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
-use syn::{Expr, Ident};
+use syn::Expr;
 use tilekit_ir::{BinOp, CmpOp, DType, Elem, Literal, Op, UnaryOp, ValueId};
 
 impl Lowerer<'_, '_> {
@@ -146,15 +144,8 @@ impl Lowerer<'_, '_> {
         if p.path.segments.len() == 2 {
             let ty_name = &p.path.segments[0].ident;
             let konst = p.path.segments[1].ident.to_string();
-            let generics: Vec<Ident> = self
-                .b
-                .kernel_mut()
-                .generics
-                .iter()
-                .map(|g| Ident::new(g, Span::call_site()))
-                .collect();
             let ty: syn::Type = syn::parse_quote!(#ty_name);
-            if let Some(elem) = parse_elem(&ty, &generics) {
+            if let Some(elem) = self.elem_of(&ty, false) {
                 let value = match konst.as_str() {
                     "NEG_INF" | "NEG_INFINITY" => Some(f64::NEG_INFINITY),
                     "INF" | "INFINITY" => Some(f64::INFINITY),

@@ -11,27 +11,46 @@
 mod control;
 mod exprs;
 mod extents;
+mod inline;
 mod ops;
 mod static_args;
 mod stmts;
 
 use crate::ctxt::Ctxt;
+use crate::lower::helpers::CallRecord;
 use crate::lower::host::{unknown_name, HostScope};
+use crate::tile_fn::bundle::Bundle;
 use proc_macro2::Span;
 use std::collections::HashMap;
 use syn::Expr;
-use tilekit_ir::{KernelBuilder, Literal, Op, ParamKind, TuneValue, ValueId};
+use tilekit_ir::{DType, Elem, KernelBuilder, Literal, Op, ParamKind, TuneValue, ValueId};
 
-/// Lowers the body of `f` into `b`. Signature, space and grid must already be in `b`.
-pub fn lower_body(f: &syn::ItemFn, b: &mut KernelBuilder, cx: &mut Ctxt) {
+/// Lowers the body of `f` into `b`, inlining the `#[tile_fn]` helpers it calls (`helpers`:
+/// each called path with its bundle; `None` before they are collected). Signature, space and grid must already be in `b`.
+/// Returns what each inlined call must satisfy once types are known.
+pub fn lower_body(
+    f: &syn::ItemFn,
+    b: &mut KernelBuilder,
+    cx: &mut Ctxt,
+    helpers: Option<&[(String, Bundle)]>,
+) -> Vec<CallRecord> {
+    let elems = (b.kernel_mut().generics.iter())
+        .map(|g| (g.clone(), Elem::Generic(g.clone())))
+        .collect();
     let mut l = Lowerer {
         b,
         cx,
         scopes: vec![HashMap::new()],
         ranks: HashMap::new(),
+        elems,
+        helpers: helpers.unwrap_or_default().to_vec(),
+        pending: helpers.is_none(),
+        inlining: Vec::new(),
+        records: Vec::new(),
     };
     l.bind_params(f.sig.ident.span());
     l.block_stmts(&f.block.stmts, false);
+    l.records
 }
 
 /// The lowering state of one kernel body.
@@ -45,6 +64,19 @@ struct Lowerer<'a, 'c> {
     scopes: Vec<HashMap<String, Option<ValueId>>>,
     /// Static rank of tensor-valued SSA values (parameters and row views).
     ranks: HashMap<ValueId, u8>,
+    /// The element types that type parameters name here: the kernel's own, or inside a
+    /// helper, the helper's (bound per call once types are known).
+    elems: HashMap<String, Elem>,
+    /// The helpers callable here, by the path written (the kernel's, or inside a helper,
+    /// the helper's own).
+    helpers: Vec<(String, Bundle)>,
+    /// Whether the kernel's helpers are not collected yet (the first expansion of a kernel
+    /// that calls some): their calls are then silent unknowns.
+    pending: bool,
+    /// The helpers being inlined, outermost first (their identities).
+    inlining: Vec<String>,
+    /// One record per inlined call.
+    records: Vec<CallRecord>,
 }
 
 /// The name, generic arguments and name span of a called path with one segment.
@@ -185,6 +217,18 @@ impl Lowerer<'_, '_> {
             };
             self.bind(&p.name, v);
         }
+    }
+
+    /// The element type `ty` names here: a type parameter in scope or a concrete type
+    /// (`bool` only where `bool` is allowed).
+    fn elem_of(&self, ty: &syn::Type, bool_ok: bool) -> Option<Elem> {
+        let syn::Type::Path(p) = ty else { return None };
+        let id = p.path.get_ident()?.to_string();
+        if let Some(e) = self.elems.get(&id) {
+            return Some(e.clone());
+        }
+        let d = DType::parse(&id)?;
+        (d != DType::F64 && (bool_ok || d != DType::Bool)).then_some(Elem::Concrete(d))
     }
 
     /// Pushes an op with one result at `span`.

@@ -3,11 +3,10 @@
 
 use super::extents::EXTENT_HELP;
 use super::Lowerer;
-use crate::parse::signature::parse_elem;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Expr, GenericArgument, Ident};
-use tilekit_ir::{DType, Dim, Elem, TuneValue};
+use tilekit_ir::{Dim, Elem, TuneValue};
 
 /// The value of an integer literal, through parentheses.
 fn int_literal(e: &Expr) -> Option<i64> {
@@ -73,18 +72,8 @@ impl Lowerer<'_, '_> {
 
     /// An element type given as a generic argument (`zeros::<f32, ..>()`).
     pub(super) fn generic_elem(&mut self, g: &GenericArgument) -> Option<Elem> {
-        let generics: Vec<Ident> = self
-            .b
-            .kernel_mut()
-            .generics
-            .iter()
-            .map(|g| Ident::new(g, Span::call_site()))
-            .collect();
         let parsed = match g {
-            GenericArgument::Type(t) => parse_elem(t, &generics).or_else(|| match t {
-                syn::Type::Path(p) if p.path.is_ident("bool") => Some(Elem::Concrete(DType::Bool)),
-                _ => None,
-            }),
+            GenericArgument::Type(t) => self.elem_of(t, true),
             _ => None,
         };
         if parsed.is_none() {

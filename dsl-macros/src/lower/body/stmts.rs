@@ -2,6 +2,7 @@
 //! and expressions in statement position (with the errors for unsupported statements).
 
 use super::{fn_name, strip, Lowerer};
+use crate::tile_fn::calls::helper_path;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::{Expr, Pat, Stmt};
@@ -78,6 +79,14 @@ impl Lowerer<'_, '_> {
                 self.expr(init);
             }
             Pat::Tuple(pt) => {
+                if let Expr::Call(c) = strip(init) {
+                    if let Some(path) =
+                        helper_path(&c.func).filter(|p| self.pending || self.is_helper(p))
+                    {
+                        self.bind_helper_tuple(pt, c, path);
+                        return;
+                    }
+                }
                 let Expr::Tuple(et) = strip(init) else {
                     self.cx.error(
                         init.span(),

@@ -18,6 +18,7 @@ mod slice;
 
 use super::{fn_name, Lowerer};
 use crate::lower::INDEX_METHOD;
+use crate::tile_fn::calls::helper_path;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::GenericArgument;
@@ -220,6 +221,17 @@ fn ops_help() -> String {
 impl Lowerer<'_, '_> {
     /// A tile operation written as a call, lowered through [`CALLS`].
     pub(super) fn call(&mut self, c: &syn::ExprCall) -> Option<ValueId> {
+        if let Some(path) = helper_path(&c.func) {
+            if self.is_helper(path) {
+                return self.helper_value(c, path);
+            }
+            if self.pending {
+                for a in &c.args {
+                    self.expr(a);
+                }
+                return None;
+            }
+        }
         let Some((name, generics, nspan)) = fn_name(&c.func) else {
             self.cx.error(
                 c.func.span(),
