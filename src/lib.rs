@@ -87,9 +87,39 @@ pub use tilekit_ir::Config;
 pub use tilekit_macros::__tile_fn_chain;
 pub use tilekit_macros::{constraint, cost, kernel, shapes, tile_fn, tune};
 pub use tilekit_runtime::{
-    launch, launch_with, Arg, Element, Float, KernelSpec, LaunchError, ReadTensor, Runtime, Tensor,
-    Tensor1, Tensor2, Tensor3, TensorError, TensorMut, TensorRef, WriteTensor,
+    launch, launch_with, time_median, Arg, Element, Float, KernelSpec, LaunchError, ReadTensor,
+    Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorError, TensorMut, TensorRef, TimingError,
+    WriteTensor,
 };
+
+/// The tuner (feature `tune`): tuning a kernel from code, the tuning cache, and
+/// [`cli_main`]'s command line (`tilekit_tuner`).
+#[cfg(feature = "tune")]
+pub use tilekit_tuner as tuner;
+
+/// Your binary as a `tilekit` command line over your kernels (feature `tune`): `tune`,
+/// `bench`, `show --stage`, `list`, `cache`, `devices`. Call it first in `main`; tuning runs
+/// workers of this same binary. See [`tilekit_tuner::cli::cli_main`].
+///
+/// ```no_run
+/// use tilekit::prelude::*;
+///
+/// #[kernel(grid = [cdiv(x.len(), BLOCK)])]
+/// #[tune(BLOCK = [1024, 4096], WARPS = [4, 8])]
+/// #[shapes(x = [N], y = [N])]
+/// fn double<T: Float>(x: &Tensor1<T>, y: &mut Tensor1<T>) {
+///     let offs = program_id(0) * BLOCK + arange::<BLOCK>();
+///     let mask = offs < x.len();
+///     store(y, offs, (load(x, offs, mask, 0.0).to_f32() * 2.0).cast::<T>(), mask);
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     // `my-bin tune --kernel double --shape 268435456 --dtype bf16`, `my-bin bench ..`
+///     tilekit::cli_main(&[&double::SPEC])
+/// }
+/// ```
+#[cfg(feature = "tune")]
+pub use tilekit_tuner::cli::{cli_main, cli_main_with, Catalog};
 
 /// What a kernel file needs: `use tilekit::prelude::*;`.
 pub mod prelude {

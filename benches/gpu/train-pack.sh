@@ -21,7 +21,7 @@ for line in sys.stdin:
         print(m["executable"])' \
   | while read -r exe; do cp "$exe" .gpu/tests/; done
 cargo build --release -p tilekit-benches --bin tilekit-bench
-cargo build --release -p tilekit-tuner --bin tilekit
+cargo build --release -p tilekit-cli --bin tilekit
 cp target/release/tilekit-bench target/release/tilekit .gpu/bin/
 strip .gpu/bin/* .gpu/tests/* 2>/dev/null || true
 ls -la .gpu/bin .gpu/tests

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tuner's GPU run (issue 5), on the GPU machine from the repository root, after
-#   ../shared/tools/gpu-pack -p tilekit-tests -p tilekit-benches -p tilekit-tuner
+#   ../shared/tools/gpu-pack -p tilekit-tests -p tilekit-benches -p tilekit-tuner -p tilekit-cli
 # here (and the example copied: cp target/release/examples/tune_user_kernel .gpu/bin/).
 #   bash benches/gpu/tuner-run.sh PART     (PART: tests | all | quality | triton)
 # Writes logs and JSON under $OUT (default /tmp/out).

@@ -65,7 +65,10 @@ pub fn register_kernels(specs: &[&'static KernelSpec]) {
 /// Attaches tuned configurations to a CUDA runtime.
 #[cfg(feature = "cuda")]
 fn attach(rt: &mut Runtime) {
-    let (shipped, _) = tilekit_tuner::cache::shipped::entries();
+    let (shipped, _) = tilekit_tuner::cache::shipped::entries(
+        tilekit_kernels::SHIPPED_TUNING,
+        tilekit_kernels::SHIPPED_TUNING_NAME,
+    );
     let _report = tilekit_tuner::cache::attach_tuned(rt, &shipped, &known_kernels());
 }
 

@@ -57,6 +57,12 @@ pub use ops::swiglu_bwd::swiglu_bwd;
 /// checks that every entry names a current spec hash and lies in its kernel's space.
 pub const SHIPPED_TUNING: &str = include_str!("../tuned/h100.json");
 
+/// The name [`SHIPPED_TUNING`] is reported under.
+pub const SHIPPED_TUNING_NAME: &str = "tilekit-kernels/tuned/h100.json";
+
+mod representative;
+pub use representative::REPRESENTATIVE;
+
 /// Every kernel of the library.
 pub static ALL: &[&tilekit::KernelSpec] = &[
     &softmax::SPEC,

@@ -28,6 +28,7 @@ pub mod resources;
 pub mod runtime;
 pub mod spec;
 pub mod tensor;
+pub mod timing;
 pub mod tuned;
 
 pub use cpu::{CpuOptions, ProgramSample};
@@ -50,4 +51,5 @@ pub use tensor::{
     ReadTensor, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, TensorView, WriteTensor,
 };
 pub use tilekit_ir as ir;
+pub use timing::{time_median, TimingError};
 pub use tuned::{ArgLayout, ConfigSource, LaunchQuery};

@@ -8,9 +8,12 @@
 //!   local and shared memory, and the compiled-phase constraints (`tilekit show --resources`).
 //! - [`cache`]: the tuning cache (sled on disk, validated on every read) and its lookup
 //!   layers (local, imported, shipped, default).
-//! - the `tilekit` command line: `src/bin/tilekit.rs` and `src/cli/` (built on this library).
+//! - [`cli`]: the command line as a library, [`cli::cli_main`] over any kernels (the
+//!   `tilekit` binary, package `tilekit-cli`, runs it over the kernel library; a user's binary
+//!   over its own kernels).
 
 pub mod cache;
+pub mod cli;
 pub mod resources;
 pub mod tune;
 pub mod variants;

@@ -471,7 +471,10 @@ fn layer_precedence() {
 /// stale fails here, so the file is re-tuned or pruned with the change.
 #[test]
 fn shipped_entries_match_current_kernels() {
-    let (entries, unreadable) = tilekit_tuner::cache::shipped::entries();
+    let (entries, unreadable) = tilekit_tuner::cache::shipped::entries(
+        tilekit_kernels::SHIPPED_TUNING,
+        tilekit_kernels::SHIPPED_TUNING_NAME,
+    );
     assert!(unreadable.is_empty(), "{unreadable:?}");
     for e in &entries {
         if let Err(r) = tilekit_tuner::cache::validate(e, tilekit_kernels::ALL) {

@@ -134,7 +134,10 @@ fn main() -> Result<()> {
     let rt = match Runtime::cuda(0) {
         Ok(mut rt) => {
             // Tuned configurations: this machine's tuning cache, then the shipped results.
-            let (shipped, _) = tilekit_tuner::cache::shipped::entries();
+            let (shipped, _) = tilekit_tuner::cache::shipped::entries(
+                tilekit_kernels::SHIPPED_TUNING,
+                tilekit_kernels::SHIPPED_TUNING_NAME,
+            );
             let report =
                 tilekit_tuner::cache::attach_tuned(&mut rt, &shipped, tilekit_kernels::ALL);
             println!("tuned configurations: {report}");

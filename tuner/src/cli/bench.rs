@@ -22,6 +22,11 @@
 
 use super::roofline::{Point, Roofline};
 use super::table::Table;
+use crate::cache::{GpuId, TuneCache, TunedConfigs};
+use crate::tune::data::ArgSet;
+use crate::tune::eliminate::median;
+use crate::tune::session::Session;
+use crate::tune::{fresh_seed, TuneProblem};
 use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -32,11 +37,6 @@ use std::sync::Arc;
 use tilekit_ir::Config;
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::{chosen_config, KernelSpec, Runtime};
-use tilekit_tuner::cache::{shipped, GpuId, TuneCache, TunedConfigs};
-use tilekit_tuner::tune::data::ArgSet;
-use tilekit_tuner::tune::eliminate::median;
-use tilekit_tuner::tune::session::Session;
-use tilekit_tuner::tune::{fresh_seed, TuneProblem};
 
 /// Arguments of `tilekit bench`.
 #[derive(Args, Debug)]
@@ -115,7 +115,7 @@ pub fn plan(args: &BenchArgs) -> anyhow::Result<Plan> {
     let mut given = Vec::new();
     for s in &args.config {
         let c = super::show::parse_config(kernel, Some(s))?;
-        tilekit_tuner::cache::shape_check(kernel, &c, &problem.dims)
+        crate::cache::shape_check(kernel, &c, &problem.dims)
             .map_err(|e| anyhow::anyhow!("`--config {s}` cannot run on {problem}: {e}"))?;
         given.push(c);
     }
@@ -477,12 +477,16 @@ pub fn run(
 
     // The tuned configurations: the cache's layers as the source of a second handle of the
     // same device (`attach_tuned_from`, keeping the layers to name the one that answered).
-    let (shipped_entries, unreadable) = shipped::entries();
+    let (shipped_entries, unreadable) = super::catalog().shipped_entries();
     for r in &unreadable {
         eprintln!("tilekit bench: shipped tuning entry ignored: {r}");
     }
-    let (source, mut attach) =
-        TunedConfigs::load(cache, &shipped_entries, tilekit_kernels::ALL, gpu.clone());
+    let (source, mut attach) = TunedConfigs::load(
+        cache,
+        &shipped_entries,
+        super::catalog().kernels(),
+        gpu.clone(),
+    );
     let layers = source.layers.clone();
     let mut tuned_rt = rt.clone();
     tuned_rt.set_config_source(Some(Arc::new(source)));
@@ -733,6 +737,7 @@ mod tests {
 
     #[test]
     fn plan_checks_arguments_without_a_gpu() {
+        crate::cli::catalog::install(crate::cli::Catalog::new(tilekit_kernels::ALL));
         let args = |extra: &[&str]| {
             use clap::Parser;
             #[derive(Parser)]

@@ -1,12 +1,12 @@
 //! `tilekit cache`: show, export, import, merge, clear.
 
 use super::table::Table;
+use crate::cache::{validate, ImportAction, ImportMode, Reject, TuneCache};
 use clap::Subcommand;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tilekit_ir::{Config, TuneValue};
-use tilekit_tuner::cache::{validate, ImportAction, ImportMode, Reject, TuneCache};
 
 /// What to do with the tuning cache.
 #[derive(Subcommand, Debug)]
@@ -73,7 +73,7 @@ fn show(cache: &TuneCache, cache_path: Option<&Path>, json_out: bool) -> anyhow:
     let (entries, rejected) = cache.read_entries()?;
     let mut rows = Vec::new();
     for e in &entries {
-        let status = match validate(e, tilekit_kernels::ALL) {
+        let status = match validate(e, super::catalog().kernels()) {
             Ok(_) => "ok".to_string(),
             Err(Reject::UnknownKernel(_)) => {
                 "not a library kernel (checked when its program reads it)".into()
@@ -134,7 +134,7 @@ fn show(cache: &TuneCache, cache_path: Option<&Path>, json_out: bool) -> anyhow:
 /// `import` / `merge`: every entry is checked against the library's kernels; each refused
 /// one is reported (and makes the exit status 1), each kept stored entry is said with why.
 fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<ExitCode> {
-    let report = cache.import(file, mode, tilekit_kernels::ALL)?;
+    let report = cache.import(file, mode, super::catalog().kernels())?;
     let mut refused = 0;
     for o in &report.outcomes {
         match &o.action {

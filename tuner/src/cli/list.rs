@@ -29,7 +29,7 @@ fn valid_counts(kernel: &Kernel) -> Vec<(Target, usize)> {
                 .filter(|c| {
                     bindings
                         .iter()
-                        .any(|b| tilekit_tuner::target_check(kernel, c, b, t).is_ok())
+                        .any(|b| crate::target_check(kernel, c, b, t).is_ok())
                 })
                 .count();
             (t, n)
@@ -110,7 +110,7 @@ fn scalar_inputs(k: &tilekit_ir::Kernel) -> Vec<String> {
 
 pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
     let mut kernels = Vec::new();
-    for spec in tilekit_kernels::ALL {
+    for spec in super::catalog().kernels() {
         kernels.push((*spec, spec.kernel()?));
     }
     if json_out {

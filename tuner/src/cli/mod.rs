@@ -1,7 +1,19 @@
-//! The `tilekit` command line, built on `tilekit_tuner`'s library API.
+//! The `tilekit` command line as a library: [`cli_main`] gives any binary the commands
+//! `list`, `show`, `cache`, `devices`, `tune` and `bench` over the kernels it names (the
+//! `tilekit` binary of the `tilekit-cli` package names the kernel library; a user's binary
+//! names its own kernels, and tuning runs workers of that same binary: no second program).
 //!
 //! `list`, `show` and `cache` work without a GPU; `devices` reports what it finds; `tune`
 //! and `bench` need a CUDA GPU and say so clearly when there is none.
+//!
+//! ```no_run
+//! // A user's `main` (with `tilekit = { features = ["tune"] }`, `tilekit::cli_main`):
+//! # mod my_kernel { pub static SPEC: tilekit_runtime::KernelSpec =
+//! #     tilekit_runtime::KernelSpec::new("k", "{}", "", "", 0); }
+//! fn main() -> std::process::ExitCode {
+//!     tilekit_tuner::cli::cli_main(&[&my_kernel::SPEC])
+//! }
+//! ```
 
 /// `print!` to standard output that ends the process quietly when the reader has gone
 /// (`tilekit list | head -1`), as `print!` would panic there.
@@ -33,14 +45,23 @@ mod show;
 mod table;
 mod tune;
 
-use clap::{Parser, Subcommand};
+mod catalog;
+
+pub(crate) use catalog::catalog;
+pub use catalog::Catalog;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// tilekit: tile-level GPU kernels with an autotuner.
 #[derive(Parser, Debug)]
-#[command(name = "tilekit", version, about, after_help = paths::ENV_HELP)]
-pub struct Cli {
+#[command(
+    name = "tilekit",
+    version,
+    about = "tilekit: tile-level GPU kernels with an autotuner. List, inspect, tune and time this program's kernels.",
+    after_help = paths::ENV_HELP
+)]
+pub(crate) struct Cli {
     /// The tuning cache (a sled directory); default `$TILEKIT_TUNE_CACHE`, else
     /// `<data dir>/tilekit/tune.sled` (`$TILEKIT_CACHE_DIR` moves only the CUBIN cache).
     #[arg(long, global = true, value_name = "DIR")]
@@ -59,8 +80,8 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Subcommand, Debug)]
-pub enum Command {
-    /// The library's kernels: tuning spaces, problem dimensions, constraints and phases.
+pub(crate) enum Command {
+    /// The kernels of this program: tuning spaces, problem dimensions, constraints and phases.
     List {
         /// Print JSON.
         #[arg(long)]
@@ -83,12 +104,33 @@ pub enum Command {
     Bench(bench::BenchArgs),
 }
 
-/// Parses the command line, runs it, and maps errors to exit codes (1: failed, 2: usage
-/// or no GPU, as printed).
-pub fn main() -> ExitCode {
-    // Started as a tuning worker by `tilekit tune`: serve and exit.
-    tilekit_tuner::tune::worker_main(tilekit_kernels::ALL);
-    let cli = Cli::parse();
+/// The command line over `kernels` (no shipped tuning layer, no representative problems:
+/// `tune` needs `--kernel` and `--shape`): parses the process's arguments, runs the command,
+/// and maps errors to exit codes (0: done, 1: failed, 2: usage or no GPU, as printed).
+/// Call it first in `main`: when `tilekit tune` starts this binary as a tuning worker, it
+/// serves and exits here.
+pub fn cli_main(kernels: &[&'static tilekit_runtime::KernelSpec]) -> ExitCode {
+    cli_main_with(Catalog::new(kernels))
+}
+
+/// [`cli_main`] with a full [`Catalog`] (what the `tilekit` binary passes for the kernel
+/// library: its shipped tuning layer and the problems of `tune --all`).
+pub fn cli_main_with(catalog: Catalog) -> ExitCode {
+    let catalog = catalog::install(catalog);
+    // Started as a tuning worker by `tune`: serve and exit.
+    crate::tune::worker_main(catalog.kernels());
+    let program = std::env::args_os()
+        .next()
+        .as_deref()
+        .and_then(|p| std::path::Path::new(p).file_stem())
+        .and_then(|s| s.to_str())
+        .unwrap_or("tilekit")
+        .to_string();
+    let matches = Cli::command().bin_name(program).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     install_logging(cli.quiet, cli.verbose);
     let cache_path = cli.cache_path.clone();
     let result = match cli.command {
@@ -111,7 +153,7 @@ pub fn main() -> ExitCode {
 /// An error and its causes, joined by `: ` as `{:#}` would, but each text once: a cause
 /// whose text the message already holds (a message that embeds its source, as many
 /// `thiserror` messages do) is not repeated.
-pub fn error_chain(e: &anyhow::Error) -> String {
+pub(crate) fn error_chain(e: &anyhow::Error) -> String {
     let mut out = e.to_string();
     for cause in e.chain().skip(1) {
         let text = cause.to_string();
@@ -125,7 +167,7 @@ pub fn error_chain(e: &anyhow::Error) -> String {
 
 /// Writes to standard output; a reader that has gone (broken pipe) ends the process
 /// quietly with status 0, any other failure with a message and status 1.
-pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
     if let Err(e) = std::io::stdout().lock().write_fmt(args) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -167,14 +209,18 @@ fn install_logging(quiet: bool, verbose: u8) {
         .try_init();
 }
 
-/// A library kernel by name, or an error listing the names.
-pub fn find_kernel(name: &str) -> anyhow::Result<&'static tilekit_runtime::KernelSpec> {
-    tilekit_kernels::ALL
+/// A kernel of the catalog by name, or an error listing the names.
+pub(crate) fn find_kernel(name: &str) -> anyhow::Result<&'static tilekit_runtime::KernelSpec> {
+    let kernels = catalog().kernels();
+    kernels
         .iter()
         .copied()
         .find(|s| s.name == name)
         .ok_or_else(|| {
-            let names: Vec<&str> = tilekit_kernels::ALL.iter().map(|s| s.name).collect();
-            anyhow::anyhow!("no library kernel `{name}` (kernels: {})", names.join(", "))
+            let names: Vec<&str> = kernels.iter().map(|s| s.name).collect();
+            anyhow::anyhow!(
+                "no kernel `{name}` in this program (kernels: {})",
+                names.join(", ")
+            )
         })
 }

@@ -1,10 +1,10 @@
 //! Where tilekit keeps things on disk, and the environment variables that move them: the
 //! tuning cache and the compiled-kernel cache are separate, and so are their variables.
 
+use crate::cache::store::ENV_VAR as TUNE_CACHE_VAR;
+use crate::cache::TuneCache;
 use std::path::{Path, PathBuf};
 use tilekit_runtime::cuda::CACHE_DIR_VAR;
-use tilekit_tuner::cache::store::ENV_VAR as TUNE_CACHE_VAR;
-use tilekit_tuner::cache::TuneCache;
 
 /// The environment section of `tilekit --help`.
 pub const ENV_HELP: &str = "\

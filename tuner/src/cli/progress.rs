@@ -1,8 +1,8 @@
 //! Progress bars (indicatif) for long steps: one bar over the jobs of a command, one over
 //! the current phase of a tune. Hidden when output is JSON or not a terminal.
 
+use crate::tune::Event;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tilekit_tuner::tune::Event;
 
 /// The bars of one command.
 pub struct Bars {

@@ -4,14 +4,14 @@
 
 use super::show::ShowArgs;
 use super::table::Table;
+use crate::resources::{compile_resources, CompiledResources};
+use crate::{valid_variants, VariantKey};
 use rayon::prelude::*;
 use serde_json::json;
 use std::process::ExitCode;
 use tilekit_codegen::Target;
 use tilekit_ir::{Bindings, Config, Kernel};
 use tilekit_runtime::KernelSpec;
-use tilekit_tuner::resources::{compile_resources, CompiledResources};
-use tilekit_tuner::{valid_variants, VariantKey};
 
 /// The variants `--resources` compiles: the `--config` one, or every valid configuration
 /// for the element types, target and alignment asked for.

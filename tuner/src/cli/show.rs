@@ -111,7 +111,7 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     if args.resources {
         let one = args.config.is_some().then(|| config.clone());
         if let Some(c) = &one {
-            if let Err(why) = tilekit_tuner::target_check(kernel, c, &bindings, target) {
+            if let Err(why) = crate::target_check(kernel, c, &bindings, target) {
                 anyhow::bail!(
                     "{} [{c}] is not a valid variant for {}: {why}",
                     spec.name,
@@ -121,7 +121,7 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
         }
         return super::resources::run(args, spec, kernel, one, &bindings, target);
     }
-    if let Err(why) = tilekit_tuner::target_check(kernel, &config, &bindings, target) {
+    if let Err(why) = crate::target_check(kernel, &config, &bindings, target) {
         anyhow::bail!(
             "{} [{config}] is not a valid variant for {}: {why}",
             spec.name,

@@ -3,49 +3,13 @@
 
 use super::progress::Bars;
 use super::table::Table;
+use crate::cache::{CacheKey, GpuId, Origin, TuneCache};
+use crate::tune::{tune, Isolation, Outcome, TuneOptions, TuneProblem, TuneReport, WorkerExe};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tilekit_runtime::{KernelSpec, Runtime};
-use tilekit_tuner::cache::{CacheKey, GpuId, Origin, TuneCache};
-use tilekit_tuner::tune::{
-    tune, Isolation, Outcome, TuneOptions, TuneProblem, TuneReport, WorkerExe,
-};
-
-/// Every library kernel's representative problems: `(kernel, shape, element type)`.
-pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
-    ("softmax", "32768x4096", "bf16"),
-    ("softmax", "32768x4096", "f32"),
-    ("rmsnorm", "32768x4096", "bf16"),
-    ("rmsnorm", "32768x4096", "f32"),
-    ("scale_chain", "268435456", "f32"),
-    ("matmul", "4096x4096x4096", "bf16"),
-    ("log_softmax", "4096x50257", "bf16"),
-    ("log_softmax", "32768x4096", "bf16"),
-    ("softmax_online", "4096x50257", "bf16"),
-    ("softmax_bwd", "32768x4096", "bf16"),
-    ("softmax_bwd", "4096x50257", "bf16"),
-    ("log_softmax_bwd", "4096x50257", "bf16"),
-    ("rmsnorm_residual", "32768x4096", "bf16"),
-    ("rmsnorm_bwd", "32768x4096x528", "bf16"),
-    ("layernorm", "32768x4096", "bf16"),
-    ("layernorm", "32768x4096", "f32"),
-    ("layernorm_bwd", "32768x4096x528", "bf16"),
-    ("partial_sum", "528x4096", "bf16"),
-    ("cross_entropy", "8192x50304", "bf16"),
-    ("cross_entropy_inplace", "8192x50304", "bf16"),
-    ("swiglu", "16384x11008", "bf16"),
-    ("swiglu_bwd", "16384x11008", "bf16"),
-    ("gelu", "16384x11008", "bf16"),
-    ("gelu_bwd", "16384x11008", "bf16"),
-    ("bias_gelu", "16384x11008", "bf16"),
-    ("silu", "16384x11008", "bf16"),
-    ("silu_bwd", "16384x11008", "bf16"),
-    ("bias_add", "16384x11008", "bf16"),
-    ("residual_add", "16384x11008", "bf16"),
-    ("scale", "16384x11008", "bf16"),
-];
 
 /// Arguments of `tilekit tune`.
 #[derive(Args, Debug)]
@@ -115,7 +79,13 @@ fn problem(
 pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<ExitCode> {
     let mut jobs: Vec<(&'static KernelSpec, TuneProblem)> = Vec::new();
     if args.all {
-        for (k, shape, dtype) in REPRESENTATIVE {
+        if super::catalog().representative().is_empty() {
+            anyhow::bail!(
+                "`--all`: this program declares no representative problems \
+                 (Catalog::with_representative); tune one with --kernel and --shape"
+            );
+        }
+        for (k, shape, dtype) in super::catalog().representative() {
             if args.kernel.as_deref().is_some_and(|only| only != *k) {
                 continue;
             }

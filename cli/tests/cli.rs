@@ -81,7 +81,7 @@ fn show_prints_a_variant_or_the_ir() {
     );
     fails_with(
         tilekit(dir.path()).args(["show", "nope"]),
-        "no library kernel `nope`",
+        "no kernel `nope`",
     );
 }
 
@@ -374,7 +374,7 @@ fn tune_and_bench_need_a_gpu() {
     }
     fails_with(
         tilekit(dir.path()).args(["tune", "--kernel", "nope", "--shape", "8"]),
-        "no library kernel `nope`",
+        "no kernel `nope`",
     );
 }
 
@@ -385,7 +385,7 @@ fn bench_checks_its_arguments_then_needs_a_gpu() {
     // Arguments are checked before a GPU is looked for: these fail with 1 everywhere.
     fails_with(
         tilekit(dir.path()).args(["bench", "--kernel", "nope", "--shape", "64x64"]),
-        "no library kernel `nope` (kernels: softmax",
+        "no kernel `nope` in this program (kernels: softmax",
     );
     tilekit(dir.path())
         .args(["bench", "--kernel", "nope", "--shape", "64x64"])

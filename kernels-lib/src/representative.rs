@@ -1,0 +1,37 @@
+//! The problems `tilekit tune --all` tunes for the library.
+
+/// Every library kernel's representative problems, what `tilekit tune --all` tunes and the
+/// shipped layer holds: `(kernel, shape, element type)`, as `tilekit tune --kernel K --shape S
+/// --dtype D` takes them.
+pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
+    ("softmax", "32768x4096", "bf16"),
+    ("softmax", "32768x4096", "f32"),
+    ("rmsnorm", "32768x4096", "bf16"),
+    ("rmsnorm", "32768x4096", "f32"),
+    ("scale_chain", "268435456", "f32"),
+    ("matmul", "4096x4096x4096", "bf16"),
+    ("log_softmax", "4096x50257", "bf16"),
+    ("log_softmax", "32768x4096", "bf16"),
+    ("softmax_online", "4096x50257", "bf16"),
+    ("softmax_bwd", "32768x4096", "bf16"),
+    ("softmax_bwd", "4096x50257", "bf16"),
+    ("log_softmax_bwd", "4096x50257", "bf16"),
+    ("rmsnorm_residual", "32768x4096", "bf16"),
+    ("rmsnorm_bwd", "32768x4096x528", "bf16"),
+    ("layernorm", "32768x4096", "bf16"),
+    ("layernorm", "32768x4096", "f32"),
+    ("layernorm_bwd", "32768x4096x528", "bf16"),
+    ("partial_sum", "528x4096", "bf16"),
+    ("cross_entropy", "8192x50304", "bf16"),
+    ("cross_entropy_inplace", "8192x50304", "bf16"),
+    ("swiglu", "16384x11008", "bf16"),
+    ("swiglu_bwd", "16384x11008", "bf16"),
+    ("gelu", "16384x11008", "bf16"),
+    ("gelu_bwd", "16384x11008", "bf16"),
+    ("bias_gelu", "16384x11008", "bf16"),
+    ("silu", "16384x11008", "bf16"),
+    ("silu_bwd", "16384x11008", "bf16"),
+    ("bias_add", "16384x11008", "bf16"),
+    ("residual_add", "16384x11008", "bf16"),
+    ("scale", "16384x11008", "bf16"),
+];
