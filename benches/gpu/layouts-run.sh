@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
 # after `../shared/tools/gpu-pack` here. Usage: bash benches/gpu/layouts-run.sh PART
-#   PART: matmul-tests | user2d-tests | sass | bench | peers | regress | sanitize | ab |
-#         tune-matmul | tune-all |
+#   PART: matmul-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
+#         regress | sanitize | ab | tune-matmul | tune-all |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
@@ -93,6 +93,22 @@ tune-matmul)
   e=$(python3 benches/gpu/winner.py "$OUT/q_matmul_exhaustive.json")
   echo "adaptive pick: $a; exhaustive best: $e"
   t $TK bench --kernel matmul --shape 4096x4096x4096 --dtype bf16 --config "$a" --config "$e" --out "$OUT/q_matmul_retime.json" 2>&1 | tail -n 12
+  ;;
+more-tests)
+  # Everything else with GPU tests: attention (accumulator layouts), views, stencil, the
+  # tuner's GPU tests.
+  for b in .gpu/tests/attention-* .gpu/tests/gpu_views-* .gpu/tests/stencil-* .gpu/tests/tune_gpu-*; do
+    [ -x "$b" ] || continue
+    t "$b" --ignored --test-threads=1 2>&1 | tail -n 25 | tee -a "$OUT/more-tests.log"
+  done
+  ;;
+user-cli)
+  # A user's binary (tests/src/bin/my_kernels.rs, `tilekit::cli_main`) tuning and timing its
+  # own kernel on the GPU, workers being that same binary.
+  export TILEKIT_TUNE_CACHE=/tmp/tune-user.sled
+  rm -rf /tmp/tune-user.sled
+  t .gpu/bin/my-kernels tune --kernel double --shape 268435456 --dtype bf16 --out "$OUT/user_cli_tune.json" 2>&1 | tail -n 12 | tee -a "$OUT/user-cli.log"
+  t .gpu/bin/my-kernels bench --kernel double --shape 268435456 --dtype bf16 --out "$OUT/user_cli_bench.json" 2>&1 | tail -n 12 | tee -a "$OUT/user-cli.log"
   ;;
 tune-all)
   TK=.gpu/bin/tilekit
