@@ -69,6 +69,7 @@ pub(crate) fn layout_name(l: Layout) -> String {
     match l {
         Layout::Acc(k) => format!("TK_ACC{k}"),
         Layout::Ring(r) => format!("TK_RING{r}"),
+        Layout::Slice { acc, axis } => format!("TK_SLICE{acc}_{axis}"),
         Layout::Uniform | Layout::Blocked => "TK_L".to_string(),
     }
 }
@@ -209,16 +210,31 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
             "/// acc{k}: the [{}, {}] accumulator of the dot at line {}: mma.sync fragments when a warp arrangement fits, else TK_L.",
             acc.m, acc.n, acc.line
         ));
+        // The `rows` policy is a trailing template argument, so other accumulators'
+        // text (and their templates' hashes in the tuning-cache key) stay as they were.
+        let policy = if acc.rows { ", 1" } else { "" };
         w.line(&format!(
-            "using TK_ACC{k} = typename tk::acc_layout<{}, {}, TK_THREADS / 32, TK_L>::type;",
+            "using TK_ACC{k} = typename tk::acc_layout<{}, {}, TK_THREADS / 32, TK_L{policy}>::type;",
             dim_expr(&acc.m),
             dim_expr(&acc.n)
         ));
         w.line(&format!(
-            "using TK_GRID{k} = tk::mma_grid<{}, {}, TK_THREADS / 32>;",
+            "using TK_GRID{k} = tk::mma_grid<{}, {}, TK_THREADS / 32{policy}>;",
             dim_expr(&acc.m),
             dim_expr(&acc.n)
         ));
+    }
+    for sl in e.layouts.slices() {
+        if let Layout::Slice { acc, axis } = sl {
+            w.line(&format!(
+                "/// {sl}: one value per {} of acc{acc} in the registers of the threads holding it (tk::acc_slice), else TK_L.",
+                if axis == 1 { "row" } else { "column" }
+            ));
+            w.line(&format!(
+                "using {} = typename tk::slice_layout<TK_ACC{acc}, {axis}, TK_L>::type;",
+                layout_name(sl)
+            ));
+        }
     }
     for (r, ring) in e.layouts.rings.iter().enumerate() {
         w.line(&format!(

@@ -169,6 +169,15 @@ impl<'k> Emitter<'k> {
             }
         ));
         let name = self.define_typed(r)?;
+        if let Layout::Acc(k) = self.layout(a) {
+            self.w.line(&format!(
+                "// A is acc{k}'s registers where both accumulators keep whole rows per warp (only B is staged), else staged too"
+            ));
+            self.w.line(&format!(
+                "const auto {name} = tk::dot_acc_a<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
+            ));
+            return Ok(());
+        }
         self.w.line(&format!(
             "const auto {name} = tk::dot_regs<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
         ));

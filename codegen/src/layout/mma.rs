@@ -19,6 +19,23 @@ pub struct WarpGrid {
 /// assert_eq!(warp_grid(128, 256, 8), Some(WarpGrid { wm: 2, wn: 4 }));
 /// ```
 pub fn warp_grid(bm: u64, bn: u64, warps: u32) -> Option<WarpGrid> {
+    pick(bm, bn, warps, |tm, tn, _| tm.abs_diff(tn))
+}
+
+/// The `rows` policy (`tk::mma_grid<BM, BN, WARPS, 1>`): the most warps along M that fit
+/// (same constraints as [`warp_grid`]), so a warp owns whole rows where `wm` = `warps`.
+///
+/// ```
+/// use tilekit_codegen::layout::{warp_grid_rows, WarpGrid};
+/// assert_eq!(warp_grid_rows(64, 64, 4), Some(WarpGrid { wm: 4, wn: 1 }));
+/// assert_eq!(warp_grid_rows(64, 64, 8), Some(WarpGrid { wm: 4, wn: 2 }));
+/// ```
+pub fn warp_grid_rows(bm: u64, bn: u64, warps: u32) -> Option<WarpGrid> {
+    pick(bm, bn, warps, |_, _, wm| u64::from(u32::MAX - wm))
+}
+
+/// The arrangement with the lowest `score(tm, tn, wm)` (ties: the first, i.e. taller).
+fn pick(bm: u64, bn: u64, warps: u32, score: impl Fn(u64, u64, u32) -> u64) -> Option<WarpGrid> {
     let mut best: Option<(WarpGrid, u64)> = None;
     let mut wm = 1u32;
     while wm <= warps {
@@ -27,7 +44,7 @@ pub fn warp_grid(bm: u64, bn: u64, warps: u32) -> Option<WarpGrid> {
             if bm.is_multiple_of(16 * u64::from(wm)) && bn.is_multiple_of(16 * u64::from(wn)) {
                 let (tm, tn) = (bm / u64::from(wm), bn / u64::from(wn));
                 if (tm / 16) * (tn / 8) * 4 <= 128 {
-                    let score = tm.abs_diff(tn);
+                    let score = score(tm, tn, wm);
                     if best.is_none_or(|(_, s)| score < s) {
                         best = Some((WarpGrid { wm, wn }, score));
                     }

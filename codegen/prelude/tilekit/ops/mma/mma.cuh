@@ -13,6 +13,14 @@
 // `dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b)`: the same with register operands of any
 // layout, staged into KIND-layout tiles first. Shared memory: the two tiles' BYTES. Ends
 // with a barrier.
+//
+// `dot_acc_a<TF32, KIND>(a, b, acc, smem_a, smem_b)`: the same where `a` is itself a dot's
+// accumulator (cast to bf16/f16: attention's P in O += P V). When both accumulators are
+// `mma_acc` with whole rows per warp (WN == 1) and the same warps along M, each warp's A
+// fragments are its own P registers: the C fragments of n8 tiles 2k and 2k + 1 form the
+// m16k16 A fragment of step k (registers {c0, c1} -> a0, {c2, c3} -> a1 of tile 2k, and
+// a2, a3 of tile 2k + 1, each pair packed into one 32-bit register), so only `b` is
+// staged (smem_b). Otherwise it is `dot_regs`.
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/smem.cuh"
@@ -208,6 +216,70 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_regs(const rt<T, shape<M, K>, LA>& a, co
     const auto r = mma_dot<TF32>(sa, sb, acc);
     sync();
     return r;
+}
+
+namespace detail {
+/// Two 16-bit floats as one 32-bit register, `lo` in the low half (mma operand order).
+template <class T> TK_DEVICE unsigned pack2(T lo, T hi) {
+    if constexpr (is_same<T, __nv_bfloat16>::value)
+        return (unsigned)__bfloat16_as_ushort(lo) | ((unsigned)__bfloat16_as_ushort(hi) << 16);
+    else return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+
+/// True when `dot_acc_a` takes A from the registers of an LA-layout [M, K] accumulator
+/// into an L-layout [M, N] one (see the header comment).
+template <class T, long long K, class LA, class L> TK_HD bool a_from_acc() {
+    if constexpr (is_mma_acc<LA>::value && is_mma_acc<L>::value &&
+                  (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value)) {
+        using GA = typename LA::grid;
+        using G = typename L::grid;
+        return GA::WN == 1 && G::WN == 1 && GA::WM == G::WM && GA::WTM == G::WTM && K % 16 == 0;
+    } else {
+        return false;
+    }
+}
+} // namespace detail
+
+/// acc + a @ b where `a` is an accumulator-layout tile (see the header comment).
+template <bool TF32, int KIND, class T, long long M, long long K, long long N, class LA, class LB, class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, const rt<T, shape<K, N>, LB>& b,
+                                               const rt<float, shape<M, N>, L>& acc, char* smem_a, char* smem_b) {
+    if constexpr (detail::a_from_acc<T, K, LA, L>()) {
+        using GA = typename LA::grid;
+        using G = typename L::grid;
+        using SB = stile<T, K, N, KIND>;
+        const SB sb{smem_b};
+        stage_tile(sb, b);
+        sync();
+        rt<float, shape<M, N>, L> r = acc;
+        const int l = thread_rank() & 31;
+        const unsigned bb = smem_addr(sb.base);
+#pragma unroll
+        for (int kk = 0; kk < (int)(K / 16); ++kk) {
+            unsigned af[G::MI][4];
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i) {
+                const int s0 = (i * GA::NJ + 2 * kk) * 4, s1 = s0 + 4;
+                af[i][0] = detail::pack2(a.v[s0], a.v[s0 + 1]);
+                af[i][1] = detail::pack2(a.v[s0 + 2], a.v[s0 + 3]);
+                af[i][2] = detail::pack2(a.v[s1], a.v[s1 + 1]);
+                af[i][3] = detail::pack2(a.v[s1 + 2], a.v[s1 + 3]);
+            }
+            unsigned bf[G::NJ / 2][4];
+#pragma unroll
+            for (int j = 0; j < G::NJ / 2; ++j)
+                detail::ldsm_x4_trans(bf[j], bb + SB::offset(kk * 16 + (l & 7) + ((l >> 3) & 1) * 8, (j * 16 + (l >> 4) * 8) * 2));
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < G::NJ; ++j)
+                    detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[i], bf[j / 2][(j & 1) * 2], bf[j / 2][(j & 1) * 2 + 1]);
+        }
+        sync();
+        return r;
+    } else {
+        return dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b);
+    }
 }
 
 } // namespace tk
