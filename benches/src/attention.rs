@@ -6,9 +6,11 @@
 //! accumulator (mma.sync fragments), `max(s, 1)` / `sum(p, 1)` reduce its rows with warp
 //! shuffles into per-row slices, `s - m[:, None]` and `o * alpha[:, None]` read the
 //! slices' registers, and `dot(p.cast::<T>(), v)` takes its A operand from `p`'s
-//! registers (`tilekit show`/`dump_user ... layouts` lists each). Still through shared
-//! memory: `q` and `trans(k)` as operands of the first `dot` (staged each iteration) and
-//! `v` as the B operand of the second.
+//! registers (`dump_user attention layouts ...` lists each). The operands that do go
+//! through shared memory never pass through registers: `q` is copied once into a resident
+//! shared-memory tile, the key and value blocks go straight from global memory into
+//! STAGES-deep cp.async rings (the loop is `pipelined`), and `trans(k)` is not
+//! materialised: the first `dot` reads B from k's rows (`ldmatrix` without `.trans`).
 //!
 //! ```
 //! use tilekit::prelude::*;
@@ -27,14 +29,16 @@ use tilekit::prelude::*;
 
 /// `o = softmax(q k^T * scale) v` row by row (`q` `[M, D]`, `k` and `v` `[N, D]`, `o`
 /// `[M, D]`): the `[BM, D]` query tile at row `BM * program_id(0)` against key blocks of
-/// `BN` rows, keys past `N` masked to `-inf`.
+/// `BN` rows, keys past `N` masked to `-inf`. The output accumulator is kept at 64
+/// registers per thread or fewer (`BM * D <= 2048 * WARPS`).
 #[kernel(grid = [cdiv(q.rows(), BM)])]
-#[tune(BM = [64, 128], BN = [64, 32], D = [64, 128], WARPS = [4, 8])]
+#[tune(BM = [128, 64], BN = [64, 32], D = [64, 128], WARPS = [8, 4], STAGES = [2, 3])]
 #[constraint(q.cols() == D)]
 #[constraint(k.cols() == D)]
 #[constraint(v.cols() == D)]
 #[constraint(v.rows() == k.rows())]
 #[constraint(smem_bytes() <= max_smem())]
+#[constraint(BM * D <= 2048 * WARPS)]
 #[shapes(q = [M, D], k = [N, D], v = [N, D], o = [M, D], scale = 0.125)]
 #[cost(flops = 4 * M * N * D)]
 pub fn attention<T: Float>(
@@ -49,7 +53,7 @@ pub fn attention<T: Float>(
     let mut m = full::<f32, BM>(f32::NEG_INF);
     let mut l = zeros::<f32, BM>();
     let mut acc = zeros::<f32, BM, D>();
-    for j in (0..k.rows()).step_by(BN) {
+    for j in pipelined(0..k.rows(), BN, STAGES) {
         let kt = load_tile(k, [j, 0], [BN, D]);
         let s = dot(qt, trans(kt), zeros::<f32, BM, BN>()) * scale;
         let keys = arange::<BN>() + j;

@@ -9,7 +9,7 @@ use tilekit::{Config, Element, LaunchError};
 use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, matmul_tf32, transpose2d, ALL};
 
 mod common;
-use common::{close, random};
+use common::{close, gpu, precompile, random};
 
 fn nan<T: Element>() -> T {
     T::from_f64(f64::NAN)
@@ -189,43 +189,6 @@ fn user_kernel_variants_compile_with_nvrtc() {
 
 // ---------------------------------------------------------------------------------------
 // On a CUDA GPU, against the CPU backend.
-
-fn gpu() -> Runtime {
-    match Runtime::cuda(0) {
-        Ok(rt) => rt,
-        Err(e) => panic!("cannot open CUDA device 0: {e}"),
-    }
-}
-
-/// Compiles every configuration of `spec` for each of `dtypes`, aligned and unaligned, on
-/// 16 threads (NVRTC runs without a lock in `prepare_variant`), so the tests below time
-/// launches, not a serial compile of each variant (7 minutes for the three kernels).
-fn precompile(rt: &Runtime, spec: &tilekit::KernelSpec, dtypes: &[tilekit::ir::DType]) {
-    let mut jobs = Vec::new();
-    for cfg in configs(spec) {
-        for &d in dtypes {
-            for aligned in [true, false] {
-                let mut b = tilekit::ir::Bindings::default();
-                for g in &spec.kernel().expect("kernel").generics {
-                    b.0.insert(g.clone(), d);
-                }
-                jobs.push((cfg.clone(), b, aligned));
-            }
-        }
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..16 {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((c, b, a)) = jobs.get(i) else { break };
-                // A configuration that does not fit (a constraint, the target's limits) is
-                // reported by the launch below, with the test's shape in the message.
-                let _ = rt.prepare_variant(spec, c, b, *a);
-            });
-        }
-    });
-}
 
 /// `transpose2d` (or `copy2d`) of a random `[m, n]` tile on `rt`, into a NaN-poisoned output.
 fn run_2d<T: Float>(rt: &Runtime, cfg: &Config, m: usize, n: usize, seed: u64, t: bool) -> Vec<T> {

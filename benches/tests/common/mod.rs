@@ -1,5 +1,6 @@
 //! Helpers shared by the benches' integration tests.
 
+use tilekit::prelude::Runtime;
 use tilekit::Element;
 
 /// splitmix64 values uniform in [-scale, scale), rounded to `T`.
@@ -89,4 +90,44 @@ pub fn compile_variants(
             .flat_map(|h| h.join().expect("compile thread"))
             .collect()
     })
+}
+
+/// CUDA device 0 (GPU tests).
+#[allow(dead_code)]
+pub fn gpu() -> Runtime {
+    match Runtime::cuda(0) {
+        Ok(rt) => rt,
+        Err(e) => panic!("cannot open CUDA device 0: {e}"),
+    }
+}
+
+/// Compiles every configuration of `spec` for each of `dtypes`, aligned and unaligned, on
+/// 16 threads (NVRTC runs without a lock in `prepare_variant`), so the tests below time
+/// launches, not a serial compile of each variant (7 minutes for the three kernels).
+#[allow(dead_code)]
+pub fn precompile(rt: &Runtime, spec: &tilekit::KernelSpec, dtypes: &[tilekit::ir::DType]) {
+    let mut jobs = Vec::new();
+    for cfg in spec.space().expect("space").enumerate() {
+        for &d in dtypes {
+            for aligned in [true, false] {
+                let mut b = tilekit::ir::Bindings::default();
+                for g in &spec.kernel().expect("kernel").generics {
+                    b.0.insert(g.clone(), d);
+                }
+                jobs.push((cfg.clone(), b, aligned));
+            }
+        }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((c, b, a)) = jobs.get(i) else { break };
+                // A configuration that does not fit (a constraint, the target's limits) is
+                // reported by the launch below, with the test's shape in the message.
+                let _ = rt.prepare_variant(spec, c, b, *a);
+            });
+        }
+    });
 }

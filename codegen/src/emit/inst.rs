@@ -303,8 +303,33 @@ impl<'k> Emitter<'k> {
                 self.assign(r, &expr)
             }
             Op::Trans { x } => {
-                // [block] through a swizzled shared-memory tile of the operand's shape.
                 let r = Self::result(inst)?;
+                if self.layouts.fused_trans.contains(&r) {
+                    // Read by its dot from x's rows: nothing to compute here.
+                    if let Val::Smem { name } = self.val(*x)?.clone() {
+                        self.w.line(&format!(
+                            "// trans {name}: fused into its dot (B read from the ring slot's rows)"
+                        ));
+                        self.define(r, Val::Smem { name });
+                        return Ok(());
+                    }
+                    let (name, elem, _, _) = self.tile(*x)?;
+                    let (_, shape) = self.ty(r)?;
+                    self.w.line(&format!(
+                        "// trans {name}: fused into its dot (B read from {name}'s rows)"
+                    ));
+                    self.define(
+                        r,
+                        Val::Tile {
+                            name,
+                            elem,
+                            shape,
+                            lit: None,
+                        },
+                    );
+                    return Ok(());
+                }
+                // [block] through a swizzled shared-memory tile of the operand's shape.
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, xshape, _) = self.tile(*x)?;
                 let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
@@ -388,6 +413,48 @@ impl<'k> Emitter<'k> {
                 let (t, _, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
+                if self.layout(r) == Layout::Resident {
+                    let (_, elem, _) = self.view(*tensor)?;
+                    let off = self.smem.add_persistent(
+                        format!(
+                            "resident [{}] {elem} (line {})",
+                            shape
+                                .iter()
+                                .map(|d| d.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            inst.loc.line
+                        ),
+                        vec![vec![Factor::Stile {
+                            rows: shape[0].clone(),
+                            cols: shape[1].clone(),
+                            elem: elem.clone(),
+                        }]],
+                    );
+                    let name = self.define_typed(r)?;
+                    self.w.line("// [block] resident: copied once into a persistent shared-memory tile its dots read in place");
+                    self.w.line(&format!(
+                        "const tk::stile<{}, {}, {}, TK_SMEM_KIND> {name}{{smem + {off}}};",
+                        elem_ctype(&elem),
+                        dim_expr(&shape[0]),
+                        dim_expr(&shape[1])
+                    ));
+                    self.w.line(&format!(
+                        "tk::stage_tile({name}, tk::global_tile<ALIGNED, TK_THREADS, {}>({t}, {o}));",
+                        shape_type(&s)
+                    ));
+                    return Ok(());
+                }
+                if self.layout(r) == Layout::Direct {
+                    self.w.line("// direct: its dot copies it global -> shared memory (cp.async), never in registers");
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::global_tile<ALIGNED, TK_THREADS, {}>({t}, {o})",
+                            shape_type(&s)
+                        ),
+                    );
+                }
                 let l = layout_name(self.layout(r));
                 self.assign(
                     r,
@@ -445,13 +512,24 @@ impl<'k> Emitter<'k> {
         let (elem, out_shape) = self.ty(r)?;
         let (_, _, xshape, _) = self.tile(x)?;
         let red = reduce_op(op);
-        if let (Layout::Acc(_), l @ Layout::Slice { .. }) = (self.layout(x), self.layout(r)) {
+        if let (Layout::Acc(k), l @ Layout::Slice { .. }) = (self.layout(x), self.layout(r)) {
             // An accumulator along either axis, into its slice: registers and shuffles (the
             // region is for the warps' partials where the arrangement splits the axis, and
             // for the blocked fallback).
             let xe = self.cast_to(x, &elem)?;
-            let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
-            f.push(Factor::AccSizeOf(elem.clone()));
+            let acc = &self.layouts.accs[k];
+            let kept = if axis == 1 { &acc.m } else { &acc.n };
+            let f = vec![
+                Factor::Dim(kept.clone()),
+                Factor::ReduceSpan {
+                    acc: k,
+                    axis,
+                    m: acc.m.clone(),
+                    n: acc.n.clone(),
+                    rows: acc.rows,
+                },
+                Factor::AccSizeOf(elem.clone()),
+            ];
             let u = self.smem.add(
                 format!("{red} of accumulator {xshape} over axis {axis} (partials of warps sharing a row or column)"),
                 vec![f],

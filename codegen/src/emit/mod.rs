@@ -70,7 +70,7 @@ pub(crate) fn layout_name(l: Layout) -> String {
         Layout::Acc(k) => format!("TK_ACC{k}"),
         Layout::Ring(r) => format!("TK_RING{r}"),
         Layout::Slice { acc, axis } => format!("TK_SLICE{acc}_{axis}"),
-        Layout::Uniform | Layout::Blocked => "TK_L".to_string(),
+        Layout::Uniform | Layout::Blocked | Layout::Direct | Layout::Resident => "TK_L".to_string(),
     }
 }
 

@@ -116,6 +116,7 @@ impl<'k> Emitter<'k> {
         let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc, l)?;
         let tf32 = precision == Precision::Tf32;
         let engine = "tensor cores (mma.sync) for bf16/f16 and dot_tf32, FMA for exact f32";
+        let bt = self.layouts.fused_trans.contains(&b);
         if let (Val::Smem { name: an }, Val::Smem { name: bn }) =
             (self.val(a)?.clone(), self.val(b)?.clone())
         {
@@ -123,13 +124,14 @@ impl<'k> Emitter<'k> {
                 "// [block] dot from shared-memory ring slots: {engine}"
             ));
             let name = self.define_typed(r)?;
+            let f = if bt { "mma_dot_bt" } else { "mma_dot" };
             self.w.line(&format!(
-                "const auto {name} = tk::mma_dot<{tf32}>({an}, {bn}, {ce});"
+                "const auto {name} = tk::{f}<{tf32}>({an}, {bn}, {ce});"
             ));
             return Ok(());
         }
-        let (_, ea, sa, _) = self.tile(a)?;
-        let (_, _, sb, _) = self.tile(b)?;
+        let (ea, sa) = self.ty(a)?;
+        let (_, sb) = self.ty(b)?;
         let dims = |s: &Shape| -> Result<(Dim, Dim), CodegenError> {
             match s.0.as_slice() {
                 [x, y] => Ok((x.clone(), y.clone())),
@@ -138,28 +140,55 @@ impl<'k> Emitter<'k> {
         };
         let (m, k) = dims(&sa)?;
         let (_, n) = dims(&sb)?;
-        let ae = self.cast_to(a, &ea)?;
-        let be = self.cast_to(b, &ea)?;
-        let what = format!("dot {sa} @ {sb} operands");
-        let u = self.smem.add(
-            what.clone(),
-            vec![
-                vec![Factor::Stile {
-                    rows: m,
-                    cols: k.clone(),
-                    elem: ea.clone(),
-                }],
-                vec![Factor::Stile {
-                    rows: k,
-                    cols: n,
-                    elem: ea,
-                }],
-            ],
-        );
-        let (oa, ob) = (
-            self.smem.scratch_offset(u, 0),
-            self.smem.scratch_offset(u, 1),
-        );
+        // A ring slot is read in place; register tiles are converted to the operand type.
+        let operand = |e: &Self, v: ValueId| match e.val(v)? {
+            Val::Smem { name } => Ok(name.clone()),
+            _ => e.cast_to(v, &ea),
+        };
+        let ae = operand(self, a)?;
+        let be = operand(self, b)?;
+        let what = if bt {
+            format!("dot {sa} @ trans([{n}, {k}]) operands")
+        } else {
+            format!("dot {sa} @ {sb} operands")
+        };
+        let (br, bc) = if bt {
+            (n.clone(), k.clone())
+        } else {
+            (k.clone(), n.clone())
+        };
+        // Operands already in shared memory (ring slots, resident tiles) are read in place:
+        // no staging tile for them.
+        let in_smem = |e: &Self, v: ValueId| {
+            matches!(e.val(v), Ok(Val::Smem { .. })) || e.layout(v) == Layout::Resident
+        };
+        let tiles = [
+            (!in_smem(self, a)).then(|| Factor::Stile {
+                rows: m,
+                cols: k,
+                elem: ea.clone(),
+            }),
+            (!in_smem(self, b)).then(|| Factor::Stile {
+                rows: br,
+                cols: bc,
+                elem: ea,
+            }),
+        ];
+        let parts: Vec<Vec<Factor>> = tiles.iter().flatten().map(|f| vec![f.clone()]).collect();
+        let (oa, ob) = if parts.is_empty() {
+            ("TK_SCRATCH".to_string(), "TK_SCRATCH".to_string())
+        } else {
+            let u = self.smem.add(what.clone(), parts);
+            let mut next = 0;
+            let mut off = |t: &Option<Factor>| match t {
+                Some(_) => {
+                    next += 1;
+                    self.smem.scratch_offset(u, next - 1)
+                }
+                None => "TK_SCRATCH".to_string(),
+            };
+            (off(&tiles[0]), off(&tiles[1]))
+        };
         self.w.line(&format!(
             "// [block] {what} staged in shared memory ({}), then {engine}",
             if l == Layout::Blocked {
@@ -178,8 +207,9 @@ impl<'k> Emitter<'k> {
             ));
             return Ok(());
         }
+        let f = if bt { "dot_regs_bt" } else { "dot_regs" };
         self.w.line(&format!(
-            "const auto {name} = tk::dot_regs<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
+            "const auto {name} = tk::{f}<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
         ));
         Ok(())
     }

@@ -4,16 +4,26 @@
 //! THREADS>`, coalesced along the contiguous axis), an MMA accumulator (`Acc`: the m16n8
 //! fragments of a `dot`, `tk::acc_layout`), or a shared-memory operand tile in a cp.async
 //! ring (`Ring`: a `load_tile` in a `pipelined` loop whose only uses are `dot` operands, so
-//! it goes straight from global to shared memory). Scalars and tensor views are `Uniform`.
+//! it goes straight from global to shared memory), the slice of an accumulator (`Slice`:
+//! a row or column reduction of it, in the registers of the threads holding those rows or
+//! columns), a dot operand that never enters registers (`Direct`: copied by its dot;
+//! `Resident`: copied once into persistent shared memory). Scalars and tensor views are
+//! `Uniform`.
 //!
 //! Rules (a fixed point, monotone: values only ever move from unknown to a layout):
 //! - a `dot`'s result and its accumulator operand are `Acc(k)`, one `k` per distinct
-//!   accumulator shape;
-//! - elementwise ops (unary, cast, binary, comparison, select) take `Acc(k)` when a tile
-//!   operand of their shape has it, and a loop-carried value keeps one layout across
-//!   iterations (init, block argument, yield, result);
-//! - `zeros`/`full` and `load_tile` whose every use wants `Acc(k)` are created in it;
+//!   accumulator shape; a reduction of an `Acc(k)` tile along `axis` is `Slice { k, axis }`;
+//! - elementwise ops (unary, cast, binary, comparison, select) take `Acc(k)` (else a
+//!   `Slice`) when a tile operand of their shape has it, `expand_dims` keeps a slice, and a
+//!   loop-carried value keeps one layout across iterations (init, block argument, yield,
+//!   result);
+//! - a value still open whose op can create any register layout takes the
+//!   accumulator-family layout all its uses want (`wants`);
 //! - everything else is `Blocked`.
+//!
+//! Slices broadcast into accumulators whose fragments they cover without moving data
+//! ([`Layouts::slice_in_registers`], listed in [`Layouts::in_registers`]); an accumulator
+//! used as a dot's A operand is packed into A fragments in registers.
 //!
 //! Where a use needs another layout than its operand has ([`required`]), the emitter
 //! converts through shared memory (`tk::relayout`); [`Layouts::conversions`] lists each
@@ -41,6 +51,14 @@ pub enum Layout {
     Acc(usize),
     /// Shared-memory operand tile of cp.async ring number `r` (`TK_RING<r>`).
     Ring(usize),
+    /// A `load_tile` whose only use is a `dot` operand (directly or through `trans`): never
+    /// in registers, the dot copies it from global memory into its shared-memory operand
+    /// tile (`tk::global_tile`, cp.async).
+    Direct,
+    /// A `load_tile` whose every use is a `dot` operand, but not one dot in its own block
+    /// (loop-invariant: attention's Q): copied once into a persistent shared-memory tile,
+    /// which its dots read in place.
+    Resident,
     /// The slice of accumulator `acc` along `axis` (the axis a reduction removed): a
     /// per-row (`axis` 1) or per-column (`axis` 0) vector held as the registers each thread
     /// needs for its own fragments (`TK_SLICE<acc>_<axis>`, `tk::acc_slice`).
@@ -66,6 +84,8 @@ impl fmt::Display for Layout {
             Layout::Blocked => f.write_str("blocked"),
             Layout::Acc(k) => write!(f, "acc{k}"),
             Layout::Ring(r) => write!(f, "ring{r}"),
+            Layout::Direct => f.write_str("direct"),
+            Layout::Resident => f.write_str("resident"),
             Layout::Slice { acc, axis } => write!(f, "slice(acc{acc}, {axis})"),
         }
     }
@@ -115,6 +135,10 @@ pub struct DotSite {
     pub a_from_acc: Option<usize>,
     /// The dot's result.
     pub result: ValueId,
+    /// The B operand is `trans(x)` read from `x`'s rows.
+    pub b_transposed: bool,
+    /// The A and B operands.
+    pub operands: [ValueId; 2],
 }
 
 /// A use that stays in registers although shapes or layouts differ: a reduction of an
@@ -166,6 +190,9 @@ pub struct Layouts {
     pub conversions: Vec<Conversion>,
     /// Uses that stay in registers (see [`RegisterUse`]).
     pub in_registers: Vec<RegisterUse>,
+    /// `trans` results read by their only use, a `dot`'s B operand, from the operand's rows
+    /// (no transpose is materialised: `tk::dot_regs_bt`).
+    pub fused_trans: Vec<ValueId>,
 }
 
 impl Layouts {
@@ -338,6 +365,7 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
     for (r, ring) in out.rings.iter().enumerate() {
         of[ring.load.index()] = Some(Layout::Ring(r));
     }
+    direct_operands(a, &mut out, &mut of);
     seed_dots(a, &a.kernel.body, &mut out, &mut of);
     let mut yields = Vec::new();
     yield_targets(&a.kernel.body, None, &mut yields);
@@ -354,8 +382,132 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
         .map(|l| l.unwrap_or(Layout::Blocked))
         .collect();
     rows_policy(&a.kernel.body, &mut out);
+    for d in out.dots.iter_mut() {
+        d.b_transposed = out.fused_trans.iter().any(|t| {
+            a.uses[t.index()]
+                .first()
+                .is_some_and(|u| u.inst.results.first() == Some(&d.result))
+        });
+    }
     conversions(a, &a.kernel.body, &yields, &mut out);
     Ok(out)
+}
+
+/// `load_tile`s (not in rings) whose only use is a `dot` operand in the same block, directly
+/// or through a `trans` that is the dot's B operand and used nowhere else, become `Direct`;
+/// such `trans` of any register tile are fused into their dot (`Layouts::fused_trans`),
+/// unless the dot's A operand is an accumulator (that path stages B as it is).
+fn direct_operands(a: &Analysis, out: &mut Layouts, of: &mut [Option<Layout>]) {
+    let only_use = |v: ValueId| match a.uses[v.index()].as_slice() {
+        [u] => Some(*u),
+        _ => None,
+    };
+    let same_block = |x: ValueId, y: &Inst| {
+        let block_of = |i: &Inst| {
+            let mut found = None;
+            find_block(&a.kernel.body, i, &mut found);
+            found
+        };
+        match a.defs[x.index()] {
+            Some(d) => block_of(d) == block_of(y),
+            None => false,
+        }
+    };
+    for (v, slot) in of.iter_mut().enumerate() {
+        let id = ValueId(v as u32);
+        match a.def_op(id) {
+            Some(Op::Trans { .. }) if fusable_trans(a, id) => out.fused_trans.push(id),
+            Some(Op::LoadTile { shape, .. }) if shape.len() == 2 && slot.is_none() => {
+                let Some(u) = only_use(id) else { continue };
+                let direct = match &u.inst.op {
+                    Op::Dot { .. } => u.operand < 2 && same_block(id, u.inst),
+                    Op::Trans { .. } => u.inst.results.first().is_some_and(|t| {
+                        only_use(*t).is_some_and(|d| {
+                            matches!(d.inst.op, Op::Dot { .. })
+                                && d.operand == 1
+                                && same_block(id, d.inst)
+                        })
+                    }),
+                    _ => false,
+                };
+                if direct {
+                    *slot = Some(Layout::Direct);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Loads that only dots read, but not as a direct operand: resident in shared memory.
+    for (v, slot) in of.iter_mut().enumerate() {
+        let id = ValueId(v as u32);
+        if slot.is_some()
+            || !matches!(a.def_op(id), Some(Op::LoadTile { shape, .. }) if shape.len() == 2)
+        {
+            continue;
+        }
+        let uses = &a.uses[v];
+        if !uses.is_empty()
+            && uses
+                .iter()
+                .all(|u| matches!(u.inst.op, Op::Dot { .. }) && u.operand < 2)
+        {
+            *slot = Some(Layout::Resident);
+        }
+    }
+    // A `trans` of a direct load that is not fused would need the tile in registers.
+    // A fused `trans` of a ring slot is that slot.
+    for t in &out.fused_trans {
+        if let Some(Op::Trans { x }) = a.def_op(*t) {
+            if let Some(Some(l @ Layout::Ring(_))) = of.get(x.index()) {
+                of[t.index()] = Some(*l);
+            }
+        }
+    }
+    let direct: Vec<usize> = (0..of.len())
+        .filter(|&v| of[v] == Some(Layout::Direct))
+        .collect();
+    for v in direct {
+        if let [u] = a.uses[v].as_slice() {
+            if let (Op::Trans { .. }, Some(t)) = (&u.inst.op, u.inst.results.first()) {
+                if out.fused_trans.contains(t) {
+                    of[t.index()] = Some(Layout::Direct);
+                } else {
+                    of[v] = None;
+                }
+            }
+        }
+    }
+}
+
+/// True for a `trans` whose only use is a `dot`'s B operand, of a rank-2 tile, where the
+/// dot's A operand is a `load_tile` (so not an accumulator's registers, which that path
+/// would need B untransposed for): the dot reads B from the operand's rows.
+pub(crate) fn fusable_trans(a: &Analysis, t: ValueId) -> bool {
+    let Some(Op::Trans { x }) = a.def_op(t) else {
+        return false;
+    };
+    let [u] = a.uses[t.index()].as_slice() else {
+        return false;
+    };
+    let Op::Dot { a: da, .. } = &u.inst.op else {
+        return false;
+    };
+    u.operand == 1
+        && matches!(a.def_op(*da), Some(Op::LoadTile { .. }))
+        && a.shape(*x).is_some_and(|s| s.rank() == 2)
+}
+
+/// The block (by address) that holds `inst`, searching from `b`.
+fn find_block(b: &Block, inst: &Inst, found: &mut Option<*const Block>) {
+    for i in &b.insts {
+        if std::ptr::eq(i, inst) {
+            *found = Some(b as *const Block);
+            return;
+        }
+        for nb in nested_blocks(&i.op) {
+            find_block(nb, inst, found);
+        }
+    }
 }
 
 /// Marks the accumulators that want warps along M (see [`AccLayout::rows`]) and records
@@ -465,6 +617,8 @@ fn seed_dots(a: &Analysis, b: &Block, out: &mut Layouts, of: &mut [Option<Layout
                     from_rings: is_ring(x) && is_ring(y),
                     a_from_acc: None,
                     result: r,
+                    b_transposed: false,
+                    operands: [*x, *y],
                 });
             }
             op => {
@@ -655,6 +809,9 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
         let opts: Vec<Option<Layout>> = out.of.iter().map(|l| Some(*l)).collect();
         let operands = inst.op.operands();
         let r = inst.results.first().copied();
+        if r.is_some_and(|r| out.fused_trans.contains(&r)) {
+            continue;
+        }
         match (&inst.op, r.map(lay)) {
             (Op::Reduce { x, axis, op }, Some(to @ Layout::Slice { .. })) => {
                 let what = format!(
@@ -688,7 +845,9 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
             _ => {}
         }
         for (i, v) in operands.iter().enumerate() {
-            if !a.is_tile(*v) || matches!(lay(*v), Layout::Ring(_)) {
+            if !a.is_tile(*v)
+                || matches!(lay(*v), Layout::Ring(_) | Layout::Direct | Layout::Resident)
+            {
                 continue;
             }
             let u = Use { inst, operand: i };
@@ -798,13 +957,59 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             d.acc,
             d.elem,
             d.precision,
-            match (d.from_rings, d.a_from_acc) {
-                (true, _) => "from cp.async rings (global -> shared directly)".to_string(),
-                (false, Some(k)) => format!(
-                    "A from acc{k}'s registers, B from registers (staged through shared memory)"
-                ),
-                (false, None) => "from registers (staged through shared memory)".to_string(),
+            if d.from_rings {
+                "from cp.async rings (global -> shared directly)".to_string()
+            } else {
+                let src = |v: ValueId| match l.get(v) {
+                    Layout::Acc(k) => format!("acc{k}'s registers"),
+                    Layout::Direct => {
+                        "global memory, copied straight into shared memory".to_string()
+                    }
+                    Layout::Resident => "a resident shared-memory tile (copied once)".to_string(),
+                    Layout::Ring(r) => format!("ring{r} (cp.async, filled iterations ahead)"),
+                    _ => "registers, staged through shared memory".to_string(),
+                };
+                let b = if d.b_transposed {
+                    // The fused trans: its operand's source, read from its rows.
+                    let x = a
+                        .def_op(d.operands[1])
+                        .and_then(|op| op.operands().first().copied());
+                    format!(
+                        "trans of {} (read from its rows: ldmatrix without .trans)",
+                        x.map(src).unwrap_or_default()
+                    )
+                } else {
+                    src(d.operands[1])
+                };
+                format!("A from {}, B from {b}", src(d.operands[0]))
             }
+        );
+    }
+    let direct: Vec<String> =
+        l.of.iter()
+            .enumerate()
+            .filter(|(i, lay)| {
+                **lay == Layout::Direct
+                    && matches!(a.def_op(ValueId(*i as u32)), Some(Op::LoadTile { .. }))
+            })
+            .map(|(i, _)| format!("%{i}"))
+            .collect();
+    let resident: Vec<String> = (0..l.of.len())
+        .filter(|i| l.of[*i] == Layout::Resident)
+        .map(|i| format!("%{i}"))
+        .collect();
+    if !resident.is_empty() {
+        let _ = writeln!(
+            s,
+            "resident (copied once into persistent shared memory, read there by their dots): {}",
+            resident.join(", ")
+        );
+    }
+    if !direct.is_empty() {
+        let _ = writeln!(
+            s,
+            "direct (copied global -> shared memory by their dot, never in registers): {}",
+            direct.join(", ")
         );
     }
     let _ = writeln!(s, "rings:");
