@@ -168,7 +168,7 @@ impl<'k> Emitter<'k> {
                 cols: k,
                 elem: ea.clone(),
             }),
-            (!in_smem(self, b)).then(|| Factor::Stile {
+            (!in_smem(self, b)).then_some(Factor::Stile {
                 rows: br,
                 cols: bc,
                 elem: ea,
