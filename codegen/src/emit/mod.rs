@@ -57,6 +57,9 @@ pub(crate) struct Emitter<'k> {
     yield_targets: Vec<Vec<(String, tilekit_ir::Elem, Shape, Layout)>>,
     /// Ring offsets (C++ expressions), by ring index.
     ring_offsets: Vec<String>,
+    /// Inside a ring loop's consumer: the resident tiles defined before the loop (made
+    /// visible by the pipeline's barrier, never rewritten during it).
+    settled: Option<Vec<tilekit_ir::ValueId>>,
 }
 
 /// The C++ struct name of a kernel's template.
@@ -141,6 +144,7 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         tile_shapes: Vec::new(),
         yield_targets: Vec::new(),
         ring_offsets: Vec::new(),
+        settled: None,
         layouts,
     };
     for (r, ring) in e.layouts.rings.clone().iter().enumerate() {

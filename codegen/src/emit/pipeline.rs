@@ -90,7 +90,14 @@ impl<'k> Emitter<'k> {
             .line(&format!("const long long {ivn} = tk_iv_consume;"));
         self.w.line(&format!("(void){ivn};"));
         self.last_line = 0;
-        self.block(body)?;
+        let settled: Vec<ValueId> = (0..self.vals.len())
+            .map(|i| ValueId(i as u32))
+            .filter(|v| self.layout(*v) == Layout::Resident && self.vals[v.index()].is_some())
+            .collect();
+        let outer = self.settled.replace(settled);
+        let r = self.block(body);
+        self.settled = outer;
+        r?;
         self.w.close("});");
         self.w.close("}");
         Ok(())
@@ -117,11 +124,26 @@ impl<'k> Emitter<'k> {
         let tf32 = precision == Precision::Tf32;
         let engine = "tensor cores (mma.sync) for bf16/f16 and dot_tf32, FMA for exact f32";
         let bt = self.layouts.fused_trans.contains(&b);
-        if let (Val::Smem { name: an }, Val::Smem { name: bn }) =
-            (self.val(a)?.clone(), self.val(b)?.clone())
-        {
+        // In a ring loop's consumer, ring slots and resident tiles from before the loop are
+        // visible (the pipeline's barrier) and stay put: the dot reads them in place, no
+        // staging and no barrier of its own.
+        let settled = |e: &Self, v: ValueId| match e.val(v) {
+            Ok(Val::Smem { name }) => Some(name.clone()),
+            Ok(Val::Tile { name, .. }) => e
+                .settled
+                .as_ref()
+                .filter(|s| s.contains(&v))
+                .map(|_| name.clone()),
+            _ => None,
+        };
+        if let (Some(an), Some(bn)) = (settled(self, a), settled(self, b)) {
+            let rings = matches!(
+                (self.val(a)?, self.val(b)?),
+                (Val::Smem { .. }, Val::Smem { .. })
+            );
             self.w.line(&format!(
-                "// [block] dot from shared-memory ring slots: {engine}"
+                "// [block] dot from shared-memory ring slots{}: {engine}",
+                if rings { "" } else { " and resident tiles" }
             ));
             let name = self.define_typed(r)?;
             let f = if bt { "mma_dot_bt" } else { "mma_dot" };
@@ -199,11 +221,13 @@ impl<'k> Emitter<'k> {
         ));
         let name = self.define_typed(r)?;
         if let Layout::Acc(k) = self.layout(a) {
+            // B from a ring slot (or a resident tile) in a ring loop: no barrier of its own.
+            let sync = settled(self, b).is_none();
             self.w.line(&format!(
                 "// A is acc{k}'s registers where both accumulators keep whole rows per warp (only B is staged), else staged too"
             ));
             self.w.line(&format!(
-                "const auto {name} = tk::dot_acc_a<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
+                "const auto {name} = tk::dot_acc_a<{tf32}, TK_SMEM_KIND, {sync}>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
             ));
             return Ok(());
         }

@@ -20,7 +20,9 @@
 // fragments are its own P registers: the C fragments of n8 tiles 2k and 2k + 1 form the
 // m16k16 A fragment of step k (registers {c0, c1} -> a0, {c2, c3} -> a1 of tile 2k, and
 // a2, a3 of tile 2k + 1, each pair packed into one 32-bit register), so only `b` is
-// staged (smem_b). Otherwise it is `dot_regs`.
+// staged (smem_b). Otherwise it is `dot_regs`. SYNC false: `b` is a shared-memory tile
+// already visible and not rewritten before the next barrier (a ring slot in a pipelined
+// loop), so the register path needs no barrier.
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/smem.cuh"
@@ -367,7 +369,8 @@ template <class T, long long K, class LA, class L> TK_HD bool a_from_acc() {
 } // namespace detail
 
 /// acc + a @ b where `a` is an accumulator-layout tile (see the header comment).
-template <bool TF32, int KIND, class T, long long M, long long K, long long N, class LA, class XB, class L>
+template <bool TF32, int KIND, bool SYNC = true, class T, long long M, long long K, long long N, class LA, class XB,
+          class L>
 TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, const XB& b,
                                                const rt<float, shape<M, N>, L>& acc, char* smem_a, char* smem_b) {
     static_assert(detail::operand<XB>::rows == K && detail::operand<XB>::cols == N, "tk::dot: operand shapes");
@@ -376,7 +379,7 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
         using G = typename L::grid;
         const auto sb = detail::operand_tile<KIND>(b, smem_b);
         using SB = typename remove_cv<decltype(sb)>::type;
-        sync();
+        if constexpr (SYNC) sync();
         rt<float, shape<M, N>, L> r = acc;
         const int l = thread_rank() & 31;
         const unsigned bb = smem_addr(sb.base);
@@ -401,7 +404,7 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
                 for (int j = 0; j < G::NJ; ++j)
                     detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[i], bf[j / 2][(j & 1) * 2], bf[j / 2][(j & 1) * 2 + 1]);
         }
-        sync();
+        if constexpr (SYNC) sync();
         return r;
     } else {
         return dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b);
