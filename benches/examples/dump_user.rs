@@ -17,6 +17,7 @@ fn main() -> Result<()> {
     };
     let spec = tilekit_benches::user_kernels::ALL
         .iter()
+        .chain(tilekit_benches::attention::ALL)
         .find(|s| s.name == name)
         .ok_or_else(|| anyhow!("no user kernel `{name}`"))?;
     let k = spec.kernel()?;

@@ -4,7 +4,7 @@
 use crate::analyze::Analysis;
 use crate::emit::lower;
 use crate::error::CodegenError;
-use crate::layout::{self, warp_grid};
+use crate::layout::{self, Layout};
 use crate::params::check_bindings;
 use crate::plan::ThreadsRule;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
@@ -58,6 +58,30 @@ fn engine(elem: &Elem, precision: Precision, v: &Variant, mma: bool) -> &'static
     }
 }
 
+/// Where a dot's A operand comes from when it is accumulator `ka`'s value (mirror of
+/// `tk::detail::a_from_acc`).
+fn a_operand(
+    grids: &[Option<crate::layout::WarpGrid>],
+    ka: usize,
+    k: usize,
+    elem: &Elem,
+    v: &Variant,
+    kdim: &tilekit_ir::Dim,
+    config: &tilekit_ir::Config,
+) -> Result<String, CodegenError> {
+    let half = matches!(elem.resolve(&v.bindings), Some(DType::BF16 | DType::F16));
+    Ok(match (grids[ka], grids[k]) {
+        (Some(ga), Some(g))
+            if half && ga.wn == 1 && g.wn == 1 && ga.wm == g.wm && eval_dim(kdim, config)? % 16 == 0 =>
+        {
+            format!("acc{ka}'s registers (pairs of n8 tiles packed into k16 fragments)")
+        }
+        _ => format!(
+            "staged through shared memory (acc{ka} and acc{k} do not both keep whole rows per warp, or the operands are not bf16/f16)"
+        ),
+    })
+}
+
 /// The text of one stage for `kernel` (and a variant, where the stage depends on it).
 ///
 /// ```
@@ -90,12 +114,16 @@ pub fn dump(
                 check_bindings(kernel, &v.bindings)?;
                 let warps = ThreadsRule::of(kernel).eval(&config)? / 32;
                 let _ = writeln!(s, "for {config} [{}]:", v.bindings);
-                for (k, acc) in l.accs.iter().enumerate() {
-                    let g = warp_grid(
+                let mut grids = Vec::new();
+                for acc in &l.accs {
+                    grids.push(acc.grid(
                         eval_dim(&acc.m, &config)?,
                         eval_dim(&acc.n, &config)?,
                         warps,
-                    );
+                    ));
+                }
+                for (k, acc) in l.accs.iter().enumerate() {
+                    let g = grids[k];
                     let _ = match g {
                         Some(g) => writeln!(
                             s,
@@ -113,6 +141,38 @@ pub fn dump(
                             "  dot at line {}: {}",
                             d.line,
                             engine(&d.elem, d.precision, v, g.is_some())
+                        );
+                        if let Some(ka) = d.a_from_acc {
+                            let _ = writeln!(
+                                s,
+                                "    A operand: {}",
+                                a_operand(&grids, ka, k, &d.elem, v, &l.accs[ka].n, &config)?
+                            );
+                        }
+                    }
+                }
+                let reduced = l.in_registers.iter().filter_map(|u| match (u.from, u.to) {
+                    (Layout::Acc(_), to @ Layout::Slice { .. }) => Some(to),
+                    _ => None,
+                });
+                let mut seen = Vec::new();
+                for sl in reduced {
+                    if seen.contains(&sl) {
+                        continue;
+                    }
+                    seen.push(sl);
+                    if let Layout::Slice { acc, axis } = sl {
+                        let split = grids[acc].map(|g| if axis == 1 { g.wn } else { g.wm });
+                        let _ = writeln!(
+                            s,
+                            "  {sl}: {}",
+                            match split {
+                                None => "blocked (its accumulator is)".to_string(),
+                                Some(1) => "reduced in registers and warp shuffles only".to_string(),
+                                Some(w) => format!(
+                                    "reduced in registers and shuffles, then {w} warps' partials through shared memory"
+                                ),
+                            }
                         );
                     }
                 }

@@ -38,6 +38,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/mma/async.cuh",
     "tilekit/ops/mma/mma.cuh",
     "tilekit/ops/mma/acc_io.cuh",
+    "tilekit/ops/mma/acc_reduce.cuh",
     "tilekit/arch/arch.cuh",
 ];
 

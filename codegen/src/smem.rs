@@ -136,6 +136,16 @@ pub(crate) enum Factor {
     Warps,
     /// `tk::stile<E, R, C, TK_SMEM_KIND>::BYTES`.
     Stile { rows: Dim, cols: Dim, elem: Elem },
+    /// The partials of a reduction of accumulator `acc` along `axis` per kept index: the
+    /// warps splitting that axis when a warp arrangement fits (`TK_GRID<acc>::WN` for rows,
+    /// `WM` for columns), else the reduced extent (the blocked fallback stages the tile).
+    ReduceSpan {
+        acc: usize,
+        axis: u8,
+        m: Dim,
+        n: Dim,
+        rows: bool,
+    },
     /// `TK_RING<index>::BYTES`: `stages` slots of a tile, each rounded up to 128 bytes.
     Ring {
         index: usize,
@@ -187,6 +197,15 @@ fn render_factor(f: &Factor) -> String {
             dim_expr(cols)
         ),
         Factor::Ring { index, .. } => format!("TK_RING{index}::BYTES"),
+        Factor::ReduceSpan {
+            acc, axis, m, n, ..
+        } => {
+            let (split, extent) = if *axis == 1 { ("WN", n) } else { ("WM", m) };
+            format!(
+                "(TK_GRID{acc}::ok ? (long long)TK_GRID{acc}::{split} : (long long)({}))",
+                dim_expr(extent)
+            )
+        }
     }
 }
 
@@ -277,6 +296,23 @@ fn eval_factor(f: &Factor, env: &SizeEnv, what: &str) -> Result<u64, CodegenErro
         Factor::AccSizeOf(e) => acc_size(e, env.bindings),
         Factor::Warps => Ok(u64::from(env.threads / 32)),
         Factor::Stile { rows, cols, elem } => tile(rows, cols, elem),
+        Factor::ReduceSpan {
+            axis, m, n, rows, ..
+        } => {
+            let (bm, bn) = (eval_dim(m, env.config)?, eval_dim(n, env.config)?);
+            let acc = crate::layout::AccLayout {
+                m: m.clone(),
+                n: n.clone(),
+                line: 0,
+                rows: *rows,
+            };
+            Ok(match acc.grid(bm, bn, env.threads / 32) {
+                Some(g) if *axis == 1 => u64::from(g.wn),
+                Some(g) => u64::from(g.wm),
+                None if *axis == 1 => bn,
+                None => bm,
+            })
+        }
         Factor::Ring {
             rows,
             cols,

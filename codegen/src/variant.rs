@@ -4,7 +4,6 @@
 use crate::abi::{param_ctype, ENTRY_POINT};
 use crate::emit::{lower, struct_name};
 use crate::error::CodegenError;
-use crate::layout::warp_grid;
 use crate::params::{arguments, check_bindings};
 use crate::plan::choose_vec;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
@@ -91,12 +90,13 @@ pub fn variant_source(
         "static_assert(tilekit_variant::SMEM_BYTES == {smem}LL, \"shared memory differs from the launch plan\");\n"
     ));
     for (k, acc) in lowered.layouts.accs.iter().enumerate() {
-        let wm = warp_grid(
-            eval_dim(&acc.m, &config)?,
-            eval_dim(&acc.n, &config)?,
-            threads / 32,
-        )
-        .map_or(0, |g| g.wm);
+        let wm = acc
+            .grid(
+                eval_dim(&acc.m, &config)?,
+                eval_dim(&acc.n, &config)?,
+                threads / 32,
+            )
+            .map_or(0, |g| g.wm);
         out.push_str(&format!(
             "static_assert(tilekit_variant::TK_GRID{k}::WM == {wm}, \"acc{k}: warp arrangement differs from the code generator's\");\n"
         ));

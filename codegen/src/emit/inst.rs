@@ -116,10 +116,9 @@ impl<'k> Emitter<'k> {
             ),
             Op::Arange { n } => {
                 let s = Shape::new(vec![n.clone()]);
-                self.assign(
-                    Self::result(inst)?,
-                    &format!("tk::arange<{}, TK_L>()", shape_type(&s)),
-                )
+                let r = Self::result(inst)?;
+                let l = layout_name(self.layout(r));
+                self.assign(r, &format!("tk::arange<{}, {l}>()", shape_type(&s)))
             }
             Op::Lit(l) => {
                 let r = Self::result(inst)?;
@@ -218,8 +217,8 @@ impl<'k> Emitter<'k> {
             }
             Op::Unary { op, x } => {
                 let r = Self::result(inst)?;
-                let (elem, _) = self.ty(r)?;
-                let xe = self.cast_to(*x, &elem)?;
+                let (elem, shape) = self.ty(r)?;
+                let xe = self.coerce(*x, &elem, &shape, self.layout(r))?;
                 self.assign(r, &format!("tk::unary<tk::op::{}>({xe})", unary_op(*op)))
             }
             Op::Binary { op, a, b } => {
@@ -243,10 +242,11 @@ impl<'k> Emitter<'k> {
                         Some(s) => self.index(s)?,
                         None => "0LL".to_string(),
                     };
+                    let l = layout_name(self.layout(r));
                     return self.assign(
                         r,
                         &format!(
-                            "tk::arange_lt<{}, TK_L>({base}, {limit})",
+                            "tk::arange_lt<{}, {l}>({base}, {limit})",
                             shape_type(&shape)
                         ),
                     );
@@ -270,23 +270,32 @@ impl<'k> Emitter<'k> {
                 self.assign(r, &format!("tk::select({ce}, {ae}, {be})"))
             }
             Op::Cast { x, to } => {
-                let (name, _, _, _) = self.tile(*x)?;
-                self.assign(
-                    Self::result(inst)?,
-                    &format!("tk::cast<{}>({name})", elem_ctype(to)),
-                )
+                let r = Self::result(inst)?;
+                let (name, xe, xshape, _) = self.tile(*x)?;
+                let name = if xshape.is_scalar() || self.layout(*x) == self.layout(r) {
+                    name
+                } else {
+                    self.coerce(*x, &xe, &xshape, self.layout(r))?
+                };
+                self.assign(r, &format!("tk::cast<{}>({name})", elem_ctype(to)))
             }
             Op::Reduce { op, x, axis } => self.reduce(inst, *op, *x, *axis),
             Op::ExpandDims { x, .. } => {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, xshape, _) = self.tile(*x)?;
-                let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
+                // A slice stays in its registers ([M] -> [M, 1]: the same flat indices).
+                let l = match self.layout(r) {
+                    l @ Layout::Slice { .. } => l,
+                    _ => Layout::Blocked,
+                };
+                let xe = self.coerce(*x, &elem, &xshape, l)?;
                 let expr = if xshape.is_scalar() {
                     format!(
-                        "tk::full<{}, {}, TK_L>({xe})",
+                        "tk::full<{}, {}, {}>({xe})",
                         elem_ctype(&elem),
-                        shape_type(&shape)
+                        shape_type(&shape),
+                        layout_name(l)
                     )
                 } else {
                     format!("tk::reshape<{}>({xe})", shape_type(&shape))
@@ -294,8 +303,33 @@ impl<'k> Emitter<'k> {
                 self.assign(r, &expr)
             }
             Op::Trans { x } => {
-                // [block] through a swizzled shared-memory tile of the operand's shape.
                 let r = Self::result(inst)?;
+                if self.layouts.fused_trans.contains(&r) {
+                    // Read by its dot from x's rows: nothing to compute here.
+                    if let Val::Smem { name } = self.val(*x)?.clone() {
+                        self.w.line(&format!(
+                            "// trans {name}: fused into its dot (B read from the ring slot's rows)"
+                        ));
+                        self.define(r, Val::Smem { name });
+                        return Ok(());
+                    }
+                    let (name, elem, _, _) = self.tile(*x)?;
+                    let (_, shape) = self.ty(r)?;
+                    self.w.line(&format!(
+                        "// trans {name}: fused into its dot (B read from {name}'s rows)"
+                    ));
+                    self.define(
+                        r,
+                        Val::Tile {
+                            name,
+                            elem,
+                            shape,
+                            lit: None,
+                        },
+                    );
+                    return Ok(());
+                }
+                // [block] through a swizzled shared-memory tile of the operand's shape.
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, xshape, _) = self.tile(*x)?;
                 let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
@@ -379,6 +413,48 @@ impl<'k> Emitter<'k> {
                 let (t, _, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
+                if self.layout(r) == Layout::Resident {
+                    let (_, elem, _) = self.view(*tensor)?;
+                    let off = self.smem.add_persistent(
+                        format!(
+                            "resident [{}] {elem} (line {})",
+                            shape
+                                .iter()
+                                .map(|d| d.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            inst.loc.line
+                        ),
+                        vec![vec![Factor::Stile {
+                            rows: shape[0].clone(),
+                            cols: shape[1].clone(),
+                            elem: elem.clone(),
+                        }]],
+                    );
+                    let name = self.define_typed(r)?;
+                    self.w.line("// [block] resident: copied once into a persistent shared-memory tile its dots read in place");
+                    self.w.line(&format!(
+                        "const tk::stile<{}, {}, {}, TK_SMEM_KIND> {name}{{smem + {off}}};",
+                        elem_ctype(&elem),
+                        dim_expr(&shape[0]),
+                        dim_expr(&shape[1])
+                    ));
+                    self.w.line(&format!(
+                        "tk::stage_tile({name}, tk::global_tile<ALIGNED, TK_THREADS, {}>({t}, {o}));",
+                        shape_type(&s)
+                    ));
+                    return Ok(());
+                }
+                if self.layout(r) == Layout::Direct {
+                    self.w.line("// direct: its dot copies it global -> shared memory (cp.async), never in registers");
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::global_tile<ALIGNED, TK_THREADS, {}>({t}, {o})",
+                            shape_type(&s)
+                        ),
+                    );
+                }
                 let l = layout_name(self.layout(r));
                 self.assign(
                     r,
@@ -435,8 +511,43 @@ impl<'k> Emitter<'k> {
         let r = Self::result(inst)?;
         let (elem, out_shape) = self.ty(r)?;
         let (_, _, xshape, _) = self.tile(x)?;
-        let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
         let red = reduce_op(op);
+        if let (Layout::Acc(k), l @ Layout::Slice { .. }) = (self.layout(x), self.layout(r)) {
+            // An accumulator along either axis, into its slice: registers and shuffles (the
+            // region is for the warps' partials where the arrangement splits the axis, and
+            // for the blocked fallback).
+            let xe = self.cast_to(x, &elem)?;
+            let acc = &self.layouts.accs[k];
+            let kept = if axis == 1 { &acc.m } else { &acc.n };
+            let f = vec![
+                Factor::Dim(kept.clone()),
+                Factor::ReduceSpan {
+                    acc: k,
+                    axis,
+                    m: acc.m.clone(),
+                    n: acc.n.clone(),
+                    rows: acc.rows,
+                },
+                Factor::AccSizeOf(elem.clone()),
+            ];
+            let u = self.smem.add(
+                format!("{red} of accumulator {xshape} over axis {axis} (partials of warps sharing a row or column)"),
+                vec![f],
+            );
+            let off = self.smem.scratch_offset(u, 0);
+            self.w.line(&format!(
+                "// [warp] {red} over axis {axis} of an accumulator: fragment registers, then shuffles; shared memory only where warps split the axis"
+            ));
+            return self.assign(
+                r,
+                &format!(
+                    "tk::reduce_acc<tk::red::{red}, {axis}, {}, {}>({xe}, smem + {off})",
+                    shape_type(&out_shape),
+                    layout_name(l)
+                ),
+            );
+        }
+        let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
         if xshape.rank() == 1 {
             let u = self.smem.add(
                 format!("{red} of {xshape} to a scalar"),

@@ -57,6 +57,9 @@ pub(crate) struct Emitter<'k> {
     yield_targets: Vec<Vec<(String, tilekit_ir::Elem, Shape, Layout)>>,
     /// Ring offsets (C++ expressions), by ring index.
     ring_offsets: Vec<String>,
+    /// Inside a ring loop's consumer: the resident tiles defined before the loop (made
+    /// visible by the pipeline's barrier, never rewritten during it).
+    settled: Option<Vec<tilekit_ir::ValueId>>,
 }
 
 /// The C++ struct name of a kernel's template.
@@ -69,7 +72,8 @@ pub(crate) fn layout_name(l: Layout) -> String {
     match l {
         Layout::Acc(k) => format!("TK_ACC{k}"),
         Layout::Ring(r) => format!("TK_RING{r}"),
-        Layout::Uniform | Layout::Blocked => "TK_L".to_string(),
+        Layout::Slice { acc, axis } => format!("TK_SLICE{acc}_{axis}"),
+        Layout::Uniform | Layout::Blocked | Layout::Direct | Layout::Resident => "TK_L".to_string(),
     }
 }
 
@@ -140,6 +144,7 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         tile_shapes: Vec::new(),
         yield_targets: Vec::new(),
         ring_offsets: Vec::new(),
+        settled: None,
         layouts,
     };
     for (r, ring) in e.layouts.rings.clone().iter().enumerate() {
@@ -209,16 +214,31 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
             "/// acc{k}: the [{}, {}] accumulator of the dot at line {}: mma.sync fragments when a warp arrangement fits, else TK_L.",
             acc.m, acc.n, acc.line
         ));
+        // The `rows` policy is a trailing template argument, so other accumulators'
+        // text (and their templates' hashes in the tuning-cache key) stay as they were.
+        let policy = if acc.rows { ", 1" } else { "" };
         w.line(&format!(
-            "using TK_ACC{k} = typename tk::acc_layout<{}, {}, TK_THREADS / 32, TK_L>::type;",
+            "using TK_ACC{k} = typename tk::acc_layout<{}, {}, TK_THREADS / 32, TK_L{policy}>::type;",
             dim_expr(&acc.m),
             dim_expr(&acc.n)
         ));
         w.line(&format!(
-            "using TK_GRID{k} = tk::mma_grid<{}, {}, TK_THREADS / 32>;",
+            "using TK_GRID{k} = tk::mma_grid<{}, {}, TK_THREADS / 32{policy}>;",
             dim_expr(&acc.m),
             dim_expr(&acc.n)
         ));
+    }
+    for sl in e.layouts.slices() {
+        if let Layout::Slice { acc, axis } = sl {
+            w.line(&format!(
+                "/// {sl}: one value per {} of acc{acc} in the registers of the threads holding it (tk::acc_slice), else TK_L.",
+                if axis == 1 { "row" } else { "column" }
+            ));
+            w.line(&format!(
+                "using {} = typename tk::slice_layout<TK_ACC{acc}, {axis}, TK_L>::type;",
+                layout_name(sl)
+            ));
+        }
     }
     for (r, ring) in e.layouts.rings.iter().enumerate() {
         w.line(&format!(

@@ -90,7 +90,14 @@ impl<'k> Emitter<'k> {
             .line(&format!("const long long {ivn} = tk_iv_consume;"));
         self.w.line(&format!("(void){ivn};"));
         self.last_line = 0;
-        self.block(body)?;
+        let settled: Vec<ValueId> = (0..self.vals.len())
+            .map(|i| ValueId(i as u32))
+            .filter(|v| self.layout(*v) == Layout::Resident && self.vals[v.index()].is_some())
+            .collect();
+        let outer = self.settled.replace(settled);
+        let r = self.block(body);
+        self.settled = outer;
+        r?;
         self.w.close("});");
         self.w.close("}");
         Ok(())
@@ -116,20 +123,37 @@ impl<'k> Emitter<'k> {
         let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc, l)?;
         let tf32 = precision == Precision::Tf32;
         let engine = "tensor cores (mma.sync) for bf16/f16 and dot_tf32, FMA for exact f32";
-        if let (Val::Smem { name: an }, Val::Smem { name: bn }) =
-            (self.val(a)?.clone(), self.val(b)?.clone())
-        {
+        let bt = self.layouts.fused_trans.contains(&b);
+        // In a ring loop's consumer, ring slots and resident tiles from before the loop are
+        // visible (the pipeline's barrier) and stay put: the dot reads them in place, no
+        // staging and no barrier of its own.
+        let settled = |e: &Self, v: ValueId| match e.val(v) {
+            Ok(Val::Smem { name }) => Some(name.clone()),
+            Ok(Val::Tile { name, .. }) => e
+                .settled
+                .as_ref()
+                .filter(|s| s.contains(&v))
+                .map(|_| name.clone()),
+            _ => None,
+        };
+        if let (Some(an), Some(bn)) = (settled(self, a), settled(self, b)) {
+            let rings = matches!(
+                (self.val(a)?, self.val(b)?),
+                (Val::Smem { .. }, Val::Smem { .. })
+            );
             self.w.line(&format!(
-                "// [block] dot from shared-memory ring slots: {engine}"
+                "// [block] dot from shared-memory ring slots{}: {engine}",
+                if rings { "" } else { " and resident tiles" }
             ));
             let name = self.define_typed(r)?;
+            let f = if bt { "mma_dot_bt" } else { "mma_dot" };
             self.w.line(&format!(
-                "const auto {name} = tk::mma_dot<{tf32}>({an}, {bn}, {ce});"
+                "const auto {name} = tk::{f}<{tf32}>({an}, {bn}, {ce});"
             ));
             return Ok(());
         }
-        let (_, ea, sa, _) = self.tile(a)?;
-        let (_, _, sb, _) = self.tile(b)?;
+        let (ea, sa) = self.ty(a)?;
+        let (_, sb) = self.ty(b)?;
         let dims = |s: &Shape| -> Result<(Dim, Dim), CodegenError> {
             match s.0.as_slice() {
                 [x, y] => Ok((x.clone(), y.clone())),
@@ -138,28 +162,55 @@ impl<'k> Emitter<'k> {
         };
         let (m, k) = dims(&sa)?;
         let (_, n) = dims(&sb)?;
-        let ae = self.cast_to(a, &ea)?;
-        let be = self.cast_to(b, &ea)?;
-        let what = format!("dot {sa} @ {sb} operands");
-        let u = self.smem.add(
-            what.clone(),
-            vec![
-                vec![Factor::Stile {
-                    rows: m,
-                    cols: k.clone(),
-                    elem: ea.clone(),
-                }],
-                vec![Factor::Stile {
-                    rows: k,
-                    cols: n,
-                    elem: ea,
-                }],
-            ],
-        );
-        let (oa, ob) = (
-            self.smem.scratch_offset(u, 0),
-            self.smem.scratch_offset(u, 1),
-        );
+        // A ring slot is read in place; register tiles are converted to the operand type.
+        let operand = |e: &Self, v: ValueId| match e.val(v)? {
+            Val::Smem { name } => Ok(name.clone()),
+            _ => e.cast_to(v, &ea),
+        };
+        let ae = operand(self, a)?;
+        let be = operand(self, b)?;
+        let what = if bt {
+            format!("dot {sa} @ trans([{n}, {k}]) operands")
+        } else {
+            format!("dot {sa} @ {sb} operands")
+        };
+        let (br, bc) = if bt {
+            (n.clone(), k.clone())
+        } else {
+            (k.clone(), n.clone())
+        };
+        // Operands already in shared memory (ring slots, resident tiles) are read in place:
+        // no staging tile for them.
+        let in_smem = |e: &Self, v: ValueId| {
+            matches!(e.val(v), Ok(Val::Smem { .. })) || e.layout(v) == Layout::Resident
+        };
+        let tiles = [
+            (!in_smem(self, a)).then(|| Factor::Stile {
+                rows: m,
+                cols: k,
+                elem: ea.clone(),
+            }),
+            (!in_smem(self, b)).then_some(Factor::Stile {
+                rows: br,
+                cols: bc,
+                elem: ea,
+            }),
+        ];
+        let parts: Vec<Vec<Factor>> = tiles.iter().flatten().map(|f| vec![f.clone()]).collect();
+        let (oa, ob) = if parts.is_empty() {
+            ("TK_SCRATCH".to_string(), "TK_SCRATCH".to_string())
+        } else {
+            let u = self.smem.add(what.clone(), parts);
+            let mut next = 0;
+            let mut off = |t: &Option<Factor>| match t {
+                Some(_) => {
+                    next += 1;
+                    self.smem.scratch_offset(u, next - 1)
+                }
+                None => "TK_SCRATCH".to_string(),
+            };
+            (off(&tiles[0]), off(&tiles[1]))
+        };
         self.w.line(&format!(
             "// [block] {what} staged in shared memory ({}), then {engine}",
             if l == Layout::Blocked {
@@ -169,8 +220,20 @@ impl<'k> Emitter<'k> {
             }
         ));
         let name = self.define_typed(r)?;
+        if let Layout::Acc(k) = self.layout(a) {
+            // B from a ring slot (or a resident tile) in a ring loop: no barrier of its own.
+            let sync = settled(self, b).is_none();
+            self.w.line(&format!(
+                "// A is acc{k}'s registers where both accumulators keep whole rows per warp (only B is staged), else staged too"
+            ));
+            self.w.line(&format!(
+                "const auto {name} = tk::dot_acc_a<{tf32}, TK_SMEM_KIND, {sync}>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
+            ));
+            return Ok(());
+        }
+        let f = if bt { "dot_regs_bt" } else { "dot_regs" };
         self.w.line(&format!(
-            "const auto {name} = tk::dot_regs<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
+            "const auto {name} = tk::{f}<{tf32}, TK_SMEM_KIND>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
         ));
         Ok(())
     }

@@ -170,6 +170,30 @@ impl Emitter<'_> {
         }
         let mut factors: Vec<Factor> = vshape.0.iter().cloned().map(Factor::Dim).collect();
         factors.push(Factor::SizeOf(elem.clone()));
+        if self
+            .layouts
+            .slice_in_registers(from, &vshape, layout, shape)
+        {
+            // A slice into accumulator fragments it covers: a register copy; the region is
+            // used only by a variant whose warp arrangements disagree.
+            let what = format!("{from} {vshape} -> {layout} {shape}");
+            let u = self.smem.add(
+                format!("{what} (only where the warp arrangements disagree)"),
+                vec![factors],
+            );
+            let off = self.smem.scratch_offset(u, 0);
+            self.tmp += 1;
+            let t = format!("t{}", self.tmp);
+            self.w.line(&format!(
+                "// {what}: in registers (the slice covers the fragments)"
+            ));
+            self.w.line(&format!(
+                "const auto {t} = tk::relayout<{}, {}>({expr}, smem + {off});",
+                shape_type(shape),
+                layout_name(layout)
+            ));
+            return Ok(t);
+        }
         let what = if &vshape == shape {
             format!("convert {vshape} {from} -> {layout}")
         } else if from == layout {

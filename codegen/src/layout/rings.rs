@@ -1,8 +1,9 @@
 //! cp.async rings: `load_tile`s of a `pipelined` loop that go straight to shared memory.
 //!
 //! A `load_tile` in the body of `for k in pipelined(range, BK, STAGES)` becomes a ring when
-//! it is rank 2, every use is an operand of a `dot` in the same body whose other operand is
-//! a ring too, and its tensor and origin can be computed ahead for a later iteration: they
+//! it is rank 2, every use is an operand of a `dot` in the same body (or `trans` of it is a
+//! dot's B operand and used nowhere else), and its tensor and origin can be computed ahead
+//! for a later iteration: they
 //! depend only on the induction variable and values defined outside the loop, through
 //! scalar ops (the *producer slice*, emitted again inside the producer). Loop-carried
 //! values in the slice, or any other use, keep the load in registers.
@@ -136,11 +137,19 @@ fn pipelined(a: &Analysis, for_inst: &Inst, body: &Block, stages: &Dim, out: &mu
             continue;
         }
         let uses = &a.uses[r.index()];
+        let in_body = |i: &Inst| body.insts.iter().any(|b| std::ptr::eq(b, i));
         let only_dots = !uses.is_empty()
             && uses.iter().all(|u| {
-                matches!(u.inst.op, Op::Dot { .. })
-                    && u.operand < 2
-                    && body.insts.iter().any(|b| std::ptr::eq(b, u.inst))
+                in_body(u.inst)
+                    && match &u.inst.op {
+                        Op::Dot { .. } => u.operand < 2,
+                        // `trans(x)` used only as a dot's B operand: read from x's rows.
+                        Op::Trans { .. } => u.inst.results.first().is_some_and(|t| {
+                            super::fusable_trans(a, *t)
+                                && a.uses[t.index()].iter().all(|d| in_body(d.inst))
+                        }),
+                        _ => false,
+                    }
             });
         if !only_dots {
             continue;
@@ -151,20 +160,8 @@ fn pipelined(a: &Analysis, for_inst: &Inst, body: &Block, stages: &Dim, out: &mu
             cands.push((i, r, slice));
         }
     }
-    // Keep a candidate only when every dot it feeds has both operands among the candidates.
-    loop {
-        let ids: HashSet<ValueId> = cands.iter().map(|c| c.1).collect();
-        let before = cands.len();
-        cands.retain(|(_, r, _)| {
-            a.uses[r.index()].iter().all(|u| match &u.inst.op {
-                Op::Dot { a: x, b: y, .. } => ids.contains(x) && ids.contains(y),
-                _ => false,
-            })
-        });
-        if cands.len() == before {
-            break;
-        }
-    }
+    // A dot whose other operand is not a ring stages that one itself (or reads it from a
+    // resident tile or an accumulator's registers) and reads the ring slot in place.
     if cands.is_empty() {
         return;
     }

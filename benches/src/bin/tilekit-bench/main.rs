@@ -22,6 +22,8 @@
 //!   (`train_bench.rs`: log-softmax 4096x50257, LayerNorm 32768x4096, the norms' backward,
 //!   cross-entropy 8192x50304, SwiGLU and the activations 16384x11008), default and best
 //!   of space, every variant compiled in parallel first;
+//! - `attention`: the flash-attention kernel a user wrote (`attention_bench.rs`), 32768
+//!   queries x 4096 keys, D = 64 and 128, bf16, launch() and best of space;
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -35,10 +37,12 @@ use tilekit::Element;
 use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
+mod attention_bench;
 mod launch_bench;
 mod matmul_bench;
 mod sweep;
 mod train_bench;
+use attention_bench::attention_record;
 use launch_bench::launch_overhead;
 use matmul_bench::matmul_record;
 use sweep::{gbps, sweep};
@@ -663,6 +667,9 @@ fn main() -> Result<()> {
     }
     if want("matmul") {
         record("matmul", matmul_record(&rt));
+    }
+    if want("attention") {
+        record("attention", attention_record(&rt));
     }
     if want("graph") {
         record("graph", graph_replay(&rt));

@@ -26,6 +26,10 @@ template <class A> struct is_same<A, A> { static constexpr bool value = true; };
 template <bool C, class A, class B> struct conditional { using type = A; };
 template <class A, class B> struct conditional<false, A, B> { using type = B; };
 
+/// `remove_cv<T>::type`: T without a top-level `const`.
+template <class T> struct remove_cv { using type = T; };
+template <class T> struct remove_cv<const T> { using type = T; };
+
 /// Larger of two sizes (used by the shared-memory plan).
 TK_HD long long cmax(long long a, long long b) { return a > b ? a : b; }
 /// Rounds a byte count up to a multiple of 16 (every shared-memory part starts 16-byte aligned).

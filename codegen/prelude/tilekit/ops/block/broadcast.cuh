@@ -2,11 +2,14 @@
 // layout conversion (scope: block). Shapes align on the right; source extents are equal
 // or 1.
 //
-// Shared memory: S::size * sizeof(T) bytes (unused when shape and layout agree, or for a
-// row vector broadcast over rows of whole block passes: then the copy is thread-local).
+// Shared memory: S::size * sizeof(T) bytes (unused when shape and layout agree, for a
+// row vector broadcast over rows of whole block passes, or for a slice of an accumulator
+// (`acc_slice`) broadcast into an accumulator whose fragments it covers: then the copy is
+// thread-local).
 // Ends with a barrier when it goes through shared memory.
 #pragma once
 #include "tilekit/types/tile.cuh"
+#include "tilekit/types/mma_layout.cuh"
 
 namespace tk {
 
@@ -20,6 +23,20 @@ template <long long N, long long R, int VEC, int THREADS>
 struct row_broadcast_in_registers<shape<N>, shape<R, N>, blocked<VEC, THREADS>, blocked<VEC, THREADS>> {
     static constexpr bool value = N % ((long long)VEC * THREADS) == 0;
 };
+
+/// True when broadcasting an S-shaped slice (layout L) to the DS-shaped accumulator
+/// layout DL reads only the thread's own registers: a [M, 1] slice along axis 1 into
+/// [M, N], or a [N] / [1, N] slice along axis 0 into [M, N], where the slice covers DL's
+/// fragments (`acc_slice_fits`).
+template <class S, class DS, class L, class DL> TK_HD bool slice_broadcast_in_registers() {
+    if constexpr (is_acc_slice<L>::value && is_mma_acc<DL>::value) {
+        if (!acc_slice_fits<L, DL>::value || DS::rank != 2) return false;
+        if (L::axis == 1) return S::rank == 2 && S::dim(0) == DS::dim(0) && S::dim(1) == 1;
+        return (S::rank == 1 && S::dim(0) == DS::dim(1)) || (S::rank == 2 && S::dim(0) == 1 && S::dim(1) == DS::dim(1));
+    } else {
+        return false;
+    }
+}
 } // namespace detail
 
 /// Broadcasts `x` to shape DS in layout DL (through shared memory unless both agree).
@@ -37,6 +54,21 @@ template <class DS, class DL, class T, class S, class L> TK_DEVICE rt<T, DS, DL>
         // t * VEC + s % VEC, which slot s % SLOTS of the vector holds in the same thread.
 #pragma unroll
         for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[s % In::SLOTS];
+    } else if constexpr (detail::slice_broadcast_in_registers<S, DS, L, DL>()) {
+        // A slice of an accumulator into accumulator fragments it covers: slot
+        // ((i * NJ + j) * 4 + q) reads the slice's slot of its row (i * 2 + q / 2) or of its
+        // column (j * 2 + q % 2).
+        using G = typename DL::grid;
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) {
+            const int q = s & 3, j = (s >> 2) % G::NJ, i = (s >> 2) / G::NJ;
+            r.v[s] = L::axis == 1 ? x.v[i * 2 + (q >> 1)] : x.v[j * 2 + (q & 1)];
+        }
+    } else if constexpr (is_acc_slice<L>::value && is_acc_slice<DL>::value && S::size == DS::size &&
+                         detail::acc_slice_fits<L, DL>::value) {
+        // The slice of one accumulator as the slice of another that distributes the axis alike.
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[s];
     } else {
         T* buf = reinterpret_cast<T*>(smem);
 #pragma unroll

@@ -13,9 +13,9 @@
 namespace tk {
 
 /// `store_tile(t, origin, x)` for an accumulator-layout tile.
-template <bool ALIGNED, class T, long long BM, long long BN, int W>
-TK_DEVICE void store_tile(const view<T, 2>& v, coord o, const rt<T, shape<BM, BN>, mma_acc<BM, BN, W>>& x) {
-    using G = mma_grid<BM, BN, W>;
+template <bool ALIGNED, class T, long long BM, long long BN, int W, int P>
+TK_DEVICE void store_tile(const view<T, 2>& v, coord o, const rt<T, shape<BM, BN>, mma_acc<BM, BN, W, P>>& x) {
+    using G = mma_grid<BM, BN, W, P>;
     const int t = thread_rank(), w = t >> 5, l = t & 31;
     const long long r0 = o.c[0] + (w / G::WN) * G::WTM + (l >> 2);
     const long long c0 = o.c[1] + (w % G::WN) * G::WTN + (l & 3) * 2;

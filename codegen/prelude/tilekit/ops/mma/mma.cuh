@@ -13,6 +13,16 @@
 // `dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b)`: the same with register operands of any
 // layout, staged into KIND-layout tiles first. Shared memory: the two tiles' BYTES. Ends
 // with a barrier.
+//
+// `dot_acc_a<TF32, KIND>(a, b, acc, smem_a, smem_b)`: the same where `a` is itself a dot's
+// accumulator (cast to bf16/f16: attention's P in O += P V). When both accumulators are
+// `mma_acc` with whole rows per warp (WN == 1) and the same warps along M, each warp's A
+// fragments are its own P registers: the C fragments of n8 tiles 2k and 2k + 1 form the
+// m16k16 A fragment of step k (registers {c0, c1} -> a0, {c2, c3} -> a1 of tile 2k, and
+// a2, a3 of tile 2k + 1, each pair packed into one 32-bit register), so only `b` is
+// staged (smem_b). Otherwise it is `dot_regs`. SYNC false: `b` is a shared-memory tile
+// already visible and not rewritten before the next barrier (a ring slot in a pipelined
+// loop), so the register path needs no barrier.
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/smem.cuh"
@@ -195,19 +205,210 @@ TK_DEVICE void stage_tile(const stile<T, R, C, K>& dst, const rt<T, shape<R, C>,
         }
 }
 
-/// acc + a @ b with register operands: staged into KIND tiles at smem_a / smem_b, then
-/// `mma_dot`. Ends with a barrier.
-template <bool TF32, int KIND, class T, long long M, long long K, long long N, class LA, class LB, class L>
-TK_DEVICE rt<float, shape<M, N>, L> dot_regs(const rt<T, shape<M, K>, LA>& a, const rt<T, shape<K, N>, LB>& b,
-                                              const rt<float, shape<M, N>, L>& acc, char* smem_a, char* smem_b) {
-    const stile<T, M, K, KIND> sa{smem_a};
-    const stile<T, K, N, KIND> sb{smem_b};
-    stage_tile(sa, a);
-    stage_tile(sb, b);
+/// A tile of a global tensor that a dot copies straight into its shared-memory operand
+/// tile (cp.async, zero outside the tensor) instead of going through registers: a
+/// `load_tile` whose only use is that dot (`global_tile`).
+template <bool ALIGNED, int THREADS, class T, long long R, long long C> struct gtile {
+    view<T, 2> v;
+    coord o;
+};
+/// The R x C tile of `v` at `o`, copied where its dot stages it.
+template <bool ALIGNED, int THREADS, class S, class T>
+TK_DEVICE gtile<ALIGNED, THREADS, T, S::dim(0), S::dim(1)> global_tile(const view<T, 2>& v, coord o) {
+    static_assert(S::rank == 2, "tk::global_tile: a rank-2 tile");
+    return {v, o};
+}
+
+/// Copies a global tile into a shared-memory tile of the same extents and waits for the
+/// copies (the caller's barrier makes them visible).
+template <class T, long long R, long long C, int K, bool ALIGNED, int THREADS>
+TK_DEVICE void stage_tile(const stile<T, R, C, K>& dst, const gtile<ALIGNED, THREADS, T, R, C>& x) {
+    copy_tile_async<ALIGNED, THREADS>(dst, x.v, x.o);
+    cp_async_commit();
+    cp_async_wait<0>();
+}
+
+namespace detail {
+/// Element type and extents of a dot operand: a register tile, a `gtile`, or a
+/// shared-memory tile that already holds it (a resident operand).
+template <class X> struct operand;
+template <class T, long long R, long long C, int K> struct operand<stile<T, R, C, K>> {
+    using elem = T;
+    static constexpr long long rows = R, cols = C;
+};
+template <class T, long long R, long long C, class L> struct operand<rt<T, shape<R, C>, L>> {
+    using elem = T;
+    static constexpr long long rows = R, cols = C;
+};
+template <bool A, int TH, class T, long long R, long long C> struct operand<gtile<A, TH, T, R, C>> {
+    using elem = T;
+    static constexpr long long rows = R, cols = C;
+};
+
+/// The shared-memory tile a dot reads operand `x` from: `x` itself when it is one (a
+/// resident operand), else a KIND tile at `smem` that `x` is staged into (no barrier).
+template <int KIND, class T, long long R, long long C, int K>
+TK_DEVICE stile<T, R, C, K> operand_tile(const stile<T, R, C, K>& x, char*) {
+    return x;
+}
+template <int KIND, class X> TK_DEVICE auto operand_tile(const X& x, char* smem) {
+    const stile<typename operand<X>::elem, operand<X>::rows, operand<X>::cols, KIND> t{smem};
+    stage_tile(t, x);
+    return t;
+}
+} // namespace detail
+
+/// acc + a @ b with operands in registers, global tiles or resident shared-memory tiles:
+/// the first two staged into KIND tiles at smem_a / smem_b, then `mma_dot`. Ends with a
+/// barrier.
+template <bool TF32, int KIND, class XA, class XB, long long M, long long N, class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_regs(const XA& a, const XB& b, const rt<float, shape<M, N>, L>& acc,
+                                              char* smem_a, char* smem_b) {
+    using T = typename detail::operand<XA>::elem;
+    constexpr long long K = detail::operand<XA>::cols;
+    static_assert(detail::operand<XA>::rows == M && detail::operand<XB>::rows == K && detail::operand<XB>::cols == N,
+                  "tk::dot: operand shapes");
+    const auto sa = detail::operand_tile<KIND>(a, smem_a);
+    const auto sb = detail::operand_tile<KIND>(b, smem_b);
     sync();
     const auto r = mma_dot<TF32>(sa, sb, acc);
     sync();
     return r;
+}
+
+/// acc + A @ X^T from shared-memory tiles A (M x K) and X (N x K, so B = X^T is K-major
+/// per column, the layout mma's B operand wants): bf16/f16 on `mma.sync` with B fragments by
+/// `ldmatrix` without `.trans` from X's rows. Other engines read X transposed element by
+/// element (FMA). No barrier inside.
+template <bool TF32, class T, long long M, long long K, long long N, int KA, int KX, class L>
+TK_DEVICE rt<float, shape<M, N>, L> mma_dot_bt(const stile<T, M, K, KA>& sa, const stile<T, N, K, KX>& sx,
+                                                const rt<float, shape<M, N>, L>& acc) {
+    using SA = stile<T, M, K, KA>;
+    using SX = stile<T, N, K, KX>;
+    rt<float, shape<M, N>, L> r = acc;
+    if constexpr (detail::engine<TF32, T, L>::value == 2 && K % 16 == 0) {
+        using G = typename L::grid;
+        const int t = thread_rank(), w = t >> 5, l = t & 31;
+        const int m0 = (w / G::WN) * G::WTM, n0 = (w % G::WN) * G::WTN;
+        const unsigned ba = smem_addr(sa.base), bx = smem_addr(sx.base);
+#pragma unroll
+        for (int kk = 0; kk < (int)K; kk += 16) {
+            unsigned af[G::MI][4];
+            unsigned bf[G::NJ / 2][4];
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+                detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 8) * 2));
+            // Matrices (l / 8): rows n0 + j * 16 + (l / 16) * 8 + l % 8, columns kk + ((l / 8) % 2) * 8
+            // give b0, b1 of n8 tile 2j and b0, b1 of tile 2j + 1.
+#pragma unroll
+            for (int j = 0; j < G::NJ / 2; ++j)
+                detail::ldsm_x4(bf[j], bx + SX::offset(n0 + j * 16 + (l >> 4) * 8 + (l & 7), (kk + ((l >> 3) & 1) * 8) * 2));
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < G::NJ; ++j)
+                    detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[i], bf[j / 2][(j & 1) * 2], bf[j / 2][(j & 1) * 2 + 1]);
+        }
+    } else {
+        using TC = rt<float, shape<M, N>, L>;
+#pragma unroll 1
+        for (int k = 0; k < (int)K; ++k)
+#pragma unroll
+            for (int s = 0; s < TC::SLOTS; ++s) {
+                if (!TC::valid(s)) continue;
+                const long long e = TC::flat(s);
+                float x = (float)to_compute(sa.at((int)(e / N), k));
+                float y = (float)to_compute(sx.at((int)(e % N), k));
+                if constexpr (TF32 && is_same<T, float>::value) {
+                    x = round_tf32(x);
+                    y = round_tf32(y);
+                }
+                r.v[s] += x * y;
+            }
+    }
+    return r;
+}
+
+/// acc + a @ trans(x) with operands in registers (or global tiles): a and x (not
+/// transposed) staged into KIND tiles, then `mma_dot_bt`. Ends with a barrier.
+template <bool TF32, int KIND, class XA, class XX, long long M, long long N, class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_regs_bt(const XA& a, const XX& x, const rt<float, shape<M, N>, L>& acc,
+                                                 char* smem_a, char* smem_x) {
+    using T = typename detail::operand<XA>::elem;
+    constexpr long long K = detail::operand<XA>::cols;
+    static_assert(detail::operand<XA>::rows == M && detail::operand<XX>::rows == N && detail::operand<XX>::cols == K,
+                  "tk::dot: operand shapes");
+    const auto sa = detail::operand_tile<KIND>(a, smem_a);
+    const auto sx = detail::operand_tile<KIND>(x, smem_x);
+    sync();
+    const auto r = mma_dot_bt<TF32>(sa, sx, acc);
+    sync();
+    return r;
+}
+
+namespace detail {
+/// Two 16-bit floats as one 32-bit register, `lo` in the low half (mma operand order).
+template <class T> TK_DEVICE unsigned pack2(T lo, T hi) {
+    if constexpr (is_same<T, __nv_bfloat16>::value)
+        return (unsigned)__bfloat16_as_ushort(lo) | ((unsigned)__bfloat16_as_ushort(hi) << 16);
+    else return (unsigned)__half_as_ushort(lo) | ((unsigned)__half_as_ushort(hi) << 16);
+}
+
+/// True when `dot_acc_a` takes A from the registers of an LA-layout [M, K] accumulator
+/// into an L-layout [M, N] one (see the header comment).
+template <class T, long long K, class LA, class L> TK_HD bool a_from_acc() {
+    if constexpr (is_mma_acc<LA>::value && is_mma_acc<L>::value &&
+                  (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value)) {
+        using GA = typename LA::grid;
+        using G = typename L::grid;
+        return GA::WN == 1 && G::WN == 1 && GA::WM == G::WM && GA::WTM == G::WTM && K % 16 == 0;
+    } else {
+        return false;
+    }
+}
+} // namespace detail
+
+/// acc + a @ b where `a` is an accumulator-layout tile (see the header comment).
+template <bool TF32, int KIND, bool SYNC = true, class T, long long M, long long K, long long N, class LA, class XB,
+          class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, const XB& b,
+                                               const rt<float, shape<M, N>, L>& acc, char* smem_a, char* smem_b) {
+    static_assert(detail::operand<XB>::rows == K && detail::operand<XB>::cols == N, "tk::dot: operand shapes");
+    if constexpr (detail::a_from_acc<T, K, LA, L>()) {
+        using GA = typename LA::grid;
+        using G = typename L::grid;
+        const auto sb = detail::operand_tile<KIND>(b, smem_b);
+        using SB = typename remove_cv<decltype(sb)>::type;
+        if constexpr (SYNC) sync();
+        rt<float, shape<M, N>, L> r = acc;
+        const int l = thread_rank() & 31;
+        const unsigned bb = smem_addr(sb.base);
+#pragma unroll
+        for (int kk = 0; kk < (int)(K / 16); ++kk) {
+            unsigned af[G::MI][4];
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i) {
+                const int s0 = (i * GA::NJ + 2 * kk) * 4, s1 = s0 + 4;
+                af[i][0] = detail::pack2(a.v[s0], a.v[s0 + 1]);
+                af[i][1] = detail::pack2(a.v[s0 + 2], a.v[s0 + 3]);
+                af[i][2] = detail::pack2(a.v[s1], a.v[s1 + 1]);
+                af[i][3] = detail::pack2(a.v[s1 + 2], a.v[s1 + 3]);
+            }
+            unsigned bf[G::NJ / 2][4];
+#pragma unroll
+            for (int j = 0; j < G::NJ / 2; ++j)
+                detail::ldsm_x4_trans(bf[j], bb + SB::offset(kk * 16 + (l & 7) + ((l >> 3) & 1) * 8, (j * 16 + (l >> 4) * 8) * 2));
+#pragma unroll
+            for (int i = 0; i < G::MI; ++i)
+#pragma unroll
+                for (int j = 0; j < G::NJ; ++j)
+                    detail::mma16816<T>(&r.v[(i * G::NJ + j) * 4], af[i], bf[j / 2][(j & 1) * 2], bf[j / 2][(j & 1) * 2 + 1]);
+        }
+        if constexpr (SYNC) sync();
+        return r;
+    } else {
+        return dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b);
+    }
 }
 
 } // namespace tk

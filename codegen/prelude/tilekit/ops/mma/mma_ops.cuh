@@ -3,3 +3,4 @@
 #include "tilekit/ops/mma/async.cuh"
 #include "tilekit/ops/mma/mma.cuh"
 #include "tilekit/ops/mma/acc_io.cuh"
+#include "tilekit/ops/mma/acc_reduce.cuh"
