@@ -5,6 +5,8 @@
 //! cargo run -p tilekit-benches --example dump_user -- transpose2d cuda BM=64,BN=64,WARPS=4 bf16
 //! ```
 //!
+//! Library kernels (`tilekit_kernels::ALL`) are found by name too.
+//!
 //! Stages: `ir`, `layouts`, `smem`, `cuda` (the template's printer output), or `full` (the
 //! variant's complete NVRTC source, wrapper included).
 use anyhow::{anyhow, Context, Result};
@@ -17,6 +19,7 @@ fn main() -> Result<()> {
     };
     let spec = tilekit_benches::user_kernels::ALL
         .iter()
+        .chain(tilekit_kernels::ALL)
         .find(|s| s.name == name)
         .ok_or_else(|| anyhow!("no user kernel `{name}`"))?;
     let k = spec.kernel()?;
