@@ -47,10 +47,14 @@ pub fn rmsnorm_bwd<T: Float>(
         let lim = where_(nxt < rows, x.cols(), 0);
         x2 = load(x.row(nxt), cols, cols < lim, 0.0);
         d2 = load(dy.row(nxt), cols, cols < lim, 0.0);
-        let rstd = rsqrt(sum(v * v, 0) / n + eps);
-        let xh = v * rstd;
+        // Both reductions read only the loaded row (sum(g * xh) = rstd * sum(g * x)), so
+        // neither waits for the other.
         let g = d * wv;
-        let c = sum(g * xh, 0) / n;
+        let ss = sum(v * v, 0);
+        let gx = sum(g * v, 0);
+        let rstd = rsqrt(ss / n + eps);
+        let xh = v * rstd;
+        let c = rstd * gx / n;
         store(dx.row(row), cols, (rstd * (g - xh * c)).cast::<T>(), mask);
         acc = acc + d * xh;
     }
