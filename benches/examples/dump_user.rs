@@ -3,7 +3,10 @@
 //!
 //! ```text
 //! cargo run -p tilekit-benches --example dump_user -- transpose2d cuda BM=64,BN=64,WARPS=4 bf16
+//! cargo run -p tilekit-benches --example dump_user -- log_softmax full BLOCK=4096,WARPS=16 bf16 unaligned
 //! ```
+//!
+//! Library kernels (`tilekit_kernels::ALL`) are found by name too.
 //!
 //! Stages: `ir`, `layouts`, `smem`, `cuda` (the template's printer output), or `full` (the
 //! variant's complete NVRTC source, wrapper included).
@@ -12,12 +15,19 @@ use tilekit_codegen::{dump, Stage, Target, Variant};
 
 fn main() -> Result<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    let [name, stage, config, dtype] = a.as_slice() else {
-        return Err(anyhow!("usage: dump_user KERNEL STAGE CONFIG DTYPE"));
+    let (name, stage, config, dtype, aligned) = match a.as_slice() {
+        [n, s, c, d] => (n, s, c, d, true),
+        [n, s, c, d, u] if u == "unaligned" => (n, s, c, d, false),
+        _ => {
+            return Err(anyhow!(
+                "usage: dump_user KERNEL STAGE CONFIG DTYPE [unaligned]"
+            ))
+        }
     };
     let spec = tilekit_benches::user_kernels::ALL
         .iter()
         .chain(tilekit_benches::attention::ALL)
+        .chain(tilekit_kernels::ALL)
         .find(|s| s.name == name)
         .ok_or_else(|| anyhow!("no user kernel `{name}`"))?;
     let k = spec.kernel()?;
@@ -32,7 +42,7 @@ fn main() -> Result<()> {
     let v = Variant {
         config: c,
         bindings: b,
-        aligned: true,
+        aligned,
         target,
     };
     if stage == "full" {

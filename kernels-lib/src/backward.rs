@@ -10,10 +10,11 @@ use crate::{layernorm_bwd, partial_sum, rmsnorm_bwd};
 use tilekit::prelude::*;
 use tilekit::LaunchError;
 
-/// A good number of partial rows (first-stage programs) for `rows` rows: four per SM on a
-/// GPU, so enough programs are resident to keep memory busy while the partials stay
-/// small; 64 on the CPU backend; at most `rows`, at least 1. Any `P >= 1` gives correct,
-/// deterministic results.
+/// A good number of partial rows (first-stage programs) for `rows` rows: two per SM on a
+/// GPU (the first stage's fast configurations keep one or two programs resident per SM,
+/// each with the next rows' loads in flight; more programs would only grow the partials
+/// that the second stage reads); 64 on the CPU backend; at most `rows`, at least 1. Any
+/// `P >= 1` gives correct, deterministic results.
 ///
 /// ```
 /// let rt = tilekit::Runtime::cpu();
@@ -22,7 +23,7 @@ use tilekit::LaunchError;
 /// assert_eq!(tilekit_kernels::partial_rows(&rt, 0), 1);
 /// ```
 pub fn partial_rows(rt: &Runtime, rows: usize) -> usize {
-    let cap = rt.device().map_or(64, |d| 4 * d.sm_count as usize);
+    let cap = rt.device().map_or(64, |d| 2 * d.sm_count as usize);
     rows.min(cap).max(1)
 }
 

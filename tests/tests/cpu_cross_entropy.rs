@@ -153,6 +153,14 @@ const CASES: &[Case] = &[
         cfg: None,
         smoothing: 0.1,
     },
+    // Whole groups of four chunks and nothing after them.
+    Case {
+        rows: 8,
+        v: 8192,
+        strided: true,
+        cfg: Some("BLOCK=1024,WARPS=32"),
+        smoothing: 0.1,
+    },
     Case {
         rows: 2,
         v: 50304,

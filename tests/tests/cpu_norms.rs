@@ -609,7 +609,7 @@ fn layernorm_bwd_partials_sum_to_the_column_sums() {
 
 #[test]
 fn first_stage_problem_dimensions_are_rows_cols_partials() {
-    // `tilekit tune --all` names these problems `MxNxP` (e.g. 32768x4096x528).
+    // `tilekit tune --all` names these problems `MxNxP` (e.g. 32768x4096x264).
     for spec in [&rmsnorm_bwd::SPEC, &layernorm_bwd::SPEC] {
         assert_eq!(
             spec.kernel().unwrap().problem.dims,

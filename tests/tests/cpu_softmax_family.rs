@@ -86,6 +86,9 @@ const CASES: &[(usize, usize, bool, Option<&str>)] = &[
     (2, 4097, false, None),
     (3, 4097, true, Some("BLOCK=1024,WARPS=16")),
     (2, 8192, false, Some("BLOCK=8192,WARPS=8")),
+    // Whole groups of four chunks and nothing after them; one group and three chunks.
+    (2, 8192, true, Some("BLOCK=1024,WARPS=32")),
+    (1, 7169, false, Some("BLOCK=1024,WARPS=8")),
     (2, 50257, false, None),
     (1, 50257, true, Some("BLOCK=8192,WARPS=16")),
 ];
@@ -165,6 +168,45 @@ fn log_softmax_is_stable_for_large_logits() {
             3e-5,
             1e-6,
         );
+    }
+}
+
+#[test]
+fn wide_softmax_handles_minus_infinity() {
+    // Masked-out logits (-inf) over the first chunks: lanes that have seen only -inf must
+    // not poison the running sums (-inf - -inf = NaN), on the grouped and chunk paths.
+    let rt = Runtime::cpu();
+    for cols in [5000usize, 9000] {
+        let xs: Vec<f32> = (0..cols)
+            .map(|i| {
+                if i < 2100 || i % 5 == 0 {
+                    f32::NEG_INFINITY
+                } else {
+                    (i % 11) as f32 * 0.3
+                }
+            })
+            .collect();
+        let x = Tensor2::from_vec(&rt, xs.clone(), [1, cols]).unwrap();
+        let mut y = Tensor2::full(&rt, [1, cols], f32::NAN).unwrap();
+        let cfg = Config::parse("BLOCK=1024,WARPS=4").unwrap();
+        softmax_online::launch_with(&rt, &cfg, &x, &mut y).unwrap();
+        let want = softmax_ref(&f64s(&xs), cols);
+        assert_close(
+            &format!("-inf {cols}"),
+            &y.to_vec().unwrap(),
+            &want,
+            1e-5,
+            1e-9,
+        );
+        let mut z = Tensor2::full(&rt, [1, cols], f32::NAN).unwrap();
+        log_softmax::launch_with(&rt, &cfg, &x, &mut z).unwrap();
+        let z = z.to_vec().unwrap();
+        for (i, (&a, &b)) in z.iter().zip(&y.to_vec().unwrap()).enumerate() {
+            assert!(
+                a.exp() == b || (a.exp() - b).abs() <= 1e-5 * b,
+                "log_softmax -inf {cols} [{i}]: {a} vs {b}"
+            );
+        }
     }
 }
 

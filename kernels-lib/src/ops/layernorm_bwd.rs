@@ -7,9 +7,9 @@ use tilekit::prelude::*;
 /// handles rows `p, p + P, ..` and writes `sum dy * xh` to `dw_partial[p]` and `sum dy` to
 /// `db_partial[p]`; [`partial_sum`](crate::partial_sum) adds the `P` rows in a fixed order
 /// (see [`layernorm_backward`](crate::layernorm_backward), which runs all three). In f32;
-/// x and dy are read once, dx written once.
+/// x and dy are read once (two rows ahead of the one being written), dx written once.
 #[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [32, 16, 8, 4])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
 #[cost(flops = 11 * M * N)]
@@ -24,18 +24,46 @@ pub fn layernorm_bwd<T: Float>(
     db_partial: &mut Tensor2<f32>,
 ) {
     let pid = program_id(0);
+    let step = num_programs(0);
+    let rows = x.rows();
     let cols = arange::<BLOCK>();
     let n = x.cols().to_f32();
     let mask = cols < x.cols();
     let wv = load(w, cols, mask, 0.0).to_f32();
     let mut acc_w = zeros::<f32, BLOCK>();
     let mut acc_b = zeros::<f32, BLOCK>();
-    for row in (pid..x.rows()).step_by(num_programs(0)) {
-        let mu = load(mean, row);
-        let inv = load(rstd, row);
-        let v = load(x.row(row), cols, mask, 0.0).to_f32();
-        let d = load(dy.row(row), cols, mask, 0.0).to_f32();
-        let xh = where_(mask, (v - mu) * inv, 0.0);
+    // Two rows ahead: the next two rows' x, dy, mean and rstd load while this one is
+    // reduced and written (nothing past the last row: its masks are empty).
+    let here = pid < rows;
+    let lim = where_(here, x.cols(), 0);
+    let mut x1 = load(x.row(pid), cols, cols < lim, 0.0);
+    let mut d1 = load(dy.row(pid), cols, cols < lim, 0.0);
+    let mut mu1 = load(mean, pid, here, 0.0);
+    let mut inv1 = load(rstd, pid, here, 0.0);
+    let there = pid + step < rows;
+    let lim = where_(there, x.cols(), 0);
+    let mut x2 = load(x.row(pid + step), cols, cols < lim, 0.0);
+    let mut d2 = load(dy.row(pid + step), cols, cols < lim, 0.0);
+    let mut mu2 = load(mean, pid + step, there, 0.0);
+    let mut inv2 = load(rstd, pid + step, there, 0.0);
+    for row in (pid..rows).step_by(step) {
+        let v = x1.to_f32();
+        let d = d1.to_f32();
+        let mu = mu1;
+        let inv = inv1;
+        x1 = x2;
+        d1 = d2;
+        mu1 = mu2;
+        inv1 = inv2;
+        let nxt = row + 2 * step;
+        let there = nxt < rows;
+        let lim = where_(there, x.cols(), 0);
+        x2 = load(x.row(nxt), cols, cols < lim, 0.0);
+        d2 = load(dy.row(nxt), cols, cols < lim, 0.0);
+        mu2 = load(mean, nxt, there, 0.0);
+        inv2 = load(rstd, nxt, there, 0.0);
+        // Lanes past the row read x = dy = 0: g = 0 there, so xh needs no mask.
+        let xh = (v - mu) * inv;
         let g = d * wv;
         let c1 = sum(g, 0) / n;
         let c2 = sum(g * xh, 0) / n;

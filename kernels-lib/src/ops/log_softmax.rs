@@ -4,9 +4,9 @@ use tilekit::prelude::*;
 /// statistics in f32.
 ///
 /// A row that fits `BLOCK` stays on chip: one read of `x`, one write of `y`. A wider row
-/// (a vocabulary of 50257) is read in `BLOCK` chunks with an online maximum and a per-lane
-/// running sum rescaled when the maximum grows, then read again (from L2 when it fits) to
-/// write `y`.
+/// (a vocabulary of 50257) is read in `BLOCK` chunks, four per trip, with a per-lane online
+/// maximum and running sum (rescaled when the lane's maximum grows, reduced across the
+/// block once after the loop), then read again (from L2 when it fits) to write `y`.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -19,7 +19,7 @@ use tilekit::prelude::*;
 /// assert!((y.iter().take(3).map(|v| v.exp()).sum::<f32>() - 1.0).abs() < 1e-6);
 /// ```
 #[kernel(grid = [x.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 8, 32])]
 #[shapes(x = [M, N], y = [M, N])]
 #[cost(flops = 5 * M * N)]
 pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
@@ -33,18 +33,44 @@ pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         let lse = log(sum(exp(z), 0));
         store(y.row(row), cols, (z - lse).cast::<T>(), mask);
     } else {
-        let mut m = f32::NEG_INFINITY;
+        // Per lane a running maximum `mv` and a sum `acc` of exp(x - mv): no block-wide
+        // step inside the loop, the lanes are combined once after it. Four whole chunks
+        // per trip load unmasked (four 16-byte loads per thread in flight) and share one
+        // rescale; the rest, up to four chunks, load masked.
+        let whole = n - n % (4 * BLOCK);
+        // Finite, so that exp(mv - m_new) is 0, never NaN, while a lane has seen only -inf.
+        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
         let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let mask = offs < n;
-            let v = load(x.row(row), offs, mask, T::NEG_INF).to_f32();
-            let m_new = maximum(m, max(v, 0));
-            acc = acc * exp(m - m_new) + exp(v - m_new);
-            m = m_new;
+        for start in (0..whole).step_by(4 * BLOCK) {
+            let a = load(x.row(row), start + cols).to_f32();
+            let b = load(x.row(row), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
+            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
+            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
+            acc = acc * exp(mv - m_new) + e;
+            mv = m_new;
         }
-        let lse = m + log(sum(acc, 0));
-        for start in (0..n).step_by(BLOCK) {
+        for start in (whole..n).step_by(BLOCK) {
+            let offs = start + cols;
+            let v = load(x.row(row), offs, offs < n, T::NEG_INF).to_f32();
+            let m_new = maximum(mv, v);
+            acc = acc * exp(mv - m_new) + exp(v - m_new);
+            mv = m_new;
+        }
+        let m = max(mv, 0);
+        let lse = m + log(sum(acc * exp(mv - m), 0));
+        for start in (0..whole).step_by(4 * BLOCK) {
+            let a = load(x.row(row), start + cols).to_f32();
+            let b = load(x.row(row), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
+            store(y.row(row), start + cols, (a - lse).cast::<T>());
+            store(y.row(row), start + BLOCK + cols, (b - lse).cast::<T>());
+            store(y.row(row), start + 2 * BLOCK + cols, (c - lse).cast::<T>());
+            store(y.row(row), start + 3 * BLOCK + cols, (d - lse).cast::<T>());
+        }
+        for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
             let v = load(x.row(row), offs, mask, 0.0).to_f32();

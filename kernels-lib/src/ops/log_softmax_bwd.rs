@@ -3,8 +3,8 @@ use tilekit::prelude::*;
 /// Log-softmax backward along rows: dx = dy - exp(y) * sum(dy), from the forward output
 /// `y` and the output gradient `dy`, any row length, in f32.
 ///
-/// A row that fits `BLOCK` is read once; a wider row is read twice in `BLOCK` chunks (the
-/// sum of `dy` first, then `dx`).
+/// A row that fits `BLOCK` is read once; a wider row is read in `BLOCK` chunks, four per
+/// trip: `dy` for its sum, then `y` and `dy` again (from L2 when the row fits) for `dx`.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -17,7 +17,7 @@ use tilekit::prelude::*;
 /// assert!((dx[0] + 1.0).abs() < 1e-6 && (dx[1] - 1.0).abs() < 1e-6);
 /// ```
 #[kernel(grid = [y.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 8, 32])]
 #[shapes(y = [M, N], dy = [M, N], dx = [M, N])]
 #[cost(flops = 4 * M * N)]
 pub fn log_softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T>) {
@@ -31,14 +31,53 @@ pub fn log_softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tenso
         let total = sum(g, 0);
         store(dx.row(row), cols, (g - exp(p) * total).cast::<T>(), mask);
     } else {
+        // Four unmasked chunks per trip (several 16-byte loads per thread in flight), then
+        // the masked rest, chunk by chunk.
+        let whole = n - n % (4 * BLOCK);
         let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..n).step_by(BLOCK) {
+        for start in (0..whole).step_by(4 * BLOCK) {
+            let g0 = load(dy.row(row), start + cols).to_f32();
+            let g1 = load(dy.row(row), start + BLOCK + cols).to_f32();
+            let g2 = load(dy.row(row), start + 2 * BLOCK + cols).to_f32();
+            let g3 = load(dy.row(row), start + 3 * BLOCK + cols).to_f32();
+            acc = acc + ((g0 + g1) + (g2 + g3));
+        }
+        for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
-            let mask = offs < n;
-            acc = acc + load(dy.row(row), offs, mask, 0.0).to_f32();
+            acc = acc + load(dy.row(row), offs, offs < n, 0.0).to_f32();
         }
         let total = sum(acc, 0);
-        for start in (0..n).step_by(BLOCK) {
+        for start in (0..whole).step_by(4 * BLOCK) {
+            let p0 = load(y.row(row), start + cols).to_f32();
+            let p1 = load(y.row(row), start + BLOCK + cols).to_f32();
+            let p2 = load(y.row(row), start + 2 * BLOCK + cols).to_f32();
+            let p3 = load(y.row(row), start + 3 * BLOCK + cols).to_f32();
+            let g0 = load(dy.row(row), start + cols).to_f32();
+            let g1 = load(dy.row(row), start + BLOCK + cols).to_f32();
+            let g2 = load(dy.row(row), start + 2 * BLOCK + cols).to_f32();
+            let g3 = load(dy.row(row), start + 3 * BLOCK + cols).to_f32();
+            store(
+                dx.row(row),
+                start + cols,
+                (g0 - exp(p0) * total).cast::<T>(),
+            );
+            store(
+                dx.row(row),
+                start + BLOCK + cols,
+                (g1 - exp(p1) * total).cast::<T>(),
+            );
+            store(
+                dx.row(row),
+                start + 2 * BLOCK + cols,
+                (g2 - exp(p2) * total).cast::<T>(),
+            );
+            store(
+                dx.row(row),
+                start + 3 * BLOCK + cols,
+                (g3 - exp(p3) * total).cast::<T>(),
+            );
+        }
+        for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
             let p = load(y.row(row), offs, mask, 0.0).to_f32();

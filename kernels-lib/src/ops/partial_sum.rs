@@ -2,8 +2,9 @@ use tilekit::prelude::*;
 
 /// out[j] = sum over i of partial[i, j]: the second stage of a deterministic column
 /// reduction (dgamma, dbeta). Each program owns `BLOCK` columns and adds `[ROWS, BLOCK]`
-/// tiles of the partials from the first row to the last, always in the same order, so
-/// the result does not depend on scheduling (no atomics).
+/// tiles of the partials from the first row to the last into a `[ROWS, BLOCK]`
+/// accumulator, then adds its ROWS rows: always in the same order, so the result does not
+/// depend on scheduling (no atomics).
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -14,7 +15,7 @@ use tilekit::prelude::*;
 /// assert_eq!(out.to_vec().unwrap(), vec![11.0, 22.0, 33.0]);
 /// ```
 #[kernel(grid = [cdiv(partial.cols(), BLOCK)])]
-#[tune(BLOCK = [256, 128, 512, 1024], ROWS = [8, 4, 16], WARPS = [4, 8])]
+#[tune(BLOCK = [32, 64, 128, 256, 512, 1024], ROWS = [32, 8, 16, 4], WARPS = [4, 8])]
 #[constraint(ROWS * BLOCK <= 8192)]
 #[constraint(smem_bytes() <= max_smem())]
 #[shapes(partial = [P, N], out = [N])]
@@ -22,9 +23,11 @@ use tilekit::prelude::*;
 pub fn partial_sum<T: Float>(partial: &Tensor2<f32>, out: &mut Tensor1<T>) {
     let col0 = program_id(0) * BLOCK;
     let offs = col0 + arange::<BLOCK>();
-    let mut acc = zeros::<f32, BLOCK>();
+    // Elementwise over [ROWS, BLOCK] tiles (no step across threads inside the loop, so the
+    // loads of later trips can be in flight), one reduction over the ROWS axis at the end.
+    let mut acc = zeros::<f32, ROWS, BLOCK>();
     for r in (0..partial.rows()).step_by(ROWS) {
-        acc = acc + sum(load_tile(partial, [r, col0], [ROWS, BLOCK]), 0);
+        acc = acc + load_tile(partial, [r, col0], [ROWS, BLOCK]);
     }
-    store(out, offs, acc.cast::<T>(), offs < partial.cols());
+    store(out, offs, sum(acc, 0).cast::<T>(), offs < partial.cols());
 }

@@ -7,9 +7,10 @@ use tilekit::prelude::*;
 /// of `P = dw_partial.rows()` handles rows `p, p + P, ..` and writes `sum dy * xh` over
 /// them to `dw_partial[p]`; [`partial_sum`](crate::partial_sum) adds the `P` rows in a
 /// fixed order (see [`rmsnorm_backward`](crate::rmsnorm_backward), which runs both).
-/// Statistics in f32; x and dy are read once, dx written once.
+/// Statistics in f32; x and dy are read once (two rows ahead of the one being written), dx
+/// written once.
 #[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [32, 16, 8, 4])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], dy = [M, N], dx = [M, N], dw_partial = [P, N], eps = 1e-5)]
 #[cost(flops = 9 * M * N)]
@@ -22,18 +23,38 @@ pub fn rmsnorm_bwd<T: Float>(
     eps: f32,
 ) {
     let pid = program_id(0);
+    let step = num_programs(0);
+    let rows = x.rows();
     let cols = arange::<BLOCK>();
     let n = x.cols().to_f32();
     let mask = cols < x.cols();
     let wv = load(w, cols, mask, 0.0).to_f32();
     let mut acc = zeros::<f32, BLOCK>();
-    for row in (pid..x.rows()).step_by(num_programs(0)) {
-        let v = load(x.row(row), cols, mask, 0.0).to_f32();
-        let d = load(dy.row(row), cols, mask, 0.0).to_f32();
-        let rstd = rsqrt(sum(v * v, 0) / n + eps);
-        let xh = v * rstd;
+    // Two rows ahead: the next two rows' x and dy load while this one is reduced and
+    // written (nothing past the last row: its mask is empty).
+    let lim = where_(pid < rows, x.cols(), 0);
+    let mut x1 = load(x.row(pid), cols, cols < lim, 0.0);
+    let mut d1 = load(dy.row(pid), cols, cols < lim, 0.0);
+    let lim = where_(pid + step < rows, x.cols(), 0);
+    let mut x2 = load(x.row(pid + step), cols, cols < lim, 0.0);
+    let mut d2 = load(dy.row(pid + step), cols, cols < lim, 0.0);
+    for row in (pid..rows).step_by(step) {
+        let v = x1.to_f32();
+        let d = d1.to_f32();
+        x1 = x2;
+        d1 = d2;
+        let nxt = row + 2 * step;
+        let lim = where_(nxt < rows, x.cols(), 0);
+        x2 = load(x.row(nxt), cols, cols < lim, 0.0);
+        d2 = load(dy.row(nxt), cols, cols < lim, 0.0);
+        // Both reductions read only the loaded row (sum(g * xh) = rstd * sum(g * x)), so
+        // neither waits for the other.
         let g = d * wv;
-        let c = sum(g * xh, 0) / n;
+        let ss = sum(v * v, 0);
+        let gx = sum(g * v, 0);
+        let rstd = rsqrt(ss / n + eps);
+        let xh = v * rstd;
+        let c = rstd * gx / n;
         store(dx.row(row), cols, (rstd * (g - xh * c)).cast::<T>(), mask);
         acc = acc + d * xh;
     }

@@ -4,8 +4,9 @@ use tilekit::prelude::*;
 /// whole row must fit one tile), statistics in f32.
 ///
 /// A row that fits `BLOCK` stays on chip: one read of `x`, one write of `y`. A wider row is
-/// read in `BLOCK` chunks with an online maximum and a per-lane running sum rescaled when
-/// the maximum grows, then read again (from L2 when it fits) to write `y`.
+/// read in `BLOCK` chunks, four per trip, with a per-lane online maximum and running sum
+/// (reduced across the block once after the loop), then read again (from L2 when it fits)
+/// to write `y`.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -17,7 +18,7 @@ use tilekit::prelude::*;
 /// assert!(y.to_vec().unwrap().iter().all(|v| (v * 5000.0 - 1.0).abs() < 1e-5));
 /// ```
 #[kernel(grid = [x.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 8, 32])]
 #[shapes(x = [M, N], y = [M, N])]
 #[cost(flops = 5 * M * N)]
 pub fn softmax_online<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
@@ -30,18 +31,53 @@ pub fn softmax_online<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         let e = exp(v - max(v, 0));
         store(y.row(row), cols, (e / sum(e, 0)).cast::<T>(), mask);
     } else {
-        let mut m = f32::NEG_INFINITY;
+        // As `log_softmax`: per-lane running maximum and sum, four unmasked chunks per trip,
+        // one reduction across the block after the loop.
+        let whole = n - n % (4 * BLOCK);
+        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
         let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let mask = offs < n;
-            let v = load(x.row(row), offs, mask, T::NEG_INF).to_f32();
-            let m_new = maximum(m, max(v, 0));
-            acc = acc * exp(m - m_new) + exp(v - m_new);
-            m = m_new;
+        for start in (0..whole).step_by(4 * BLOCK) {
+            let a = load(x.row(row), start + cols).to_f32();
+            let b = load(x.row(row), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
+            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
+            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
+            acc = acc * exp(mv - m_new) + e;
+            mv = m_new;
         }
-        let inv = 1.0 / sum(acc, 0);
-        for start in (0..n).step_by(BLOCK) {
+        for start in (whole..n).step_by(BLOCK) {
+            let offs = start + cols;
+            let v = load(x.row(row), offs, offs < n, T::NEG_INF).to_f32();
+            let m_new = maximum(mv, v);
+            acc = acc * exp(mv - m_new) + exp(v - m_new);
+            mv = m_new;
+        }
+        let m = max(mv, 0);
+        let inv = 1.0 / sum(acc * exp(mv - m), 0);
+        for start in (0..whole).step_by(4 * BLOCK) {
+            let a = load(x.row(row), start + cols).to_f32();
+            let b = load(x.row(row), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
+            store(y.row(row), start + cols, (exp(a - m) * inv).cast::<T>());
+            store(
+                y.row(row),
+                start + BLOCK + cols,
+                (exp(b - m) * inv).cast::<T>(),
+            );
+            store(
+                y.row(row),
+                start + 2 * BLOCK + cols,
+                (exp(c - m) * inv).cast::<T>(),
+            );
+            store(
+                y.row(row),
+                start + 3 * BLOCK + cols,
+                (exp(d - m) * inv).cast::<T>(),
+            );
+        }
+        for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
             let v = load(x.row(row), offs, mask, 0.0).to_f32();
