@@ -37,18 +37,32 @@ pub fn covering_cases(spec: &KernelSpec) -> Vec<(Config, DType)> {
     out
 }
 
+/// `cfg` restricted to the tuning parameters `spec` declares, in its space's order (kernels
+/// tested together share most parameters; `layernorm` adds `ROWS`).
+pub fn project(cfg: &Config, spec: &KernelSpec) -> Config {
+    let space = &spec.kernel().expect("library kernel IR").space;
+    Config {
+        values: space
+            .params
+            .iter()
+            .filter_map(|p| cfg.values.iter().find(|(n, _)| *n == p.name).cloned())
+            .collect(),
+    }
+}
+
 /// Compiles (or loads from the disk cache) the aligned and unaligned variants of every
 /// kernel in `specs` for every case, in parallel; prints how many and how long. A variant
 /// that does not compile is left for its launch to report.
 pub fn precompile(rt: &Runtime, specs: &[&KernelSpec], cases: &[(Config, DType)]) {
     let start = Instant::now();
-    let jobs: Vec<(&KernelSpec, &Config, Bindings, bool)> = specs
+    let jobs: Vec<(&KernelSpec, Config, Bindings, bool)> = specs
         .iter()
         .flat_map(|spec| {
             let generics = spec.kernel().expect("library kernel IR").generics.clone();
             cases.iter().flat_map(move |(c, d)| {
                 let b = Bindings(generics.iter().map(|g| (g.clone(), *d)).collect());
-                [true, false].map(|aligned| (*spec, c, b.clone(), aligned))
+                let c = project(c, spec);
+                [true, false].map(|aligned| (*spec, c.clone(), b.clone(), aligned))
             })
         })
         .collect();
