@@ -33,8 +33,9 @@
 //! **The key's form.** A key is the requested configuration and a sequence of `u64` words:
 //! the spec's content id, the generics and `aligned` (one word), then per argument a header
 //! word (kind, element type, rank and backend of a tensor; variant and "read" flag of a
-//! scalar) and its payload (a tensor's three extents and three strides; a scalar's bits as
-//! above). The header fixes how many words follow, so equal word sequences are equal keys.
+//! scalar) and its payload (a tensor's extent and stride per axis, for its first 3 axes,
+//! all a layout holds; a scalar's bits as above). The header fixes how many words follow,
+//! so equal word sequences are equal keys.
 //! A launch writes its words to a stack buffer ([`KeyBuf`], no allocation for up to 8
 //! arguments), hashes them as it writes, and compares them with an entry's in one pass.
 //!
@@ -126,10 +127,16 @@ impl Hasher for Identity {
     }
 }
 
-/// Key words of a tensor argument: a header (kind, element type, rank, backend), then the
-/// three extents and the three strides of its [`crate::launch::Layout`] (axes beyond the
-/// rank are 0).
+/// Most key words of a tensor argument: a header (kind, element type, rank, backend), then
+/// per axis of its [`crate::launch::Layout`] (up to 3) the extent and the stride.
 const TENSOR_WORDS: usize = 7;
+
+/// Key words of a tensor of rank `rank` (see [`TENSOR_WORDS`]).
+#[inline]
+fn tensor_words(rank: usize) -> usize {
+    1 + 2 * rank.min(3)
+}
+
 /// Key words of a scalar argument: a header (kind, variant, whether host expressions read
 /// it), then its bits (see [`scalar_bits`]).
 const SCALAR_WORDS: usize = 2;
@@ -216,9 +223,10 @@ impl Overlaps {
                 i += 1;
                 continue;
             }
-            let rank = ((header >> 16) & 0xffff).min(3) as usize;
-            let empty = words[n + 1..n + 1 + rank].contains(&0);
-            n += TENSOR_WORDS;
+            let rank = ((header >> 16) & 0xffff) as usize;
+            let len = tensor_words(rank);
+            let empty = words[n + 1..n + len].iter().step_by(2).any(|&d| d == 0);
+            n += len;
             i += 1;
             if empty {
                 continue;
@@ -299,17 +307,20 @@ fn write_args(out: &mut [MaybeUninit<u64>], args: &[Arg<'_>], read: &[bool], h: 
         let header = tensor_header(kind, layout);
         let [d0, d1, d2] = layout.dims.map(|d| d as u64);
         let [s0, s1, s2] = layout.stride.map(|s| s as u64);
+        // All seven words are written; the key keeps the header and the axes up to the rank
+        // (the next argument's words overwrite the rest). The hash folds in all six, those
+        // past the rank being 0.
         let w = &mut out[n..n + TENSOR_WORDS];
         w[0].write(header);
         w[1].write(d0);
-        w[2].write(d1);
-        w[3].write(d2);
-        w[4].write(s0);
-        w[5].write(s1);
+        w[2].write(s0);
+        w[3].write(d1);
+        w[4].write(s1);
+        w[5].write(d2);
         w[6].write(s2);
         h.add(d0 ^ d1.rotate_left(21) ^ d2.rotate_left(42) ^ header.rotate_right(16));
         h.add(s0 ^ s1.rotate_left(21) ^ s2.rotate_left(42));
-        n += TENSOR_WORDS;
+        n += tensor_words(layout.rank);
     }
     n
 }
@@ -364,15 +375,13 @@ impl<'p> Probe<'p> {
 
     #[inline]
     fn matches(&self, k: &MemoKey) -> bool {
-        // An or of xors rather than `==` on slices (a `memcmp` call): keys are a few dozen
-        // words, compared inline in vector registers.
-        k.words.len() == self.words.len()
-            && k.words
-                .iter()
-                .zip(self.words)
-                .fold(0, |acc, (a, b)| acc | (a ^ b))
-                == 0
-            && k.config.as_ref() == self.config
+        *k.words == *self.words && k.config.as_ref() == self.config
+    }
+
+    /// The overlaps a hit with this key must test (see [`Overlaps`]).
+    #[cfg(test)]
+    pub(crate) fn overlaps(&self) -> Overlaps {
+        Overlaps::of(self.words)
     }
 
     fn to_key(&self) -> MemoKey {

@@ -62,6 +62,7 @@ impl LaunchBackend for CpuBackend {
         })
     }
 
+    #[inline]
     fn run(
         &self,
         analyzed: &Analyzed,
@@ -69,25 +70,36 @@ impl LaunchBackend for CpuBackend {
         generics: Generics<'_>,
         args: &mut [Arg<'_>],
     ) -> Result<bool, LaunchError> {
+        // An empty grid returns here, before the configuration and grid are cloned.
         if resolved.grid.contains(&0) {
             return Ok(false);
         }
-        let checked = Checked {
-            kernel: &analyzed.kernel,
-            types: &analyzed.types,
-            config: resolved.config.clone(),
-            bindings: generics.to_bindings(&analyzed.kernel),
-            grid: resolved.grid.clone(),
-            scalars: args
-                .iter()
-                .map(|a| match a {
-                    Arg::Scalar(s) => Some(*s),
-                    _ => None,
-                })
-                .collect(),
-        };
-        run_checked(&checked, args, &CpuOptions::default())
+        run_resolved(analyzed, resolved, generics, args)
     }
+}
+
+/// Runs a resolved launch with a non-empty grid through the interpreter.
+fn run_resolved(
+    analyzed: &Analyzed,
+    resolved: &CpuResolved,
+    generics: Generics<'_>,
+    args: &mut [Arg<'_>],
+) -> Result<bool, LaunchError> {
+    let checked = Checked {
+        kernel: &analyzed.kernel,
+        types: &analyzed.types,
+        config: resolved.config.clone(),
+        bindings: generics.to_bindings(&analyzed.kernel),
+        grid: resolved.grid.clone(),
+        scalars: args
+            .iter()
+            .map(|a| match a {
+                Arg::Scalar(s) => Some(*s),
+                _ => None,
+            })
+            .collect(),
+    };
+    run_checked(&checked, args, &CpuOptions::default())
 }
 
 /// Runs a checked launch with `options`: nothing for an empty grid (`Ok(false)`), else every

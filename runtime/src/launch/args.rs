@@ -342,6 +342,7 @@ impl<'a> Generics<'a> {
     /// ordered ones as given); `Ok(None)` when named bindings do not bind exactly the
     /// kernel's generics (the full check then reports what is wrong) or there are more than
     /// the memo holds.
+    #[inline]
     pub(crate) fn ordered<'b>(
         self,
         kernel: &Kernel,
@@ -352,10 +353,7 @@ impl<'a> Generics<'a> {
     {
         let n = kernel.generics.len();
         match self {
-            Generics::Ordered(d) if d.len() != n => Err(LaunchError::Bindings {
-                kernel: kernel.name.clone(),
-                message: format!("{} element types given for {n} generic parameters", d.len()),
-            }),
+            Generics::Ordered(d) if d.len() != n => Err(miscounted(kernel, d.len())),
             _ if n > buf.len() => Ok(None),
             Generics::Ordered(d) => Ok(Some(d)),
             Generics::Named(b) => {
@@ -371,5 +369,16 @@ impl<'a> Generics<'a> {
                 Ok(Some(&buf[..n]))
             }
         }
+    }
+}
+
+/// The error of ordered generics of the wrong count (out of line: launches pass the
+/// generated launcher's count).
+#[cold]
+fn miscounted(kernel: &Kernel, given: usize) -> LaunchError {
+    let n = kernel.generics.len();
+    LaunchError::Bindings {
+        kernel: kernel.name.clone(),
+        message: format!("{given} element types given for {n} generic parameters"),
     }
 }

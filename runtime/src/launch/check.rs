@@ -214,6 +214,12 @@ pub(crate) fn check_overlaps(
     if overlaps.none() {
         return Ok(());
     }
+    test_overlaps(kernel, args, overlaps)
+}
+
+/// [`check_overlaps`] past its common case (nothing to test).
+#[inline(never)]
+fn test_overlaps(kernel: &Kernel, args: &[Arg<'_>], overlaps: Overlaps) -> Result<(), LaunchError> {
     if overlaps.all {
         return check_aliasing(kernel, args);
     }

@@ -381,4 +381,15 @@ fn probe_keys() {
         assert_eq!(get(1, None, &g, &a, &[true, true, true], true), None);
     }
     assert_eq!(memo.stats().entries, 1);
+    // What a hit tests for overlap: a written tensor and another tensor, both with elements.
+    let empty = Tensor2::<f32>::zeros(&rt, [0, 3]).unwrap();
+    let mut wide = Tensor2::<f32>::zeros(&rt, [3, 4]).unwrap();
+    let overlaps =
+        |a: &[Arg<'_>]| Probe::new(1, None, &g, a, read, true, &mut KeyBuf::new()).overlaps();
+    let o = overlaps(&[Arg::from(&x), Arg::from(&mut y), Arg::from(1usize)]);
+    assert_eq!((o.writes, o.tensors, o.all), (0b10, 0b11, false));
+    let o = overlaps(&[Arg::from(&empty), Arg::from(&mut wide), Arg::from(1usize)]);
+    assert!(o.none(), "{o:?}");
+    let o = overlaps(&[Arg::from(&x), Arg::from(&x), Arg::from(1usize)]);
+    assert!(o.none(), "{o:?}");
 }
