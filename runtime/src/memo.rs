@@ -479,7 +479,7 @@ impl<V: Clone> Memo<V> {
     pub(crate) fn with_hit<R>(
         &self,
         p: &Probe<'_>,
-        f: impl FnOnce(&V, Overlaps) -> R,
+        f: impl FnOnce(&V, &Overlaps) -> R,
     ) -> Option<R> {
         let table = self.read();
         let entry = table
@@ -493,7 +493,7 @@ impl<V: Clone> Memo<V> {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         let (k, v) = entry?;
-        Some(f(v, k.overlaps))
+        Some(f(v, &k.overlaps))
     }
 
     /// As [`Memo::get`], without counting a hit or a miss (for

@@ -15,6 +15,8 @@ pub(crate) struct CpuResolved {
     /// The configuration, after the fallback past the default.
     pub config: Config,
     grid: Vec<i64>,
+    /// Whether the grid has a zero extent (nothing runs).
+    empty: bool,
 }
 
 /// The CPU backend on the launch path.
@@ -58,6 +60,7 @@ impl LaunchBackend for CpuBackend {
     ) -> Result<CpuResolved, LaunchError> {
         Ok(CpuResolved {
             config: checked.config,
+            empty: checked.grid.contains(&0),
             grid: checked.grid,
         })
     }
@@ -71,7 +74,7 @@ impl LaunchBackend for CpuBackend {
         args: &mut [Arg<'_>],
     ) -> Result<bool, LaunchError> {
         // An empty grid returns here, before the configuration and grid are cloned.
-        if resolved.grid.contains(&0) {
+        if resolved.empty {
             return Ok(false);
         }
         run_resolved(analyzed, resolved, generics, args)

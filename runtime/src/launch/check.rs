@@ -209,7 +209,7 @@ pub(crate) fn check_aliasing(kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), La
 pub(crate) fn check_overlaps(
     kernel: &Kernel,
     args: &[Arg<'_>],
-    overlaps: Overlaps,
+    overlaps: &Overlaps,
 ) -> Result<(), LaunchError> {
     if overlaps.none() {
         return Ok(());
@@ -219,7 +219,11 @@ pub(crate) fn check_overlaps(
 
 /// [`check_overlaps`] past its common case (nothing to test).
 #[inline(never)]
-fn test_overlaps(kernel: &Kernel, args: &[Arg<'_>], overlaps: Overlaps) -> Result<(), LaunchError> {
+fn test_overlaps(
+    kernel: &Kernel,
+    args: &[Arg<'_>],
+    overlaps: &Overlaps,
+) -> Result<(), LaunchError> {
     if overlaps.all {
         return check_aliasing(kernel, args);
     }
