@@ -392,4 +392,17 @@ fn probe_keys() {
     assert!(o.none(), "{o:?}");
     let o = overlaps(&[Arg::from(&x), Arg::from(&x), Arg::from(1usize)]);
     assert!(o.none(), "{o:?}");
+    // A key longer than the stack buffer (more than 8 tensors) takes the heap, alike.
+    let reads = |n: usize| -> Vec<Arg<'_>> { (0..n).map(|_| Arg::from(&x)).collect() };
+    let many = reads(10);
+    let fewer = reads(9);
+    memo.insert(
+        &Probe::new(3, None, &g, &many, read, true, &mut KeyBuf::new()),
+        9,
+    );
+    assert_eq!(get(3, None, &g, &many, read, true), Some(9));
+    assert_eq!(get(3, None, &g, &fewer, read, true), None);
+    let mut other = reads(10);
+    other[9] = Arg::from(&xs);
+    assert_eq!(get(3, None, &g, &other, read, true), None);
 }
