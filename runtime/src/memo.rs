@@ -16,19 +16,37 @@
 //! what its query shows (spec, bindings, shapes, strides, device), all of which the key
 //! holds, and a source is consulted only on a miss. The key holds all of these (and a
 //! tensor's strides and the per-call `aligned` class of the addresses, which select the
-//! CUDA variant), so two launches with equal keys get the same answer from `check`. Entries are inserted only after a
-//! successful resolution; a launch whose arguments fail validation has a key that no entry
-//! can have. Values that change per call and that `check` does not read (device
+//! CUDA variant), so two launches with equal keys get the same answer from `check`.
+//! Entries are inserted only after a successful resolution; a launch whose arguments fail
+//! validation has a key that no entry can have. Values that change per call and that `check` does not read (device
 //! addresses, unread scalar values) are taken from the arguments on every launch.
 //!
+//! **Aliasing on a hit.** `check` also refuses a written tensor whose view addresses an
+//! element twice, or whose bytes meet another argument's. The first is a function of the
+//! tensor's extents and strides, both in the key, so an entry's key (inserted only after
+//! the check passed) already answers it for every launch with that key. The second reads
+//! addresses: a hit tests it again, for the pairs of arguments that can overlap at all (a
+//! written tensor and another tensor, both with elements: also a function of the key,
+//! computed once per entry as [`Overlaps`]), and reports an overlap with the full check's
+//! error.
+//!
+//! **The key's form.** A key is the requested configuration and a sequence of `u64` words:
+//! the spec's content id, the generics and `aligned` (one word), then per argument a header
+//! word (kind, element type, rank and backend of a tensor; variant and "read" flag of a
+//! scalar) and its payload (a tensor's extent and stride per axis, for its first 3 axes,
+//! all a layout holds; a scalar's bits as above). The header fixes how many words follow,
+//! so equal word sequences are equal keys.
+//! A launch writes its words to a stack buffer ([`KeyBuf`], no allocation for up to 8
+//! arguments), hashes them as it writes, and compares them with an entry's in one pass.
+//!
 //! The map is bounded ([`MAX_ENTRIES`]; it is cleared when full) and guarded by an
-//! `RwLock`: a hit takes a read lock, hashes the key with an Fx-style hash and compares it
-//! field by field, allocation-free.
+//! `RwLock`: a hit takes a read lock and runs the launch on the entry in place.
 
 use crate::launch::{Arg, ScalarValue};
 use crate::runtime::Backend;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tilekit_ir::{Config, DType, Expr, Kernel};
@@ -109,202 +127,268 @@ impl Hasher for Identity {
     }
 }
 
-/// What the key records of a scalar: its variant, and its value where host expressions read
-/// it (else, for a `usize`, only whether it fits `i64`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct ScalarKey {
-    tag: u8,
-    read: bool,
-    bits: u64,
-}
+/// Most key words of a tensor argument: a header (kind, element type, rank, backend), then
+/// per axis of its [`crate::launch::Layout`] (up to 3) the extent and the stride.
+const TENSOR_WORDS: usize = 7;
 
-/// What the key records of one argument.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum ArgKey {
-    /// A tensor: `&` or `&mut`, element type, backend, rank, extents and strides.
-    Tensor {
-        mutable: bool,
-        dtype: DType,
-        backend: Backend,
-        rank: usize,
-        shape: [usize; 3],
-        strides: [usize; 3],
-    },
-    /// A scalar.
-    Scalar(ScalarKey),
-}
-
-impl ArgKey {
-    /// The key of `arg`; `read`: whether a constraint or the grid reads its value.
-    #[inline]
-    pub(crate) fn of(arg: &Arg<'_>, read: bool) -> ArgKey {
-        let (mutable, layout) = match arg {
-            Arg::Tensor(t) => (false, &t.layout),
-            Arg::TensorMut(t) => (true, &t.layout),
-            Arg::Scalar(s) => {
-                let (tag, value) = match *s {
-                    ScalarValue::F32(v) => (0, u64::from(v.to_bits())),
-                    ScalarValue::I32(v) => (1, v as u64),
-                    ScalarValue::I64(v) => (2, v as u64),
-                    ScalarValue::Usize(v) => (3, v as u64),
-                    ScalarValue::Bool(v) => (4, u64::from(v)),
-                };
-                let bits = match s {
-                    _ if read => value,
-                    ScalarValue::Usize(v) => u64::from(i64::try_from(*v).is_ok()),
-                    _ => 0,
-                };
-                return ArgKey::Scalar(ScalarKey { tag, read, bits });
-            }
-        };
-        ArgKey::Tensor {
-            mutable,
-            dtype: layout.dtype,
-            backend: layout.backend,
-            rank: layout.rank,
-            shape: layout.dims,
-            strides: layout.stride,
-        }
-    }
-}
-
-impl ArgKey {
-    /// Whether this is [`ArgKey::of`]`(arg, read)`, compared field by field without building
-    /// that key (a memo hit runs this for every argument).
-    #[inline]
-    fn is_of(&self, arg: &Arg<'_>, read: bool) -> bool {
-        let (mutable, layout) = match arg {
-            Arg::Tensor(t) => (false, &t.layout),
-            Arg::TensorMut(t) => (true, &t.layout),
-            Arg::Scalar(_) => return *self == ArgKey::of(arg, read),
-        };
-        match self {
-            ArgKey::Tensor {
-                mutable: m,
-                dtype,
-                backend,
-                rank,
-                shape,
-                strides,
-            } => {
-                *m == mutable
-                    && *dtype == layout.dtype
-                    && *rank == layout.rank
-                    && *shape == layout.dims
-                    && *strides == layout.stride
-                    && *backend == layout.backend
-            }
-            ArgKey::Scalar(_) => false,
-        }
-    }
-}
-
-/// Mixes [`ArgKey::of`]`(arg, read)` into `h` without building it: two rounds for a tensor,
-/// one for a scalar, the parts xor-folded first (independent instructions) so that a launch
-/// hashes its arguments in a few dependent multiplies. Fields left out or folded together
-/// only cost collisions, which [`Probe::matches`] resolves by comparing keys in full.
+/// Key words of a tensor of rank `rank` (see [`TENSOR_WORDS`]).
 #[inline]
-fn fold_arg(arg: &Arg<'_>, read: bool, h: &mut Fx) {
-    let (mutable, layout) = match arg {
-        Arg::Tensor(t) => (false, &t.layout),
-        Arg::TensorMut(t) => (true, &t.layout),
-        Arg::Scalar(_) => {
-            if let ArgKey::Scalar(ScalarKey { tag, read, bits }) = ArgKey::of(arg, read) {
-                h.add(bits ^ (u64::from(tag) << 1 | u64::from(read)).rotate_right(8));
+fn tensor_words(rank: usize) -> usize {
+    1 + 2 * rank.min(3)
+}
+
+/// Key words of a scalar argument: a header (kind, variant, whether host expressions read
+/// it), then its bits (see [`scalar_bits`]).
+const SCALAR_WORDS: usize = 2;
+/// Key words before the arguments: the spec's content id, the generics and `aligned`.
+const HEAD_WORDS: usize = 2;
+/// Key words a probe holds on the stack (a longer key takes one allocation per launch).
+const INLINE_WORDS: usize = HEAD_WORDS + 8 * TENSOR_WORDS;
+
+/// Header kinds (the header's low byte).
+const KIND_SCALAR: u64 = 0;
+const KIND_READ: u64 = 1;
+const KIND_WRITE: u64 = 2;
+
+/// What the key records of a scalar besides its variant: its value where host expressions
+/// read it, else, for a `usize`, only whether it fits `i64` (all `check` looks at), else 0.
+#[inline]
+fn scalar_bits(s: ScalarValue, read: bool) -> (u64, u64) {
+    let (tag, value) = match s {
+        ScalarValue::F32(v) => (0, u64::from(v.to_bits())),
+        ScalarValue::I32(v) => (1, v as u64),
+        ScalarValue::I64(v) => (2, v as u64),
+        ScalarValue::Usize(v) => (3, v as u64),
+        ScalarValue::Bool(v) => (4, u64::from(v)),
+    };
+    let bits = match s {
+        _ if read => value,
+        ScalarValue::Usize(v) => u64::from(i64::try_from(v).is_ok()),
+        _ => 0,
+    };
+    (tag, bits)
+}
+
+/// The header word of a tensor: kind in bits 0..8, element type in 8..16, rank in 16..32,
+/// backend in 32..64 (0 for the CPU, 1 + ordinal for a CUDA device). A rank or ordinal too
+/// large for its bits saturates to a value no entry holds (`check` refuses a rank above
+/// 255, the largest a parameter declares, and CUDA ordinals are below 2^31).
+#[inline]
+fn tensor_header(kind: u64, layout: &crate::launch::Layout) -> u64 {
+    let backend = match layout.backend {
+        Backend::Cpu => 0,
+        Backend::Cuda { ordinal } => (ordinal as u64).saturating_add(1).min(u64::from(u32::MAX)),
+    };
+    let rank = (layout.rank as u64).min(0xffff);
+    kind | (layout.dtype as u64) << 8 | rank << 16 | backend << 32
+}
+
+/// The word of the generics and the `aligned` class: up to [`MAX_GENERICS`] element types
+/// a byte each, their count, and `aligned` in bit 63.
+#[inline]
+fn generics_word(generics: &[DType], aligned: bool) -> u64 {
+    let mut types = 0u64;
+    for (i, &d) in generics.iter().take(MAX_GENERICS).enumerate() {
+        types |= (d as u64) << (8 * i);
+    }
+    types | (generics.len() as u64) << 40 | u64::from(aligned) << 63
+}
+
+/// Which arguments a hit must test for overlap (the rest of the aliasing check is a
+/// function of the key; see [`Memo::with_hit`]): bit `i` of `writes` for a `&mut` tensor
+/// argument `i` with at least one element, of `tensors` for any tensor argument with one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Overlaps {
+    pub writes: u64,
+    pub tensors: u64,
+    /// More than 64 arguments: the hit runs the whole aliasing check.
+    pub all: bool,
+}
+
+impl Overlaps {
+    /// The overlaps to test for a key's arguments (read from its words).
+    fn of(words: &[u64]) -> Overlaps {
+        let mut o = Overlaps {
+            writes: 0,
+            tensors: 0,
+            all: false,
+        };
+        let mut n = HEAD_WORDS;
+        let mut i = 0;
+        while n < words.len() {
+            let header = words[n];
+            let kind = header & 0xff;
+            if kind == KIND_SCALAR {
+                n += SCALAR_WORDS;
+                i += 1;
+                continue;
             }
-            return;
+            let rank = ((header >> 16) & 0xffff) as usize;
+            let len = tensor_words(rank);
+            let empty = words[n + 1..n + len].iter().step_by(2).any(|&d| d == 0);
+            n += len;
+            i += 1;
+            if empty {
+                continue;
+            }
+            if i > 64 {
+                o.all = true;
+                continue;
+            }
+            o.tensors |= 1 << (i - 1);
+            if kind == KIND_WRITE {
+                o.writes |= 1 << (i - 1);
+            }
         }
-    };
-    let fold3 = |v: &[usize; 3]| {
-        (v[0] as u64) ^ (v[1] as u64).rotate_left(21) ^ (v[2] as u64).rotate_left(42)
-    };
-    let tag = u64::from(mutable) | (layout.dtype as u64) << 1 | (layout.rank as u64) << 8;
-    h.add(fold3(&layout.dims) ^ tag.rotate_right(16));
-    h.add(fold3(&layout.stride));
+        // Nothing to test unless a written tensor has another tensor to meet.
+        if o.writes == 0 || o.tensors.count_ones() < 2 {
+            o.writes = 0;
+        }
+        o
+    }
+
+    /// Whether a hit has no overlap to test.
+    #[inline]
+    pub(crate) fn none(&self) -> bool {
+        self.writes == 0 && !self.all
+    }
 }
 
 /// An owned key, stored with its entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct MemoKey {
-    spec: u64,
     config: Option<Config>,
-    generics: Vec<DType>,
-    args: Vec<ArgKey>,
-    aligned: bool,
+    words: Box<[u64]>,
+    overlaps: Overlaps,
 }
 
-/// A key built from a launch's arguments without allocating: hashed once, compared field
-/// by field against the entries with that hash.
-pub(crate) struct Probe<'p, 'a> {
-    spec: u64,
+/// Where a [`Probe`] writes its key: on the caller's stack, uninitialized (a launch writes
+/// only the words its arguments need), or on the heap for a key longer than
+/// [`INLINE_WORDS`].
+pub(crate) struct KeyBuf {
+    inline: [MaybeUninit<u64>; INLINE_WORDS],
+    heap: Vec<MaybeUninit<u64>>,
+}
+
+impl KeyBuf {
+    #[inline]
+    pub(crate) fn new() -> KeyBuf {
+        KeyBuf {
+            inline: [MaybeUninit::uninit(); INLINE_WORDS],
+            heap: Vec::new(),
+        }
+    }
+}
+
+/// Writes the key words of `args` to `out` (at least `args.len() * TENSOR_WORDS` long) and
+/// mixes them into `h` as it goes (a tensor's words xor-folded into two, a scalar's into
+/// one: independent instructions, few dependent multiplies; words folded together only
+/// cost collisions, which [`Probe::matches`] resolves by comparing every word). Returns
+/// how many words it wrote.
+#[inline]
+fn write_args(out: &mut [MaybeUninit<u64>], args: &[Arg<'_>], read: &[bool], h: &mut Fx) -> usize {
+    let mut n = 0;
+    for (i, a) in args.iter().enumerate() {
+        let (kind, layout) = match a {
+            Arg::Tensor(t) => (KIND_READ, &t.layout),
+            Arg::TensorMut(t) => (KIND_WRITE, &t.layout),
+            Arg::Scalar(s) => {
+                let read = read.get(i).copied().unwrap_or(true);
+                let (tag, bits) = scalar_bits(*s, read);
+                let header = KIND_SCALAR | tag << 8 | u64::from(read) << 16;
+                let w = &mut out[n..n + SCALAR_WORDS];
+                w[0].write(header);
+                w[1].write(bits);
+                h.add(bits ^ header.rotate_right(8));
+                n += SCALAR_WORDS;
+                continue;
+            }
+        };
+        let header = tensor_header(kind, layout);
+        let [d0, d1, d2] = layout.dims.map(|d| d as u64);
+        let [s0, s1, s2] = layout.stride.map(|s| s as u64);
+        // All seven words are written; the key keeps the header and the axes up to the rank
+        // (the next argument's words overwrite the rest). The hash folds in all six, those
+        // past the rank being 0.
+        let w = &mut out[n..n + TENSOR_WORDS];
+        w[0].write(header);
+        w[1].write(d0);
+        w[2].write(s0);
+        w[3].write(d1);
+        w[4].write(s1);
+        w[5].write(d2);
+        w[6].write(s2);
+        h.add(d0 ^ d1.rotate_left(21) ^ d2.rotate_left(42) ^ header.rotate_right(16));
+        h.add(s0 ^ s1.rotate_left(21) ^ s2.rotate_left(42));
+        n += tensor_words(layout.rank);
+    }
+    n
+}
+
+/// A launch's key, written to a [`KeyBuf`] (no allocation for up to 8 arguments), hashed
+/// once and compared word for word against the entries with that hash.
+pub(crate) struct Probe<'p> {
     config: Option<&'p Config>,
-    generics: &'p [DType],
-    args: &'p [Arg<'a>],
-    read: &'p [bool],
-    aligned: bool,
+    words: &'p [u64],
     hash: u64,
 }
 
-impl<'p, 'a> Probe<'p, 'a> {
+impl<'p> Probe<'p> {
     /// `spec`: the spec's content id; `config`: the requested configuration (`None`: the
-    /// default with fallback); `generics`: the element types in the kernel's generic order;
-    /// `read`: per parameter, whether host expressions read a scalar's value (a missing
-    /// entry counts as read); `aligned`: the CUDA variant class of this call's addresses.
+    /// default with fallback); `generics`: the element types in the kernel's generic order
+    /// (at most [`MAX_GENERICS`]); `read`: per parameter, whether host expressions read a
+    /// scalar's value (a missing entry counts as read); `aligned`: the CUDA variant class
+    /// of this call's addresses; `buf`: where the key is written.
+    #[inline]
     pub(crate) fn new(
         spec: u64,
         config: Option<&'p Config>,
-        generics: &'p [DType],
-        args: &'p [Arg<'a>],
-        read: &'p [bool],
+        generics: &[DType],
+        args: &[Arg<'_>],
+        read: &[bool],
         aligned: bool,
-    ) -> Probe<'p, 'a> {
+        buf: &'p mut KeyBuf,
+    ) -> Probe<'p> {
+        let need = HEAD_WORDS + args.len() * TENSOR_WORDS;
+        let out: &mut [MaybeUninit<u64>] = if need <= INLINE_WORDS {
+            &mut buf.inline
+        } else {
+            buf.heap.resize(need, MaybeUninit::uninit());
+            &mut buf.heap
+        };
+        let head = generics_word(generics, aligned);
+        out[0].write(spec);
+        out[1].write(head);
         let mut h = Fx::default();
-        h.write_u64(spec);
         config.hash(&mut h);
-        h.write_u64(
-            generics
-                .iter()
-                .fold(u64::from(aligned), |w, &d| (w << 8) ^ d as u64),
-        );
-        h.write_usize(args.len());
-        for (i, a) in args.iter().enumerate() {
-            fold_arg(a, read.get(i).copied().unwrap_or(true), &mut h);
-        }
+        h.add(spec ^ head);
+        let n = HEAD_WORDS + write_args(&mut out[HEAD_WORDS..], args, read, &mut h);
+        // SAFETY: the first `n` words of `out` were written above (the head, then what
+        // `write_args` reports), and `MaybeUninit<u64>` has `u64`'s layout.
+        let words: &'p [u64] = unsafe { std::slice::from_raw_parts(out.as_ptr().cast(), n) };
         Probe {
-            spec,
             config,
-            generics,
-            args,
-            read,
-            aligned,
+            words,
             hash: h.finish(),
         }
     }
 
-    fn arg_key(&self, i: usize) -> ArgKey {
-        ArgKey::of(&self.args[i], self.read.get(i).copied().unwrap_or(true))
+    #[inline]
+    fn matches(&self, k: &MemoKey) -> bool {
+        *k.words == *self.words && k.config.as_ref() == self.config
     }
 
-    fn matches(&self, k: &MemoKey) -> bool {
-        k.spec == self.spec
-            && k.aligned == self.aligned
-            && k.generics == self.generics
-            && k.config.as_ref() == self.config
-            && k.args.len() == self.args.len()
-            && k.args
-                .iter()
-                .zip(self.args)
-                .enumerate()
-                .all(|(i, (key, arg))| key.is_of(arg, self.read.get(i).copied().unwrap_or(true)))
+    /// The overlaps a hit with this key must test (see [`Overlaps`]).
+    #[cfg(test)]
+    pub(crate) fn overlaps(&self) -> Overlaps {
+        Overlaps::of(self.words)
     }
 
     fn to_key(&self) -> MemoKey {
         MemoKey {
-            spec: self.spec,
             config: self.config.cloned(),
-            generics: self.generics.to_vec(),
-            args: (0..self.args.len()).map(|i| self.arg_key(i)).collect(),
-            aligned: self.aligned,
+            words: self.words.into(),
+            overlaps: Overlaps::of(self.words),
         }
     }
 }
@@ -381,36 +465,40 @@ impl<V> Memo<V> {
 impl<V: Clone> Memo<V> {
     /// The resolved launch of an identical earlier launch, if any.
     #[cfg(test)]
-    pub(crate) fn get(&self, p: &Probe<'_, '_>) -> Option<V> {
-        self.hit(p).map(|h| V::clone(&h))
+    pub(crate) fn get(&self, p: &Probe<'_>) -> Option<V> {
+        self.with_hit(p, |v, _| V::clone(v))
     }
 
-    /// The entry of an identical earlier launch, if any, borrowed under the memo's read lock
-    /// (a hit clones nothing; the holder must not call into this memo while it lives).
-    /// Counts a hit or a miss.
+    /// Runs `f` on the entry of an identical earlier launch, if any, borrowed under the
+    /// memo's read lock (a hit clones nothing; `f` must not call into this memo), with the
+    /// arguments the hit must still test for overlap: the rest of the aliasing check
+    /// (whether a written view addresses an element twice, which arguments are empty) is a
+    /// function of the key's layouts, and passed when the entry was inserted. Counts a hit
+    /// or a miss.
     #[inline]
-    pub(crate) fn hit(&self, p: &Probe<'_, '_>) -> Option<Hit<'_, V>> {
+    pub(crate) fn with_hit<R>(
+        &self,
+        p: &Probe<'_>,
+        f: impl FnOnce(&V, &Overlaps) -> R,
+    ) -> Option<R> {
         let table = self.read();
-        let index = table
+        let entry = table
             .buckets
             .get(&p.hash)
-            .and_then(|list| list.iter().position(|(k, _)| p.matches(k)));
-        let counter = if index.is_some() {
+            .and_then(|list| list.iter().find(|(k, _)| p.matches(k)));
+        let counter = if entry.is_some() {
             &self.hits
         } else {
             &self.misses
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        Some(Hit {
-            table,
-            hash: p.hash,
-            index: index?,
-        })
+        let (k, v) = entry?;
+        Some(f(v, &k.overlaps))
     }
 
     /// As [`Memo::get`], without counting a hit or a miss (for
     /// [`crate::launch::chosen_config`], which reports what a launch would run).
-    pub(crate) fn peek(&self, p: &Probe<'_, '_>) -> Option<V> {
+    pub(crate) fn peek(&self, p: &Probe<'_>) -> Option<V> {
         self.read()
             .buckets
             .get(&p.hash)
@@ -419,7 +507,7 @@ impl<V: Clone> Memo<V> {
     }
 
     /// Records the resolution of a launch that passed every check.
-    pub(crate) fn insert(&self, p: &Probe<'_, '_>, v: V) {
+    pub(crate) fn insert(&self, p: &Probe<'_>, v: V) {
         let mut t = self.write();
         if let Some(list) = t.buckets.get(&p.hash) {
             if list.iter().any(|(k, _)| p.matches(k)) {
@@ -432,22 +520,6 @@ impl<V: Clone> Memo<V> {
         }
         t.buckets.entry(p.hash).or_default().push((p.to_key(), v));
         t.len += 1;
-    }
-}
-
-/// A memo entry found by [`Memo::hit`], read in place under the memo's read lock.
-pub(crate) struct Hit<'m, V> {
-    table: RwLockReadGuard<'m, Table<V>>,
-    hash: u64,
-    index: usize,
-}
-
-impl<V> std::ops::Deref for Hit<'_, V> {
-    type Target = V;
-    fn deref(&self) -> &V {
-        // `Memo::hit` found the entry at (hash, index) under this same guard: the table
-        // cannot have changed since.
-        &self.table.buckets[&self.hash][self.index].1
     }
 }
 

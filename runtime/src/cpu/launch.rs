@@ -15,6 +15,8 @@ pub(crate) struct CpuResolved {
     /// The configuration, after the fallback past the default.
     pub config: Config,
     grid: Vec<i64>,
+    /// Whether the grid has a zero extent (nothing runs).
+    empty: bool,
 }
 
 /// The CPU backend on the launch path.
@@ -58,10 +60,12 @@ impl LaunchBackend for CpuBackend {
     ) -> Result<CpuResolved, LaunchError> {
         Ok(CpuResolved {
             config: checked.config,
+            empty: checked.grid.contains(&0),
             grid: checked.grid,
         })
     }
 
+    #[inline]
     fn run(
         &self,
         analyzed: &Analyzed,
@@ -69,25 +73,36 @@ impl LaunchBackend for CpuBackend {
         generics: Generics<'_>,
         args: &mut [Arg<'_>],
     ) -> Result<bool, LaunchError> {
-        if resolved.grid.contains(&0) {
+        // An empty grid returns here, before the configuration and grid are cloned.
+        if resolved.empty {
             return Ok(false);
         }
-        let checked = Checked {
-            kernel: &analyzed.kernel,
-            types: &analyzed.types,
-            config: resolved.config.clone(),
-            bindings: generics.to_bindings(&analyzed.kernel),
-            grid: resolved.grid.clone(),
-            scalars: args
-                .iter()
-                .map(|a| match a {
-                    Arg::Scalar(s) => Some(*s),
-                    _ => None,
-                })
-                .collect(),
-        };
-        run_checked(&checked, args, &CpuOptions::default())
+        run_resolved(analyzed, resolved, generics, args)
     }
+}
+
+/// Runs a resolved launch with a non-empty grid through the interpreter.
+fn run_resolved(
+    analyzed: &Analyzed,
+    resolved: &CpuResolved,
+    generics: Generics<'_>,
+    args: &mut [Arg<'_>],
+) -> Result<bool, LaunchError> {
+    let checked = Checked {
+        kernel: &analyzed.kernel,
+        types: &analyzed.types,
+        config: resolved.config.clone(),
+        bindings: generics.to_bindings(&analyzed.kernel),
+        grid: resolved.grid.clone(),
+        scalars: args
+            .iter()
+            .map(|a| match a {
+                Arg::Scalar(s) => Some(*s),
+                _ => None,
+            })
+            .collect(),
+    };
+    run_checked(&checked, args, &CpuOptions::default())
 }
 
 /// Runs a checked launch with `options`: nothing for an empty grid (`Ok(false)`), else every

@@ -2,6 +2,7 @@
 //! symbols included), the driver version, turning off cudarc's event tracking on a fresh context, the kernel ABI
 //! structs, the launch itself, and copies to and from raw device addresses.
 
+use super::abi::{Slot, INLINE_ARGS};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError};
 use std::ffi::c_void;
 use tilekit_codegen::abi::{GRID_BYTES, TENSOR_ARG_BYTES};
@@ -23,8 +24,23 @@ pub(crate) struct TensorAbi {
     pub stride: [i64; 3],
 }
 
+/// `tk::TensorArg`'s 8-byte fields.
+pub(crate) const TENSOR_ABI_WORDS: usize = 7;
+
+impl TensorAbi {
+    /// The fields in order, as their bytes lie in memory (a `#[repr(C)]` struct of 8-byte
+    /// integers without padding, checked below).
+    #[inline]
+    pub(crate) fn words(&self) -> [u64; TENSOR_ABI_WORDS] {
+        let [s0, s1, s2] = self.shape.map(|v| v as u64);
+        let [t0, t1, t2] = self.stride.map(|v| v as u64);
+        [self.data, s0, s1, s2, t0, t1, t2]
+    }
+}
+
 const _: () = assert!(std::mem::size_of::<GridAbi>() == GRID_BYTES);
 const _: () = assert!(std::mem::size_of::<TensorAbi>() == TENSOR_ARG_BYTES);
+const _: () = assert!(std::mem::size_of::<TensorAbi>() == TENSOR_ABI_WORDS * 8);
 const _: () = assert!(std::mem::align_of::<TensorAbi>() == 8);
 
 // SAFETY: `#[repr(C)]` with only integer fields and no padding (24 bytes, checked above):
@@ -33,15 +49,6 @@ unsafe impl DeviceRepr for GridAbi {}
 // SAFETY: `#[repr(C)]`, one u64 then six i64, no padding (56 bytes, 8-aligned, checked
 // above): byte-for-byte the `tk::TensorArg` of the prelude's `abi.cuh`.
 unsafe impl DeviceRepr for TensorAbi {}
-
-/// One kernel parameter after the grid, packed as the ABI says.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Packed {
-    Tensor(TensorAbi),
-    F32(f32),
-    I32(i32),
-    I64(i64),
-}
 
 /// Every driver entry point the runtime reaches through cudarc (directly or through its
 /// safe API). cudarc resolves each at its first call and panics when one is missing, so
@@ -139,13 +146,25 @@ pub(crate) fn disable_event_tracking(ctx: &CudaContext) {
     unsafe { ctx.disable_event_tracking() }
 }
 
+/// The parameter pointers of a launch, one per kernel parameter: the grid struct, then each
+/// slot (`out` one longer than `params`).
+#[inline]
+pub(crate) fn param_pointers(grid: &GridAbi, params: &[Slot], out: &mut [*mut c_void]) {
+    out[0] = (grid as *const GridAbi).cast_mut().cast();
+    for (p, slot) in out[1..].iter_mut().zip(params) {
+        *p = slot.as_ptr().cast_mut().cast();
+    }
+}
+
 /// Launches `func` asynchronously on `stream` with `blocks` x `threads` and `smem` bytes
-/// of dynamic shared memory: the grid struct, then `params` in order.
+/// of dynamic shared memory: the grid struct, then the parameters `params` holds (written by
+/// `abi::pack_args`), in order.
 ///
 /// A raw `cuLaunchKernel` (as the benchmark's baseline) after binding the stream's context
 /// to the thread: cudarc's `launch_builder` would also allocate its argument vector per
 /// launch, and its event bookkeeping is off for this runtime's slices anyway (tensors are
-/// passed by address). The parameter pointers live in a stack array for up to 15 params.
+/// passed by address). The parameter pointers live in a stack array for up to
+/// [`INLINE_ARGS`] parameters.
 pub(crate) fn launch(
     stream: &CudaStream,
     func: &CudaFunction,
@@ -153,43 +172,34 @@ pub(crate) fn launch(
     threads: u32,
     smem: u32,
     grid: &GridAbi,
-    params: &[Packed],
+    params: &[Slot],
 ) -> Result<(), DriverError> {
-    fn ptr<T>(v: &T) -> *mut c_void {
-        (v as *const T).cast_mut().cast()
-    }
     stream.context().bind_to_thread()?;
-    const INLINE: usize = 16;
-    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE];
+    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS + 1];
     let mut heap = Vec::new();
     let n = params.len() + 1;
-    let ptrs: &mut [*mut c_void] = if n <= INLINE {
+    let ptrs: &mut [*mut c_void] = if n <= inline.len() {
         &mut inline[..n]
     } else {
         heap.resize(n, std::ptr::null_mut());
         &mut heap
     };
-    ptrs[0] = ptr(grid);
-    for (slot, p) in ptrs[1..].iter_mut().zip(params) {
-        *slot = match p {
-            Packed::Tensor(t) => ptr(t),
-            Packed::F32(v) => ptr(v),
-            Packed::I32(v) => ptr(v),
-            Packed::I64(v) => ptr(v),
-        };
-    }
+    param_pointers(grid, params, ptrs);
     // SAFETY: `func` is the `tilekit_kernel` entry of a variant generated for exactly this
     // parameter list (the launch was checked against the kernel's IR, directly or through
     // a memo entry whose key holds everything the check reads): its parameters are
-    // `tk::Grid` then, per kernel parameter, `tk::TensorArg` / float / int / long long,
-    // which `GridAbi`, `TensorAbi`, f32, i32 and i64 match in size and layout (`DeviceRepr`
-    // above). `ptrs` holds one pointer per parameter, each to a live value of that type
-    // (`grid` and `params` outlive this call; the driver copies the values before
-    // returning). Every tensor address points into a live device allocation of this context
-    // that holds the whole view (tensor constructors check the view's reach; the allocation
-    // outlives the kernel because it is freed on this same stream, after it). Writes go only
-    // to `&mut` tensors, which the borrow checker keeps unaliased. `blocks`, `threads` and
-    // `smem` come from the launch plan the variant `static_assert`s against, and the
+    // `tk::Grid` then, per kernel parameter, `tk::TensorArg` / float / int / long long.
+    // `ptrs` holds one pointer per parameter: to `grid` (`GridAbi` matches `tk::Grid` in
+    // size and layout, see `DeviceRepr` above), then to each slot, whose first bytes
+    // `abi::pack_args` wrote as that parameter's type lays them out (a `tk::TensorArg` as
+    // `TensorAbi`'s seven fields in order; an f32 or i32 in the first 4 bytes, an i64 in
+    // 8, native byte order). The driver reads only the parameter's size from each pointer,
+    // and copies the values before returning (`grid` and `params` outlive this call).
+    // Every tensor address points into a live device allocation of this context that
+    // holds the whole view (tensor constructors check the view's reach; the allocation
+    // outlives the kernel because it is freed on this same stream, after it). Writes go
+    // only to `&mut` tensors, which the borrow checker keeps unaliased. `blocks`, `threads`
+    // and `smem` come from the launch plan the variant `static_assert`s against, and the
     // function's dynamic shared-memory limit was raised to `smem` when it was loaded.
     // `func` belongs to the stream's context, bound to this thread above.
     unsafe {

@@ -3,7 +3,7 @@
 //! addresses; the loaded variant as the memo's entry; the raw launch; and registering
 //! launches with a capture in progress.
 
-use super::abi::{all_aligned, pack_args, INLINE_ARGS};
+use super::abi::{all_aligned, pack_args, Slot, EMPTY_SLOT, INLINE_ARGS};
 use super::cache::Counters;
 use super::variants::Loaded;
 use super::{ffi, CudaDevice, DeviceInfo};
@@ -159,12 +159,13 @@ impl LaunchBackend for CudaDevice {
         };
         let kernel = &analyzed.kernel;
         let cuda_err = cuda_err(&kernel.name);
-        let mut inline = [ffi::Packed::I32(0); INLINE_ARGS];
+        // Unwritten slots: `pack_args` writes each parameter's bytes once, in place.
+        let mut inline = [EMPTY_SLOT; INLINE_ARGS];
         let mut heap = Vec::new();
-        let params: &mut [ffi::Packed] = if args.len() <= INLINE_ARGS {
+        let params: &mut [Slot] = if args.len() <= INLINE_ARGS {
             &mut inline[..args.len()]
         } else {
-            heap.resize(args.len(), ffi::Packed::I32(0));
+            heap.resize(args.len(), EMPTY_SLOT);
             &mut heap
         };
         pack_args(&kernel.params, args, params).map_err(&cuda_err)?;

@@ -108,11 +108,11 @@ pub(crate) struct Layout {
 impl Layout {
     /// The layout of a tensor or view of element type `dtype` on `backend`.
     pub(crate) fn new<const R: usize>(dtype: DType, backend: Backend, g: &Geometry<R>) -> Layout {
+        // `n` is a constant per `R`: straight-line copies, no loop.
+        let n = R.min(3);
         let (mut dims, mut stride) = ([0; 3], [0; 3]);
-        for (a, (&d, &s)) in g.shape.iter().zip(&g.strides).take(3).enumerate() {
-            dims[a] = d;
-            stride[a] = s;
-        }
+        dims[..n].copy_from_slice(&g.shape[..n]);
+        stride[..n].copy_from_slice(&g.strides[..n]);
         Layout {
             dtype,
             backend,
@@ -322,7 +322,7 @@ impl<'a, const N: usize> From<&'a [DType; N]> for Generics<'a> {
     }
 }
 
-impl Generics<'_> {
+impl<'a> Generics<'a> {
     /// The bindings by name (allocates; only the full check needs them).
     pub(crate) fn to_bindings(self, kernel: &Kernel) -> Bindings {
         match self {
@@ -338,25 +338,24 @@ impl Generics<'_> {
         }
     }
 
-    /// The element types in the kernel's generic order, written to `buf`; `Ok(None)` when
-    /// named bindings do not bind exactly the kernel's generics (the full check then reports
-    /// what is wrong) or there are more than the memo holds.
+    /// The element types in the kernel's generic order (named bindings written to `buf`,
+    /// ordered ones as given); `Ok(None)` when named bindings do not bind exactly the
+    /// kernel's generics (the full check then reports what is wrong) or there are more than
+    /// the memo holds.
+    #[inline]
     pub(crate) fn ordered<'b>(
         self,
         kernel: &Kernel,
         buf: &'b mut [DType; crate::memo::MAX_GENERICS],
-    ) -> Result<Option<&'b [DType]>, LaunchError> {
+    ) -> Result<Option<&'b [DType]>, LaunchError>
+    where
+        'a: 'b,
+    {
         let n = kernel.generics.len();
         match self {
-            Generics::Ordered(d) if d.len() != n => Err(LaunchError::Bindings {
-                kernel: kernel.name.clone(),
-                message: format!("{} element types given for {n} generic parameters", d.len()),
-            }),
+            Generics::Ordered(d) if d.len() != n => Err(miscounted(kernel, d.len())),
             _ if n > buf.len() => Ok(None),
-            Generics::Ordered(d) => {
-                buf[..n].copy_from_slice(d);
-                Ok(Some(&buf[..n]))
-            }
+            Generics::Ordered(d) => Ok(Some(d)),
             Generics::Named(b) => {
                 if b.0.len() != n {
                     return Ok(None);
@@ -370,5 +369,16 @@ impl Generics<'_> {
                 Ok(Some(&buf[..n]))
             }
         }
+    }
+}
+
+/// The error of ordered generics of the wrong count (out of line: launches pass the
+/// generated launcher's count).
+#[cold]
+fn miscounted(kernel: &Kernel, given: usize) -> LaunchError {
+    let n = kernel.generics.len();
+    LaunchError::Bindings {
+        kernel: kernel.name.clone(),
+        message: format!("{given} element types given for {n} generic parameters"),
     }
 }

@@ -5,6 +5,7 @@
 
 use super::args::{Arg, ScalarValue};
 use crate::error::LaunchError;
+use crate::memo::Overlaps;
 use crate::runtime::Backend;
 use std::collections::HashMap;
 use tilekit_codegen::ResourceEnv;
@@ -193,6 +194,53 @@ pub(crate) fn check_aliasing(kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), La
                          in place, declare one `&mut` parameter and pass the tensor once)",
                         q.name
                     )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The part of [`check_aliasing`] a launch memo hit runs: whether the bytes of a written
+/// tensor meet those of another argument, for the arguments `overlaps` names (the rest of
+/// the check follows from the key's layouts, see `crate::memo`). Addresses are read per
+/// call. An overlap is reported by [`check_aliasing`], as on a miss.
+#[inline]
+pub(crate) fn check_overlaps(
+    kernel: &Kernel,
+    args: &[Arg<'_>],
+    overlaps: &Overlaps,
+) -> Result<(), LaunchError> {
+    if overlaps.none() {
+        return Ok(());
+    }
+    test_overlaps(kernel, args, overlaps)
+}
+
+/// [`check_overlaps`] past its common case (nothing to test).
+#[inline(never)]
+fn test_overlaps(
+    kernel: &Kernel,
+    args: &[Arg<'_>],
+    overlaps: &Overlaps,
+) -> Result<(), LaunchError> {
+    if overlaps.all {
+        return check_aliasing(kernel, args);
+    }
+    let mut writes = overlaps.writes;
+    while writes != 0 {
+        let i = writes.trailing_zeros() as usize;
+        writes &= writes - 1;
+        let Some((start, end)) = args.get(i).and_then(Arg::byte_range) else {
+            continue;
+        };
+        let mut others = overlaps.tensors & !(1 << i);
+        while others != 0 {
+            let j = others.trailing_zeros() as usize;
+            others &= others - 1;
+            if let Some((s, e)) = args.get(j).and_then(Arg::byte_range) {
+                if s < end && start < e {
+                    return check_aliasing(kernel, args);
                 }
             }
         }

@@ -32,13 +32,16 @@ mod resolve;
 pub(crate) use args::Layout;
 pub use args::{Arg, Generics, ScalarValue, TensorArg, TensorArgMut};
 pub(crate) use backend::LaunchBackend;
-pub(crate) use check::{check, check_aliasing, check_bindings, eval_constraint, Checked};
+#[cfg(test)]
+pub(crate) use check::check_aliasing;
+pub(crate) use check::check_overlaps;
+pub(crate) use check::{check, check_bindings, eval_constraint, Checked};
 #[cfg(test)]
 pub(crate) use resolve::resolve;
 
 use crate::cpu::{self, CpuBackend, CpuOptions, CpuResolved};
 use crate::error::LaunchError;
-use crate::memo::{Memo, Probe, MAX_GENERICS};
+use crate::memo::{KeyBuf, Memo, Probe, MAX_GENERICS};
 use crate::runtime::{BackendState, Runtime};
 use crate::spec::{Analyzed, KernelSpec};
 use crate::tuned::ConfigSource;
@@ -155,6 +158,7 @@ fn remembered_config(
     let Some(g) = generics.ordered(kernel, &mut buf)? else {
         return Ok(None);
     };
+    let mut buf = KeyBuf::new();
     let probe = Probe::new(
         spec.content_id(),
         None,
@@ -162,6 +166,7 @@ fn remembered_config(
         args,
         spec.host_scalars(kernel),
         false,
+        &mut buf,
     );
     Ok(memo.peek(&probe).map(|r| r.config))
 }
@@ -243,6 +248,7 @@ fn launch_on<B: LaunchBackend>(
 ) -> Result<bool, LaunchError> {
     let kernel = &r.analyzed.kernel;
     let aligned = backend.aligned(args);
+    let mut buf = KeyBuf::new();
     let probe = r.ordered.map(|g| {
         Probe::new(
             r.spec.content_id(),
@@ -255,15 +261,20 @@ fn launch_on<B: LaunchBackend>(
                 r.spec.host_scalars(kernel)
             },
             aligned,
+            &mut buf,
         )
     });
-    if let Some(hit) = probe.as_ref().and_then(|p| memo.hit(p)) {
-        // The memo key holds layouts, not addresses: overlap between arguments is checked
-        // on every launch.
-        check_aliasing(kernel, args)?;
-        let resolved: &B::Resolved = &hit;
-        backend.hit(resolved);
-        return backend.run(r.analyzed, resolved, r.generics, args);
+    if let Some(p) = &probe {
+        let hit = memo.with_hit(p, |resolved, overlaps| {
+            // The memo key holds layouts, not addresses: overlap between arguments is
+            // tested on every launch (the rest of the aliasing check follows from the key).
+            check_overlaps(kernel, args, overlaps)?;
+            backend.hit(resolved);
+            backend.run(r.analyzed, resolved, r.generics, args)
+        });
+        if let Some(result) = hit {
+            return result;
+        }
     }
     let bindings = r.generics.to_bindings(kernel);
     let shared: &[Arg<'_>] = args;

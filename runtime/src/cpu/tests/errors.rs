@@ -4,6 +4,7 @@
 use super::*;
 use crate::error::LaunchError;
 use crate::launch::{launch, launch_with, Arg, Generics};
+use crate::memo::{KeyBuf, Memo, Probe};
 use crate::runtime::Runtime;
 use crate::tensor::{Tensor1, Tensor2};
 use half::f16;
@@ -513,7 +514,27 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
             Arg::from(5usize),
         ]
     };
-    let check = |a: &[Arg<'_>]| crate::launch::check_aliasing(kernel, a);
+    // The full check, and what a launch memo hit runs: the overlap test of the arguments
+    // its entry names (the entry made by a launch at disjoint addresses).
+    let memo: Memo<()> = Memo::default();
+    let g = [DType::F32];
+    fn probe<'p>(g: &'p [DType], a: &[Arg<'_>], buf: &'p mut KeyBuf) -> Probe<'p> {
+        Probe::new(1, None, g, a, &[false; 3], false, buf)
+    }
+    memo.insert(&probe(&g, &args(0x1000, 0, 0x1050), &mut KeyBuf::new()), ());
+    let check = |a: &[Arg<'_>]| {
+        let full = crate::launch::check_aliasing(kernel, a);
+        let hit = memo
+            .with_hit(&probe(&g, a, &mut KeyBuf::new()), |_, o| {
+                crate::launch::check_overlaps(kernel, a, o)
+            })
+            .unwrap();
+        assert_eq!(
+            full.as_ref().map_err(ToString::to_string),
+            hit.as_ref().map_err(ToString::to_string)
+        );
+        full
+    };
     // Adjacent: fine. The same memory, a byte of it, or an offset view reaching it: refused.
     assert!(check(&args(0x1000, 0, 0x1050)).is_ok());
     assert!(check(&args(0x1050, 0, 0x1000)).is_ok());

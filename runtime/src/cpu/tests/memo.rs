@@ -3,7 +3,7 @@
 use super::*;
 use crate::error::LaunchError;
 use crate::launch::{check, launch, launch_with, Arg};
-use crate::memo::{LaunchMemoStats, Memo, Probe};
+use crate::memo::{KeyBuf, LaunchMemoStats, Memo, Probe};
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::{Tensor1, Tensor2};
 use half::bf16;
@@ -109,9 +109,21 @@ fn launch_host_microbench() {
     let memo: Memo<u64> = Memo::default();
     let g = [DType::F32];
     let read = spec.host_scalars(&analyzed.kernel);
-    memo.insert(&Probe::new(spec.content_id(), None, &g, &a, read, true), 1);
+    memo.insert(
+        &Probe::new(
+            spec.content_id(),
+            None,
+            &g,
+            &a,
+            read,
+            true,
+            &mut KeyBuf::new(),
+        ),
+        1,
+    );
     let memo_hit = ns_per_call(n, || {
-        let p = Probe::new(spec.content_id(), None, &g, &a, read, true);
+        let mut buf = KeyBuf::new();
+        let p = Probe::new(spec.content_id(), None, &g, &a, read, true, &mut buf);
         std::hint::black_box(memo.get(&p).unwrap());
     });
     let generics = ns_per_call(n, || {
@@ -325,34 +337,72 @@ fn probe_keys() {
     let memo: Memo<u32> = Memo::default();
     let g = [DType::F32];
     let c = spec.default_config().unwrap();
+    // The memo's answer for a key (each probe on its own buffer).
+    let get = |spec: u64,
+               config: Option<&Config>,
+               g: &[DType],
+               a: &[Arg<'_>],
+               read: &[bool],
+               aligned: bool| {
+        memo.get(&Probe::new(
+            spec,
+            config,
+            g,
+            a,
+            read,
+            aligned,
+            &mut KeyBuf::new(),
+        ))
+    };
     {
         let a = [Arg::from(&x), Arg::from(&mut y), Arg::from(1usize)];
-        memo.insert(&Probe::new(1, None, &g, &a, read, true), 7);
-        assert_eq!(memo.get(&Probe::new(1, None, &g, &a, read, true)), Some(7));
-        // Spec, config, generics, alignment class: each its own key.
-        assert_eq!(memo.get(&Probe::new(2, None, &g, &a, read, true)), None);
-        assert_eq!(memo.get(&Probe::new(1, Some(&c), &g, &a, read, true)), None);
-        assert_eq!(
-            memo.get(&Probe::new(1, None, &[DType::F16], &a, read, true)),
-            None
+        memo.insert(
+            &Probe::new(1, None, &g, &a, read, true, &mut KeyBuf::new()),
+            7,
         );
-        assert_eq!(memo.get(&Probe::new(1, None, &g, &a, read, false)), None);
+        assert_eq!(get(1, None, &g, &a, read, true), Some(7));
+        // Spec, config, generics, alignment class: each its own key.
+        assert_eq!(get(2, None, &g, &a, read, true), None);
+        assert_eq!(get(1, Some(&c), &g, &a, read, true), None);
+        assert_eq!(get(1, None, &[DType::F16], &a, read, true), None);
+        assert_eq!(get(1, None, &g, &a, read, false), None);
         // An unknown parameter's scalar counts as read.
-        assert_eq!(memo.get(&Probe::new(1, None, &g, &a, &[], true)), None);
+        assert_eq!(get(1, None, &g, &a, &[], true), None);
     }
     {
         let a = [Arg::from(&xs), Arg::from(&mut y), Arg::from(1usize)];
-        assert_eq!(memo.get(&Probe::new(1, None, &g, &a, read, true)), None);
+        assert_eq!(get(1, None, &g, &a, read, true), None);
     }
     {
         let a = [Arg::from(&x), Arg::from(&mut y), Arg::from(1i64)];
-        assert_eq!(memo.get(&Probe::new(1, None, &g, &a, read, true)), None);
+        assert_eq!(get(1, None, &g, &a, read, true), None);
         let a = [Arg::from(&x), Arg::from(&mut y), Arg::from(2usize)];
-        assert_eq!(memo.get(&Probe::new(1, None, &g, &a, read, true)), Some(7));
-        assert_eq!(
-            memo.get(&Probe::new(1, None, &g, &a, &[true, true, true], true)),
-            None
-        );
+        assert_eq!(get(1, None, &g, &a, read, true), Some(7));
+        assert_eq!(get(1, None, &g, &a, &[true, true, true], true), None);
     }
     assert_eq!(memo.stats().entries, 1);
+    // What a hit tests for overlap: a written tensor and another tensor, both with elements.
+    let empty = Tensor2::<f32>::zeros(&rt, [0, 3]).unwrap();
+    let mut wide = Tensor2::<f32>::zeros(&rt, [3, 4]).unwrap();
+    let overlaps =
+        |a: &[Arg<'_>]| Probe::new(1, None, &g, a, read, true, &mut KeyBuf::new()).overlaps();
+    let o = overlaps(&[Arg::from(&x), Arg::from(&mut y), Arg::from(1usize)]);
+    assert_eq!((o.writes, o.tensors, o.all), (0b10, 0b11, false));
+    let o = overlaps(&[Arg::from(&empty), Arg::from(&mut wide), Arg::from(1usize)]);
+    assert!(o.none(), "{o:?}");
+    let o = overlaps(&[Arg::from(&x), Arg::from(&x), Arg::from(1usize)]);
+    assert!(o.none(), "{o:?}");
+    // A key longer than the stack buffer (more than 8 tensors) takes the heap, alike.
+    let reads = |n: usize| -> Vec<Arg<'_>> { (0..n).map(|_| Arg::from(&x)).collect() };
+    let many = reads(10);
+    let fewer = reads(9);
+    memo.insert(
+        &Probe::new(3, None, &g, &many, read, true, &mut KeyBuf::new()),
+        9,
+    );
+    assert_eq!(get(3, None, &g, &many, read, true), Some(9));
+    assert_eq!(get(3, None, &g, &fewer, read, true), None);
+    let mut other = reads(10);
+    other[9] = Arg::from(&xs);
+    assert_eq!(get(3, None, &g, &other, read, true), None);
 }
