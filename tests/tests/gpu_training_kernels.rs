@@ -361,7 +361,7 @@ fn norm_case<T: Float>(
 fn gpu_norms_every_dtype_config_and_size() {
     let g = gpu();
     let mut r = rng("gpu norms");
-    // rmsnorm_residual, rmsnorm_bwd and layernorm_bwd share one space; layernorm adds ROWS.
+    // The four norm kernels share one space today; each launch gets its own parameters.
     // Its covering cases drive all four (each kernel gets its own parameters), the rmsnorm
     // kernels once per distinct configuration of theirs.
     let cases = covering_cases(&layernorm::SPEC);

@@ -21,14 +21,14 @@ fn shipped_kernels_keep_their_spec_hashes() {
 
 /// `layernorm` computes its statistics through the `#[tile_fn]` helper `welford`: the
 /// inlined helper lowers to exactly the instructions the kernel wrote out before it used
-/// the helper, so the spec hash (and any tuned result) is the one it had then. (The pin is
-/// the hash of the ROWS-per-program layernorm with its statistics written out, 44433a9 on
-/// the `train` branch, which the helper version reproduces.)
+/// the helper, so the spec hash (and any tuned result) is the one it had then. (The
+/// ROWS-per-program layernorm of the `train` branch, 44433a9, had the same property, and was
+/// reverted for speed: BENCHMARKS run 45.)
 #[test]
 fn a_kernel_using_a_helper_keeps_the_hash_it_had_written_inline() {
     let spec = &tilekit_kernels::layernorm::SPEC;
     assert_eq!(
-        spec.spec_hash, 17223795938902505346,
+        spec.spec_hash, 4319034181077799929,
         "spec hash of `layernorm`"
     );
 }

@@ -7,8 +7,6 @@ use tilekit::prelude::*;
 /// The row stays on chip, so the variance is the mean of squared deviations from the
 /// mean (the [`welford`](crate::welford) helper: two passes over registers, as stable as
 /// Welford), never `E[x^2] - E[x]^2`. Statistics in f32; one read of `x`, one write of `y`.
-/// A program normalises about `ROWS` rows, loading the next one while it reduces the
-/// current one.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -24,8 +22,8 @@ use tilekit::prelude::*;
 /// assert_eq!(rstd.to_vec().unwrap(), vec![1.0]);
 /// assert_eq!(y.to_vec().unwrap(), vec![-1.0, 2.5]);
 /// ```
-#[kernel(grid = [cdiv(x.rows(), ROWS)])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 8], ROWS = [8, 1, 4, 16])]
+#[kernel(grid = [x.rows()])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], b = [N], y = [M, N], mean = [M], rstd = [M], eps = 1e-5)]
 #[cost(flops = 8 * M * N)]
@@ -38,27 +36,16 @@ pub fn layernorm<T: Float>(
     rstd: &mut Tensor1<f32>,
     eps: f32,
 ) {
-    // About ROWS rows per program (program p of P takes rows p, p + P, ..), the next row's
-    // x loading while this one is reduced and written; w and b loaded once.
-    let pid = program_id(0);
-    let step = num_programs(0);
-    let rows = x.rows();
+    let row = program_id(0);
     let cols = arange::<BLOCK>();
     let n = x.cols().to_f32();
     let mask = cols < x.cols();
+    let v = load(x.row(row), cols, mask, 0.0).to_f32();
+    let (mu, m2, d) = welford(v, mask, n);
+    let inv = rsqrt(m2 / n + eps);
     let g = load(w, cols, mask, 0.0).to_f32();
     let c = load(b, cols, mask, 0.0).to_f32();
-    let lim = where_(pid < rows, x.cols(), 0);
-    let mut xn = load(x.row(pid), cols, cols < lim, 0.0);
-    for row in (pid..rows).step_by(step) {
-        let v = xn.to_f32();
-        let nxt = row + step;
-        let lim = where_(nxt < rows, x.cols(), 0);
-        xn = load(x.row(nxt), cols, cols < lim, 0.0);
-        let (mu, m2, d) = welford(v, mask, n);
-        let inv = rsqrt(m2 / n + eps);
-        store(y.row(row), cols, (d * inv * g + c).cast::<T>(), mask);
-        store(mean, row, mu);
-        store(rstd, row, inv);
-    }
+    store(y.row(row), cols, (d * inv * g + c).cast::<T>(), mask);
+    store(mean, row, mu);
+    store(rstd, row, inv);
 }
