@@ -1,0 +1,153 @@
+//! Dot operands that never enter registers (`Direct`, `Resident`), `trans` fused into its
+//! dot, and the warp arrangement of accumulators that are reduced or feed a second dot.
+
+use super::*;
+
+/// `load_tile`s (not in rings) whose only use is a `dot` operand in the same block, directly
+/// or through a `trans` that is the dot's B operand and used nowhere else, become `Direct`;
+/// such `trans` of any register tile are fused into their dot (`Layouts::fused_trans`),
+/// unless the dot's A operand is an accumulator (that path stages B as it is).
+pub(super) fn direct_operands(a: &Analysis, out: &mut Layouts, of: &mut [Option<Layout>]) {
+    let only_use = |v: ValueId| match a.uses[v.index()].as_slice() {
+        [u] => Some(*u),
+        _ => None,
+    };
+    let same_block = |x: ValueId, y: &Inst| {
+        let block_of = |i: &Inst| {
+            let mut found = None;
+            find_block(&a.kernel.body, i, &mut found);
+            found
+        };
+        match a.defs[x.index()] {
+            Some(d) => block_of(d) == block_of(y),
+            None => false,
+        }
+    };
+    for (v, slot) in of.iter_mut().enumerate() {
+        let id = ValueId(v as u32);
+        match a.def_op(id) {
+            Some(Op::Trans { .. }) if fusable_trans(a, id) => out.fused_trans.push(id),
+            Some(Op::LoadTile { shape, .. }) if shape.len() == 2 && slot.is_none() => {
+                let Some(u) = only_use(id) else { continue };
+                let direct = match &u.inst.op {
+                    Op::Dot { .. } => u.operand < 2 && same_block(id, u.inst),
+                    Op::Trans { .. } => u.inst.results.first().is_some_and(|t| {
+                        only_use(*t).is_some_and(|d| {
+                            matches!(d.inst.op, Op::Dot { .. })
+                                && d.operand == 1
+                                && same_block(id, d.inst)
+                        })
+                    }),
+                    _ => false,
+                };
+                if direct {
+                    *slot = Some(Layout::Direct);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Loads that only dots read, but not as a direct operand: resident in shared memory.
+    for (v, slot) in of.iter_mut().enumerate() {
+        let id = ValueId(v as u32);
+        if slot.is_some()
+            || !matches!(a.def_op(id), Some(Op::LoadTile { shape, .. }) if shape.len() == 2)
+        {
+            continue;
+        }
+        let uses = &a.uses[v];
+        if !uses.is_empty()
+            && uses
+                .iter()
+                .all(|u| matches!(u.inst.op, Op::Dot { .. }) && u.operand < 2)
+        {
+            *slot = Some(Layout::Resident);
+        }
+    }
+    // A `trans` of a direct load that is not fused would need the tile in registers.
+    // A fused `trans` of a ring slot is that slot.
+    for t in &out.fused_trans {
+        if let Some(Op::Trans { x }) = a.def_op(*t) {
+            if let Some(Some(l @ Layout::Ring(_))) = of.get(x.index()) {
+                of[t.index()] = Some(*l);
+            }
+        }
+    }
+    let direct: Vec<usize> = (0..of.len())
+        .filter(|&v| of[v] == Some(Layout::Direct))
+        .collect();
+    for v in direct {
+        if let [u] = a.uses[v].as_slice() {
+            if let (Op::Trans { .. }, Some(t)) = (&u.inst.op, u.inst.results.first()) {
+                if out.fused_trans.contains(t) {
+                    of[t.index()] = Some(Layout::Direct);
+                } else {
+                    of[v] = None;
+                }
+            }
+        }
+    }
+}
+
+/// True for a `trans` whose only use is a `dot`'s B operand, of a rank-2 tile, where the
+/// dot's A operand is a `load_tile` (so not an accumulator's registers, which that path
+/// would need B untransposed for): the dot reads B from the operand's rows.
+pub(crate) fn fusable_trans(a: &Analysis, t: ValueId) -> bool {
+    let Some(Op::Trans { x }) = a.def_op(t) else {
+        return false;
+    };
+    let [u] = a.uses[t.index()].as_slice() else {
+        return false;
+    };
+    let Op::Dot { a: da, .. } = &u.inst.op else {
+        return false;
+    };
+    u.operand == 1
+        && matches!(a.def_op(*da), Some(Op::LoadTile { .. }))
+        && a.shape(*x).is_some_and(|s| s.rank() == 2)
+}
+
+/// The block (by address) that holds `inst`, searching from `b`.
+fn find_block(b: &Block, inst: &Inst, found: &mut Option<*const Block>) {
+    for i in &b.insts {
+        if std::ptr::eq(i, inst) {
+            *found = Some(b as *const Block);
+            return;
+        }
+        for nb in nested_blocks(&i.op) {
+            find_block(nb, inst, found);
+        }
+    }
+}
+
+/// Marks the accumulators that want warps along M (see [`AccLayout::rows`]) and records
+/// which dots take their A operand from an accumulator's registers.
+pub(super) fn rows_policy(b: &Block, out: &mut Layouts) {
+    for inst in &b.insts {
+        let lay = |v: ValueId| out.of.get(v.index()).copied().unwrap_or(Layout::Uniform);
+        match &inst.op {
+            Op::Reduce { x, axis: 1, .. } => {
+                if let Layout::Acc(k) = lay(*x) {
+                    out.accs[k].rows = true;
+                }
+            }
+            Op::Dot { a: x, .. } => {
+                if let Layout::Acc(k) = lay(*x) {
+                    out.accs[k].rows = true;
+                    if let Some(Layout::Acc(r)) = inst.results.first().map(|r| lay(*r)) {
+                        out.accs[r].rows = true;
+                    }
+                    let r = inst.results.first().copied();
+                    if let Some(d) = out.dots.iter_mut().find(|d| Some(d.result) == r) {
+                        d.a_from_acc = Some(k);
+                    }
+                }
+            }
+            op => {
+                for b in nested_blocks(op) {
+                    rows_policy(b, out);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The text of `tilekit show --stage layouts`.
+
+use super::*;
+
+/// The text of `tilekit show --stage layouts` (no configuration: layouts are per kernel;
+/// warp arrangements and engines per configuration are in `dump`).
+pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "layouts of `{}`", a.kernel.name);
+    let _ = writeln!(s, "values:");
+    for (i, lay) in l.of.iter().enumerate() {
+        if *lay == Layout::Uniform {
+            continue;
+        }
+        let id = ValueId(i as u32);
+        let name = a
+            .kernel
+            .value_names
+            .get(i)
+            .and_then(|n| n.as_deref())
+            .unwrap_or("");
+        let ty = match (a.types.of(id).elem(), a.shape(id)) {
+            (Some(e), Some(sh)) => format!("{e}{sh}"),
+            _ => String::new(),
+        };
+        let line = a.defs[i].map(|d| d.loc.line).unwrap_or(0);
+        let _ = writeln!(s, "  %{i:<4} {name:<10} {ty:<18} {lay:<8} line {line}");
+    }
+    let _ = writeln!(s, "accumulators:");
+    for (k, acc) in l.accs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  acc{k}: [{}, {}] f32, mma.sync m16n8 fragments when a warp arrangement fits (else blocked){}; first dot at line {}",
+            acc.m,
+            acc.n,
+            if acc.rows { ", warps along M first" } else { "" },
+            acc.line
+        );
+    }
+    let slices = l.slices();
+    if !slices.is_empty() {
+        let _ = writeln!(s, "slices:");
+    }
+    for sl in slices {
+        if let Layout::Slice { acc, axis } = sl {
+            let _ = writeln!(
+                s,
+                "  {sl}: one value per {} of acc{acc}, in the registers of the threads holding it",
+                if axis == 1 { "row" } else { "column" }
+            );
+        }
+    }
+    let _ = writeln!(s, "dots:");
+    for d in &l.dots {
+        let _ = writeln!(
+            s,
+            "  line {}: acc{}, operands {} {:?}, {}",
+            d.line,
+            d.acc,
+            d.elem,
+            d.precision,
+            if d.from_rings {
+                "from cp.async rings (global -> shared directly)".to_string()
+            } else {
+                let src = |v: ValueId| match l.get(v) {
+                    Layout::Acc(k) => format!("acc{k}'s registers"),
+                    Layout::Direct => {
+                        "global memory, copied straight into shared memory".to_string()
+                    }
+                    Layout::Resident => "a resident shared-memory tile (copied once)".to_string(),
+                    Layout::Ring(r) => format!("ring{r} (cp.async, filled iterations ahead)"),
+                    _ => "registers, staged through shared memory".to_string(),
+                };
+                let b = if d.b_transposed {
+                    // The fused trans: its operand's source, read from its rows.
+                    let x = a
+                        .def_op(d.operands[1])
+                        .and_then(|op| op.operands().first().copied());
+                    format!(
+                        "trans of {} (read from its rows: ldmatrix without .trans)",
+                        x.map(src).unwrap_or_default()
+                    )
+                } else {
+                    src(d.operands[1])
+                };
+                format!("A from {}, B from {b}", src(d.operands[0]))
+            }
+        );
+    }
+    let direct: Vec<String> =
+        l.of.iter()
+            .enumerate()
+            .filter(|(i, lay)| {
+                **lay == Layout::Direct
+                    && matches!(a.def_op(ValueId(*i as u32)), Some(Op::LoadTile { .. }))
+            })
+            .map(|(i, _)| format!("%{i}"))
+            .collect();
+    let resident: Vec<String> = (0..l.of.len())
+        .filter(|i| l.of[*i] == Layout::Resident)
+        .map(|i| format!("%{i}"))
+        .collect();
+    if !resident.is_empty() {
+        let _ = writeln!(
+            s,
+            "resident (copied once into persistent shared memory, read there by their dots): {}",
+            resident.join(", ")
+        );
+    }
+    if !direct.is_empty() {
+        let _ = writeln!(
+            s,
+            "direct (copied global -> shared memory by their dot, never in registers): {}",
+            direct.join(", ")
+        );
+    }
+    let _ = writeln!(s, "rings:");
+    for (r, ring) in l.rings.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  ring{r}: %{} = load_tile [{}, {}] {}, {} stages, loop at line {}",
+            ring.load.0, ring.rows, ring.cols, ring.elem, ring.stages, ring.line
+        );
+    }
+    let _ = writeln!(s, "in registers (no shared memory):");
+    if l.in_registers.is_empty() {
+        let _ = writeln!(s, "  (none)");
+    }
+    for u in &l.in_registers {
+        let _ = writeln!(
+            s,
+            "  line {}: %{} {} -> {}: {}",
+            u.line, u.value.0, u.from, u.to, u.what
+        );
+    }
+    let _ = writeln!(s, "conversions through shared memory:");
+    if l.conversions.is_empty() {
+        let _ = writeln!(s, "  (none)");
+    }
+    for c in &l.conversions {
+        let b = c
+            .broadcast
+            .as_ref()
+            .map(|sh| format!(", broadcast to {sh}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  line {}: %{} {} -> {}{b}",
+            c.line, c.value.0, c.from, c.to
+        );
+    }
+    s
+}

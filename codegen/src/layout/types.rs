@@ -1,0 +1,230 @@
+//! The layout of a value and what the stage records per kernel ([`Layouts`]): the
+//! accumulator shapes, dot sites, values kept in registers, conversions.
+
+use super::*;
+
+/// Where a value lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// A scalar (replicated in every thread) or a tensor view.
+    Uniform,
+    /// `tk::blocked<TK_VEC, TK_THREADS>` (`TK_L`).
+    Blocked,
+    /// MMA accumulator number `k` (`TK_ACC<k>`).
+    Acc(usize),
+    /// Shared-memory operand tile of cp.async ring number `r` (`TK_RING<r>`).
+    Ring(usize),
+    /// A `load_tile` whose only use is a `dot` operand (directly or through `trans`): never
+    /// in registers, the dot copies it from global memory into its shared-memory operand
+    /// tile (`tk::global_tile`, cp.async).
+    Direct,
+    /// A `load_tile` whose every use is a `dot` operand, but not one dot in its own block
+    /// (loop-invariant: attention's Q): copied once into a persistent shared-memory tile,
+    /// which its dots read in place.
+    Resident,
+    /// The slice of accumulator `acc` along `axis` (the axis a reduction removed): a
+    /// per-row (`axis` 1) or per-column (`axis` 0) vector held as the registers each thread
+    /// needs for its own fragments (`TK_SLICE<acc>_<axis>`, `tk::acc_slice`).
+    Slice {
+        /// The parent accumulator layout.
+        acc: usize,
+        /// The parent's axis that is not there.
+        axis: u8,
+    },
+}
+
+impl Layout {
+    /// True for the register layouts of the accumulator family (`Acc`, `Slice`).
+    pub fn is_acc_family(self) -> bool {
+        matches!(self, Layout::Acc(_) | Layout::Slice { .. })
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Layout::Uniform => f.write_str("uniform"),
+            Layout::Blocked => f.write_str("blocked"),
+            Layout::Acc(k) => write!(f, "acc{k}"),
+            Layout::Ring(r) => write!(f, "ring{r}"),
+            Layout::Direct => f.write_str("direct"),
+            Layout::Resident => f.write_str("resident"),
+            Layout::Slice { acc, axis } => write!(f, "slice(acc{acc}, {axis})"),
+        }
+    }
+}
+
+/// An MMA accumulator layout: one per distinct `dot` accumulator shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccLayout {
+    /// Rows (M).
+    pub m: Dim,
+    /// Columns (N).
+    pub n: Dim,
+    /// Source line of the first `dot` using it.
+    pub line: u32,
+    /// Warps along M first (`tk::mma_grid<.., 1>`, [`warp_grid_rows`]): asked for when the
+    /// accumulator is reduced along its rows, feeds another dot's A operand, or is the
+    /// result of a dot whose A operand is an accumulator.
+    pub rows: bool,
+}
+
+impl AccLayout {
+    /// The warp arrangement of this accumulator for `bm` x `bn` and `warps` (the Rust
+    /// mirror of its `TK_GRID<k>`).
+    pub fn grid(&self, bm: u64, bn: u64, warps: u32) -> Option<WarpGrid> {
+        if self.rows {
+            warp_grid_rows(bm, bn, warps)
+        } else {
+            warp_grid(bm, bn, warps)
+        }
+    }
+}
+
+/// One `dot` of the kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DotSite {
+    /// Source line.
+    pub line: u32,
+    /// Its accumulator layout.
+    pub acc: usize,
+    /// Operand element type.
+    pub elem: Elem,
+    /// IEEE or TF32.
+    pub precision: Precision,
+    /// True when both operands come from cp.async rings.
+    pub from_rings: bool,
+    /// The accumulator layout whose registers the A operand is (`tk::dot_acc_a`).
+    pub a_from_acc: Option<usize>,
+    /// The dot's result.
+    pub result: ValueId,
+    /// The B operand is `trans(x)` read from `x`'s rows.
+    pub b_transposed: bool,
+    /// The A and B operands.
+    pub operands: [ValueId; 2],
+}
+
+/// A use that stays in registers although shapes or layouts differ: a reduction of an
+/// accumulator into its slice, a slice broadcast into an accumulator, an accumulator as
+/// the A operand of a dot (listed by `--stage layouts`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterUse {
+    /// The value used.
+    pub value: ValueId,
+    /// Its layout.
+    pub from: Layout,
+    /// What the use makes of it.
+    pub to: Layout,
+    /// What happens.
+    pub what: String,
+    /// Source line of the use.
+    pub line: u32,
+}
+
+/// A conversion the emitter inserts (through shared memory).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    /// The converted value.
+    pub value: ValueId,
+    /// Its layout.
+    pub from: Layout,
+    /// The layout the use needs.
+    pub to: Layout,
+    /// The shape it is broadcast to, when that differs from its own.
+    pub broadcast: Option<Shape>,
+    /// Source line of the use.
+    pub line: u32,
+}
+
+/// The result of layout assignment.
+#[derive(Clone, Debug, Default)]
+pub struct Layouts {
+    /// The layout of each value (by `ValueId` index).
+    pub of: Vec<Layout>,
+    /// Accumulator layouts.
+    pub accs: Vec<AccLayout>,
+    /// Every `dot`.
+    pub dots: Vec<DotSite>,
+    /// cp.async rings.
+    pub rings: Vec<Ring>,
+    /// Pipelined loops that use rings.
+    pub loops: Vec<RingLoop>,
+    /// Conversions through shared memory.
+    pub conversions: Vec<Conversion>,
+    /// Uses that stay in registers (see [`RegisterUse`]).
+    pub in_registers: Vec<RegisterUse>,
+    /// `trans` results read by their only use, a `dot`'s B operand, from the operand's rows
+    /// (no transpose is materialised: `tk::dot_regs_bt`).
+    pub fused_trans: Vec<ValueId>,
+}
+
+impl Layouts {
+    /// The layout of `v`.
+    pub fn get(&self, v: ValueId) -> Layout {
+        self.of.get(v.index()).copied().unwrap_or(Layout::Uniform)
+    }
+
+    /// The ring loop whose induction variable is `iv`.
+    pub fn ring_loop(&self, iv: ValueId) -> Option<&RingLoop> {
+        self.loops.iter().find(|l| l.iv == iv)
+    }
+
+    /// Every slice layout some value has, in order of first appearance.
+    pub fn slices(&self) -> Vec<Layout> {
+        let mut out: Vec<Layout> = Vec::new();
+        for l in &self.of {
+            if matches!(l, Layout::Slice { .. }) && !out.contains(l) {
+                out.push(*l);
+            }
+        }
+        out
+    }
+
+    /// True when a `from`-layout value of shape `vshape` becomes a `to`-layout value of
+    /// shape `shape` by reading only its own registers: a slice broadcast into an
+    /// accumulator whose fragments it covers (a `[M, 1]` slice along axis 1 into an `[M, N]`
+    /// accumulator with the same `M`; a `[N]` or `[1, N]` slice along axis 0 into one with
+    /// the same `N`), or a slice as the same-axis slice of such an accumulator. Whether the
+    /// warp arrangements agree is a property of the variant; where they do not, the prelude
+    /// goes through shared memory (`tk::relayout`).
+    pub fn slice_in_registers(
+        &self,
+        from: Layout,
+        vshape: &Shape,
+        to: Layout,
+        shape: &Shape,
+    ) -> bool {
+        let Layout::Slice { acc, axis } = from else {
+            return false;
+        };
+        let Some(p) = self.accs.get(acc) else {
+            return false;
+        };
+        let one = Dim::Const(1);
+        let kept = if axis == 1 { &p.m } else { &p.n };
+        match to {
+            Layout::Acc(k) => {
+                let Some(q) = self.accs.get(k) else {
+                    return false;
+                };
+                let v = vshape.0.as_slice();
+                let fits = if axis == 1 {
+                    q.m == *kept && matches!(v, [m, o] if m == kept && *o == one)
+                } else {
+                    q.n == *kept
+                        && matches!(v, [n] | [_, n] if n == kept)
+                        && (v.len() == 1 || v[0] == one)
+                };
+                fits && shape.0.len() == 2 && shape.0[0] == q.m && shape.0[1] == q.n
+            }
+            Layout::Slice { acc: k, axis: a } => {
+                let Some(q) = self.accs.get(k) else {
+                    return false;
+                };
+                let other = if a == 1 { &q.m } else { &q.n };
+                a == axis && other == kept && vshape == shape
+            }
+            _ => false,
+        }
+    }
+}
