@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
-# after `../shared/tools/gpu-pack` here. Usage: bash benches/gpu/layouts-run.sh PART
+# after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
 #   PART: matmul-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
