@@ -169,6 +169,47 @@ fn cpu_add_rmsnorm_every_config_awkward_shapes() {
     }
 }
 
+/// add + RMSNorm's row statistics stay in registers: the sum along axis 1 gives a rows
+/// slice held by every thread, `rsqrt` keeps it, and it broadcasts back into the tile
+/// without shared memory, as do the bias and weight row vectors (nothing is converted
+/// through shared memory); a configuration whose passes straddle rows says so.
+#[test]
+fn add_rmsnorm_row_statistics_stay_in_registers() {
+    use tilekit_codegen::{dump, Stage, Target, Variant};
+    let kernel = add_rmsnorm::SPEC.kernel().expect("kernel IR");
+    let text = dump(kernel, None, Stage::Layouts).expect("layouts");
+    for want in [
+        "inv        f32[ROWS]          rows0",
+        "f32[ROWS, 1]       rows0",
+        "%24 blocked -> rows0: sum along axis 1",
+        "%35 rows0 -> blocked: broadcast to [ROWS, BLOCK] from the rows slice's registers",
+        "conversions through shared memory:\n  (none)",
+    ] {
+        assert!(text.contains(want), "missing `{want}` in:\n{text}");
+    }
+    let v = |c: &str| Variant {
+        config: Config::parse(c).unwrap(),
+        bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
+        aligned: true,
+        target: Target::Sm90a,
+    };
+    let text = dump(
+        kernel,
+        Some(&v("ROWS=4,BLOCK=8192,WARPS=16")),
+        Stage::Layouts,
+    )
+    .unwrap();
+    assert!(
+        text.contains("rows0: every row's value in every thread (4 rows; passes of 4096"),
+        "{text}"
+    );
+    let cuda = dump(kernel, Some(&v("ROWS=2,BLOCK=4096,WARPS=8")), Stage::Cuda).unwrap();
+    assert!(
+        cuda.contains("tk::reduce_rows<tk::red::sum, tk::shape<ROWS>, TK_ROWS0>("),
+        "{cuda}"
+    );
+}
+
 #[test]
 fn user_kernel_variants_compile_with_nvrtc() {
     use tilekit_codegen::Target;

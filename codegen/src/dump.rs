@@ -6,6 +6,7 @@ use crate::emit::lower;
 use crate::error::CodegenError;
 use crate::layout::{self, Layout};
 use crate::params::check_bindings;
+use crate::plan::choose_vec;
 use crate::plan::ThreadsRule;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
 use crate::variant::{variant_source, Variant};
@@ -177,6 +178,26 @@ pub fn dump(
                     }
                 }
                 let kind = SmemKind::of(kernel, &config)?;
+                if !l.rows.is_empty() {
+                    let lowered = lower(kernel)?;
+                    let threads = warps * 32;
+                    let vec =
+                        choose_vec(kernel, &lowered.tile_shapes, &config, &v.bindings, threads)?;
+                    let chunk = u64::from(vec) * u64::from(threads);
+                    for (k, p) in l.rows.iter().enumerate() {
+                        let (r, n) = (eval_dim(&p.r, &config)?, eval_dim(&p.n, &config)?);
+                        let whole = n % chunk == 0 && (1..=16).contains(&r);
+                        let _ = writeln!(
+                            s,
+                            "  rows{k}: {}",
+                            if whole {
+                                format!("every row's value in every thread ({r} rows; passes of {chunk} elements are whole rows of {n})")
+                            } else {
+                                format!("blocked, through shared memory ({r} rows; passes of {chunk} elements straddle rows of {n}, or more than 16 rows)")
+                            }
+                        );
+                    }
+                }
                 let _ = writeln!(s, "  shared-memory tiles: {kind:?} (resolved per tile)");
             }
             Ok(s)

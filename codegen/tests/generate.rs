@@ -379,11 +379,18 @@ fn kitchen_sink_covers_every_op() {
     let src = generate(&k).unwrap();
     has(&src, "template <int R, int C, bool FLAG, int SMEM /* 0=RowMajor, 1=Padded */, typename T, bool ALIGNED, int TK_VEC>");
     has(&src, "static constexpr int TK_THREADS = 128;");
-    has(&src, "tk::reduce_axis<tk::red::max, 1, tk::shape<R>>(");
+    has(
+        &src,
+        "tk::reduce_rows<tk::red::max, tk::shape<R>, TK_ROWS0>(",
+    );
+    has(
+        &src,
+        "using TK_ROWS0 = typename tk::rows_layout<TK_L, C, R>::type;",
+    );
     has(&src, "tk::reduce_axis<tk::red::sum, 2, tk::shape<1, R>>(");
     has(
         &src,
-        "// [block] broadcast [R, 1] -> [R, C] through shared memory",
+        "// rows0 [R, 1] -> blocked [R, C]: in registers (every thread holds every row)",
     );
     has(&src, "tk::relayout<tk::shape<R, C>, TK_L>(");
     has(&src, "tk::dot_regs<true, TK_SMEM_KIND>(");
@@ -404,7 +411,7 @@ fn kitchen_sink_covers_every_op() {
     );
     has(
         &src,
-        "// [block] broadcast [C] -> [R, C] through shared memory",
+        "// blocked [C] -> blocked [R, C]: in registers (where the blocked passes are whole rows: the same columns in the same thread)",
     );
     has(&src, "tk::store<ALIGNED>(v69, v64, v68, v67);");
     let p = launch_plan(&k, &cfg("R=8,C=128,FLAG=true,SMEM=Padded"), &bf16()).unwrap();

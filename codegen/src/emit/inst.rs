@@ -286,7 +286,7 @@ impl<'k> Emitter<'k> {
                 let (_, _, xshape, _) = self.tile(*x)?;
                 // A slice stays in its registers ([M] -> [M, 1]: the same flat indices).
                 let l = match self.layout(r) {
-                    l @ Layout::Slice { .. } => l,
+                    l @ (Layout::Slice { .. } | Layout::Rows(_)) => l,
                     _ => Layout::Blocked,
                 };
                 let xe = self.coerce(*x, &elem, &xshape, l)?;
@@ -548,6 +548,28 @@ impl<'k> Emitter<'k> {
             );
         }
         let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
+        if let Layout::Rows(k) = self.layout(r) {
+            // Rows of a blocked tile: registers and warp shuffles, one partial per (row,
+            // warp) in shared memory, every thread adding up every row's partials; the
+            // whole tile only for a variant whose blocked passes straddle rows.
+            let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
+            f.push(Factor::AccSizeOf(elem.clone()));
+            let u = self.smem.add(
+                format!("{red} of {xshape} over axis 1 (per-row partials of the warps)"),
+                vec![f],
+            );
+            let off = self.smem.scratch_offset(u, 0);
+            self.w.line(&format!(
+                "// [block] {red} over axis 1 into rows{k}: registers, warp shuffles, one partial per (row, warp) in shared memory; every thread holds every row"
+            ));
+            return self.assign(
+                r,
+                &format!(
+                    "tk::reduce_rows<tk::red::{red}, {}, TK_ROWS{k}>({xe}, smem + {off})",
+                    shape_type(&out_shape)
+                ),
+            );
+        }
         if xshape.rank() == 1 {
             let u = self.smem.add(
                 format!("{red} of {xshape} to a scalar"),

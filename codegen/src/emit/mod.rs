@@ -73,6 +73,7 @@ pub(crate) fn layout_name(l: Layout) -> String {
         Layout::Acc(k) => format!("TK_ACC{k}"),
         Layout::Ring(r) => format!("TK_RING{r}"),
         Layout::Slice { acc, axis } => format!("TK_SLICE{acc}_{axis}"),
+        Layout::Rows(k) => format!("TK_ROWS{k}"),
         Layout::Uniform | Layout::Blocked | Layout::Direct | Layout::Resident => "TK_L".to_string(),
     }
 }
@@ -239,6 +240,17 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
                 layout_name(sl)
             ));
         }
+    }
+    for (k, rows) in e.layouts.rows.iter().enumerate() {
+        w.line(&format!(
+            "/// rows{k}: the per-row values of the [{}, {}] blocked tile reduced at line {}, in every thread (tk::blocked_rows) where its passes are whole rows, else TK_L.",
+            rows.r, rows.n, rows.line
+        ));
+        w.line(&format!(
+            "using TK_ROWS{k} = typename tk::rows_layout<TK_L, {}, {}>::type;",
+            dim_expr(&rows.n),
+            dim_expr(&rows.r)
+        ));
     }
     for (r, ring) in e.layouts.rings.iter().enumerate() {
         w.line(&format!(

@@ -174,19 +174,29 @@ impl Emitter<'_> {
             .layouts
             .slice_in_registers(from, &vshape, layout, shape)
         {
-            // A slice into accumulator fragments it covers: a register copy; the region is
-            // used only by a variant whose warp arrangements disagree.
+            // A slice into accumulator fragments it covers, a rows slice into its blocked
+            // tile, a row vector over whole-row blocked passes: a register copy; the region
+            // is used only by a variant where that does not hold.
             let what = format!("{from} {vshape} -> {layout} {shape}");
-            let u = self.smem.add(
-                format!("{what} (only where the warp arrangements disagree)"),
-                vec![factors],
-            );
+            let (unless, why) = match from {
+                Layout::Slice { .. } => (
+                    "only where the warp arrangements disagree",
+                    "the slice covers the fragments",
+                ),
+                Layout::Rows(_) => (
+                    "only where the blocked passes straddle rows",
+                    "every thread holds every row",
+                ),
+                _ => (
+                    "only where the blocked passes straddle rows",
+                    "where the blocked passes are whole rows: the same columns in the same thread",
+                ),
+            };
+            let u = self.smem.add(format!("{what} ({unless})"), vec![factors]);
             let off = self.smem.scratch_offset(u, 0);
             self.tmp += 1;
             let t = format!("t{}", self.tmp);
-            self.w.line(&format!(
-                "// {what}: in registers (the slice covers the fragments)"
-            ));
+            self.w.line(&format!("// {what}: in registers ({why})"));
             self.w.line(&format!(
                 "const auto {t} = tk::relayout<{}, {}>({expr}, smem + {off});",
                 shape_type(shape),

@@ -33,6 +33,7 @@ mod mma;
 mod operands;
 mod render;
 mod rings;
+mod rows;
 mod types;
 
 use crate::analyze::{nested_blocks, Analysis, Use};
@@ -45,7 +46,7 @@ pub(crate) use operands::fusable_trans;
 use operands::{direct_operands, rows_policy};
 pub(crate) use render::render;
 pub(crate) use rings::{Ring, RingLoop};
-pub use types::{AccLayout, Conversion, DotSite, Layout, Layouts, RegisterUse};
+pub use types::{AccLayout, Conversion, DotSite, Layout, Layouts, RegisterUse, RowsLayout};
 
 /// The layout a use needs of a tile operand, given the layouts assigned so far; `None`
 /// when any layout serves (the op adapts, or the operand is not a tile).
@@ -70,7 +71,7 @@ pub(crate) fn required(a: &Analysis, of: &[Option<Layout>], u: &Use) -> Option<L
         Op::Yield { .. } => None, // resolved by the owner (see `yield_targets`)
         // A slice keeps its layout through `expand_dims` ([M] -> [M, 1]).
         Op::ExpandDims { .. } => match first(u.inst).and_then(lay) {
-            Some(l @ Layout::Slice { .. }) => Some(l),
+            Some(l @ (Layout::Slice { .. } | Layout::Rows(_))) => Some(l),
             _ => Some(Layout::Blocked),
         },
         // An accumulator reduces along either axis in registers, into its slice.
@@ -158,6 +159,7 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
             break;
         }
     }
+    rows::assign(a, &a.kernel.body, &mut out, &mut of);
     out.of = of
         .into_iter()
         .map(|l| l.unwrap_or(Layout::Blocked))
@@ -463,6 +465,18 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
                     line: inst.loc.line,
                 });
             }
+            (Op::Reduce { x, axis, op }, Some(to @ Layout::Rows(_))) => {
+                out.in_registers.push(RegisterUse {
+                    value: *x,
+                    from: lay(*x),
+                    to,
+                    what: format!(
+                        "{op:?} along axis {axis}: registers and warp shuffles, one partial per (row, warp) through shared memory, every row's value in every thread"
+                    )
+                    .to_lowercase(),
+                    line: inst.loc.line,
+                });
+            }
             (Op::Dot { a: x, .. }, Some(to)) if matches!(lay(*x), Layout::Acc(_)) => {
                 out.in_registers.push(RegisterUse {
                     value: *x,
@@ -505,9 +519,18 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
             let broadcast = target_shape.filter(|s| *s != vshape);
             let to = to.unwrap_or(from);
             if in_regs && (to != from || broadcast.is_some()) {
-                let what = match &broadcast {
-                    Some(sh) => format!("broadcast to {sh} from the slice's registers"),
-                    None => "the same registers (the slices distribute alike)".to_string(),
+                let what = match (&broadcast, from) {
+                    (Some(sh), Layout::Blocked) => format!(
+                        "broadcast to {sh} from the thread's own columns (where the blocked passes are whole rows)"
+                    ),
+                    (Some(sh), Layout::Rows(_)) => format!(
+                        "broadcast to {sh} from the rows slice's registers (every row in every thread)"
+                    ),
+                    (Some(sh), _) => format!("broadcast to {sh} from the slice's registers"),
+                    (None, Layout::Rows(_)) => {
+                        "the rows slice's registers (every row in every thread)".to_string()
+                    }
+                    (None, _) => "the same registers (the slices distribute alike)".to_string(),
                 };
                 out.in_registers.push(RegisterUse {
                     value: *v,

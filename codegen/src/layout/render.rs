@@ -50,6 +50,16 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             );
         }
     }
+    if !l.rows.is_empty() {
+        let _ = writeln!(s, "rows slices:");
+    }
+    for (k, p) in l.rows.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "  rows{k}: the per-row values of a blocked [{}, {}] tile (first reduced at line {}), every row's value in every thread where the blocked passes are whole rows (else blocked)",
+            p.r, p.n, p.line
+        );
+    }
     let _ = writeln!(s, "dots:");
     for d in &l.dots {
         let _ = writeln!(

@@ -31,6 +31,11 @@ pub enum Layout {
         /// The parent's axis that is not there.
         axis: u8,
     },
+    /// Blocked rows slice number `k` ([`RowsLayout`]): a reduction along axis 1 of a
+    /// blocked `[R, N]` tile, every thread holding all `R` values (`TK_ROWS<k>` =
+    /// `tk::rows_layout<TK_L, N, R>`: `tk::blocked_rows<R>` when the blocked passes are
+    /// whole rows, else `TK_L`), so it broadcasts back into the tile in registers.
+    Rows(usize),
 }
 
 impl Layout {
@@ -50,6 +55,7 @@ impl fmt::Display for Layout {
             Layout::Direct => f.write_str("direct"),
             Layout::Resident => f.write_str("resident"),
             Layout::Slice { acc, axis } => write!(f, "slice(acc{acc}, {axis})"),
+            Layout::Rows(k) => write!(f, "rows{k}"),
         }
     }
 }
@@ -79,6 +85,18 @@ impl AccLayout {
             warp_grid(bm, bn, warps)
         }
     }
+}
+
+/// A blocked rows slice: the per-row values of a blocked `[r, n]` tile reduced along
+/// axis 1, replicated in every thread (one per distinct `[r, n]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowsLayout {
+    /// Rows of the reduced tile (the slice's extent).
+    pub r: Dim,
+    /// Columns of the reduced tile (the parent's row length).
+    pub n: Dim,
+    /// Source line of the first reduction giving it.
+    pub line: u32,
 }
 
 /// One `dot` of the kernel.
@@ -143,6 +161,8 @@ pub struct Layouts {
     pub of: Vec<Layout>,
     /// Accumulator layouts.
     pub accs: Vec<AccLayout>,
+    /// Blocked rows slices ([`Layout::Rows`]).
+    pub rows: Vec<RowsLayout>,
     /// Every `dot`.
     pub dots: Vec<DotSite>,
     /// cp.async rings.
@@ -167,6 +187,30 @@ impl Layouts {
     /// The ring loop whose induction variable is `iv`.
     pub fn ring_loop(&self, iv: ValueId) -> Option<&RingLoop> {
         self.loops.iter().find(|l| l.iv == iv)
+    }
+
+    /// True when a value of rows slice `k` and shape `vshape` (`[R]` or `[R, 1]`) becomes a
+    /// blocked value of shape `shape` from registers: every thread holds every row's value,
+    /// so a blocked `[R]` value or a `[R, 1]` broadcast into a blocked `[R, M]` tile reads
+    /// the thread's own registers (the prelude goes through shared memory only for a
+    /// variant whose blocked passes straddle rows, where `TK_ROWS<k>` is `TK_L`).
+    fn rows_in_registers(&self, k: usize, vshape: &Shape, to: Layout, shape: &Shape) -> bool {
+        let Some(p) = self.rows.get(k) else {
+            return false;
+        };
+        let one = Dim::Const(1);
+        // `[R]` as a blocked `[R]`, or `[R, 1]` as `[R, 1]` or broadcast over `[R, M]` (a
+        // `[R]` broadcast to two axes is a row vector: not this).
+        let fits = match (vshape.0.as_slice(), shape.0.as_slice()) {
+            ([r], [s]) => *r == p.r && s == r,
+            ([r, o], [s, _]) => *r == p.r && s == r && *o == one,
+            _ => false,
+        };
+        match to {
+            Layout::Blocked => fits,
+            Layout::Rows(j) => j == k && vshape == shape,
+            _ => false,
+        }
     }
 
     /// Every slice layout some value has, in order of first appearance.
@@ -194,6 +238,14 @@ impl Layouts {
         to: Layout,
         shape: &Shape,
     ) -> bool {
+        if let Layout::Rows(k) = from {
+            return self.rows_in_registers(k, vshape, to, shape);
+        }
+        if (from, to) == (Layout::Blocked, Layout::Blocked) {
+            // A row vector broadcast over rows of a blocked tile: the registers of the same
+            // thread where the blocked passes are whole rows (`tk::relayout`).
+            return matches!((vshape.0.as_slice(), shape.0.as_slice()), ([n], [_, m]) if n == m);
+        }
         let Layout::Slice { acc, axis } = from else {
             return false;
         };

@@ -6,3 +6,4 @@
 #include "tilekit/types/view.cuh"
 #include "tilekit/types/smem.cuh"
 #include "tilekit/types/mma_layout.cuh"
+#include "tilekit/types/rows_layout.cuh"

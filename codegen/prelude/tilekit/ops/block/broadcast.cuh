@@ -3,13 +3,15 @@
 // or 1.
 //
 // Shared memory: S::size * sizeof(T) bytes (unused when shape and layout agree, for a
-// row vector broadcast over rows of whole block passes, or for a slice of an accumulator
+// row vector broadcast over rows of whole block passes, for a rows slice (`blocked_rows`)
+// into its blocked tile, or for a slice of an accumulator
 // (`acc_slice`) broadcast into an accumulator whose fragments it covers: then the copy is
 // thread-local).
 // Ends with a barrier when it goes through shared memory.
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/mma_layout.cuh"
+#include "tilekit/types/rows_layout.cuh"
 
 namespace tk {
 
@@ -54,6 +56,29 @@ template <class DS, class DL, class T, class S, class L> TK_DEVICE rt<T, DS, DL>
         // t * VEC + s % VEC, which slot s % SLOTS of the vector holds in the same thread.
 #pragma unroll
         for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[s % In::SLOTS];
+    } else if constexpr (is_blocked_rows<L>::value && is_blocked<DL>::value &&
+                         DS::dim(0) == S::dim(0) &&
+                         ((DS::rank == 1 && S::rank == 1) || (DS::rank == 2 && S::rank == 2 && S::dim(1) == 1))) {
+        // A rows slice (every row's value in every thread) as a blocked [R] / [R, 1] tile or
+        // broadcast over the rows of a blocked [R, M] tile: the thread's own registers. The
+        // row of a slot is static where the passes are whole rows, else found by compares.
+        constexpr int R = (int)S::dim(0);
+        constexpr long long m = DS::rank == 2 ? DS::dim(1) : 1;
+        if constexpr (DS::rank == 2 && m % DL::chunk == 0) {
+#pragma unroll
+            for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[(int)(((long long)(s / DL::vec) * DL::chunk) / m)];
+        } else {
+#pragma unroll
+            for (int s = 0; s < Out::SLOTS; ++s) {
+                if (!Out::valid(s)) continue;
+                const long long row = Out::flat(s) / m;
+                T v = x.v[0];
+#pragma unroll
+                for (int q = 1; q < R; ++q)
+                    if (row == q) v = x.v[q];
+                r.v[s] = v;
+            }
+        }
     } else if constexpr (detail::slice_broadcast_in_registers<S, DS, L, DL>()) {
         // A slice of an accumulator into accumulator fragments it covers: slot
         // ((i * NJ + j) * 4 + q) reads the slice's slot of its row (i * 2 + q / 2) or of its
