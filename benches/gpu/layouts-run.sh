@@ -2,7 +2,7 @@
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
 # after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
 #   PART: matmul-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
-#         regress | sanitize | ab | tune-matmul | tune-all |
+#         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
@@ -145,6 +145,16 @@ train-plots)
     peers=$(python3 benches/gpu/train_peers.py "$OUT/train-peers.json" "$case")
     t $TK bench --kernel "$kern" --shape "$shape" --dtype bf16 --rounds 10 "$@" $peers \
       --svg "$OUT/roofline-$kern.svg" --out "$OUT/bench-$kern.json" 2>&1 | tail -n 10 | tee -a "$OUT/train-plots.log"
+  done
+  ;;
+compile-all)
+  # `cargo xtask compile-all` on the GPU machine's 16 cores: the NVRTC variant test with
+  # TILEKIT_COMPILE_ALL=1 (every valid variant of every library kernel, sm_80 and sm_90a),
+  # with the CUDA toolkit's NVRTC and headers. COMPILE_KERNELS=a,b limits it to those
+  # kernels (to split the work over calls under the 10-minute limit).
+  for b in .gpu/tests/nvrtc_variants-*; do
+    TILEKIT_COMPILE_ALL=1 TILEKIT_COMPILE_KERNELS=${COMPILE_KERNELS:-} \
+      t "$b" --nocapture 2>&1 | grep -v "^test .* ok$" | tail -n 45 | tee -a "$OUT/compile-all.log"
   done
   ;;
 sanitize)

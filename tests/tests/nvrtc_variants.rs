@@ -4,7 +4,8 @@
 //! [`FULL_SPACE_LIMIT`] variants, and otherwise a pairwise covering subset (tuning values,
 //! element types, target and alignment are all factors) plus every default;
 //! `TILEKIT_COMPILE_ALL=1` (`cargo xtask compile-all`) compiles every valid variant of all;
-//! `TILEKIT_COMPILE_KERNELS=gelu,swiglu` only the kernels named (a quick local check). A failure prints the NVRTC log
+//! `TILEKIT_COMPILE_KERNELS=gelu,swiglu` only the kernels named (a quick local check;
+//! `!matmul,softmax` all but those). A failure prints the NVRTC log
 //! and the numbered generated source. Without NVRTC the test is skipped, except under
 //! `CI=true`, where that is a failure.
 
@@ -33,10 +34,15 @@ fn every_kernel_variant_compiles_with_nvrtc() {
     let start = Instant::now();
     let mut summary = Vec::new();
     let mut total = [0usize; 2];
-    let only = std::env::var("TILEKIT_COMPILE_KERNELS").ok();
-    let wanted = |name: &str| {
-        only.as_deref()
-            .is_none_or(|o| o.split(',').any(|k| k.trim() == name))
+    let only = std::env::var("TILEKIT_COMPILE_KERNELS")
+        .ok()
+        .filter(|o| !o.trim().is_empty());
+    let wanted = |name: &str| match only.as_deref() {
+        None => true,
+        Some(o) => match o.strip_prefix('!') {
+            Some(except) => !except.split(',').any(|k| k.trim() == name),
+            None => o.split(',').any(|k| k.trim() == name),
+        },
     };
     for spec in tilekit_kernels::ALL.iter().filter(|s| wanted(s.name)) {
         let kernel = spec.kernel().expect("library kernel IR");
