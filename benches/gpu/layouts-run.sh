@@ -97,7 +97,7 @@ tune-matmul)
 more-tests)
   # Everything else with GPU tests: attention (accumulator layouts), views, stencil, the
   # tuner's GPU tests.
-  for b in .gpu/tests/attention-* .gpu/tests/gpu_views-* .gpu/tests/stencil-* .gpu/tests/tune_gpu-*; do
+  for b in .gpu/tests/attention-* .gpu/tests/gpu_views-* .gpu/tests/stencil-* .gpu/tests/tune_gpu-* .gpu/tests/epilogues-*; do
     [ -x "$b" ] || continue
     t "$b" --ignored --test-threads=1 2>&1 | tail -n 25 | tee -a "$OUT/more-tests.log"
   done

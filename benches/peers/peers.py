@@ -72,7 +72,7 @@ try:
 except ImportError:
     triton = tl = None
 
-ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul"]
+ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul", "epilogue"]
 LETTERS = {"e": "copy", "c": "chain", "d": "norms", "f": "train", "a": "launch", "m": "matmul"}
 CHAIN_R = (1, 4, 16, 64, 256)
 NORM_SHAPE = (32768, 4096)
@@ -476,6 +476,41 @@ def m_matmul(b, ctx):
 
 
 
+# ----------------------------------------------------------------------------- epilogue
+EPILOGUE_SHAPES = ((8192, 768, 3072), (4097, 4097, 4097))
+
+
+def m_epilogue(b, ctx):
+    """matmul + bias + GELU (tanh) in bf16 at M x K x N: torch eager (cuBLAS, then bias and
+    GELU kernels), torch.compile, and cuBLASLt's fused epilogue (torch._addmm_activation with
+    use_gelu=True, the tanh form); results checked against eager."""
+    import torch.nn.functional as F
+    out = {}
+    fused = lambda a, w, bias: F.gelu(a @ w + bias, approximate="tanh")
+    compiled = torch.compile(fused)
+    for m, k, n in EPILOGUE_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / math.sqrt(k)
+        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        ref = fused(a, w, bias).float()
+        flops = 2.0 * m * n * k
+        for prov, fn in (("eager", fused), ("compile", compiled),
+                         ("cuBLASLt epilogue", lambda a, w, bias: torch._addmm_activation(bias, a, w, use_gelu=True))):
+            try:
+                got = fn(a, w, bias).float()
+                err = (got - ref).abs().max().item()
+                rec = b.time(lambda i: fn(a, w, bias))
+                rate(rec, (m * k + k * n + n + m * n) * 2, None, flops=flops)
+                rec["max_abs_err_vs_eager"] = err
+            except Exception as e:  # noqa: BLE001 - report and go on
+                rec = {"error": err_str(e)}
+            row("epilogue", prov, f"bias+gelu {m}x{k}x{n}", rec)
+            out[f"{prov} {m}x{k}x{n}"] = rec
+        del a, w, bias, ref
+        gc.collect(); torch.cuda.empty_cache()
+    return out
+
+
 # ----------------------------------------------------------------------------- (f) train
 LOGSOFTMAX_SHAPE = (4096, 50257)
 CE_SHAPE = (8192, 50304)
@@ -722,7 +757,7 @@ def m_train(b, ctx):
 
 
 MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,
-           "launch": m_launch, "matmul": m_matmul}
+           "launch": m_launch, "matmul": m_matmul, "epilogue": m_epilogue}
 
 
 # ----------------------------------------------------------------------------- driver

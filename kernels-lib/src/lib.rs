@@ -15,11 +15,13 @@
 //! assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
 //! ```
 
+mod activation;
 mod backward;
 pub mod helpers;
 mod loss;
 mod ops;
 
+pub use activation::Activation;
 pub use helpers::welford;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
@@ -36,6 +38,7 @@ pub use ops::layernorm_bwd::layernorm_bwd;
 pub use ops::log_softmax::log_softmax;
 pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
+pub use ops::matmul_bias_act::matmul_bias_act;
 pub use ops::partial_sum::partial_sum;
 pub use ops::residual_add::residual_add;
 pub use ops::rmsnorm::rmsnorm;
@@ -69,6 +72,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm::SPEC,
     &scale_chain::SPEC,
     &matmul::SPEC,
+    &matmul_bias_act::SPEC,
     &log_softmax::SPEC,
     &softmax_online::SPEC,
     &softmax_bwd::SPEC,

@@ -10,6 +10,7 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("rmsnorm", "32768x4096", "f32"),
     ("scale_chain", "268435456", "f32"),
     ("matmul", "4096x4096x4096", "bf16"),
+    ("matmul_bias_act", "8192x768x3072", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),
     ("softmax_online", "4096x50257", "bf16"),

@@ -24,6 +24,8 @@
 //!   of space, every variant compiled in parallel first;
 //! - `attention`: the flash-attention kernel a user wrote (`attention_bench.rs`), 32768
 //!   queries x 4096 keys, D = 64 and 128, bf16, launch() and best of space;
+//! - `epilogue`: the fused GEMM epilogue `matmul_bias_act` (bias + GELU tanh) in bf16 at
+//!   8192x768x3072 and 4097^3 (`epilogue_bench.rs`);
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -38,11 +40,13 @@ use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod attention_bench;
+mod epilogue_bench;
 mod launch_bench;
 mod matmul_bench;
 mod sweep;
 mod train_bench;
 use attention_bench::attention_record;
+use epilogue_bench::epilogue_record;
 use launch_bench::launch_overhead;
 use matmul_bench::matmul_record;
 use sweep::{gbps, sweep};
@@ -670,6 +674,9 @@ fn main() -> Result<()> {
     }
     if want("attention") {
         record("attention", attention_record(&rt));
+    }
+    if want("epilogue") {
+        record("epilogue", epilogue_record(&rt));
     }
     if want("graph") {
         record("graph", graph_replay(&rt));

@@ -9,7 +9,7 @@ use tilekit::Element;
 use tilekit_kernels::matmul;
 
 /// Configurations timed beside the default at every matmul shape (the best is reported).
-const MATMUL_CONFIGS: &[&str] = &[
+pub(crate) const MATMUL_CONFIGS: &[&str] = &[
     "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
     "BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Padded",
     "BM=128,BN=256,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128",

@@ -1,0 +1,55 @@
+use tilekit::prelude::*;
+
+/// C = act(A @ B + bias) with an f32 accumulator and the epilogue fused on it: the bias (a
+/// `[N]` row vector, added in f32), then the activation chosen by `act` (see
+/// [`Activation`](crate::Activation): 0 none, 1 GELU tanh form, 2 GELU erf form, 3 SiLU),
+/// then one rounding to `T`. The main loop is [`matmul`](crate::matmul)'s (cp.async rings,
+/// `mma.sync`); the epilogue runs on the accumulator's registers: the bias is loaded in the
+/// accumulator's column-slice layout and broadcast from registers, the activation is
+/// elementwise on the fragments (`tilekit show matmul_bias_act --stage layouts`).
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::Activation;
+/// let rt = Runtime::cpu();
+/// let a = Tensor2::<f32>::from_vec(&rt, vec![1.0, 2.0], [1, 2]).unwrap();
+/// let b = Tensor2::<f32>::from_vec(&rt, vec![1.0, -1.0, 1.0, -1.0], [2, 2]).unwrap();
+/// let bias = Tensor1::<f32>::from_vec(&rt, vec![0.5, 0.5], [2]).unwrap();
+/// let mut c = Tensor2::<f32>::zeros(&rt, [1, 2]).unwrap();
+/// let act = Activation::None.code();
+/// tilekit_kernels::matmul_bias_act::launch(&rt, &a, &b, &bias, &mut c, act).unwrap();
+/// assert_eq!(c.to_vec().unwrap(), vec![3.5, -2.5]);
+/// ```
+#[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+#[tune(BM = [128, 64, 256], BN = [128, 256, 64], BK = [32, 64], STAGES = [5, 4, 3, 2],
+       WARPS = [4, 8], SMEM = [Swizzle128, Padded, RowMajor])]
+#[constraint(smem_bytes() <= max_smem())]
+#[constraint(BM * BN <= 4096 * WARPS)]
+#[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N], act = 1)]
+#[cost(flops = 2 * M * N * K + 8 * M * N)]
+pub fn matmul_bias_act<T: Float>(
+    a: &Tensor2<T>,
+    b: &Tensor2<T>,
+    bias: &Tensor1<T>,
+    c: &mut Tensor2<T>,
+    act: i32,
+) {
+    let (pm, pn) = (program_id(0), program_id(1));
+    let mut acc = zeros::<f32, BM, BN>();
+    for k in pipelined(0..a.cols(), BK, STAGES) {
+        let ta = load_tile(a, [pm * BM, k], [BM, BK]);
+        let tb = load_tile(b, [k, pn * BN], [BK, BN]);
+        acc = dot(ta, tb, acc);
+    }
+    let v = acc + load_tile(bias, [pn * BN], [BN]).to_f32();
+    let y = if act == 1 {
+        gelu(v)
+    } else if act == 2 {
+        0.5 * v * (1.0 + erf(v * 0.7071067811865476))
+    } else if act == 3 {
+        v * sigmoid(v)
+    } else {
+        v
+    };
+    store_tile(c, [pm * BM, pn * BN], y.cast::<T>());
+}

@@ -1,0 +1,249 @@
+//! The fused GEMM epilogue `matmul_bias_act` (C = act(A @ B + bias)): on the CPU backend
+//! against an f64 reference for every activation at awkward shapes (a strided, misaligned
+//! A and bias view; outputs poisoned with NaN), and on a CUDA GPU against the CPU backend
+//! (`#[ignore = "needs a CUDA GPU"]`): bitwise in exact mode without an activation
+//! (small-integer inputs keep every f32 sum exact), within a tolerance with one, over a
+//! covering subset of the tuning space.
+
+mod common;
+
+use common::gpu::{covering_cases, precompile};
+use common::{assert_close, f64s, rng, strided, Rng};
+use half::{bf16, f16};
+use tilekit::prelude::*;
+use tilekit::{Config, Element, LaunchError};
+use tilekit_kernels::{matmul_bias_act, Activation};
+
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+
+fn act_ref(v: f64, act: Activation) -> f64 {
+    match act {
+        Activation::None => v,
+        Activation::GeluTanh => {
+            0.5 * v * (1.0 + (SQRT_2_OVER_PI * (v + 0.044715 * v * v * v)).tanh())
+        }
+        Activation::GeluErf => 0.5 * v * (1.0 + libm_erf(v / std::f64::consts::SQRT_2)),
+        Activation::Silu => v / (1.0 + (-v).exp()),
+    }
+}
+
+/// erf to double precision (Abramowitz-Stegun 7.1.26 is too coarse; this is the
+/// series/continued-fraction pair, accurate to ~1e-15 on the range used).
+fn libm_erf(x: f64) -> f64 {
+    let ax = x.abs();
+    let r = if ax < 2.5 {
+        // Maclaurin series.
+        let mut term = ax;
+        let mut sum = ax;
+        let x2 = ax * ax;
+        for n in 1..60 {
+            term *= -x2 / n as f64;
+            sum += term / (2 * n + 1) as f64;
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // Continued fraction for erfc.
+        let mut f = 0.0;
+        for n in (1..80).rev() {
+            f = (n as f64 / 2.0) / (ax + f);
+        }
+        1.0 - (-ax * ax).exp() / std::f64::consts::PI.sqrt() / (ax + f)
+    };
+    r.copysign(x)
+}
+
+/// act(A @ B + bias) in f64 from the rounded inputs.
+fn reference(
+    a: &[f64],
+    b: &[f64],
+    bias: &[f64],
+    m: usize,
+    k: usize,
+    n: usize,
+    act: Activation,
+) -> Vec<f64> {
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let s: f64 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            out[i * n + j] = act_ref(s + bias[j], act);
+        }
+    }
+    out
+}
+
+fn tol<T: Element>(k: usize) -> f64 {
+    let base = match T::DTYPE {
+        tilekit::ir::DType::F32 => 1e-5,
+        tilekit::ir::DType::F16 => 1e-3,
+        _ => 8e-3,
+    };
+    base * (k as f64).sqrt().max(1.0)
+}
+
+/// One CPU-backend case: A strided and misaligned when `views`, bias a misaligned view.
+fn cpu_case<T: Float>(m: usize, k: usize, n: usize, act: Activation, views: bool, r: &mut Rng) {
+    let rt = Runtime::cpu();
+    let a_: Vec<T> = r.vec(m * k, 1.0);
+    let b_: Vec<T> = r.vec(k * n, 1.0);
+    let bias_: Vec<T> = r.vec(n + 1, 1.0);
+    let a = if views {
+        strided(&rt, &a_, m, k)
+    } else {
+        Tensor2::from_vec(&rt, a_.clone(), [m, k]).unwrap()
+    };
+    let b = Tensor2::from_vec(&rt, b_.clone(), [k, n]).unwrap();
+    let bias = Tensor1::from_vec_strided(&rt, bias_.clone(), [n], [1], 1).unwrap();
+    let mut c = Tensor2::<T>::full(&rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+    let cfg = Config::parse("BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=Swizzle128").unwrap();
+    matmul_bias_act::launch_with(&rt, &cfg, &a, &b, &bias, &mut c, act.code()).unwrap();
+    let want = reference(&f64s(&a_), &f64s(&b_), &f64s(&bias_)[1..], m, k, n, act);
+    assert_close(
+        &format!("matmul_bias_act {m}x{k}x{n} {act:?} views={views}"),
+        &c.to_vec().unwrap(),
+        &want,
+        tol::<T>(k),
+        1e-6,
+    );
+}
+
+#[test]
+fn cpu_matmul_bias_act_matches_f64_reference() {
+    let mut r = rng("matmul_bias_act cpu");
+    for act in Activation::ALL {
+        for &(m, k, n, views) in &[
+            (1, 1, 1, false),
+            (7, 13, 5, true),
+            (65, 64, 33, true),
+            (64, 100, 129, false),
+        ] {
+            cpu_case::<f32>(m, k, n, act, views, &mut r);
+            cpu_case::<bf16>(m, k, n, act, views, &mut r);
+        }
+        cpu_case::<f16>(33, 17, 70, act, true, &mut r);
+    }
+}
+
+#[test]
+fn unknown_activation_codes_apply_none() {
+    assert_eq!(Activation::from_code(4), None);
+    let mut r = rng("matmul_bias_act codes");
+    let rt = Runtime::cpu();
+    let a = Tensor2::<f32>::from_vec(&rt, r.vec(6, 1.0), [2, 3]).unwrap();
+    let b = Tensor2::<f32>::from_vec(&rt, r.vec(12, 1.0), [3, 4]).unwrap();
+    let bias = Tensor1::<f32>::from_vec(&rt, r.vec(4, 1.0), [4]).unwrap();
+    let mut c0 = Tensor2::<f32>::zeros(&rt, [2, 4]).unwrap();
+    let mut c9 = Tensor2::<f32>::zeros(&rt, [2, 4]).unwrap();
+    matmul_bias_act::launch(&rt, &a, &b, &bias, &mut c0, 0).unwrap();
+    matmul_bias_act::launch(&rt, &a, &b, &bias, &mut c9, 9).unwrap();
+    assert_eq!(c0.to_vec().unwrap(), c9.to_vec().unwrap());
+}
+
+#[test]
+fn mismatched_bias_is_a_shape_error() {
+    let rt = Runtime::cpu();
+    let a = Tensor2::<f32>::zeros(&rt, [2, 3]).unwrap();
+    let b = Tensor2::<f32>::zeros(&rt, [3, 4]).unwrap();
+    let bias = Tensor1::<f32>::zeros(&rt, [5]).unwrap();
+    let mut c = Tensor2::<f32>::full(&rt, [2, 4], 7.0).unwrap();
+    let e = matmul_bias_act::launch(&rt, &a, &b, &bias, &mut c, 1);
+    assert!(e.is_err(), "a [5] bias for N = 4 must be refused");
+    assert!(
+        c.to_vec().unwrap().iter().all(|v| *v == 7.0),
+        "nothing written"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// On a CUDA GPU, against the CPU backend.
+
+fn gpu() -> Runtime {
+    Runtime::cuda(0).unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"))
+}
+
+fn small_ints<T: Element>(r: &mut Rng, n: usize) -> Vec<T> {
+    (0..n)
+        .map(|_| T::from_f64((r.next_u64() % 5) as f64 - 2.0))
+        .collect()
+}
+
+fn run<T: Float>(
+    rt: &Runtime,
+    cfg: &Config,
+    (a, b, bias): (&[T], &[T], &[T]),
+    (m, k, n): (usize, usize, usize),
+    act: Activation,
+) -> Result<Vec<T>, LaunchError> {
+    let a = Tensor2::from_vec(rt, a.to_vec(), [m, k]).unwrap();
+    let b = Tensor2::from_vec(rt, b.to_vec(), [k, n]).unwrap();
+    let bias = Tensor1::from_vec(rt, bias.to_vec(), [n]).unwrap();
+    let mut c = Tensor2::<T>::full(rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+    matmul_bias_act::launch_with(rt, cfg, &a, &b, &bias, &mut c, act.code())?;
+    Ok(c.to_vec().unwrap())
+}
+
+fn gpu_cases<T: Float>(g: &Runtime, dtype_filter: tilekit::ir::DType) {
+    let cases: Vec<Config> = covering_cases(&matmul_bias_act::SPEC)
+        .into_iter()
+        .filter(|(_, d)| *d == dtype_filter)
+        .map(|(c, _)| c)
+        .collect();
+    let mut r = rng("matmul_bias_act gpu");
+    for cfg in &cases {
+        for &(m, k, n) in &[(1, 1, 1), (65, 64, 63), (129, 4097, 65), (257, 96, 300)] {
+            // Exact mode: small integers, no activation: bitwise.
+            let a: Vec<T> = small_ints(&mut r, m * k);
+            let b: Vec<T> = small_ints(&mut r, k * n);
+            let bias: Vec<T> = small_ints(&mut r, n);
+            let cpu = run(
+                &Runtime::cpu(),
+                cfg,
+                (&a, &b, &bias),
+                (m, k, n),
+                Activation::None,
+            );
+            let got = run(g, cfg, (&a, &b, &bias), (m, k, n), Activation::None);
+            match (cpu, got) {
+                (Ok(want), Ok(got)) => {
+                    let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "exact {m}x{k}x{n} {cfg} {:?}",
+                        T::DTYPE
+                    );
+                }
+                (Err(LaunchError::Constraint { .. }), Err(LaunchError::Constraint { .. })) => {
+                    continue
+                }
+                (c, g) => panic!("{cfg}: CPU {:?} but GPU {:?}", c.err(), g.err()),
+            }
+            // Every activation on random inputs: within tolerance of the CPU backend.
+            let a: Vec<T> = r.vec(m * k, 1.0);
+            let b: Vec<T> = r.vec(k * n, 1.0);
+            let bias: Vec<T> = r.vec(n, 1.0);
+            for act in Activation::ALL {
+                let want = run(&Runtime::cpu(), cfg, (&a, &b, &bias), (m, k, n), act).unwrap();
+                let got = run(g, cfg, (&a, &b, &bias), (m, k, n), act).unwrap();
+                assert_close(
+                    &format!("gpu {m}x{k}x{n} {act:?} {cfg}"),
+                    &got,
+                    &f64s(&want),
+                    tol::<T>(k),
+                    1e-5,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_bias_act_matches_cpu() {
+    let g = gpu();
+    let cases = covering_cases(&matmul_bias_act::SPEC);
+    precompile(&g, &[&matmul_bias_act::SPEC], &cases);
+    gpu_cases::<bf16>(&g, tilekit::ir::DType::BF16);
+    gpu_cases::<f16>(&g, tilekit::ir::DType::F16);
+    gpu_cases::<f32>(&g, tilekit::ir::DType::F32);
+}
