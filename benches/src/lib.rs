@@ -1,4 +1,5 @@
 //! tilekit benchmark drivers; the binaries are in `src/bin/`.
 
 pub mod attention;
+pub mod norm_candidates;
 pub mod user_kernels;

@@ -23,12 +23,14 @@ fn shipped_kernels_keep_their_spec_hashes() {
 /// inlined helper lowers to exactly the instructions the kernel wrote out before it used
 /// the helper, so the spec hash (and any tuned result) is the one it had then. (The
 /// ROWS-per-program layernorm of the `train` branch, 44433a9, had the same property, and was
-/// reverted for speed: BENCHMARKS run 45.)
+/// reverted for speed: BENCHMARKS run 45.) The `norms` branch moved the loads of w and b
+/// before the statistics (and put WARPS=4 first): the hash changed with the IR, from
+/// 4319034181077799929, which this test had pinned since the helper came in.
 #[test]
 fn a_kernel_using_a_helper_keeps_the_hash_it_had_written_inline() {
     let spec = &tilekit_kernels::layernorm::SPEC;
     assert_eq!(
-        spec.spec_hash, 4319034181077799929,
+        spec.spec_hash, 16371863052153319789,
         "spec hash of `layernorm`"
     );
 }

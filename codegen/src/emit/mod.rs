@@ -8,6 +8,7 @@
 //! (`pipelined` loops over cp.async rings, and `dot`), `writer` (indentation).
 
 mod control;
+mod fuse;
 mod inst;
 mod pipeline;
 mod values;
@@ -343,8 +344,14 @@ pub fn generate(kernel: &Kernel) -> Result<String, CodegenError> {
 
 impl<'k> Emitter<'k> {
     fn block(&mut self, b: &'k Block) -> Result<(), CodegenError> {
-        for inst in &b.insts {
-            self.inst(inst)?;
+        let mut i = 0;
+        while i < b.insts.len() {
+            if self.fused_reductions(&b.insts[i..])? {
+                i += 2;
+                continue;
+            }
+            self.inst(&b.insts[i])?;
+            i += 1;
         }
         Ok(())
     }

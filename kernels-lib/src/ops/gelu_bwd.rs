@@ -5,7 +5,9 @@ use tilekit::prelude::*;
 ///
 /// - erf form: `gelu'(x) = 0.5 (1 + erf(x / sqrt(2))) + x exp(-x^2 / 2) / sqrt(2 pi)`;
 /// - tanh form, `t = tanh(k (x + c x^3))`, `k = sqrt(2 / pi)`, `c = 0.044715`:
-///   `gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)`.
+///   `gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)`, computed with
+///   `s = sigmoid(2 k (x + c x^3)) = 0.5 (1 + t)`, `1 - t^2 = 4 s (1 - s)`:
+///   `s + 2 k x s (1 - s) (1 + 3 c x^2)` (one sigmoid instead of a tanh).
 ///
 /// One read of `x` and `dy`, one write of `dx`.
 ///
@@ -21,7 +23,7 @@ use tilekit::prelude::*;
 /// assert!((dx[0] - 1.0).abs() < 1e-6 && (dx[1] - 1.083_315_5).abs() < 1e-5);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
 #[shapes(x = [M, N], dy = [M, N], dx = [M, N], approximate = false)]
 #[cost(flops = 14 * M * N)]
 pub fn gelu_bwd<T: Float>(x: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T>, approximate: bool) {
@@ -31,8 +33,8 @@ pub fn gelu_bwd<T: Float>(x: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T>, 
     let v = load(x.row(row), offs, mask, 0.0).to_f32();
     let g = load(dy.row(row), offs, mask, 0.0).to_f32();
     let d = if approximate {
-        let t = tanh(0.7978845608028654 * (v + 0.044715 * v * v * v));
-        0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 0.134145 * v * v)
+        let s = sigmoid(1.5957691216057308 * (v + 0.044715 * v * v * v));
+        s + 1.5957691216057308 * v * s * (1.0 - s) * (1.0 + 0.134145 * v * v)
     } else {
         0.5 * (1.0 + erf(v * 0.7071067811865476)) + v * 0.3989422804014327 * exp(-0.5 * v * v)
     };

@@ -8,8 +8,14 @@ use tilekit::prelude::*;
 /// `db_partial[p]`; [`partial_sum`](crate::partial_sum) adds the `P` rows in a fixed order
 /// (see [`layernorm_backward`](crate::layernorm_backward), which runs all three). In f32;
 /// x and dy are read once (two rows ahead of the one being written), dx written once.
+///
+/// Written for few instructions per element (one block per SM at the fast configurations,
+/// so each row's instructions and barriers are on its critical path): `1 / n` once per
+/// program, `dx = inv * g - inv * mean(g) - xh * (inv * mean(g * xh))` as two FMAs, and
+/// both row sums next to each other so that they share one round of shared memory and
+/// barriers.
 #[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [32, 16, 8, 4])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 32, 8, 4])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
 #[cost(flops = 11 * M * N)]
@@ -27,7 +33,7 @@ pub fn layernorm_bwd<T: Float>(
     let step = num_programs(0);
     let rows = x.rows();
     let cols = arange::<BLOCK>();
-    let n = x.cols().to_f32();
+    let rn = 1.0 / x.cols().to_f32();
     let mask = cols < x.cols();
     let wv = load(w, cols, mask, 0.0).to_f32();
     let mut acc_w = zeros::<f32, BLOCK>();
@@ -65,12 +71,17 @@ pub fn layernorm_bwd<T: Float>(
         // Lanes past the row read x = dy = 0: g = 0 there, so xh needs no mask.
         let xh = (v - mu) * inv;
         let g = d * wv;
-        let c1 = sum(g, 0) / n;
-        let c2 = sum(g * xh, 0) / n;
+        let gxh = g * xh;
+        // Two independent sums of one tile shape, next to each other: one reduction round.
+        let s1 = sum(g, 0);
+        let s2 = sum(gxh, 0);
+        let a = inv * rn;
+        let c1 = s1 * a;
+        let c2 = s2 * a;
         store(
             dx.row(row),
             cols,
-            (inv * (g - c1 - xh * c2)).cast::<T>(),
+            (inv * g - c1 - xh * c2).cast::<T>(),
             mask,
         );
         acc_w = acc_w + d * xh;

@@ -8,9 +8,10 @@ use tilekit::prelude::*;
 /// them to `dw_partial[p]`; [`partial_sum`](crate::partial_sum) adds the `P` rows in a
 /// fixed order (see [`rmsnorm_backward`](crate::rmsnorm_backward), which runs both).
 /// Statistics in f32; x and dy are read once (two rows ahead of the one being written), dx
-/// written once.
+/// written once. Written for few instructions per element, as
+/// [`layernorm_bwd`](crate::layernorm_bwd).
 #[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [32, 16, 8, 4])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 32, 8])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], dy = [M, N], dx = [M, N], dw_partial = [P, N], eps = 1e-5)]
 #[cost(flops = 9 * M * N)]
@@ -26,7 +27,7 @@ pub fn rmsnorm_bwd<T: Float>(
     let step = num_programs(0);
     let rows = x.rows();
     let cols = arange::<BLOCK>();
-    let n = x.cols().to_f32();
+    let rn = 1.0 / x.cols().to_f32();
     let mask = cols < x.cols();
     let wv = load(w, cols, mask, 0.0).to_f32();
     let mut acc = zeros::<f32, BLOCK>();
@@ -48,15 +49,17 @@ pub fn rmsnorm_bwd<T: Float>(
         x2 = load(x.row(nxt), cols, cols < lim, 0.0);
         d2 = load(dy.row(nxt), cols, cols < lim, 0.0);
         // Both reductions read only the loaded row (sum(g * xh) = rstd * sum(g * x)), so
-        // neither waits for the other.
+        // neither waits for the other: next to each other, they share one reduction round.
         let g = d * wv;
-        let ss = sum(v * v, 0);
-        let gx = sum(g * v, 0);
-        let rstd = rsqrt(ss / n + eps);
-        let xh = v * rstd;
-        let c = rstd * gx / n;
-        store(dx.row(row), cols, (rstd * (g - xh * c)).cast::<T>(), mask);
-        acc = acc + d * xh;
+        let vv = v * v;
+        let gv = g * v;
+        let ss = sum(vv, 0);
+        let gx = sum(gv, 0);
+        let rstd = rsqrt(ss * rn + eps);
+        // dx = rstd * (g - xh * c) with xh = v * rstd, c = rstd * gx / n: two FMAs.
+        let k = rstd * rstd * rstd * gx * rn;
+        store(dx.row(row), cols, (rstd * g - v * k).cast::<T>(), mask);
+        acc = acc + d * (v * rstd);
     }
     store(dw_partial.row(pid), cols, acc, mask);
 }

@@ -3,6 +3,7 @@
 //
 // Shared memory (bytes), as the code generator's plan reserves it:
 //   reduce_all:  (THREADS / 32) * sizeof(acc_t<T>)
+//   reduce_all2: (THREADS / 32) * sizeof(acc_t<T1>), then the same for T2 (two regions)
 //   reduce_axis: S::size * sizeof(acc_t<T>)
 // Both end with a barrier, so the scratch region is free again on return.
 #pragma once
@@ -61,6 +62,56 @@ template <class R, class T, class S, class L> TK_DEVICE T reduce_all(const rt<T,
     for (int w = 1; w < L::warps; ++w) total = R::combine(total, part[w]);
     sync();
     return cast<T>(total);
+}
+
+/// The two results of `reduce_all2`.
+template <class A, class B> struct pair {
+    A first;
+    B second;
+};
+
+/// Two independent whole-tile reductions (`sum(x, 0)` and `max(y, 0)`, say) in one round:
+/// the same thread-local, shuffle and per-warp steps as two `reduce_all` calls (so the same
+/// results, bit for bit), the two shuffle chains interleaved and both partials through
+/// shared memory between one pair of barriers instead of two. The code generator emits it
+/// for two adjacent rank-1 reductions where the second does not read the first.
+template <class R1, class R2, class T1, class S1, class L1, class T2, class S2, class L2>
+TK_DEVICE pair<T1, T2> reduce_all2(const rt<T1, S1, L1>& x, const rt<T2, S2, L2>& y, char* smem_x, char* smem_y) {
+    static_assert(L1::warps == L2::warps, "tk::reduce_all2: both tiles are spread over the same warps");
+    using A1 = acc_t<T1>;
+    using A2 = acc_t<T2>;
+    using X = rt<T1, S1, L1>;
+    using Y = rt<T2, S2, L2>;
+    A1 a = R1::template identity<A1>();
+#pragma unroll
+    for (int s = 0; s < X::SLOTS; ++s)
+        if (X::valid(s)) a = R1::combine(a, (A1)to_compute(x.v[s]));
+    A2 b = R2::template identity<A2>();
+#pragma unroll
+    for (int s = 0; s < Y::SLOTS; ++s)
+        if (Y::valid(s)) b = R2::combine(b, (A2)to_compute(y.v[s]));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        a = R1::combine(a, __shfl_xor_sync(0xffffffffu, a, o));
+        b = R2::combine(b, __shfl_xor_sync(0xffffffffu, b, o));
+    }
+    A1* pa = reinterpret_cast<A1*>(smem_x);
+    A2* pb = reinterpret_cast<A2*>(smem_y);
+    const int t = thread_rank();
+    if ((t & 31) == 0) {
+        pa[t >> 5] = a;
+        pb[t >> 5] = b;
+    }
+    sync();
+    A1 ta = pa[0];
+    A2 tb = pb[0];
+#pragma unroll
+    for (int w = 1; w < L1::warps; ++w) {
+        ta = R1::combine(ta, pa[w]);
+        tb = R2::combine(tb, pb[w]);
+    }
+    sync();
+    return {cast<T1>(ta), cast<T2>(tb)};
 }
 
 namespace detail {
