@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::gpu::{covering_cases, on_both, precompile, with_dtype};
+use common::gpu::{covering_cases, on_both, on_both_abs, precompile, with_dtype};
 use common::{f64s, input, output, rng, Rng};
 use tilekit::ir::DType;
 use tilekit::prelude::*;
@@ -31,6 +31,12 @@ fn tol<T: Element>() -> f64 {
         _ => 1.6e-2,
     }
 }
+
+/// Absolute error floor of the GELU family: for v < -3 the erf form's `1 + erf(v / sqrt(2))`
+/// (and the tanh form's `1 + tanh(..)`) cancels, so one ulp of difference between the two
+/// libraries' erf (tanh) near -1 is |0.5 v| * 2^-24 absolute, a large relative error of a
+/// tiny output (seen: -4.53e-6 vs -4.68e-6 at v ~ -4.6). PyTorch computes the same formula.
+const GELU_ABS: f64 = 2e-6;
 
 /// (rows, columns, padded rows and a misaligned base).
 const SIZES: &[(usize, usize, bool)] = &[
@@ -62,30 +68,33 @@ fn case<T: Float>(g: &Runtime, cfg: &Config, (rows, cols, s): (usize, usize, boo
     let bias1 = |rt: &Runtime| Tensor1::from_vec(rt, bias.clone(), [cols]).unwrap();
     let out = |rt: &Runtime| output::<T>(rt, shape, s);
     for approximate in [false, true] {
-        on_both(
+        on_both_abs(
             g,
             &what(&format!("gelu approximate={approximate}")),
             tl,
+            &[GELU_ABS],
             |rt| {
                 let mut y = out(rt);
                 gelu::launch_with(rt, cfg, &x(rt), &mut y, approximate)?;
                 Ok(vec![read(&y)])
             },
         );
-        on_both(
+        on_both_abs(
             g,
             &what(&format!("gelu_bwd approximate={approximate}")),
             tl,
+            &[GELU_ABS],
             |rt| {
                 let mut dx = out(rt);
                 gelu_bwd::launch_with(rt, cfg, &x(rt), &dy(rt), &mut dx, approximate)?;
                 Ok(vec![read(&dx)])
             },
         );
-        on_both(
+        on_both_abs(
             g,
             &what(&format!("bias_gelu approximate={approximate}")),
             tl,
+            &[GELU_ABS],
             |rt| {
                 let mut y = out(rt);
                 bias_gelu::launch_with(rt, cfg, &x(rt), &bias1(rt), &mut y, approximate)?;
