@@ -308,7 +308,7 @@ fn gpu_matmul_default_variant_sass_has_hmma_and_no_local_memory() {
     let v = Variant {
         config: spec.default_config().unwrap(),
         bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
-        aligned: true,
+        access: tilekit_codegen::Access::ROWS,
         target,
     };
     let src = variant_source(kernel, spec.cuda_template, &v).unwrap();
