@@ -87,7 +87,7 @@ pub fn variant_source(
     let mut out = String::with_capacity(template.len() + 1024);
     out.push_str(template);
     out.push_str(&format!(
-        "\n// Variant: {config} | {} | access={} | {} | VEC={vec}\n",
+        "\n// Variant: {config} | {} | access {} | {} | VEC={vec}\n",
         if v.bindings.0.is_empty() {
             "-".to_string()
         } else {
