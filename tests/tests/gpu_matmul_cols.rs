@@ -23,23 +23,9 @@ use tilekit::{chosen_access, Access, Arg, Config, Element};
 use tilekit_kernels::matmul;
 use tilekit_tests::support::Rng;
 
-fn gpu() -> Runtime {
-    match Runtime::cuda(0) {
-        Ok(rt) => rt,
-        Err(e) => panic!("cannot open CUDA device 0: {e}"),
-    }
-}
-
-fn cfg(s: &str) -> Config {
-    Config::parse(s).unwrap_or_else(|| panic!("bad config {s}"))
-}
-
-/// Integers in -2..=2 (exact in every float type).
-fn small_ints<T: Element>(r: &mut Rng, n: usize) -> Vec<T> {
-    (0..n)
-        .map(|_| T::from_f64((r.next_u64() % 5) as f64 - 2.0))
-        .collect()
-}
+#[path = "common/matmul.rs"]
+mod matmul_common;
+use matmul_common::{assert_bitwise, cfg, covering, gpu, small_ints};
 
 /// The `rows` x `cols` matrix `v` (row-major values) as a tensor: row-major and
 /// contiguous, or column-major (`cm`: unit first stride) with a column pitch of `rows`
@@ -63,24 +49,6 @@ fn matrix<T: Element + Float>(
         }
     }
     Tensor2::from_vec_strided(rt, data, [rows, cols], [1, pitch], 0).unwrap()
-}
-
-fn bits<T: Element>(v: &[T]) -> Vec<u64> {
-    v.iter().map(|x| x.to_f64().to_bits()).collect()
-}
-
-fn assert_bitwise<T: Element>(what: &str, got: &[T], want: &[T]) {
-    if bits(got) != bits(want) {
-        let bad: Vec<String> = got
-            .iter()
-            .zip(want)
-            .enumerate()
-            .filter(|(_, (a, b))| a.to_f64().to_bits() != b.to_f64().to_bits())
-            .take(20)
-            .map(|(i, (a, b))| format!("  [{i}] got {} want {}", a.to_f64(), b.to_f64()))
-            .collect();
-        panic!("{what}: results differ bitwise:\n{}", bad.join("\n"));
-    }
 }
 
 /// Which operands are column-major.
@@ -141,22 +109,6 @@ fn cols_case<T: Element + Float>(
         }
     }
     assert_bitwise(&what, &cg.to_vec().unwrap(), &cc.to_vec().unwrap());
-}
-
-/// The configurations of `gpu_matmul.rs`: every SMEM layout of the space (Swizzle128,
-/// Padded, RowMajor), STAGES 2..5, BK 32/64, WARPS 4/8 and the three tile sizes.
-fn covering() -> Vec<Config> {
-    [
-        "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
-        "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
-        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor",
-        "BM=256,BN=128,BK=32,STAGES=5,WARPS=8,SMEM=Swizzle128",
-        "BM=64,BN=128,BK=64,STAGES=2,WARPS=8,SMEM=Padded",
-        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=RowMajor",
-    ]
-    .iter()
-    .map(|s| cfg(s))
-    .collect()
 }
 
 /// The default configuration at boundary shapes, A, B and both column-major (the column
