@@ -87,9 +87,9 @@ pub use tilekit_ir::Config;
 pub use tilekit_macros::__tile_fn_chain;
 pub use tilekit_macros::{constraint, cost, kernel, shapes, tile_fn, tune};
 pub use tilekit_runtime::{
-    launch, launch_with, time_median, Arg, Element, Float, KernelSpec, LaunchError, ReadTensor,
-    Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorError, TensorMut, TensorRef, TimingError,
-    WriteTensor,
+    chosen_access, launch, launch_with, time_median, Access, AccessClass, Arg, Element, Float,
+    KernelSpec, LaunchError, ReadTensor, Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorError,
+    TensorMut, TensorRef, TimingError, WriteTensor,
 };
 
 /// The tuner (feature `tune`): tuning a kernel from code, the tuning cache, and

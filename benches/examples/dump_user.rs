@@ -4,23 +4,27 @@
 //! ```text
 //! cargo run -p tilekit-benches --example dump_user -- transpose2d cuda BM=64,BN=64,WARPS=4 bf16
 //! cargo run -p tilekit-benches --example dump_user -- log_softmax full BLOCK=4096,WARPS=16 bf16 unaligned
+//! cargo run -p tilekit-benches --example dump_user -- matmul full BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Swizzle128 bf16 cols=a,b
 //! ```
+//!
+//! The optional last argument picks the access classes: `unaligned` (every tensor
+//! `General`), `cols=a,b` (the tensors named `Cols`, the others `Rows`); default: `Rows`.
 //!
 //! Library kernels (`tilekit_kernels::ALL`) are found by name too.
 //!
 //! Stages: `ir`, `layouts`, `smem`, `cuda` (the template's printer output), or `full` (the
 //! variant's complete NVRTC source, wrapper included).
 use anyhow::{anyhow, Context, Result};
-use tilekit_codegen::{dump, Stage, Target, Variant};
+use tilekit_codegen::{dump, Access, Stage, Target, Variant};
 
 fn main() -> Result<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
-    let (name, stage, config, dtype, aligned) = match a.as_slice() {
-        [n, s, c, d] => (n, s, c, d, true),
-        [n, s, c, d, u] if u == "unaligned" => (n, s, c, d, false),
+    let (name, stage, config, dtype, access) = match a.as_slice() {
+        [n, s, c, d] => (n, s, c, d, None),
+        [n, s, c, d, u] => (n, s, c, d, Some(u.as_str())),
         _ => {
             return Err(anyhow!(
-                "usage: dump_user KERNEL STAGE CONFIG DTYPE [unaligned]"
+                "usage: dump_user KERNEL STAGE CONFIG DTYPE [unaligned | cols=NAME,..]"
             ))
         }
     };
@@ -39,11 +43,31 @@ fn main() -> Result<()> {
     for g in &k.generics {
         b.0.insert(g.clone(), d);
     }
+    let access = match access {
+        None => Access::ROWS,
+        Some("unaligned") => Access::GENERAL,
+        Some(u) => {
+            let names = u
+                .strip_prefix("cols=")
+                .ok_or_else(|| anyhow!("expected `unaligned` or `cols=NAME,..`, not `{u}`"))?;
+            let mut mask = 0u64;
+            for n in names.split(',') {
+                let i = k
+                    .params
+                    .iter()
+                    .position(|p| p.name == n)
+                    .filter(|&i| i < 64)
+                    .ok_or_else(|| anyhow!("`{name}` has no parameter `{n}`"))?;
+                mask |= 1 << i;
+            }
+            Access::with_cols(mask)
+        }
+    };
     let target = Target::parse("sm_90a").context("target")?;
     let v = Variant {
         config: c,
         bindings: b,
-        aligned,
+        access,
         target,
     };
     if stage == "full" {

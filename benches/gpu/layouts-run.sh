@@ -27,7 +27,7 @@ t() {
 for part in "$@"; do
 case "$part" in
 matmul-tests)
-  for b in .gpu/tests/gpu_matmul-*; do
+  for b in .gpu/tests/gpu_matmul-* .gpu/tests/gpu_matmul_cols-*; do
     t "$b" --ignored --test-threads=1 2>&1 | tail -n 40 | tee -a "$OUT/matmul-tests.log"
   done
   ;;

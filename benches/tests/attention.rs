@@ -168,7 +168,7 @@ fn attention_layouts_keep_s_and_p_in_registers() {
     let v = tilekit_codegen::Variant {
         config: Config::parse("BM=128,BN=64,D=128,WARPS=8,STAGES=2").unwrap(),
         bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
-        aligned: true,
+        access: tilekit_codegen::Access::ROWS,
         target: tilekit_codegen::Target::Sm90a,
     };
     let text = dump(kernel, Some(&v), Stage::Layouts).expect("layouts");
@@ -206,6 +206,7 @@ resident (copied once into persistent shared memory, read there by their dots): 
 rings:
   ring0: %25 = load_tile [BN, D] T, STAGES stages, loop at line 56
   ring1: %50 = load_tile [BN, D] T, STAGES stages, loop at line 56
+column-major operands (a Cols variant copies them along their first axis into transposed shared-memory tiles): q, k, v
 in registers (no shared memory):
   line 60: %35 slice(acc0, 0) -> acc0: broadcast to [BM, BN] from the slice's registers
   line 61: %38 acc0 -> slice(acc0, 1): max along axis 1: fragment registers, then warp shuffles within each quad
@@ -249,15 +250,18 @@ fn attention_variants_compile_with_nvrtc() {
         // Every valid configuration for bf16, aligned.
         for v in tilekit_tuner::valid_variants(kernel, &targets) {
             let v = v.to_variant();
-            if v.aligned && v.bindings.to_string() == "T=bf16" && !chosen.contains(&v) {
+            if v.access == tilekit_codegen::Access::ROWS
+                && v.bindings.to_string() == "T=bf16"
+                && !chosen.contains(&v)
+            {
                 chosen.push(v);
             }
         }
         let res = common::compile_variants(spec, &chosen);
         for (v, (regs, spills)) in chosen.iter().zip(&res) {
             eprintln!(
-                "{} {} [{}] {:?} aligned={}: registers {regs:?}, spill bytes {spills:?}",
-                spec.name, v.config, v.bindings, v.target, v.aligned
+                "{} {} [{}] {:?} access={}: registers {regs:?}, spill bytes {spills:?}",
+                spec.name, v.config, v.bindings, v.target, v.access
             );
         }
         eprintln!("{}: {} variants compiled", spec.name, chosen.len());
@@ -290,7 +294,7 @@ fn sass_of(d: usize, target: tilekit_codegen::Target, tool: &std::path::Path) ->
     let v = Variant {
         config: Config::parse(&format!("BM=128,BN=64,D={d},WARPS=8,STAGES=2")).unwrap(),
         bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
-        aligned: true,
+        access: tilekit_codegen::Access::ROWS,
         target,
     };
     let spec = &attention::SPEC;

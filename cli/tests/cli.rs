@@ -85,6 +85,45 @@ fn show_prints_a_variant_or_the_ir() {
     );
 }
 
+/// `--access`: the variant that reads `a` column-major (its `TK_COLS_a` argument true);
+/// only dot operand tiles can be `cols`, and `--unaligned` is the general variant.
+#[test]
+fn show_prints_a_column_major_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let cuda = stdout(tilekit(dir.path()).args([
+        "show",
+        "matmul",
+        "--dtype",
+        "bf16",
+        "--config",
+        "BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Swizzle128",
+        "--access",
+        "a=cols",
+    ]));
+    assert!(cuda.contains("| access a=cols,b=rows,c=rows |"), "{cuda}");
+    assert!(
+        cuda.contains("tilekit_matmul<128, 128, 32, 5, 4, 0, __nv_bfloat16, true, true, false, 8>"),
+        "{cuda}"
+    );
+    assert!(cuda.contains("bool TK_COLS_a, bool TK_COLS_b"), "{cuda}");
+    let layouts = stdout(
+        tilekit(dir.path()).args(["show", "matmul", "--dtype", "bf16", "--stage", "layouts"]),
+    );
+    assert!(layouts.contains("column-major operands"), "{layouts}");
+    fails_with(
+        tilekit(dir.path()).args(["show", "matmul", "--access", "c=cols"]),
+        "`c` cannot be read column-major",
+    );
+    fails_with(
+        tilekit(dir.path()).args(["show", "softmax", "--access", "x=cols"]),
+        "cannot be read column-major",
+    );
+    fails_with(
+        tilekit(dir.path()).args(["show", "matmul", "--access", "a=cols", "--unaligned"]),
+        "cannot be used with",
+    );
+}
+
 /// Asserts the command fails with `s` in its standard error.
 fn fails_with(c: &mut Command, s: &str) {
     let out = c.assert().failure();

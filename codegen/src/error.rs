@@ -66,6 +66,16 @@ pub enum CodegenError {
     /// The IR uses something this lowering cannot express.
     #[error("unsupported by the CUDA lowering: {0}")]
     Unsupported(String),
+    /// A variant's access classes are not ones the kernel has a variant for: only every
+    /// tensor `General`, or none `General` and `Cols` only for the tensors
+    /// [`crate::cols_operands`] names.
+    #[error("kernel `{kernel}` has no variant for access classes {access} (Cols only for dot operand tiles kept out of registers, General only for every tensor)")]
+    Access {
+        /// Kernel name.
+        kernel: String,
+        /// The classes asked for (`a=cols,b=rows,c=rows`).
+        access: String,
+    },
     /// `variant_source` was given a template that `generate` did not produce for this kernel.
     #[error("the template was not generated for kernel `{0}` (regenerate it with `generate`)")]
     TemplateMismatch(String),

@@ -12,6 +12,8 @@
 //! - `plan`: threads, the layout's vector width, the shared-memory plan, [`LaunchPlan`],
 //!   [`ResourceEnv`] for constraints.
 //! - `params`: the template parameter list and a variant's arguments.
+//! - `access`: [`Access`], the per-tensor access classes (`Rows`, `Cols`, `General`) a
+//!   variant is specialized for.
 //! - `emit`: the lowering of each op (`emit/inst.rs`, `emit/control.rs`).
 //! - `variant`: [`Variant`], [`variant_source`].
 //! - `prelude`: the embedded headers.
@@ -30,6 +32,7 @@
 //! `threadIdx` (only the prelude does).
 
 pub mod abi;
+pub mod access;
 mod analyze;
 mod dump;
 mod emit;
@@ -50,7 +53,8 @@ pub use dump::{dump, Stage};
 /// cache keys on it together with a hash of each kernel's generated template, so winners
 /// tuned for an older lowering are never reused, while prelude additions that leave a
 /// kernel's template alone keep its entries.
-pub const CODEGEN_VERSION: u32 = 2;
+/// 3: per-tensor access classes (`TK_COLS_<name>`: column-major dot operands).
+pub const CODEGEN_VERSION: u32 = 3;
 
 /// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>`.
 ///
@@ -65,7 +69,8 @@ pub fn codegen_id(template: &str) -> String {
         tilekit_ir::hash::fnv1a64(template.as_bytes())
     )
 }
-pub use emit::generate;
+pub use access::{valid_accesses, Access, AccessClass};
+pub use emit::{cols_operands, generate};
 pub use error::CodegenError;
 pub use plan::{launch_plan, LaunchPlan, ResourceEnv, DEFAULT_THREADS};
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};

@@ -2,12 +2,32 @@
 //!
 //! Order: every tuning parameter in declaration order (integers as `int`, switches as
 //! `bool`, enumerations as `int` ids = the index of the value in the declaration), then one
-//! `typename` per generic element type, then `bool ALIGNED`, then `int TK_VEC` (the vector
-//! width of the blocked layout, chosen by [`crate::plan`]).
+//! `typename` per generic element type, then `bool ALIGNED` (no tensor is read `General`,
+//! see [`crate::access`]), then one `bool TK_COLS_<param>` per tensor parameter that a
+//! variant may read column-major ([`crate::cols_operands`]; none for most kernels), then
+//! `int TK_VEC` (the vector width of the blocked layout, chosen by [`crate::plan`]).
 
+use crate::access::{Access, AccessClass};
 use crate::error::CodegenError;
-use crate::names::{check_ident, dtype_ctype};
+use crate::names::{check_ident, dtype_ctype, sanitize};
 use tilekit_ir::{Bindings, Config, DType, Kernel, TuneValue};
+
+/// The template parameter that says whether parameter `i` (named `name`) is read
+/// column-major: `TK_COLS_<name>`.
+pub(crate) fn cols_param(name: &str) -> String {
+    format!("TK_COLS_{}", sanitize(name))
+}
+
+/// The parameters of `kernel` whose bit is set in `cols` (in declaration order).
+fn cols_params(kernel: &Kernel, cols: u64) -> impl Iterator<Item = (usize, &str)> {
+    kernel
+        .params
+        .iter()
+        .enumerate()
+        .take(64)
+        .filter(move |(i, _)| cols >> i & 1 == 1)
+        .map(|(i, p)| (i, p.name.as_str()))
+}
 
 /// What kind of C++ template parameter a tuning parameter becomes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,8 +81,9 @@ pub(crate) fn tune_kinds(kernel: &Kernel) -> Result<Vec<(String, TuneKind)>, Cod
     Ok(out)
 }
 
-/// The template parameter list `template <...>` of the generated struct.
-pub(crate) fn declaration(kernel: &Kernel) -> Result<String, CodegenError> {
+/// The template parameter list `template <...>` of the generated struct; `cols`: the
+/// parameters that may be read column-major ([`crate::layout::Layouts::cols`]).
+pub(crate) fn declaration(kernel: &Kernel, cols: u64) -> Result<String, CodegenError> {
     let mut parts = Vec::new();
     for (name, kind) in tune_kinds(kernel)? {
         parts.push(match kind {
@@ -82,6 +103,9 @@ pub(crate) fn declaration(kernel: &Kernel) -> Result<String, CodegenError> {
         parts.push(format!("typename {g}"));
     }
     parts.push("bool ALIGNED".into());
+    for (_, name) in cols_params(kernel, cols) {
+        parts.push(format!("bool {}", cols_param(name)));
+    }
     parts.push("int TK_VEC".into());
     Ok(parts.join(", "))
 }
@@ -107,14 +131,23 @@ pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(),
     Ok(())
 }
 
-/// The template argument list of one variant. `config` must be validated (canonical order).
+/// The template argument list of one variant. `config` must be validated (canonical order);
+/// `cols` as for [`declaration`]. `access` must be one the template has a variant for:
+/// [`Access::GENERAL`], or no tensor `General` and `Cols` only among `cols`.
 pub(crate) fn arguments(
     kernel: &Kernel,
     config: &Config,
     bindings: &Bindings,
-    aligned: bool,
+    access: Access,
+    cols: u64,
     vec: u32,
 ) -> Result<String, CodegenError> {
+    if access != Access::GENERAL && !access.is_aligned() || access.cols() & !cols != 0 {
+        return Err(CodegenError::Access {
+            kernel: kernel.name.clone(),
+            access: access.describe(kernel),
+        });
+    }
     let mut parts = Vec::new();
     for ((name, kind), (cname, value)) in tune_kinds(kernel)?.iter().zip(&config.values) {
         let mismatch = || CodegenError::TuneParam {
@@ -141,7 +174,10 @@ pub(crate) fn arguments(
             .ok_or_else(|| CodegenError::UnboundGeneric(g.clone()))?;
         parts.push(dtype_ctype(d).to_string());
     }
-    parts.push(aligned.to_string());
+    parts.push(access.is_aligned().to_string());
+    for (i, _) in cols_params(kernel, cols) {
+        parts.push((access.class(i) == AccessClass::Cols).to_string());
+    }
     parts.push(vec.to_string());
     Ok(parts.join(", "))
 }

@@ -1,7 +1,8 @@
 //! Variants: one kernel template instantiated for one validated configuration, element
-//! types, alignment and target, behind the exported `tilekit_kernel` entry point.
+//! types, access classes and target, behind the exported `tilekit_kernel` entry point.
 
 use crate::abi::{param_ctype, ENTRY_POINT};
+use crate::access::Access;
 use crate::emit::{lower, struct_name};
 use crate::error::CodegenError;
 use crate::params::{arguments, check_bindings};
@@ -11,15 +12,18 @@ use crate::target::Target;
 use tilekit_ir::{Bindings, Config, Kernel};
 
 /// One point to compile: a configuration of the kernel's space, bindings of its generics,
-/// whether tensors are promised 16-byte aligned (see [`crate::abi`]), and the target.
+/// the access class of each tensor (see [`crate::access`] and [`crate::abi`]), and the
+/// target.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Variant {
     /// Tuning values; must be a point of the kernel's declared space.
     pub config: Config,
     /// Concrete types of the generics (f32, f16 or bf16 each).
     pub bindings: Bindings,
-    /// Specialize for 16-byte aligned bases, unit last strides and 16-byte aligned rows.
-    pub aligned: bool,
+    /// The access class assumed of each tensor: [`Access::ROWS`] (16-byte aligned bases,
+    /// unit last strides and 16-byte aligned rows), [`Access::GENERAL`] (anything), or
+    /// `Rows` with some dot operands `Cols` ([`Access::with_cols`]).
+    pub access: Access,
     /// Compilation target.
     pub target: Target,
 }
@@ -31,8 +35,11 @@ pub struct Variant {
 /// The configuration is checked with `kernel.space.validate` and the bindings must cover
 /// every generic with a float type; nothing else enters the source. The wrapper
 /// `static_assert`s that the template's thread count and shared-memory size equal
-/// [`crate::launch_plan`]'s. The result is a pure function of (IR, config, bindings,
-/// aligned, target).
+/// [`crate::launch_plan`]'s (which does not depend on the access classes: a transposed
+/// operand tile takes the bytes of the row-major one). `Cols` is accepted only for the
+/// parameters [`crate::cols_operands`] names, `General` only for every tensor at once
+/// ([`CodegenError::Access`]). The result is a pure function of (IR, config, bindings,
+/// access, target).
 pub fn variant_source(
     kernel: &Kernel,
     template: &str,
@@ -59,7 +66,14 @@ pub fn variant_source(
         kind: SmemKind::of(kernel, &config)?,
     })?;
     let vec = choose_vec(kernel, &lowered.tile_shapes, &config, &v.bindings, threads)?;
-    let args = arguments(kernel, &config, &v.bindings, v.aligned, vec)?;
+    let args = arguments(
+        kernel,
+        &config,
+        &v.bindings,
+        v.access,
+        lowered.layouts.cols,
+        vec,
+    )?;
 
     let mut params = vec!["tk::Grid grid".to_string()];
     let mut names = vec!["grid".to_string()];
@@ -73,13 +87,13 @@ pub fn variant_source(
     let mut out = String::with_capacity(template.len() + 1024);
     out.push_str(template);
     out.push_str(&format!(
-        "\n// Variant: {config} | {} | aligned={} | {} | VEC={vec}\n",
+        "\n// Variant: {config} | {} | access {} | {} | VEC={vec}\n",
         if v.bindings.0.is_empty() {
             "-".to_string()
         } else {
             v.bindings.to_string()
         },
-        v.aligned,
+        v.access.describe(kernel),
         v.target.arch()
     ));
     out.push_str(&format!("using tilekit_variant = {sname}<{args}>;\n"));

@@ -23,7 +23,7 @@ fn variant(config: &str, d: DType, aligned: bool, target: Target) -> Variant {
     Variant {
         config: cfg(config),
         bindings: Bindings::single("T", d),
-        aligned,
+        access: aligned.into(),
         target,
     }
 }
@@ -264,7 +264,9 @@ fn rmsnorm_template() {
 fn matmul_template_and_smem_plan() {
     let k = matmul();
     let src = generate(&k).unwrap();
-    has(&src, "template <int BM, int BN, int BK, int WARPS, int STAGES, typename T, bool ALIGNED, int TK_VEC>");
+    // Both operands are read only as ring tiles: each may be read column-major.
+    assert_eq!(cols_operands(&k).unwrap(), 0b011);
+    has(&src, "template <int BM, int BN, int BK, int WARPS, int STAGES, typename T, bool ALIGNED, bool TK_COLS_a, bool TK_COLS_b, int TK_VEC>");
     // The loads feed only the dot: two STAGES-deep cp.async rings, the accumulator in the
     // MMA layout, the dot from ring slots.
     has(
@@ -277,7 +279,7 @@ fn matmul_template_and_smem_plan() {
     );
     has(
         &src,
-        "using TK_RING0 = tk::ring<tk::stile<T, BM, BK, TK_SMEM_KIND>, STAGES>;",
+        "using TK_RING0 = tk::ring<tk::stile_as<TK_COLS_a, T, BM, BK, TK_SMEM_KIND>, STAGES>;",
     );
     has(
         &src,
@@ -496,7 +498,7 @@ fn prelude_is_self_contained() {
     assert_eq!(reached.len(), names.len(), "unreachable headers");
 }
 
-/// Every configuration x dtype x alignment x target yields source. With
+/// Every configuration x dtype x access classes x target yields source. With
 /// `TILEKIT_CODEGEN_DUMP=<dir>` the sources are written there (for compiling with NVRTC).
 #[test]
 fn every_variant_generates() {
@@ -510,14 +512,15 @@ fn every_variant_generates() {
         kitchen_sink(),
     ] {
         let t = generate(&k).unwrap();
+        let accesses = valid_accesses(cols_operands(&k).unwrap());
         for config in k.space.enumerate() {
             for b in Bindings::all_float(&k.generics) {
-                for aligned in [false, true] {
+                for &access in &accesses {
                     for target in Target::ALL {
                         let v = Variant {
                             config: config.clone(),
                             bindings: b.clone(),
-                            aligned,
+                            access,
                             target,
                         };
                         let src = variant_source(&k, &t, &v).unwrap();
@@ -526,11 +529,9 @@ fn every_variant_generates() {
                         assert!(src.contains(&format!("SMEM_BYTES == {}LL", plan.smem_bytes)));
                         count += 1;
                         if let Some(dir) = &dump {
-                            let name = format!(
-                                "{}__{}__{}__{}__{}.cu",
-                                k.name, config, b, aligned, target
-                            )
-                            .replace(['=', ','], "_");
+                            let name =
+                                format!("{}__{}__{}__{}__{}.cu", k.name, config, b, access, target)
+                                    .replace(['=', ','], "_");
                             std::fs::write(std::path::Path::new(dir).join(name), &src).unwrap();
                         }
                     }

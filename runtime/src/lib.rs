@@ -39,8 +39,8 @@ pub use cudarc;
 pub use element::{Element, Float};
 pub use error::{CpuError, CudaLaunchError, GraphError, LaunchError, RuntimeError, TensorError};
 pub use launch::{
-    chosen_config, launch, launch_cpu_with_options, launch_with, Arg, Generics, ScalarValue,
-    TensorArg, TensorArgMut,
+    chosen_access, chosen_config, launch, launch_cpu_with_options, launch_with, Arg, Generics,
+    ScalarValue, TensorArg, TensorArgMut,
 };
 pub use memo::LaunchMemoStats;
 pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};
@@ -50,6 +50,7 @@ pub use spec::{KernelSpec, SpecError};
 pub use tensor::{
     ReadTensor, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, TensorView, WriteTensor,
 };
+pub use tilekit_codegen::{Access, AccessClass};
 pub use tilekit_ir as ir;
 pub use timing::{time_median, TimingError};
 pub use tuned::{ArgLayout, ConfigSource, LaunchQuery};

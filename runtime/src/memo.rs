@@ -15,8 +15,9 @@
 //! another source gives the runtime a new, empty memo. A source's answer depends only on
 //! what its query shows (spec, bindings, shapes, strides, device), all of which the key
 //! holds, and a source is consulted only on a miss. The key holds all of these (and a
-//! tensor's strides and the per-call `aligned` class of the addresses, which select the
-//! CUDA variant), so two launches with equal keys get the same answer from `check`.
+//! tensor's strides and the per-call access classes of the addresses, which select the
+//! CUDA variant: `tilekit_codegen::Access`), so two launches with equal keys get the same
+//! answer from `check`.
 //! Entries are inserted only after a successful resolution; a launch whose arguments fail
 //! validation has a key that no entry can have. Values that change per call and that `check` does not read (device
 //! addresses, unread scalar values) are taken from the arguments on every launch.
@@ -31,7 +32,8 @@
 //! error.
 //!
 //! **The key's form.** A key is the requested configuration and a sequence of `u64` words:
-//! the spec's content id, the generics and `aligned` (one word), then per argument a header
+//! the spec's content id, the generics and whether no tensor is `General` (one word), the
+//! tensors read `Cols` (one word, a bit per parameter), then per argument a header
 //! word (kind, element type, rank and backend of a tensor; variant and "read" flag of a
 //! scalar) and its payload (a tensor's extent and stride per axis, for its first 3 axes,
 //! all a layout holds; a scalar's bits as above). The header fixes how many words follow,
@@ -49,6 +51,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use tilekit_codegen::Access;
 use tilekit_ir::{Config, DType, Expr, Kernel};
 
 /// Entries a runtime's memo holds before it is cleared (a workload with ever-changing
@@ -140,8 +143,9 @@ fn tensor_words(rank: usize) -> usize {
 /// Key words of a scalar argument: a header (kind, variant, whether host expressions read
 /// it), then its bits (see [`scalar_bits`]).
 const SCALAR_WORDS: usize = 2;
-/// Key words before the arguments: the spec's content id, the generics and `aligned`.
-const HEAD_WORDS: usize = 2;
+/// Key words before the arguments: the spec's content id, the generics and `aligned`, the
+/// `Cols` parameters.
+const HEAD_WORDS: usize = 3;
 /// Key words a probe holds on the stack (a longer key takes one allocation per launch).
 const INLINE_WORDS: usize = HEAD_WORDS + 8 * TENSOR_WORDS;
 
@@ -183,8 +187,9 @@ fn tensor_header(kind: u64, layout: &crate::launch::Layout) -> u64 {
     kind | (layout.dtype as u64) << 8 | rank << 16 | backend << 32
 }
 
-/// The word of the generics and the `aligned` class: up to [`MAX_GENERICS`] element types
-/// a byte each, their count, and `aligned` in bit 63.
+/// The word of the generics and the `aligned` class (no tensor `General`, see
+/// [`Access::is_aligned`]): up to [`MAX_GENERICS`] element types a byte each, their count,
+/// and `aligned` in bit 63.
 #[inline]
 fn generics_word(generics: &[DType], aligned: bool) -> u64 {
     let mut types = 0u64;
@@ -337,8 +342,8 @@ impl<'p> Probe<'p> {
     /// `spec`: the spec's content id; `config`: the requested configuration (`None`: the
     /// default with fallback); `generics`: the element types in the kernel's generic order
     /// (at most [`MAX_GENERICS`]); `read`: per parameter, whether host expressions read a
-    /// scalar's value (a missing entry counts as read); `aligned`: the CUDA variant class
-    /// of this call's addresses; `buf`: where the key is written.
+    /// scalar's value (a missing entry counts as read); `access`: the access classes of the
+    /// CUDA variant this call's addresses select; `buf`: where the key is written.
     #[inline]
     pub(crate) fn new(
         spec: u64,
@@ -346,7 +351,7 @@ impl<'p> Probe<'p> {
         generics: &[DType],
         args: &[Arg<'_>],
         read: &[bool],
-        aligned: bool,
+        access: Access,
         buf: &'p mut KeyBuf,
     ) -> Probe<'p> {
         let need = HEAD_WORDS + args.len() * TENSOR_WORDS;
@@ -356,12 +361,14 @@ impl<'p> Probe<'p> {
             buf.heap.resize(need, MaybeUninit::uninit());
             &mut buf.heap
         };
-        let head = generics_word(generics, aligned);
+        let head = generics_word(generics, access.is_aligned());
+        let cols = access.cols();
         out[0].write(spec);
         out[1].write(head);
+        out[2].write(cols);
         let mut h = Fx::default();
         config.hash(&mut h);
-        h.add(spec ^ head);
+        h.add(spec ^ head ^ cols.rotate_left(29));
         let n = HEAD_WORDS + write_args(&mut out[HEAD_WORDS..], args, read, &mut h);
         // SAFETY: the first `n` words of `out` were written above (the head, then what
         // `write_args` reports), and `MaybeUninit<u64>` has `u64`'s layout.

@@ -12,6 +12,7 @@ use cudarc::driver::CudaStream;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
 
 /// Which backend a [`Runtime`] (and every tensor made with it) runs on.
@@ -289,8 +290,10 @@ impl Runtime {
     /// ([`crate::compiled_constraints_hold`]).
     ///
     /// `config` must be a point of the kernel's space and `bindings` must bind every generic
-    /// parameter to a float type; `aligned` selects the variant that assumes 16-byte
-    /// aligned, row-contiguous tensors (see [`crate::launch_with`]). The variant comes from
+    /// parameter to a float type; `access` selects the access classes the variant assumes
+    /// ([`crate::Access`]; `true` is [`crate::Access::ROWS`], the variant for 16-byte
+    /// aligned, row-contiguous tensors, `false` [`crate::Access::GENERAL`]; see
+    /// [`crate::launch_with`] and [`crate::chosen_access`]). The variant comes from
     /// this runtime's in-memory cache, else the disk cache, else NVRTC, and stays loaded, so
     /// a later launch of it does not compile again.
     ///
@@ -309,7 +312,7 @@ impl Runtime {
         spec: &KernelSpec,
         config: &Config,
         bindings: &Bindings,
-        aligned: bool,
+        access: impl Into<Access>,
     ) -> Result<VariantResources, LaunchError> {
         match &self.inner {
             Inner::Cpu(_) => Err(LaunchError::NeedsCuda {
@@ -317,7 +320,7 @@ impl Runtime {
                 what: "preparing a variant",
                 backend: self.backend(),
             }),
-            Inner::Cuda(d, _) => d.prepare(spec, config, bindings, aligned),
+            Inner::Cuda(d, _) => d.prepare(spec, config, bindings, access.into()),
         }
     }
 
@@ -346,7 +349,7 @@ impl Runtime {
         spec: &KernelSpec,
         config: &Config,
         bindings: &Bindings,
-        aligned: bool,
+        access: impl Into<Access>,
     ) -> Result<cudarc::driver::CudaFunction, LaunchError> {
         match &self.inner {
             Inner::Cpu(_) => Err(LaunchError::NeedsCuda {
@@ -354,7 +357,7 @@ impl Runtime {
                 what: "loading a variant's function",
                 backend: self.backend(),
             }),
-            Inner::Cuda(d, _) => d.cuda_function(spec, config, bindings, aligned),
+            Inner::Cuda(d, _) => d.cuda_function(spec, config, bindings, access.into()),
         }
     }
 

@@ -57,6 +57,7 @@ pub struct KernelSpec {
     content_id: OnceLock<u64>,
     host_scalars: OnceLock<Vec<bool>>,
     source_scalars: OnceLock<Vec<bool>>,
+    cols_operands: OnceLock<u64>,
 }
 
 impl KernelSpec {
@@ -78,6 +79,7 @@ impl KernelSpec {
             content_id: OnceLock::new(),
             host_scalars: OnceLock::new(),
             source_scalars: OnceLock::new(),
+            cols_operands: OnceLock::new(),
         }
     }
 
@@ -126,6 +128,15 @@ impl KernelSpec {
     pub(crate) fn source_scalars(&self, kernel: &Kernel) -> &[bool] {
         self.source_scalars
             .get_or_init(|| crate::memo::source_key_scalars(kernel))
+    }
+
+    /// The tensor parameters a CUDA variant may read column-major (bit `i`: parameter `i`;
+    /// [`tilekit_codegen::cols_operands`], computed once; 0 if the kernel does not lower).
+    /// `kernel` is this spec's analyzed kernel.
+    pub fn cols_operands(&self, kernel: &Kernel) -> u64 {
+        *self
+            .cols_operands
+            .get_or_init(|| tilekit_codegen::cols_operands(kernel).unwrap_or(0))
     }
 
     /// The IR.

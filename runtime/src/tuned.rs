@@ -76,6 +76,7 @@ use crate::launch::Arg;
 use crate::spec::KernelSpec;
 #[cfg(doc)]
 use crate::Runtime;
+use tilekit_codegen::Access;
 use tilekit_ir::cost::DimValues;
 use tilekit_ir::{Bindings, Config, Kernel};
 
@@ -124,6 +125,10 @@ pub struct LaunchQuery<'a> {
     pub args: Vec<ArgLayout<'a>>,
     /// The device; `None` on the CPU backend.
     pub device: Option<&'a DeviceInfo>,
+    /// The access classes of the variant the launch runs ([`crate::chosen_access`]:
+    /// `Access::GENERAL` on the CPU backend): a column-major operand (`Cols`) can want
+    /// another configuration than the row-major one.
+    pub access: Access,
 }
 
 impl<'a> LaunchQuery<'a> {
@@ -134,6 +139,7 @@ impl<'a> LaunchQuery<'a> {
         bindings: &'a Bindings,
         args: &'a [Arg<'_>],
         device: Option<&'a DeviceInfo>,
+        access: Access,
     ) -> LaunchQuery<'a> {
         LaunchQuery {
             spec,
@@ -154,6 +160,7 @@ impl<'a> LaunchQuery<'a> {
                 })
                 .collect(),
             device,
+            access,
         }
     }
 
@@ -191,6 +198,7 @@ impl<'a> LaunchQuery<'a> {
     ///     bindings: &Bindings::default(),
     ///     args: vec![ArgLayout { shape: Some(&shape), strides: None, int: None }, ArgLayout::default()],
     ///     device: None,
+    ///     access: tilekit_codegen::Access::GENERAL,
     /// };
     /// let dims = q.problem_dims();
     /// assert_eq!((dims["M"], dims["N"]), (3, 5));
@@ -219,9 +227,12 @@ pub(crate) fn consult(
     bindings: &Bindings,
     args: &[Arg<'_>],
     device: Option<&DeviceInfo>,
+    access: Access,
 ) -> Vec<Config> {
     match source {
-        Some(s) => s.candidates(&LaunchQuery::of_args(spec, kernel, bindings, args, device)),
+        Some(s) => s.candidates(&LaunchQuery::of_args(
+            spec, kernel, bindings, args, device, access,
+        )),
         None => Vec::new(),
     }
 }

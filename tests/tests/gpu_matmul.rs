@@ -18,23 +18,9 @@ use tilekit::{Config, Element};
 use tilekit_kernels::matmul;
 use tilekit_tests::support::Rng;
 
-fn gpu() -> Runtime {
-    match Runtime::cuda(0) {
-        Ok(rt) => rt,
-        Err(e) => panic!("cannot open CUDA device 0: {e}"),
-    }
-}
-
-fn cfg(s: &str) -> Config {
-    Config::parse(s).unwrap_or_else(|| panic!("bad config {s}"))
-}
-
-/// Integers in -2..=2 (exact in every float type).
-fn small_ints<T: Element>(r: &mut Rng, n: usize) -> Vec<T> {
-    (0..n)
-        .map(|_| T::from_f64((r.next_u64() % 5) as f64 - 2.0))
-        .collect()
-}
+#[path = "common/matmul.rs"]
+mod matmul_common;
+use matmul_common::{assert_bitwise, covering, gpu, small_ints};
 
 /// The whole device buffer behind a tensor (view and guard bands).
 fn whole<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
@@ -47,10 +33,6 @@ fn whole<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
         .expect("stream")
         .clone_dtoh(s)
         .expect("device to host")
-}
-
-fn bits<T: Element>(v: &[T]) -> Vec<u64> {
-    v.iter().map(|x| x.to_f64().to_bits()).collect()
 }
 
 /// C = A @ B on the GPU (inside a sentinel-filled buffer, guard bands checked) and on the
@@ -107,21 +89,6 @@ fn run_exact<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
     (cg.to_vec().unwrap(), cc.to_vec().unwrap())
 }
 
-fn assert_bitwise<T: Element>(what: &str, got: &[T], want: &[T]) {
-    let (g, w) = (bits(got), bits(want));
-    if g != w {
-        let bad: Vec<String> = got
-            .iter()
-            .zip(want)
-            .enumerate()
-            .filter(|(_, (a, b))| a.to_f64().to_bits() != b.to_f64().to_bits())
-            .take(20)
-            .map(|(i, (a, b))| format!("  [{i}] got {} want {}", a.to_f64(), b.to_f64()))
-            .collect();
-        panic!("{what}: results differ bitwise:\n{}", bad.join("\n"));
-    }
-}
-
 fn exact_case<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
     g: &Runtime,
     r: &mut Rng,
@@ -138,22 +105,6 @@ fn exact_case<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
         &got,
         &want,
     );
-}
-
-/// Configurations covering every SMEM layout, STAGES 2..5, BK 32/64, WARPS 4/8 and the
-/// three tile sizes.
-fn covering() -> Vec<Config> {
-    [
-        "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
-        "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
-        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor",
-        "BM=256,BN=128,BK=32,STAGES=5,WARPS=8,SMEM=Swizzle128",
-        "BM=64,BN=128,BK=64,STAGES=2,WARPS=8,SMEM=Padded",
-        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=RowMajor",
-    ]
-    .iter()
-    .map(|s| cfg(s))
-    .collect()
 }
 
 #[test]
@@ -308,7 +259,7 @@ fn gpu_matmul_default_variant_sass_has_hmma_and_no_local_memory() {
     let v = Variant {
         config: spec.default_config().unwrap(),
         bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
-        aligned: true,
+        access: tilekit_codegen::Access::ROWS,
         target,
     };
     let src = variant_source(kernel, spec.cuda_template, &v).unwrap();

@@ -18,4 +18,4 @@ pub mod resources;
 pub mod tune;
 pub mod variants;
 
-pub use variants::{covering_variants, target_check, valid_variants, VariantKey};
+pub use variants::{covering_variants, kernel_accesses, target_check, valid_variants, VariantKey};

@@ -1,10 +1,12 @@
-//! Variants of a kernel: configuration x element-type bindings x target x alignment.
+//! Variants of a kernel: configuration x element-type bindings x target x access classes
+//! (`tilekit_codegen::Access`: every tensor `General`, or `Rows` with each tensor the kernel
+//! may read column-major `Rows` or `Cols`).
 //!
 //! Constraints are evaluated in phases ([`tilekit_ir::Phase`]): static and per-target
 //! constraints decide here which variants exist at all; compiled (registers, spills) and
 //! per-launch (shapes) constraints are checked later by the tuner and the launcher.
 
-use tilekit_codegen::{ResourceEnv, Target, Variant};
+use tilekit_codegen::{valid_accesses, Access, ResourceEnv, Target, Variant};
 use tilekit_ir::{Bindings, Config, EvalError, Kernel, Phase};
 
 /// One compilable variant.
@@ -16,8 +18,9 @@ pub struct VariantKey {
     pub bindings: Bindings,
     /// Architecture.
     pub target: Target,
-    /// Specialized for 16-byte aligned, unit-stride tensors.
-    pub aligned: bool,
+    /// The access class assumed of each tensor ([`Access::ROWS`]: 16-byte aligned,
+    /// unit-stride rows; [`Access::GENERAL`]: anything; `Cols` for column-major operands).
+    pub access: Access,
 }
 
 impl VariantKey {
@@ -26,7 +29,7 @@ impl VariantKey {
         Variant {
             config: self.config.clone(),
             bindings: self.bindings.clone(),
-            aligned: self.aligned,
+            access: self.access,
             target: self.target,
         }
     }
@@ -40,7 +43,11 @@ impl std::fmt::Display for VariantKey {
             self.config,
             self.bindings,
             self.target.arch(),
-            if self.aligned { "aligned" } else { "unaligned" }
+            match self.access {
+                Access::ROWS => "aligned".to_string(),
+                Access::GENERAL => "unaligned".to_string(),
+                a => a.to_string(),
+            }
         )
     }
 }
@@ -87,8 +94,15 @@ pub fn all_bindings(kernel: &Kernel) -> Vec<Bindings> {
     Bindings::all_float(&kernel.generics)
 }
 
+/// The access classes a kernel's variants take ([`valid_accesses`] of its
+/// [`tilekit_codegen::cols_operands`]; just `GENERAL` and `ROWS` when it has none).
+pub fn kernel_accesses(kernel: &Kernel) -> Vec<Access> {
+    valid_accesses(tilekit_codegen::cols_operands(kernel).unwrap_or(0))
+}
+
 /// Every valid variant (the full space; what `cargo xtask compile-all` compiles).
 pub fn valid_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
+    let accesses = kernel_accesses(kernel);
     let mut out = Vec::new();
     for config in kernel.space.enumerate() {
         for bindings in all_bindings(kernel) {
@@ -96,12 +110,12 @@ pub fn valid_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
                 if target_check(kernel, &config, &bindings, target).is_err() {
                     continue;
                 }
-                for aligned in [true, false] {
+                for &access in &accesses {
                     out.push(VariantKey {
                         config: config.clone(),
                         bindings: bindings.clone(),
                         target,
-                        aligned,
+                        access,
                     });
                 }
             }
@@ -111,23 +125,40 @@ pub fn valid_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
 }
 
 /// A pairwise covering subset of the valid variants (every pair of factor values that
-/// occurs in a valid variant occurs in a chosen one; element types, target and alignment
-/// are factors like the tuning parameters), plus the default configuration for every
-/// (bindings, target, alignment).
+/// occurs in a valid variant occurs in a chosen one; element types, target, alignment and,
+/// per tensor the kernel may read column-major, `Rows` or `Cols` are factors like the
+/// tuning parameters; `Cols` needs the aligned level), plus the default configuration for
+/// every (bindings, target) with every tensor `General`, every tensor `Rows`, and every
+/// such tensor `Cols`.
 pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
     let bindings = all_bindings(kernel);
+    let capable = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    let cols_params: Vec<usize> = (0..64).filter(|i| capable >> i & 1 == 1).collect();
     let mut radices: Vec<usize> = kernel.space.params.iter().map(|p| p.values.len()).collect();
     let n_space = radices.len();
     radices.push(bindings.len());
     radices.push(targets.len());
     radices.push(2);
+    radices.extend(cols_params.iter().map(|_| 2));
     let key_of = |idx: &[usize]| -> Option<VariantKey> {
         let config = kernel.space.config_at(&idx[..n_space])?;
+        let aligned = idx[n_space + 2] == 0;
+        let mut cols = 0u64;
+        for (f, &p) in cols_params.iter().enumerate() {
+            if idx[n_space + 3 + f] == 1 {
+                cols |= 1 << p;
+            }
+        }
+        let access = match (aligned, cols) {
+            (true, c) => Access::with_cols(c),
+            (false, 0) => Access::GENERAL,
+            (false, _) => return None, // Cols exists only with every other tensor Rows
+        };
         Some(VariantKey {
             config,
             bindings: bindings.get(idx[n_space])?.clone(),
             target: *targets.get(idx[n_space + 1])?,
-            aligned: idx[n_space + 2] == 0,
+            access,
         })
     };
     let valid = |idx: &[usize]| {
@@ -143,12 +174,12 @@ pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey>
             if target_check(kernel, &default, b, target).is_err() {
                 continue;
             }
-            for aligned in [true, false] {
+            for access in [Access::ROWS, Access::GENERAL, Access::with_cols(capable)] {
                 let k = VariantKey {
                     config: default.clone(),
                     bindings: b.clone(),
                     target,
-                    aligned,
+                    access,
                 };
                 if !out.contains(&k) {
                     out.push(k);

@@ -503,3 +503,59 @@ fn keys_name_the_code_generator_and_integer_scalars() {
         .starts_with(&format!("v{}-", tilekit_codegen::CODEGEN_VERSION)));
     assert_eq!(a.schema, tilekit_tuner::cache::SCHEMA_VERSION);
 }
+
+/// A launch whose variant reads column-major operands has its own key (`access`), which
+/// names only tensors a variant may read `Cols`; a row-major or general launch keeps the
+/// key of before (an empty `access`).
+#[test]
+fn keys_carry_column_major_operands() {
+    use tilekit_codegen::Access;
+    let spec = &tilekit_kernels::matmul::SPEC;
+    let k = spec.kernel().unwrap();
+    let key = key_for(spec, "4096x4096x4096");
+    assert!(key.access.is_empty());
+    assert_eq!(key.clone().with_access(k, Access::ROWS), key);
+    assert_eq!(key.clone().with_access(k, Access::GENERAL), key);
+    let a = key.clone().with_access(k, Access::with_cols(0b01));
+    let ab = key.clone().with_access(k, Access::with_cols(0b11));
+    assert_eq!(
+        a.access.iter().collect::<Vec<_>>(),
+        [(&"a".to_string(), &"cols".to_string())]
+    );
+    assert_eq!(ab.access.len(), 2);
+    assert!(key.to_bytes() != a.to_bytes() && a.to_bytes() != ab.to_bytes());
+    assert!(a.to_string().contains(" a=cols "), "{a}");
+    assert_eq!(CacheKey::from_bytes(&ab.to_bytes()).unwrap(), ab);
+    // Stored and read back, each its own entry.
+    let entry = |k: &CacheKey| Entry {
+        key: k.clone(),
+        value: value(
+            "BM=128,BN=128,BK=32,STAGES=3,WARPS=4,SMEM=Swizzle128",
+            400.0,
+            Origin::Local,
+        ),
+    };
+    tilekit_tuner::cache::validate(&entry(&a), &[spec]).unwrap();
+    // Only `cols`, and only for tensors read as dot operand tiles.
+    let mut bad = a.clone();
+    bad.access.insert("c".into(), "cols".into());
+    assert!(matches!(
+        tilekit_tuner::cache::validate(&entry(&bad), &[spec]),
+        Err(Reject::Malformed(_))
+    ));
+    let mut bad = key.clone();
+    bad.access.insert("a".into(), "general".into());
+    assert!(matches!(
+        tilekit_tuner::cache::check_structure(&entry(&bad)),
+        Err(Reject::Malformed(_))
+    ));
+    // A key of schema 2 (no `access`) still parses, and is refused for its schema.
+    let mut old: serde_json::Value = serde_json::from_slice(&key.to_bytes()).unwrap();
+    old.as_object_mut().unwrap().remove("access");
+    old["schema"] = 2.into();
+    let old = CacheKey::from_bytes(&serde_json::to_vec(&old).unwrap()).unwrap();
+    assert!(matches!(
+        tilekit_tuner::cache::validate(&entry(&old), &[spec]),
+        Err(Reject::Schema(2))
+    ));
+}

@@ -38,7 +38,7 @@ fn compiled_constraints_are_decided_on_nvrtc_resources() {
         config: kernel.space.default_config(),
         bindings: Default::default(),
         target: Target::Sm80,
-        aligned: true,
+        access: tilekit_codegen::Access::ROWS,
     };
     let r = compile_resources(&tight::SPEC, kernel, &v).unwrap();
     assert!(r.registers > 4, "{r:?}");

@@ -65,8 +65,8 @@ pub fn compile_variants(
                     part.iter()
                         .map(|v| {
                             let what = format!(
-                                "`{}` {} [{}] {:?} aligned={}",
-                                spec.name, v.config, v.bindings, v.target, v.aligned
+                                "`{}` {} [{}] {:?} access={}",
+                                spec.name, v.config, v.bindings, v.target, v.access
                             );
                             let src = variant_source(kernel, spec.cuda_template, v)
                                 .unwrap_or_else(|e| panic!("{what}: {e}"));

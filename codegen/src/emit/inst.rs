@@ -432,26 +432,39 @@ impl<'k> Emitter<'k> {
                         }]],
                     );
                     let name = self.define_typed(r)?;
+                    let cols = self.cols_flag(*tensor);
                     self.w.line("// [block] resident: copied once into a persistent shared-memory tile its dots read in place");
+                    if let Some(c) = &cols {
+                        self.w.line(&format!(
+                            "// (stored transposed, copied along the tensor's first axis, when {c}: a column-major tensor)"
+                        ));
+                    }
                     self.w.line(&format!(
-                        "const tk::stile<{}, {}, {}, TK_SMEM_KIND> {name}{{smem + {off}}};",
-                        elem_ctype(&elem),
-                        dim_expr(&shape[0]),
-                        dim_expr(&shape[1])
+                        "const {} {name}{{smem + {off}}};",
+                        self.stile_type(cols.as_deref(), &elem, &shape[0], &shape[1])
                     ));
                     self.w.line(&format!(
-                        "tk::stage_tile({name}, tk::global_tile<ALIGNED, TK_THREADS, {}>({t}, {o}));",
-                        shape_type(&s)
+                        "tk::stage_tile({name}, tk::global_tile<ALIGNED, TK_THREADS, {}{}>({t}, {o}));",
+                        shape_type(&s),
+                        cols_arg(&cols)
                     ));
                     return Ok(());
                 }
                 if self.layout(r) == Layout::Direct {
-                    self.w.line("// direct: its dot copies it global -> shared memory (cp.async), never in registers");
+                    let cols = self.cols_flag(*tensor);
+                    self.w.line(&format!(
+                        "// direct: its dot copies it global -> shared memory (cp.async), never in registers{}",
+                        match &cols {
+                            Some(c) => format!(" (into a transposed tile when {c}: a column-major tensor)"),
+                            None => String::new(),
+                        }
+                    ));
                     return self.assign(
                         r,
                         &format!(
-                            "tk::global_tile<ALIGNED, TK_THREADS, {}>({t}, {o})",
-                            shape_type(&s)
+                            "tk::global_tile<ALIGNED, TK_THREADS, {}{}>({t}, {o})",
+                            shape_type(&s),
+                            cols_arg(&cols)
                         ),
                     );
                 }
@@ -710,4 +723,10 @@ impl<'k> Emitter<'k> {
         }
         Ok(())
     }
+}
+
+/// The trailing `global_tile` template argument of a tensor a variant may read
+/// column-major (`, TK_COLS_x`), else nothing.
+fn cols_arg(cols: &Option<String>) -> String {
+    cols.as_ref().map(|c| format!(", {c}")).unwrap_or_default()
 }

@@ -19,7 +19,7 @@ use crate::analyze::Analysis;
 use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
 use crate::names::{dim_expr, elem_ctype, sanitize};
-use crate::params::{declaration, tune_kinds, TuneKind};
+use crate::params::{cols_param, declaration, tune_kinds, TuneKind};
 use crate::plan::ThreadsRule;
 use crate::prelude::PRELUDE_ENTRY;
 use crate::smem::{Factor, SmemKind, SmemPlan};
@@ -124,7 +124,7 @@ fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
 pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
     let analysis = Analysis::of(kernel)?;
     let layouts = layout::assign(&analysis)?;
-    let tparams = declaration(kernel)?;
+    let tparams = declaration(kernel, layouts.cols)?;
     let smem_kind = smem_kind_expr(kernel)?;
     let group = group_expr(kernel)?;
     let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
@@ -254,16 +254,19 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         ));
     }
     for (r, ring) in e.layouts.rings.iter().enumerate() {
+        let cols = e.cols_flag(ring.tensor);
         w.line(&format!(
-            "/// ring{r}: cp.async ring of the load_tile at line {} ({} stages).",
+            "/// ring{r}: cp.async ring of the load_tile at line {} ({} stages){}.",
             ring.line,
-            dim_expr(&ring.stages)
+            dim_expr(&ring.stages),
+            match &cols {
+                Some(c) => format!(", slots stored transposed when {c} (a column-major tensor)"),
+                None => String::new(),
+            }
         ));
         w.line(&format!(
-            "using TK_RING{r} = tk::ring<tk::stile<{}, {}, {}, TK_SMEM_KIND>, {}>;",
-            elem_ctype(&ring.elem),
-            dim_expr(&ring.rows),
-            dim_expr(&ring.cols),
+            "using TK_RING{r} = tk::ring<{}, {}>;",
+            e.stile_type(cols.as_deref(), &ring.elem, &ring.rows, &ring.cols),
             dim_expr(&ring.stages)
         ));
     }
@@ -311,6 +314,16 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
     })
 }
 
+/// The tensor parameters of `kernel` that a variant may read column-major (access class
+/// `Cols`; bit `i`: parameter `i`): rank-2 tensors read only by `load_tile`s that are dot
+/// operands kept out of registers (cp.async rings, direct and resident operands). Each
+/// gets a `bool TK_COLS_<name>` template parameter; [`crate::Access`] values may set
+/// `Cols` only for these.
+pub fn cols_operands(kernel: &Kernel) -> Result<u64, CodegenError> {
+    let analysis = Analysis::of(kernel)?;
+    Ok(layout::assign(&analysis)?.cols)
+}
+
 /// The C++ name of parameter `i` inside the template.
 pub(crate) fn param_name(i: usize, name: &str) -> String {
     format!("arg{i}_{}", sanitize(name))
@@ -343,6 +356,33 @@ pub fn generate(kernel: &Kernel) -> Result<String, CodegenError> {
 }
 
 impl<'k> Emitter<'k> {
+    /// `TK_COLS_<name>` when `tensor` is a parameter a variant may read column-major.
+    pub(super) fn cols_flag(&self, tensor: tilekit_ir::ValueId) -> Option<String> {
+        let Some(Op::TensorParam { index }) = self.defs.get(tensor.index()).copied().flatten()
+        else {
+            return None;
+        };
+        let p = self.kernel.params.get(*index)?;
+        (*index < 64 && self.layouts.cols >> index & 1 == 1).then(|| cols_param(&p.name))
+    }
+
+    /// The shared-memory tile type of a dot operand: `tk::stile<..>`, or
+    /// `tk::stile_as<TK_COLS_x, ..>` (stored transposed in a variant that reads `x`
+    /// column-major).
+    pub(super) fn stile_type(
+        &self,
+        cols: Option<&str>,
+        elem: &tilekit_ir::Elem,
+        rows: &tilekit_ir::Dim,
+        cols_dim: &tilekit_ir::Dim,
+    ) -> String {
+        let (e, r, c) = (elem_ctype(elem), dim_expr(rows), dim_expr(cols_dim));
+        match cols {
+            Some(f) => format!("tk::stile_as<{f}, {e}, {r}, {c}, TK_SMEM_KIND>"),
+            None => format!("tk::stile<{e}, {r}, {c}, TK_SMEM_KIND>"),
+        }
+    }
+
     fn block(&mut self, b: &'k Block) -> Result<(), CodegenError> {
         let mut i = 0;
         while i < b.insts.len() {

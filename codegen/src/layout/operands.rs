@@ -151,3 +151,47 @@ pub(super) fn rows_policy(b: &Block, out: &mut Layouts) {
         }
     }
 }
+
+/// The tensor parameters a variant may read column-major (access class `Cols`, bit `i`:
+/// parameter `i`, below 64): rank-2 tensors whose every memory access is a `load_tile`
+/// that stays out of registers (`Ring`, `Direct`, `Resident`: a dot operand copied into
+/// shared memory, which a column-major tensor fills along its first axis), read at least
+/// once. Shape queries (`x.rows()`) are not accesses.
+pub(super) fn cols_operands(a: &Analysis, of: &[Layout]) -> u64 {
+    let (mut read, mut other) = (0u64, 0u64);
+    for v in 0..of.len() {
+        let id = ValueId(v as u32);
+        let Some(Op::TensorParam { index }) = a.def_op(id) else {
+            continue;
+        };
+        let Some(bit) = u32::try_from(*index).ok().and_then(|i| 1u64.checked_shl(i)) else {
+            continue;
+        };
+        let rank2 = a
+            .kernel
+            .params
+            .get(*index)
+            .is_some_and(|p| matches!(p.kind, tilekit_ir::ParamKind::Tensor { rank: 2, .. }));
+        if !rank2 {
+            other |= bit;
+        }
+        for u in &a.uses[v] {
+            match &u.inst.op {
+                Op::TensorDim { .. } => {}
+                Op::LoadTile { tensor, .. }
+                    if *tensor == id
+                        && u.inst.results.first().is_some_and(|r| {
+                            matches!(
+                                of.get(r.index()),
+                                Some(Layout::Ring(_) | Layout::Direct | Layout::Resident)
+                            )
+                        }) =>
+                {
+                    read |= bit
+                }
+                _ => other |= bit,
+            }
+        }
+    }
+    read & !other
+}

@@ -132,6 +132,17 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             ring.load.0, ring.rows, ring.cols, ring.elem, ring.stages, ring.line
         );
     }
+    if l.cols != 0 {
+        let names: Vec<&str> = (0..a.kernel.params.len().min(64))
+            .filter(|i| l.cols >> i & 1 == 1)
+            .map(|i| a.kernel.params[i].name.as_str())
+            .collect();
+        let _ = writeln!(
+            s,
+            "column-major operands (a Cols variant copies them along their first axis into transposed shared-memory tiles): {}",
+            names.join(", ")
+        );
+    }
     let _ = writeln!(s, "in registers (no shared memory):");
     if l.in_registers.is_empty() {
         let _ = writeln!(s, "  (none)");

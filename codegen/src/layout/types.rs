@@ -176,6 +176,9 @@ pub struct Layouts {
     /// `trans` results read by their only use, a `dot`'s B operand, from the operand's rows
     /// (no transpose is materialised: `tk::dot_regs_bt`).
     pub fused_trans: Vec<ValueId>,
+    /// Tensor parameters a variant may read column-major (access class `Cols`; bit `i`:
+    /// parameter `i`): every access is a dot operand tile kept out of registers.
+    pub cols: u64,
 }
 
 impl Layouts {

@@ -7,6 +7,7 @@ use crate::error::LaunchError;
 use crate::launch::{check, Arg, Checked, Generics, LaunchBackend};
 use crate::runtime::Backend;
 use crate::spec::{Analyzed, KernelSpec};
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
 
 /// What a CPU launch resolved to (memoized per runtime).
@@ -29,8 +30,8 @@ impl LaunchBackend for CpuBackend {
         None
     }
 
-    fn aligned(&self, _args: &[Arg<'_>]) -> bool {
-        false
+    fn access(&self, _spec: &KernelSpec, _analyzed: &Analyzed, _args: &[Arg<'_>]) -> Access {
+        Access::GENERAL
     }
 
     fn check<'k>(
@@ -56,7 +57,7 @@ impl LaunchBackend for CpuBackend {
         &self,
         _spec: &KernelSpec,
         checked: Checked<'_>,
-        _aligned: bool,
+        _access: Access,
     ) -> Result<CpuResolved, LaunchError> {
         Ok(CpuResolved {
             config: checked.config,

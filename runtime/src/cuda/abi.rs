@@ -1,11 +1,12 @@
-//! The kernel ABI of a launch: the `aligned` specialization chosen from the tensors'
-//! addresses and strides, and each parameter's bytes (a tensor's `tk::TensorArg`, a
-//! scalar's value) written in place to the slot the driver reads.
+//! The kernel ABI of a launch: the access classes (`tilekit_codegen::access`) chosen from
+//! the tensors' addresses and strides, and each parameter's bytes (a tensor's
+//! `tk::TensorArg`, a scalar's value) written in place to the slot the driver reads.
 
 use super::ffi;
 use crate::error::CudaLaunchError;
 use crate::launch::{Arg, Layout, ScalarValue};
 use std::mem::MaybeUninit;
+use tilekit_codegen::{Access, AccessClass};
 use tilekit_ir::Param;
 
 /// Parameters packed on the stack (more take one allocation per launch).
@@ -23,25 +24,52 @@ pub(super) type Slot = [MaybeUninit<u64>; SLOT_WORDS];
 /// An unwritten slot (what [`pack_args`] writes into).
 pub(super) const EMPTY_SLOT: Slot = [MaybeUninit::uninit(); SLOT_WORDS];
 
-/// True if a tensor satisfies the `aligned` specialization (see `tilekit_codegen::abi`):
-/// 16-byte aligned address of element `[0, ..]`, unit last stride, and every other stride
-/// a multiple of 16 bytes.
-pub(crate) fn is_aligned(base: u64, layout: &Layout) -> bool {
+/// The access class of a tensor whose allocation starts at `base` (see
+/// `tilekit_codegen::access`): `Rows` for a 16-byte aligned address of element `[0, ..]`,
+/// unit last stride and every other stride a multiple of 16 bytes; else `Cols` for a
+/// rank-2 tensor with a 16-byte aligned address, unit first stride and a last stride that
+/// is a multiple of 16 bytes; else `General`. Strides count whatever the extents (a
+/// `[n, 1]` tensor with strides `[1, 1]` is `General`).
+#[inline]
+pub(crate) fn access_class(base: u64, layout: &Layout) -> AccessClass {
     let es = layout.dtype.size_bytes() as u64;
-    let Some(addr) = (layout.offset as u64)
+    let aligned = (layout.offset as u64)
         .checked_mul(es)
         .and_then(|o| base.checked_add(o))
-    else {
-        return false;
-    };
-    let Some((&last, rest)) = layout.strides().split_last() else {
-        return false;
-    };
-    addr % 16 == 0
-        && last == 1
-        && rest
-            .iter()
-            .all(|&s| (s as u64).checked_mul(es).is_some_and(|b| b % 16 == 0))
+        .is_some_and(|addr| addr % 16 == 0);
+    let pitch16 = |s: usize| (s as u64).checked_mul(es).is_some_and(|b| b % 16 == 0);
+    match layout.strides() {
+        _ if !aligned => AccessClass::General,
+        [rest @ .., 1] if rest.iter().all(|&s| pitch16(s)) => AccessClass::Rows,
+        &[1, last] if pitch16(last) => AccessClass::Cols,
+        _ => AccessClass::General,
+    }
+}
+
+/// The access classes of a launch's variant: every tensor's [`access_class`]; `Rows`
+/// everywhere except `Cols` tensors that `cols_capable()` (bit `i`: parameter `i` may be
+/// read column-major, asked only when a tensor is `Cols`) allows; any other tensor (a
+/// `General` one, a `Cols` one read otherwise, one without a device address) makes it
+/// [`Access::GENERAL`].
+#[inline]
+pub(super) fn launch_access(args: &[Arg<'_>], cols_capable: impl Fn() -> u64) -> Access {
+    let mut cols = 0u64;
+    for (i, a) in args.iter().enumerate() {
+        let (layout, device) = match a {
+            Arg::Tensor(t) => (&t.layout, t.device),
+            Arg::TensorMut(t) => (&t.layout, t.device),
+            Arg::Scalar(_) => continue,
+        };
+        let Some(base) = device else {
+            return Access::GENERAL;
+        };
+        match access_class(base, layout) {
+            AccessClass::Rows => {}
+            AccessClass::Cols if i < 64 && cols_capable() >> i & 1 == 1 => cols |= 1 << i,
+            _ => return Access::GENERAL,
+        }
+    }
+    Access::with_cols(cols)
 }
 
 /// `tk::TensorArg` of a tensor whose allocation starts at `base`: axes past the rank have
@@ -71,15 +99,6 @@ fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
 fn saturated(dims: [usize; 3], strides: [usize; 3]) -> ([usize; 3], [usize; 3]) {
     let cap = |v: [usize; 3]| v.map(|x| x.min(i64::MAX as usize));
     (cap(dims), cap(strides))
-}
-
-/// True if every tensor argument with a device address is `aligned` (see [`is_aligned`]).
-pub(super) fn all_aligned(args: &[Arg<'_>]) -> bool {
-    args.iter().all(|a| match a {
-        Arg::Tensor(t) => t.device.is_some_and(|b| is_aligned(b, &t.layout)),
-        Arg::TensorMut(t) => t.device.is_some_and(|b| is_aligned(b, &t.layout)),
-        Arg::Scalar(_) => true,
-    })
 }
 
 /// Packs each argument into its kernel-ABI slot (`slots` as long as `args`): a tensor's
@@ -159,16 +178,93 @@ mod tests {
     }
 
     #[test]
-    fn alignment_rule() {
+    fn access_classes() {
+        use AccessClass::{Cols, General, Rows};
         let base = 0x7f00_0000_0000u64;
-        assert!(is_aligned(base, &layout(&[4, 8], &[8, 1], 0, DType::F16)));
-        // Offset by one element, odd row pitch, non-unit last stride, misaligned base.
-        assert!(!is_aligned(base, &layout(&[4, 8], &[8, 1], 1, DType::F16)));
-        assert!(is_aligned(base, &layout(&[4, 8], &[8, 1], 8, DType::F16)));
-        assert!(!is_aligned(base, &layout(&[4, 7], &[7, 1], 0, DType::F32)));
-        assert!(!is_aligned(base, &layout(&[4, 8], &[1, 4], 0, DType::F32)));
-        assert!(!is_aligned(base + 4, &layout(&[8], &[1], 0, DType::F32)));
-        assert!(is_aligned(base, &layout(&[3, 5], &[8, 1], 0, DType::F16)));
+        let class = |shape: &[usize], strides: &[usize], offset: usize, d: DType| {
+            access_class(base, &layout(shape, strides, offset, d))
+        };
+        // Rows: the `aligned` rule of before.
+        assert_eq!(class(&[4, 8], &[8, 1], 0, DType::F16), Rows);
+        assert_eq!(class(&[4, 8], &[8, 1], 8, DType::F16), Rows);
+        assert_eq!(class(&[3, 5], &[8, 1], 0, DType::F16), Rows);
+        assert_eq!(class(&[8], &[1], 0, DType::F32), Rows);
+        assert_eq!(class(&[2, 3, 8], &[64, 8, 1], 0, DType::BF16), Rows);
+        // Offset by one element, odd row pitch, misaligned base: General.
+        assert_eq!(class(&[4, 8], &[8, 1], 1, DType::F16), General);
+        assert_eq!(class(&[4, 7], &[7, 1], 0, DType::F32), General);
+        assert_eq!(
+            access_class(base + 4, &layout(&[8], &[1], 0, DType::F32)),
+            General
+        );
+        // Cols: the transpose of a Rows tensor (unit first stride, 16-byte pitch).
+        assert_eq!(class(&[8, 4], &[1, 8], 0, DType::F16), Cols);
+        assert_eq!(class(&[8, 4], &[1, 4], 0, DType::F32), Cols);
+        assert_eq!(class(&[5, 3], &[1, 8], 0, DType::BF16), Cols);
+        // ... at an aligned offset (a column block of a column-major tensor), not at a
+        // misaligned one, nor with a pitch that is not 16 bytes.
+        assert_eq!(class(&[8, 4], &[1, 16], 8, DType::BF16), Cols);
+        assert_eq!(class(&[8, 4], &[1, 16], 3, DType::BF16), General);
+        assert_eq!(class(&[7, 4], &[1, 7], 0, DType::F32), General);
+        // Only rank 2 is Cols; a strided first axis is General.
+        assert_eq!(class(&[4, 2, 8], &[1, 4, 8], 0, DType::F32), General);
+        assert_eq!(class(&[8, 4], &[2, 16], 0, DType::F32), General);
+        // One row / one column: strides count whatever the extents. A [1, K] row is Rows
+        // when its (unused) row stride is a 16-byte multiple; a column-major [M, 1]
+        // column is Cols when its last stride is; a tensor with unit stride on both axes
+        // ([M, 1] contiguous, or its transpose) is neither: General, as before.
+        assert_eq!(class(&[1, 8], &[8, 1], 0, DType::BF16), Rows);
+        assert_eq!(class(&[1, 7], &[7, 1], 0, DType::BF16), General);
+        assert_eq!(class(&[8, 1], &[1, 8], 0, DType::BF16), Cols);
+        assert_eq!(class(&[8, 1], &[1, 1], 0, DType::BF16), General);
+        assert_eq!(class(&[1, 8], &[1, 1], 0, DType::BF16), General);
+        // A rank-0 tensor has no axis to be contiguous along.
+        assert_eq!(class(&[], &[], 0, DType::F32), General);
+    }
+
+    #[test]
+    fn launch_access_falls_back_to_general() {
+        use crate::launch::{TensorArg, TensorArgMut};
+        let arg = |shape: &[usize], strides: &[usize], offset: usize| {
+            Arg::Tensor(TensorArg {
+                layout: layout(shape, strides, offset, DType::BF16),
+                data: None,
+                device: Some(0x1000),
+            })
+        };
+        let out = |strides: &[usize]| {
+            Arg::TensorMut(TensorArgMut {
+                layout: layout(&[64, 64], strides, 0, DType::BF16),
+                data: None,
+                device: Some(0x2000),
+            })
+        };
+        let rows = || arg(&[64, 64], &[64, 1], 0);
+        let cols = || arg(&[64, 64], &[1, 64], 0);
+        let general = || arg(&[64, 64], &[64, 1], 1);
+        let ab = 0b011;
+        let access = |args: &[Arg<'_>]| launch_access(args, || ab);
+        // Row-major everywhere: Rows; a column-major operand: Cols for it alone.
+        assert_eq!(access(&[rows(), rows(), out(&[64, 1])]), Access::ROWS);
+        assert_eq!(
+            access(&[cols(), rows(), out(&[64, 1])]),
+            Access::with_cols(0b001)
+        );
+        assert_eq!(
+            access(&[cols(), cols(), out(&[64, 1])]),
+            Access::with_cols(0b011)
+        );
+        // A column-major output (not a dot operand) or a General tensor anywhere: the
+        // all-General variant. Scalars are skipped.
+        assert_eq!(access(&[rows(), rows(), out(&[1, 64])]), Access::GENERAL);
+        assert_eq!(access(&[cols(), general(), out(&[64, 1])]), Access::GENERAL);
+        assert_eq!(
+            launch_access(&[Arg::from(1.0f32), cols()], || 0b010),
+            Access::with_cols(0b010)
+        );
+        assert_eq!(launch_access(&[cols()], || 0b010), Access::GENERAL);
+        // The capable mask is asked only when a tensor is Cols.
+        launch_access(&[rows()], || unreachable!("asked without a Cols tensor"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! addresses; the loaded variant as the memo's entry; the raw launch; and registering
 //! launches with a capture in progress.
 
-use super::abi::{all_aligned, pack_args, Slot, EMPTY_SLOT, INLINE_ARGS};
+use super::abi::{launch_access, pack_args, Slot, EMPTY_SLOT, INLINE_ARGS};
 use super::cache::Counters;
 use super::variants::Loaded;
 use super::{ffi, CudaDevice, DeviceInfo};
@@ -12,7 +12,7 @@ use crate::launch::{check, Arg, Checked, Generics, LaunchBackend};
 use crate::spec::{Analyzed, KernelSpec};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tilekit_codegen::ResourceEnv;
+use tilekit_codegen::{Access, ResourceEnv};
 use tilekit_ir::{Bindings, Config};
 
 /// Largest `gridDim.x`.
@@ -43,8 +43,11 @@ impl LaunchBackend for CudaDevice {
         Some(&self.info)
     }
 
-    fn aligned(&self, args: &[Arg<'_>]) -> bool {
-        all_aligned(args)
+    /// Each tensor's class from its address and strides; the tensors the kernel may read
+    /// column-major are looked up (once per spec) only when one is.
+    #[inline]
+    fn access(&self, spec: &KernelSpec, analyzed: &Analyzed, args: &[Arg<'_>]) -> Access {
+        launch_access(args, || spec.cols_operands(&analyzed.kernel))
     }
 
     /// The argument check with the variant's resources (`smem_bytes()`, `max_smem()`,
@@ -118,7 +121,7 @@ impl LaunchBackend for CudaDevice {
         &self,
         spec: &KernelSpec,
         checked: Checked<'_>,
-        aligned: bool,
+        access: Access,
     ) -> Result<Resolved, LaunchError> {
         if checked.grid.contains(&0) {
             return Ok(Resolved { run: None });
@@ -127,7 +130,7 @@ impl LaunchBackend for CudaDevice {
         let blocks = u32::try_from(checked.grid.iter().product::<i64>()).unwrap_or(u32::MAX);
         let kernel = checked.kernel;
         let loaded = self
-            .function(spec, kernel, &checked.config, &checked.bindings, aligned)
+            .function(spec, kernel, &checked.config, &checked.bindings, access)
             .map_err(cuda_err(&kernel.name))?;
         let mut grid = ffi::GridAbi { n: [1; 3] };
         for (a, &g) in checked.grid.iter().enumerate().take(3) {

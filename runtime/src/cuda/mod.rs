@@ -5,16 +5,18 @@
 //! Module map: `device` (`CudaDevice`, the state of a CUDA [`crate::Runtime`], and
 //! [`DeviceInfo`]); `libraries` (libcuda, NVRTC and headers before a device is touched, the
 //! NVRTC identity); `variants` (the in-memory caches, loading a variant from memory, disk or
-//! NVRTC); `cache` (the on-disk CUBIN cache); `abi` (the `aligned` class, argument packing);
+//! NVRTC); `cache` (the on-disk CUBIN cache); `abi` (the access classes, argument packing);
 //! `launch` (this backend's part of the launch path); `graph` (launch graphs); `ffi` (every
 //! `unsafe` operation: the ABI structs, the launch, raw copies).
 //!
 //! A launch takes the one launch path of `crate::launch` (`launch_on`), with these steps
 //! on this backend:
 //!
-//! 1. `aligned` is chosen per launch from the tensors' addresses and strides;
+//! 1. the access classes (`tilekit_codegen::Access`: `Rows`, `Cols` for a column-major dot
+//!    operand, else all `General`) are chosen per launch from the tensors' addresses and
+//!    strides;
 //! 2. the launch memo (`crate::memo`, held by the [`crate::Runtime`] handle beside this
-//!    device) is probed with everything the checks below read plus `aligned`; a hit yields
+//!    device) is probed with everything the checks below read plus the access classes; a hit yields
 //!    the resolved launch (grid, block count, loaded variant) and goes to step 7;
 //! 3. the configuration is resolved (`launch::resolve`: the runtime's configuration source,
 //!    the default, the fallback), each candidate through the shared argument check

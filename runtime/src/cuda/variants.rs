@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tilekit_codegen::abi::ENTRY_POINT;
 use tilekit_codegen::{
-    launch_plan, prelude_headers, variant_source, CodegenError, LaunchPlan, Variant,
+    launch_plan, prelude_headers, variant_source, Access, CodegenError, LaunchPlan, Variant,
 };
 use tilekit_ir::{Bindings, Config, Kernel};
 
@@ -40,13 +40,13 @@ pub(super) struct VariantKey {
     spec: u64,
     config: Config,
     bindings: Bindings,
-    aligned: bool,
+    access: Access,
 }
 
 impl VariantKey {
-    fn matches(&self, spec: u64, config: &Config, bindings: &Bindings, aligned: bool) -> bool {
+    fn matches(&self, spec: u64, config: &Config, bindings: &Bindings, access: Access) -> bool {
         self.spec == spec
-            && self.aligned == aligned
+            && self.access == access
             && &self.config == config
             && &self.bindings == bindings
     }
@@ -56,9 +56,9 @@ impl VariantKey {
 /// hashes the configuration once and clones nothing.
 pub(super) type Buckets<V> = HashMap<u64, Vec<(VariantKey, V)>>;
 
-fn bucket(spec: u64, config: &Config, bindings: &Bindings, aligned: bool) -> u64 {
+fn bucket(spec: u64, config: &Config, bindings: &Bindings, access: Access) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (spec, config, bindings, aligned).hash(&mut h);
+    (spec, config, bindings, access).hash(&mut h);
     h.finish()
 }
 
@@ -70,11 +70,12 @@ impl CudaDevice {
         config: &Config,
         bindings: &Bindings,
     ) -> Result<LaunchPlan, CodegenError> {
-        let h = bucket(spec, config, bindings, false);
+        // Plans do not depend on the access classes.
+        let h = bucket(spec, config, bindings, Access::GENERAL);
         if let Some(list) = lock(&self.plans).get(&h) {
             if let Some((_, v)) = list
                 .iter()
-                .find(|(k, _)| k.matches(spec, config, bindings, false))
+                .find(|(k, _)| k.matches(spec, config, bindings, Access::GENERAL))
             {
                 return v.clone();
             }
@@ -85,7 +86,7 @@ impl CudaDevice {
                 spec,
                 config: config.clone(),
                 bindings: bindings.clone(),
-                aligned: false,
+                access: Access::GENERAL,
             },
             plan.clone(),
         ));
@@ -99,14 +100,14 @@ impl CudaDevice {
         kernel: &Kernel,
         config: &Config,
         bindings: &Bindings,
-        aligned: bool,
+        access: Access,
     ) -> Result<Arc<Loaded>, CudaLaunchError> {
         let id = spec.content_id();
-        let h = bucket(id, config, bindings, aligned);
+        let h = bucket(id, config, bindings, access);
         if let Some(list) = lock(&self.functions).get(&h) {
             if let Some((_, v)) = list
                 .iter()
-                .find(|(k, _)| k.matches(id, config, bindings, aligned))
+                .find(|(k, _)| k.matches(id, config, bindings, access))
             {
                 Counters::bump(&self.counters.memory_hits);
                 return Ok(v.clone());
@@ -122,7 +123,7 @@ impl CudaDevice {
         let variant = Variant {
             config: config.clone(),
             bindings: bindings.clone(),
-            aligned,
+            access,
             target: self.info.target,
         };
         let source = variant_source(kernel, spec.cuda_template, &variant)?;
@@ -191,7 +192,7 @@ impl CudaDevice {
         // compiling, so that variants compile in parallel): keep the first one.
         if let Some((_, v)) = list
             .iter()
-            .find(|(k, _)| k.matches(id, config, bindings, aligned))
+            .find(|(k, _)| k.matches(id, config, bindings, access))
         {
             return Ok(v.clone());
         }
@@ -200,7 +201,7 @@ impl CudaDevice {
                 spec: id,
                 config: config.clone(),
                 bindings: bindings.clone(),
-                aligned,
+                access,
             },
             loaded.clone(),
         ));
@@ -272,9 +273,9 @@ impl CudaDevice {
         spec: &KernelSpec,
         config: &Config,
         bindings: &Bindings,
-        aligned: bool,
+        access: Access,
     ) -> Result<VariantResources, LaunchError> {
-        let loaded = self.validated_function(spec, config, bindings, aligned)?;
+        let loaded = self.validated_function(spec, config, bindings, access)?;
         let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
             kernel: spec.name.to_string(),
             source: Box::new(source),
@@ -307,10 +308,10 @@ impl CudaDevice {
         spec: &KernelSpec,
         config: &Config,
         bindings: &Bindings,
-        aligned: bool,
+        access: Access,
     ) -> Result<CudaFunction, LaunchError> {
         Ok(self
-            .validated_function(spec, config, bindings, aligned)?
+            .validated_function(spec, config, bindings, access)?
             .func
             .clone())
     }
@@ -322,7 +323,7 @@ impl CudaDevice {
         spec: &KernelSpec,
         config: &Config,
         bindings: &Bindings,
-        aligned: bool,
+        access: Access,
     ) -> Result<Arc<Loaded>, LaunchError> {
         let analyzed = spec.analyzed()?;
         let kernel = &analyzed.kernel;
@@ -338,7 +339,7 @@ impl CudaDevice {
                 source,
             })?;
         check_bindings(kernel, bindings)?;
-        self.function(spec, kernel, &config, bindings, aligned)
+        self.function(spec, kernel, &config, bindings, access)
             .map_err(cuda_err)
     }
 }

@@ -7,6 +7,7 @@ use super::{Arg, Checked, Generics};
 use crate::cuda::DeviceInfo;
 use crate::error::LaunchError;
 use crate::spec::{Analyzed, KernelSpec};
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
 
 /// A backend's part of the launch path: `check` → (`resolve`) → `prepare` → `run`.
@@ -17,9 +18,9 @@ pub(crate) trait LaunchBackend {
     /// The device a configuration source is shown (`None` on the CPU backend).
     fn device(&self) -> Option<&DeviceInfo>;
 
-    /// Whether the tensor arguments select the `aligned` variant (part of the memo key; the
-    /// CPU backend has no variants).
-    fn aligned(&self, args: &[Arg<'_>]) -> bool;
+    /// The access classes of the variant the tensor arguments select (part of the memo
+    /// key; the CPU backend has no variants: [`Access::GENERAL`]). Runs on every launch.
+    fn access(&self, spec: &KernelSpec, analyzed: &Analyzed, args: &[Arg<'_>]) -> Access;
 
     /// The shared argument check ([`super::check`]) of one configuration, with what this
     /// backend knows (its [`crate::Backend`], the variant's resources) and what it adds (the
@@ -38,7 +39,7 @@ pub(crate) trait LaunchBackend {
         &self,
         spec: &KernelSpec,
         checked: Checked<'_>,
-        aligned: bool,
+        access: Access,
     ) -> Result<Self::Resolved, LaunchError>;
 
     /// Notes a launch resolved from the memo.

@@ -46,6 +46,7 @@ use crate::runtime::{BackendState, Runtime};
 use crate::spec::{Analyzed, KernelSpec};
 use crate::tuned::ConfigSource;
 use resolve::resolve_on;
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config, DType};
 
 /// Launches `spec` with the first configuration that passes every check for these
@@ -165,7 +166,7 @@ fn remembered_config(
         g,
         args,
         spec.host_scalars(kernel),
-        false,
+        CpuBackend.access(spec, analyzed, args),
         &mut buf,
     );
     Ok(memo.peek(&probe).map(|r| r.config))
@@ -190,8 +191,34 @@ fn choose<B: LaunchBackend>(
         &bindings,
         args,
         source,
+        backend.access(spec, analyzed, args),
         |checked| Ok(checked.config),
     )
+}
+
+/// The access classes of the CUDA variant a launch of `spec` with these arguments runs
+/// (see [`tilekit_codegen::access`]), without running it: on the CUDA backend, each
+/// tensor's class from its device address and strides (`Rows`, `Cols` for a column-major
+/// dot operand the kernel reads only into shared memory, else the all-`General` variant);
+/// on the CPU backend, which has no variants, [`Access::GENERAL`]. It is what a launch
+/// computes for its memo key (the same function), so a test can say which variant ran.
+///
+/// ```
+/// # use tilekit_runtime::{chosen_access, Arg, KernelSpec, Runtime, Tensor1};
+/// # static SPEC: KernelSpec = KernelSpec::new("k", "{}", "", "", 0);
+/// let rt = Runtime::cpu();
+/// let y = Tensor1::<f32>::zeros(&rt, [8]).unwrap();
+/// assert_eq!(chosen_access(&rt, &SPEC, &[Arg::from(&y)]).unwrap(), tilekit_codegen::Access::GENERAL);
+/// ```
+pub fn chosen_access(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    args: &[Arg<'_>],
+) -> Result<Access, LaunchError> {
+    match rt.backend_state() {
+        BackendState::Cpu(_) => Ok(Access::GENERAL),
+        BackendState::Cuda(dev, _) => Ok(dev.access(spec, spec.analyzed()?, args)),
+    }
 }
 
 /// The shared entry of [`launch`] and [`launch_with`]: the backend's launch path
@@ -247,7 +274,7 @@ fn launch_on<B: LaunchBackend>(
     args: &mut [Arg<'_>],
 ) -> Result<bool, LaunchError> {
     let kernel = &r.analyzed.kernel;
-    let aligned = backend.aligned(args);
+    let access = backend.access(r.spec, r.analyzed, args);
     let mut buf = KeyBuf::new();
     let probe = r.ordered.map(|g| {
         Probe::new(
@@ -260,7 +287,7 @@ fn launch_on<B: LaunchBackend>(
             } else {
                 r.spec.host_scalars(kernel)
             },
-            aligned,
+            access,
             &mut buf,
         )
     });
@@ -286,7 +313,8 @@ fn launch_on<B: LaunchBackend>(
         &bindings,
         shared,
         r.source,
-        |checked| backend.prepare(r.spec, checked, aligned),
+        access,
+        |checked| backend.prepare(r.spec, checked, access),
     )?;
     if let Some(p) = &probe {
         memo.insert(p, resolved.clone());
@@ -315,8 +343,10 @@ fn launch_on<B: LaunchBackend>(
 /// runtime's stream; a fault while it runs surfaces at [`Runtime::synchronize`] or the next
 /// download. The first launch of a variant compiles it (or loads it from the disk cache).
 /// Tensors whose addresses are 16-byte aligned with unit last stride and 16-byte row pitch
-/// run the `aligned` variant; any other layout (a strided view, an offset of one element)
-/// runs the general variant, never an error.
+/// run the aligned (`Rows`) variant; a column-major `dot` operand (unit first stride,
+/// 16-byte aligned base and column pitch) that the kernel reads only into shared memory
+/// runs a variant that reads it column-major (`Cols`, [`chosen_access`]); any other layout
+/// (a strided view, an offset of one element) runs the general variant, never an error.
 ///
 /// Repeated launches: each runtime memoizes what these checks resolved (configuration,
 /// grid, the loaded variant) under a key holding everything they read (see

@@ -5,6 +5,7 @@ use super::{Arg, Checked, LaunchBackend};
 use crate::error::LaunchError;
 use crate::spec::{Analyzed, KernelSpec};
 use crate::tuned::{consult, ConfigSource};
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
 
 /// Resolves a launch: `attempt` (the checks, and what the backend prepares) for `config`;
@@ -106,7 +107,7 @@ fn no_configuration(default_error: LaunchError, tried: usize) -> LaunchError {
 /// [`resolve`] on a backend: each configuration tried goes through the backend's check
 /// ([`LaunchBackend::check`]), then `finish` (what the caller wants of a configuration that
 /// passed: the prepared launch, or just the configuration); the configuration source is
-/// asked with the backend's device.
+/// asked with the backend's device and the launch's access classes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn resolve_on<'k, B: LaunchBackend, R>(
     backend: &B,
@@ -116,13 +117,24 @@ pub(crate) fn resolve_on<'k, B: LaunchBackend, R>(
     bindings: &Bindings,
     args: &[Arg<'_>],
     source: Option<&dyn ConfigSource>,
+    access: Access,
     mut finish: impl FnMut(Checked<'k>) -> Result<R, LaunchError>,
 ) -> Result<R, LaunchError> {
     let kernel = &analyzed.kernel;
     resolve(
         spec,
         config,
-        || consult(source, spec, kernel, bindings, args, backend.device()),
+        || {
+            consult(
+                source,
+                spec,
+                kernel,
+                bindings,
+                args,
+                backend.device(),
+                access,
+            )
+        },
         |c| finish(backend.check(spec, analyzed, c, bindings, args)?),
     )
 }

@@ -8,13 +8,15 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use tilekit_codegen::{Access, AccessClass};
 use tilekit_ir::cost::DimValues;
 use tilekit_ir::{Bindings, Kernel, ParamKind};
 use tilekit_runtime::{DeviceInfo, KernelSpec};
 
 /// Version of the key and value layout. Entries of another version are ignored on read.
 /// 2: keys name the code generator (`codegen`) and carry integer scalars (`scalars`).
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: keys carry the tensors read column-major (`access`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The power-of-two bucket of an integer scalar (0 and negatives stay as they are).
 ///
@@ -180,6 +182,12 @@ pub struct CacheKey {
     /// Integer scalar arguments (power-of-two buckets, see [`scalar_bucket`]): a repeat
     /// count changes the work as much as a shape does.
     pub scalars: BTreeMap<String, i64>,
+    /// The access class of each tensor the launch's variant reads other than `rows`
+    /// (`tilekit_codegen::AccessClass`, by name: `{"a": "cols"}` for a column-major A of
+    /// matmul), which changes the code and its best configuration. Empty for row-major
+    /// launches and for the general variant (whose shapes `shape.align_bytes` tells apart).
+    #[serde(default)]
+    pub access: BTreeMap<String, String>,
 }
 
 impl CacheKey {
@@ -200,7 +208,41 @@ impl CacheKey {
             bindings,
             shape,
             scalars,
+            access: BTreeMap::new(),
         }
+    }
+
+    /// This key for a launch whose variant reads the tensors of `kernel` as `access` says:
+    /// the tensors read `Cols` are named in [`CacheKey::access`] (nothing for
+    /// [`Access::GENERAL`], see there).
+    ///
+    /// ```
+    /// # use tilekit_tuner::cache::{CacheKey, GpuId, ShapeBucket};
+    /// # use tilekit_ir::{Bindings, DType};
+    /// let spec = &tilekit_kernels::matmul::SPEC;
+    /// let k = spec.kernel().unwrap();
+    /// let b = Bindings::single("T", DType::BF16);
+    /// let d = tilekit_ir::cost::parse_shape(k, "4096x4096x4096").unwrap();
+    /// let gpu = GpuId { name: "H100".into(), compute_capability: (9, 0), sm_count: 132 };
+    /// let key = CacheKey::new(gpu, spec, b.clone(), ShapeBucket::of(k, &d, &b).unwrap(), Default::default());
+    /// let cols = key.clone().with_access(k, tilekit_codegen::Access::with_cols(0b01));
+    /// assert_eq!(cols.access["a"], "cols");
+    /// assert_ne!(key, cols);
+    /// ```
+    pub fn with_access(mut self, kernel: &Kernel, access: Access) -> CacheKey {
+        self.access = if access == Access::GENERAL {
+            BTreeMap::new()
+        } else {
+            kernel
+                .params
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| matches!(p.kind, ParamKind::Tensor { .. }))
+                .filter(|(i, _)| access.class(*i) != AccessClass::Rows)
+                .map(|(i, p)| (p.name.clone(), access.class(i).name().to_string()))
+                .collect()
+        };
+        self
     }
 
     /// The key's bytes in the sled tree: its canonical JSON (field order is fixed and maps
@@ -222,13 +264,19 @@ impl fmt::Display for CacheKey {
             .iter()
             .map(|(k, v)| format!(" {k}<={v}"))
             .collect();
+        let access: Vec<String> = self
+            .access
+            .iter()
+            .map(|(k, v)| format!(" {k}={v}"))
+            .collect();
         write!(
             f,
-            "{} [{}] {}{} on {}",
+            "{} [{}] {}{}{} on {}",
             self.kernel,
             self.bindings,
             self.shape,
             scalars.concat(),
+            access.concat(),
             self.gpu
         )
     }

@@ -199,7 +199,26 @@ pub fn validate_for_kernel(kernel: &Kernel, entry: &Entry) -> Result<Config, Rej
     let cc = key.gpu.compute_capability;
     let target = tilekit_runtime::cuda::target_for(cc).ok_or(Reject::NoTarget(cc.0, cc.1))?;
     crate::variants::target_check(kernel, &config, b, target).map_err(Reject::Constraint)?;
+    check_access(kernel, key)?;
     Ok(config)
+}
+
+/// Checks a key's access classes against the kernel: each names a tensor parameter that a
+/// variant may read column-major, as `cols` (the only class a key records).
+fn check_access(kernel: &Kernel, key: &CacheKey) -> Result<(), Reject> {
+    let capable = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    for (name, class) in &key.access {
+        let i = kernel.params.iter().position(|p| &p.name == name);
+        let ok = class == "cols" && i.is_some_and(|i| i < 64 && capable >> i & 1 == 1);
+        if !ok {
+            return Err(Reject::Malformed(format!(
+                "access class {} of {}: only tensors read as dot operand tiles are `cols`",
+                serde_json::Value::from(class.as_str()),
+                serde_json::Value::from(name.as_str())
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The JSON type and text of a value, for messages (`the string "1024"`).
@@ -326,6 +345,17 @@ pub fn check_structure(entry: &Entry) -> Result<(), Reject> {
         return Err(Reject::Malformed(format!(
             "shape dimension {} is not an identifier",
             serde_json::Value::from(d.as_str())
+        )));
+    }
+    if let Some((n, c)) = key
+        .access
+        .iter()
+        .find(|(n, c)| !is_ident(n) || c.as_str() != "cols")
+    {
+        return Err(Reject::Malformed(format!(
+            "access class {} of {} (a key records only `cols` tensors, by name)",
+            serde_json::Value::from(c.as_str()),
+            serde_json::Value::from(n.as_str())
         )));
     }
     check_config_structure("configuration", &entry.value.config)?;

@@ -88,7 +88,8 @@ impl TunedConfigs {
             query.bindings.clone(),
             bucket,
             scalars,
-        );
+        )
+        .with_access(query.kernel, query.access);
         Some((key, dims))
     }
 }
@@ -300,6 +301,7 @@ mod tests {
             bindings: &b,
             args: vec![layout, layout],
             device: dev,
+            access: tilekit_codegen::Access::ROWS,
         };
         src.candidates(&q).iter().map(Config::to_string).collect()
     }

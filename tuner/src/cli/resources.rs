@@ -9,29 +9,29 @@ use crate::{valid_variants, VariantKey};
 use rayon::prelude::*;
 use serde_json::json;
 use std::process::ExitCode;
-use tilekit_codegen::Target;
+use tilekit_codegen::{Access, Target};
 use tilekit_ir::{Bindings, Config, Kernel};
 use tilekit_runtime::KernelSpec;
 
 /// The variants `--resources` compiles: the `--config` one, or every valid configuration
-/// for the element types, target and alignment asked for.
+/// for the element types, target and access classes asked for.
 fn chosen(
     kernel: &Kernel,
     config: Option<Config>,
     bindings: &Bindings,
     target: Target,
-    aligned: bool,
+    access: Access,
 ) -> Vec<VariantKey> {
     match config {
         Some(config) => vec![VariantKey {
             config,
             bindings: bindings.clone(),
             target,
-            aligned,
+            access,
         }],
         None => valid_variants(kernel, &[target])
             .into_iter()
-            .filter(|v| &v.bindings == bindings && v.aligned == aligned)
+            .filter(|v| &v.bindings == bindings && v.access == access)
             .collect(),
     }
 }
@@ -44,6 +44,7 @@ pub fn run(
     config: Option<Config>,
     bindings: &Bindings,
     target: Target,
+    access: Access,
 ) -> anyhow::Result<ExitCode> {
     if !tilekit_runtime::nvrtc::nvrtc_available() {
         anyhow::bail!(
@@ -51,7 +52,7 @@ pub fn run(
              or run `cargo xtask cuda-setup`)"
         );
     }
-    let variants = chosen(kernel, config, bindings, target, !args.unaligned);
+    let variants = chosen(kernel, config, bindings, target, access);
     let results: Vec<Result<CompiledResources, String>> = variants
         .par_iter()
         .map(|v| compile_resources(spec, kernel, v))
@@ -83,7 +84,8 @@ pub fn run(
             "kernel": spec.name,
             "bindings": bindings.to_string(),
             "target": target.arch(),
-            "aligned": !args.unaligned,
+            "aligned": access.is_aligned(),
+            "access": access.describe(kernel),
             "variants": rows,
         });
         outln!("{}", serde_json::to_string_pretty(&v)?);
@@ -92,10 +94,10 @@ pub fn run(
             "{} [{bindings}] {} {}: {} variant(s), compiled with NVRTC",
             spec.name,
             target.arch(),
-            if args.unaligned {
-                "unaligned"
-            } else {
-                "aligned"
+            match access {
+                Access::GENERAL => "unaligned".to_string(),
+                Access::ROWS => "aligned".to_string(),
+                a => format!("aligned, {}", a.describe(kernel)),
             },
             variants.len()
         );

@@ -5,7 +5,7 @@
 use clap::Args;
 use serde_json::json;
 use std::process::ExitCode;
-use tilekit_codegen::{Target, Variant};
+use tilekit_codegen::{Access, AccessClass, Target, Variant};
 use tilekit_ir::{Bindings, Config, DType, Kernel};
 
 /// Arguments of `tilekit show`.
@@ -23,8 +23,14 @@ pub struct ShowArgs {
     #[arg(long, default_value = "sm_90a")]
     pub target: String,
     /// The variant for unaligned or strided tensors (default: the aligned one).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "access")]
     pub unaligned: bool,
+    /// The variant for these access classes: `a=cols,b=cols` reads `a` and `b` column-major
+    /// (unit first stride, 16-byte aligned base and column pitch), every other tensor
+    /// `rows` (the aligned variant). Only tensors the kernel reads as dot operand tiles in
+    /// shared memory can be `cols` (`--stage layouts` lists them).
+    #[arg(long)]
+    pub access: Option<String>,
     /// Print the kernel's IR instead of CUDA.
     #[arg(long)]
     pub ir: bool,
@@ -78,6 +84,56 @@ pub fn parse_bindings(kernel: &Kernel, s: &str) -> anyhow::Result<Bindings> {
     Ok(b)
 }
 
+/// Parses `--access` (`a=cols,b=rows`: every tensor not named is `rows`) and
+/// `--unaligned` into the variant's access classes (default: [`Access::ROWS`]).
+pub fn parse_access(kernel: &Kernel, unaligned: bool, s: Option<&str>) -> anyhow::Result<Access> {
+    let Some(s) = s else {
+        return Ok(Access::from(!unaligned));
+    };
+    let capable = tilekit_codegen::cols_operands(kernel)?;
+    let mut cols = 0u64;
+    for part in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (n, c) = part
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("`{part}`: expected NAME=rows or NAME=cols"))?;
+        let (n, c) = (n.trim(), c.trim());
+        let i = kernel
+            .params
+            .iter()
+            .position(|p| p.name == n && matches!(p.kind, tilekit_ir::ParamKind::Tensor { .. }))
+            .ok_or_else(|| anyhow::anyhow!("kernel `{}` has no tensor `{n}`", kernel.name))?;
+        match AccessClass::parse(c) {
+            Some(AccessClass::Rows) => {}
+            Some(AccessClass::Cols) if i < 64 && capable >> i & 1 == 1 => cols |= 1 << i,
+            Some(AccessClass::Cols) => anyhow::bail!(
+                "`{n}` cannot be read column-major: only tensors read as dot operand tiles in shared memory can ({})",
+                describe_mask(kernel, capable)
+            ),
+            Some(AccessClass::General) => anyhow::bail!(
+                "`{n}=general`: the general variant reads every tensor as general (use --unaligned)"
+            ),
+            None => anyhow::bail!("`{c}` is not an access class (rows, cols)"),
+        }
+    }
+    Ok(Access::with_cols(cols))
+}
+
+/// The names of the parameters of `mask` (`a, b`), or `none`.
+fn describe_mask(kernel: &Kernel, mask: u64) -> String {
+    let names: Vec<&str> = kernel
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i < 64 && mask >> i & 1 == 1)
+        .map(|(_, p)| p.name.as_str())
+        .collect();
+    if names.is_empty() {
+        "none in this kernel".into()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// Parses and validates `--config` against the kernel's space (default: declared default).
 pub fn parse_config(kernel: &Kernel, s: Option<&str>) -> anyhow::Result<Config> {
     let Some(s) = s else {
@@ -108,6 +164,7 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     let bindings = parse_bindings(kernel, &args.dtype)?;
     let target = Target::parse(&args.target)
         .ok_or_else(|| anyhow::anyhow!("unknown target `{}` (sm_80, sm_90a)", args.target))?;
+    let access = parse_access(kernel, args.unaligned, args.access.as_deref())?;
     if args.resources {
         let one = args.config.is_some().then(|| config.clone());
         if let Some(c) = &one {
@@ -119,7 +176,7 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        return super::resources::run(args, spec, kernel, one, &bindings, target);
+        return super::resources::run(args, spec, kernel, one, &bindings, target, access);
     }
     if let Err(why) = crate::target_check(kernel, &config, &bindings, target) {
         anyhow::bail!(
@@ -131,7 +188,7 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     let variant = Variant {
         config: config.clone(),
         bindings: bindings.clone(),
-        aligned: !args.unaligned,
+        access,
         target,
     };
     if let Some(stage) = &args.stage {
@@ -147,7 +204,8 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
             "config": super::cache::config_json(&config),
             "bindings": bindings.to_string(),
             "target": target.arch(),
-            "aligned": !args.unaligned,
+            "aligned": access.is_aligned(),
+            "access": access.describe(kernel),
             "cuda": source,
         });
         outln!("{}", serde_json::to_string_pretty(&v)?);

@@ -1,5 +1,6 @@
 //! `tilekit-bench --only matmul`: the tensor-core matmul at bf16 8192^3 / 4096^3 and f16
-//! 4096^3 (the default and a sweep of configurations), and the user-written TF32 matmul.
+//! 4096^3 (the default and a sweep of configurations), bf16 4096^3 with column-major
+//! operands (the Cols variants), and the user-written TF32 matmul.
 
 use crate::{random, time_ms};
 use anyhow::{anyhow, Result};
@@ -77,6 +78,54 @@ fn matmul_shape<T: Element + Float>(
     )
 }
 
+/// bf16 `n`^3 with A, B or both column-major (transposed views of contiguous tensors: the
+/// Cols variants, transposed shared-memory tiles), at the default configuration and
+/// `best` (the row-major sweep's winner), median of 10; beside the row-major numbers.
+fn matmul_cols_record(rt: &Runtime, n: usize, best: &str) -> Result<Value> {
+    type T = half::bf16;
+    let flops = 2.0 * (n * n * n) as f64;
+    let a = Tensor2::<T>::from_vec(rt, random(n * n, 5), [n, n])?;
+    let b = Tensor2::<T>::from_vec(rt, random(n * n, 6), [n, n])?;
+    let mut c = Tensor2::<T>::zeros(rt, [n, n])?;
+    let default = matmul::SPEC.default_config()?;
+    let best = tilekit::Config::parse(best).unwrap_or_else(|| default.clone());
+    let mut rows = Vec::new();
+    for (name, (acm, bcm)) in [
+        ("a", (true, false)),
+        ("b", (false, true)),
+        ("ab", (true, true)),
+    ] {
+        // The stored tensor of a column-major operand is its transpose, viewed back.
+        let (av, bv) = (
+            if acm { a.t() } else { a.view() },
+            if bcm { b.t() } else { b.view() },
+        );
+        for cfg in [&default, &best] {
+            let r = time_ms(rt, 3, 10, || {
+                matmul::launch_with(rt, cfg, &av, &bv, &mut c).map_err(Into::into)
+            });
+            let text = cfg.to_string();
+            match r {
+                Ok(t) => {
+                    println!(
+                        "matmul  bf16 {n}x{n}x{n} cols={name:<2} {text:<52} {t:>8.4} ms {:>7.1} TFLOP/s",
+                        flops / (t * 1e-3) / 1e12
+                    );
+                    rows.push(json!({"cols": name, "config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12}));
+                }
+                Err(e) => {
+                    println!("matmul  bf16 {n}x{n}x{n} cols={name:<2} {text:<52} FAILED: {e:#}");
+                    rows.push(json!({"cols": name, "config": text, "error": format!("{e:#}")}));
+                }
+            }
+            if best == default {
+                break;
+            }
+        }
+    }
+    Ok(json!({"dtype": "bf16", "n": n, "rows": rows}))
+}
+
 /// The user-written TF32 matmul (`tilekit_benches::user_kernels::matmul_tf32`) at n^3: the
 /// default and every configuration of its space, median of 10.
 fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
@@ -133,9 +182,12 @@ fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
 /// matmul at 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3 bf16 only).
 pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
     let mut v = serde_json::Map::new();
+    let rows = matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?;
+    let best = rows["best_config"].as_str().unwrap_or_default().to_string();
+    v.insert("bf16_4096".into(), rows);
     v.insert(
-        "bf16_4096".into(),
-        matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?,
+        "bf16_4096_cols".into(),
+        matmul_cols_record(rt, 4096, &best)?,
     );
     if std::env::var("TK_MATMUL_QUICK").as_deref() != Ok("1") {
         v.insert(

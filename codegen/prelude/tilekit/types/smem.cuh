@@ -12,6 +12,8 @@
 // rows that do not pack into 128-byte lines) resolves to `padded`, and `padded` over rows
 // that are not whole chunks to `row_major`: `smem_resolve` is the one rule, mirrored by
 // the code generator's shared-memory plan (codegen/src/smem.rs).
+// `stile_cm` is the same tile stored transposed (a dot operand read from a column-major
+// tensor); it takes the row-major tile's bytes, so the plan does not depend on it.
 #pragma once
 #include "tilekit/common/base.cuh"
 
@@ -68,9 +70,72 @@ template <class T, long long ROWS, long long COLS, int KIND> struct stile {
     TK_DEVICE T& at(int r, int c) const { return *reinterpret_cast<T*>(base + offset(r, c * (int)sizeof(T))); }
 };
 
-/// `is_stile<X>::value`: X is a shared-memory tile.
+namespace detail {
+/// The kind of the transposed storage of a ROWS x COLS tile of T asked for in KIND: KIND,
+/// unless that storage (COLS rows of ROWS elements) would take more bytes than the
+/// row-major tile the shared-memory plan reserves (padding: 16 bytes per stored row);
+/// then swizzle128 where it resolves, else row_major (neither pads, so it fits).
+template <class T, long long ROWS, long long COLS, int KIND> struct cm_kind {
+    static constexpr bool fits = stile<T, COLS, ROWS, KIND>::BYTES <= stile<T, ROWS, COLS, KIND>::BYTES;
+    static constexpr bool swz = smem_resolve<smem_kind::swizzle128, ROWS * (long long)sizeof(T), COLS>::value ==
+                                smem_kind::swizzle128;
+    static constexpr int value = fits ? KIND : (swz ? smem_kind::swizzle128 : smem_kind::row_major);
+};
+} // namespace detail
+
+/// A ROWS x COLS tile of T stored transposed ("column-major"): element (r, c) is element
+/// (c, r) of a COLS x ROWS storage tile (`stored()`), so each stored row is one logical
+/// column. The operand tile of a `dot` read from a column-major tensor (access class
+/// Cols): its copies run along the tensor's contiguous first axis, and the mma reads its
+/// fragments with the other `ldmatrix` flavour. BYTES is the row-major tile's (what the
+/// shared-memory plan reserves, whatever the access class); the storage never needs more
+/// (see `detail::cm_kind`).
+template <class T, long long ROWS, long long COLS, int KIND> struct stile_cm {
+    using elem = T;
+    static constexpr long long rows = ROWS;
+    static constexpr long long cols = COLS;
+    /// The transposed storage.
+    using storage = stile<T, COLS, ROWS, detail::cm_kind<T, ROWS, COLS, KIND>::value>;
+    /// Bytes reserved: the row-major tile's.
+    static constexpr long long BYTES = stile<T, ROWS, COLS, KIND>::BYTES;
+    static_assert(storage::BYTES <= BYTES, "tk::stile_cm: the transposed storage exceeds the plan");
+    char* base;
+
+    /// The storage tile (rows are logical columns).
+    TK_DEVICE storage stored() const { return storage{base}; }
+    /// Element (r, c).
+    TK_DEVICE T& at(int r, int c) const { return stored().at(c, r); }
+};
+
+namespace detail {
+template <bool CM, class T, long long R, long long C, int K> struct stile_sel { using type = stile<T, R, C, K>; };
+template <class T, long long R, long long C, int K> struct stile_sel<true, T, R, C, K> {
+    using type = stile_cm<T, R, C, K>;
+};
+} // namespace detail
+
+/// The shared-memory tile of a dot operand: `stile` (row-major storage), or `stile_cm`
+/// (transposed storage) when CM, i.e. when the variant reads its tensor column-major.
+template <bool CM, class T, long long R, long long C, int K>
+using stile_as = typename detail::stile_sel<CM, T, R, C, K>::type;
+
+/// `is_stile<X>::value`: X is a shared-memory tile (either storage order).
 template <class X> struct is_stile { static constexpr bool value = false; };
 template <class T, long long R, long long C, int K> struct is_stile<stile<T, R, C, K>> { static constexpr bool value = true; };
+template <class T, long long R, long long C, int K> struct is_stile<stile_cm<T, R, C, K>> {
+    static constexpr bool value = true;
+};
+
+/// `stored_tile<X>`: the tile that holds X's bytes (`type`) and whether X stores its tile
+/// transposed (`cm`).
+template <class X> struct stored_tile {
+    using type = X;
+    static constexpr bool cm = false;
+};
+template <class T, long long R, long long C, int K> struct stored_tile<stile_cm<T, R, C, K>> {
+    using type = typename stile_cm<T, R, C, K>::storage;
+    static constexpr bool cm = true;
+};
 
 /// STAGES consecutive tiles of type ST (a cp.async ring); each slot starts 128-byte aligned.
 template <class ST, int STAGES> struct ring {

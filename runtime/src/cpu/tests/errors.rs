@@ -8,6 +8,7 @@ use crate::memo::{KeyBuf, Memo, Probe};
 use crate::runtime::Runtime;
 use crate::tensor::{Tensor1, Tensor2};
 use half::f16;
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config, ExprOp, Func};
 
 /// `y[r, :] = x[r, :] + 1` over rows, BLOCK columns, with a configurable grid and constraints.
@@ -519,7 +520,7 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
     let memo: Memo<()> = Memo::default();
     let g = [DType::F32];
     fn probe<'p>(g: &'p [DType], a: &[Arg<'_>], buf: &'p mut KeyBuf) -> Probe<'p> {
-        Probe::new(1, None, g, a, &[false; 3], false, buf)
+        Probe::new(1, None, g, a, &[false; 3], Access::GENERAL, buf)
     }
     memo.insert(&probe(&g, &args(0x1000, 0, 0x1050), &mut KeyBuf::new()), ());
     let check = |a: &[Arg<'_>]| {

@@ -9,6 +9,7 @@ use crate::tensor::{Tensor1, Tensor2};
 use half::bf16;
 use std::hash::{Hash, Hasher};
 use std::time::Instant;
+use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config, ExprOp};
 
 /// `scale_chain` as the library declares it: `y = x` (the chain body does not matter to the
@@ -116,14 +117,22 @@ fn launch_host_microbench() {
             &g,
             &a,
             read,
-            true,
+            Access::ROWS,
             &mut KeyBuf::new(),
         ),
         1,
     );
     let memo_hit = ns_per_call(n, || {
         let mut buf = KeyBuf::new();
-        let p = Probe::new(spec.content_id(), None, &g, &a, read, true, &mut buf);
+        let p = Probe::new(
+            spec.content_id(),
+            None,
+            &g,
+            &a,
+            read,
+            Access::ROWS,
+            &mut buf,
+        );
         std::hint::black_box(memo.get(&p).unwrap());
     });
     let generics = ns_per_call(n, || {
@@ -350,14 +359,14 @@ fn probe_keys() {
             g,
             a,
             read,
-            aligned,
+            aligned.into(),
             &mut KeyBuf::new(),
         ))
     };
     {
         let a = [Arg::from(&x), Arg::from(&mut y), Arg::from(1usize)];
         memo.insert(
-            &Probe::new(1, None, &g, &a, read, true, &mut KeyBuf::new()),
+            &Probe::new(1, None, &g, &a, read, Access::ROWS, &mut KeyBuf::new()),
             7,
         );
         assert_eq!(get(1, None, &g, &a, read, true), Some(7));
@@ -366,6 +375,21 @@ fn probe_keys() {
         assert_eq!(get(1, Some(&c), &g, &a, read, true), None);
         assert_eq!(get(1, None, &[DType::F16], &a, read, true), None);
         assert_eq!(get(1, None, &g, &a, read, false), None);
+        // Each Cols mask is its own key too (a column-major operand runs another variant).
+        let cols = |m: u64| {
+            memo.get(&Probe::new(
+                1,
+                None,
+                &g,
+                &a,
+                read,
+                Access::with_cols(m),
+                &mut KeyBuf::new(),
+            ))
+        };
+        assert_eq!(cols(0), Some(7));
+        assert_eq!(cols(0b1), None);
+        assert_eq!(cols(0b10), None);
         // An unknown parameter's scalar counts as read.
         assert_eq!(get(1, None, &g, &a, &[], true), None);
     }
@@ -384,8 +408,9 @@ fn probe_keys() {
     // What a hit tests for overlap: a written tensor and another tensor, both with elements.
     let empty = Tensor2::<f32>::zeros(&rt, [0, 3]).unwrap();
     let mut wide = Tensor2::<f32>::zeros(&rt, [3, 4]).unwrap();
-    let overlaps =
-        |a: &[Arg<'_>]| Probe::new(1, None, &g, a, read, true, &mut KeyBuf::new()).overlaps();
+    let overlaps = |a: &[Arg<'_>]| {
+        Probe::new(1, None, &g, a, read, Access::ROWS, &mut KeyBuf::new()).overlaps()
+    };
     let o = overlaps(&[Arg::from(&x), Arg::from(&mut y), Arg::from(1usize)]);
     assert_eq!((o.writes, o.tensors, o.all), (0b10, 0b11, false));
     let o = overlaps(&[Arg::from(&empty), Arg::from(&mut wide), Arg::from(1usize)]);
@@ -397,7 +422,7 @@ fn probe_keys() {
     let many = reads(10);
     let fewer = reads(9);
     memo.insert(
-        &Probe::new(3, None, &g, &many, read, true, &mut KeyBuf::new()),
+        &Probe::new(3, None, &g, &many, read, Access::ROWS, &mut KeyBuf::new()),
         9,
     );
     assert_eq!(get(3, None, &g, &many, read, true), Some(9));

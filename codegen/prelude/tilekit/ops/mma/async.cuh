@@ -1,6 +1,7 @@
 // tilekit/ops/mma/async.cuh: global -> shared copies of tiles (cp.async, 16 bytes per
 // thread and instruction, zero-fill past the tensor's edges) and the STAGES-deep software
-// pipeline that `pipelined(range, BK, STAGES)` lowers to.
+// pipeline that `pipelined(range, BK, STAGES)` lowers to. A transposed-storage destination
+// (`stile_cm`) is filled along the tensor's contiguous first axis.
 #pragma once
 #include "tilekit/types/smem.cuh"
 #include "tilekit/types/view.cuh"
@@ -77,6 +78,23 @@ TK_DEVICE void copy_tile_async(const stile<T, ROWS, COLS, K>& dst, const view<T,
         const bool in = gr >= 0 && gr < v.shape[0] && gc >= 0 && gc < v.shape[1];
         dst.at(r, c) = in ? v.ptr[gr * v.stride[0] + gc * v.stride[1]] : cast<T>(0);
     }
+}
+
+/// Copies the ROWS x COLS tile of `v` at `o` into a transposed-storage tile (a dot operand
+/// of a column-major tensor, access class Cols): stored row c holds tile column c, which
+/// is contiguous in `v` when its first stride is 1. So this is the row-major copy of the
+/// COLS x ROWS tile of `v`'s transpose at (o1, o0): with ALIGNED (the variant reads `v` as
+/// Cols: 16-byte aligned base, unit first stride, last stride a multiple of 16 bytes)
+/// 16-byte cp.async along `v`'s first axis, zero-filled past its edges; otherwise element
+/// by element.
+template <bool ALIGNED, int THREADS, class T, long long ROWS, long long COLS, int K>
+TK_DEVICE void copy_tile_async(const stile_cm<T, ROWS, COLS, K>& dst, const view<T, 2>& v, const coord& o) {
+    view<T, 2> t = v;
+    t.shape[0] = v.shape[1];
+    t.shape[1] = v.shape[0];
+    t.stride[0] = v.stride[1];
+    t.stride[1] = v.stride[0];
+    copy_tile_async<ALIGNED, THREADS>(dst.stored(), t, coord{{o.c[1], o.c[0], o.c[2]}});
 }
 
 /// The software pipeline of `for iv in pipelined(start..end, step, STAGES)`: `produce(iv,

@@ -9,6 +9,10 @@
 //   otherwise (exact f32, or no warp arrangement fits): FMA over the shared tiles, each
 //     thread computing the accumulator elements its layout gives it.
 // No barrier inside: callers order the tiles' writes before and reuse after.
+// Either operand may be stored transposed (`stile_cm`, a dot operand read from a
+// column-major tensor): A then comes by `ldmatrix.x4.trans` from its [K, M] storage and B
+// by `ldmatrix.x4` from its [N, K] storage (as `mma_dot_bt` reads X); the other engines
+// read elements through `at`, which is logical for both storage orders.
 //
 // `dot_regs<TF32, KIND>(a, b, acc, smem_a, smem_b)`: the same with register operands of any
 // layout, staged into KIND-layout tiles first. Shared memory: the two tiles' BYTES. Ends
@@ -70,15 +74,45 @@ template <bool TF32, class T, class L> struct engine {
                                  : (TF32 && is_same<T, float>::value) ? 1
                                                                        : 0;
 };
+
+/// The m16k16 A fragment (a0..a3) of rows m..m+15, columns kk..kk+15 of the A tile SA at
+/// shared address `base`, for lane l: `ldmatrix.x4` from row-major storage (rows of K),
+/// `ldmatrix.x4.trans` from transposed storage (rows of M; matrix l / 8 is rows
+/// kk + (l / 16) * 8 + l % 8 at columns m + ((l / 8) % 2) * 8, read transposed).
+template <class SA> TK_DEVICE void frag_a(unsigned (&r)[4], unsigned base, int m, int kk, int l) {
+    using S = typename stored_tile<SA>::type;
+    if constexpr (stored_tile<SA>::cm)
+        ldsm_x4_trans(r, base + S::offset(kk + (l >> 4) * 8 + (l & 7), (m + ((l >> 3) & 1) * 8) * 2));
+    else
+        ldsm_x4(r, base + S::offset(m + (l & 15), (kk + (l >> 4) * 8) * 2));
+}
+
+/// The k16 B fragments (b0, b1 of the n8 tiles at n and n + 8) at rows kk..kk+15 of B, for
+/// lane l, from a storage tile S whose rows are N (NROWS: K contiguous, `ldmatrix.x4`;
+/// matrix l / 8 is rows n + (l / 16) * 8 + l % 8 at columns kk + ((l / 8) % 2) * 8) or K
+/// (N contiguous, `ldmatrix.x4.trans`).
+template <bool NROWS, class S> TK_DEVICE void frag_b(unsigned (&r)[4], unsigned base, int n, int kk, int l) {
+    if constexpr (NROWS)
+        ldsm_x4(r, base + S::offset(n + (l >> 4) * 8 + (l & 7), (kk + ((l >> 3) & 1) * 8) * 2));
+    else
+        ldsm_x4_trans(r, base + S::offset(kk + (l & 7) + ((l >> 3) & 1) * 8, (n + (l >> 4) * 8) * 2));
+}
+
+/// B fragments of a [K, N] B tile SB (rows of K, or transposed storage with rows of N).
+template <class SB> TK_DEVICE void frag_b_kn(unsigned (&r)[4], unsigned base, int n, int kk, int l) {
+    frag_b<stored_tile<SB>::cm, typename stored_tile<SB>::type>(r, base, n, kk, l);
+}
 } // namespace detail
 
 /// acc + A @ B from shared-memory tiles (see the header comment).
-template <bool TF32, class T, long long BM, long long BK, long long BN, int KA, int KB, class L>
-TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const stile<T, BM, BK, KA>& sa, const stile<T, BK, BN, KB>& sb,
-                                               const rt<float, shape<BM, BN>, L>& acc) {
+template <bool TF32, class SA, class SB, long long BM, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const SA& sa, const SB& sb, const rt<float, shape<BM, BN>, L>& acc) {
+    static_assert(is_stile<SA>::value && is_stile<SB>::value, "tk::mma_dot: shared-memory operand tiles");
+    using T = typename SA::elem;
+    constexpr long long BK = SA::cols;
+    static_assert(is_same<T, typename SB::elem>::value && SA::rows == BM && SB::rows == BK && SB::cols == BN,
+                  "tk::mma_dot: operand shapes");
     static_assert(dtype<T>::is_float, "tk::dot: operands must be floating point");
-    using SA = stile<T, BM, BK, KA>;
-    using SB = stile<T, BK, BN, KB>;
     constexpr int ENGINE = detail::engine<TF32, T, L>::value;
     rt<float, shape<BM, BN>, L> r = acc;
     if constexpr (ENGINE == 2 && BK % 16 == 0) {
@@ -94,11 +128,9 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const stile<T, BM, BK, KA>& sa, co
         unsigned bf[2][G::NJ / 2][4];
         auto load = [&](int buf, int kk) {
 #pragma unroll
-            for (int i = 0; i < G::MI; ++i)
-                detail::ldsm_x4(af[buf][i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 8) * 2));
+            for (int i = 0; i < G::MI; ++i) detail::frag_a<SA>(af[buf][i], ba, m0 + i * 16, kk, l);
 #pragma unroll
-            for (int j = 0; j < G::NJ / 2; ++j)
-                detail::ldsm_x4_trans(bf[buf][j], bb + SB::offset(kk + (l & 7) + ((l >> 3) & 1) * 8, (n0 + j * 16 + (l >> 4) * 8) * 2));
+            for (int j = 0; j < G::NJ / 2; ++j) detail::frag_b_kn<SB>(bf[buf][j], bb, n0 + j * 16, kk, l);
         };
         load(0, 0);
 #pragma unroll
@@ -123,7 +155,17 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const stile<T, BM, BK, KA>& sa, co
             unsigned bf[G::NJ][2];
 #pragma unroll
             for (int i = 0; i < G::MI; ++i) {
-                detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 4) * 4));
+                if constexpr (stored_tile<SA>::cm) {
+                    // Transposed storage: ldmatrix.trans moves 16-bit halves, so the 32-bit
+                    // elements a0..a3 (rows g, g + 8 at columns t, t + 4) are read one by one.
+                    const int g = m0 + i * 16 + (l >> 2), c = kk + (l & 3);
+                    af[i][0] = __float_as_uint(sa.at(g, c));
+                    af[i][1] = __float_as_uint(sa.at(g + 8, c));
+                    af[i][2] = __float_as_uint(sa.at(g, c + 4));
+                    af[i][3] = __float_as_uint(sa.at(g + 8, c + 4));
+                } else {
+                    detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 4) * 4));
+                }
 #pragma unroll
                 for (int q = 0; q < 4; ++q) af[i][q] = detail::tf32_bits(__uint_as_float(af[i][q]));
             }
@@ -207,22 +249,24 @@ TK_DEVICE void stage_tile(const stile<T, R, C, K>& dst, const rt<T, shape<R, C>,
 
 /// A tile of a global tensor that a dot copies straight into its shared-memory operand
 /// tile (cp.async, zero outside the tensor) instead of going through registers: a
-/// `load_tile` whose only use is that dot (`global_tile`).
-template <bool ALIGNED, int THREADS, class T, long long R, long long C> struct gtile {
+/// `load_tile` whose only use is that dot (`global_tile`). CM: the variant reads the
+/// tensor column-major, so the operand tile is stored transposed (`stile_cm`).
+template <bool ALIGNED, int THREADS, class T, long long R, long long C, bool CM = false> struct gtile {
     view<T, 2> v;
     coord o;
 };
 /// The R x C tile of `v` at `o`, copied where its dot stages it.
-template <bool ALIGNED, int THREADS, class S, class T>
-TK_DEVICE gtile<ALIGNED, THREADS, T, S::dim(0), S::dim(1)> global_tile(const view<T, 2>& v, coord o) {
+template <bool ALIGNED, int THREADS, class S, bool CM = false, class T>
+TK_DEVICE gtile<ALIGNED, THREADS, T, S::dim(0), S::dim(1), CM> global_tile(const view<T, 2>& v, coord o) {
     static_assert(S::rank == 2, "tk::global_tile: a rank-2 tile");
     return {v, o};
 }
 
-/// Copies a global tile into a shared-memory tile of the same extents and waits for the
-/// copies (the caller's barrier makes them visible).
-template <class T, long long R, long long C, int K, bool ALIGNED, int THREADS>
-TK_DEVICE void stage_tile(const stile<T, R, C, K>& dst, const gtile<ALIGNED, THREADS, T, R, C>& x) {
+/// Copies a global tile into a shared-memory tile of the same extents (either storage
+/// order) and waits for the copies (the caller's barrier makes them visible).
+template <class D, bool ALIGNED, int THREADS, class T, long long R, long long C, bool CM>
+TK_DEVICE void stage_tile(const D& dst, const gtile<ALIGNED, THREADS, T, R, C, CM>& x) {
+    static_assert(is_stile<D>::value && D::rows == R && D::cols == C, "tk::stage_tile: tile extents");
     copy_tile_async<ALIGNED, THREADS>(dst, x.v, x.o);
     cp_async_commit();
     cp_async_wait<0>();
@@ -230,29 +274,43 @@ TK_DEVICE void stage_tile(const stile<T, R, C, K>& dst, const gtile<ALIGNED, THR
 
 namespace detail {
 /// Element type and extents of a dot operand: a register tile, a `gtile`, or a
-/// shared-memory tile that already holds it (a resident operand).
+/// shared-memory tile that already holds it (a resident operand); `cm`: its staging tile
+/// is stored transposed.
 template <class X> struct operand;
 template <class T, long long R, long long C, int K> struct operand<stile<T, R, C, K>> {
     using elem = T;
     static constexpr long long rows = R, cols = C;
+    static constexpr bool cm = false;
+};
+template <class T, long long R, long long C, int K> struct operand<stile_cm<T, R, C, K>> {
+    using elem = T;
+    static constexpr long long rows = R, cols = C;
+    static constexpr bool cm = true;
 };
 template <class T, long long R, long long C, class L> struct operand<rt<T, shape<R, C>, L>> {
     using elem = T;
     static constexpr long long rows = R, cols = C;
+    static constexpr bool cm = false;
 };
-template <bool A, int TH, class T, long long R, long long C> struct operand<gtile<A, TH, T, R, C>> {
+template <bool A, int TH, class T, long long R, long long C, bool CM> struct operand<gtile<A, TH, T, R, C, CM>> {
     using elem = T;
     static constexpr long long rows = R, cols = C;
+    static constexpr bool cm = CM;
 };
 
 /// The shared-memory tile a dot reads operand `x` from: `x` itself when it is one (a
-/// resident operand), else a KIND tile at `smem` that `x` is staged into (no barrier).
+/// resident operand), else a KIND tile at `smem` that `x` is staged into (no barrier),
+/// stored transposed for a global tile of a column-major tensor.
 template <int KIND, class T, long long R, long long C, int K>
 TK_DEVICE stile<T, R, C, K> operand_tile(const stile<T, R, C, K>& x, char*) {
     return x;
 }
+template <int KIND, class T, long long R, long long C, int K>
+TK_DEVICE stile_cm<T, R, C, K> operand_tile(const stile_cm<T, R, C, K>& x, char*) {
+    return x;
+}
 template <int KIND, class X> TK_DEVICE auto operand_tile(const X& x, char* smem) {
-    const stile<typename operand<X>::elem, operand<X>::rows, operand<X>::cols, KIND> t{smem};
+    const stile_as<operand<X>::cm, typename operand<X>::elem, operand<X>::rows, operand<X>::cols, KIND> t{smem};
     stage_tile(t, x);
     return t;
 }
@@ -278,13 +336,16 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_regs(const XA& a, const XB& b, const rt<
 
 /// acc + A @ X^T from shared-memory tiles A (M x K) and X (N x K, so B = X^T is K-major
 /// per column, the layout mma's B operand wants): bf16/f16 on `mma.sync` with B fragments by
-/// `ldmatrix` without `.trans` from X's rows. Other engines read X transposed element by
-/// element (FMA). No barrier inside.
-template <bool TF32, class T, long long M, long long K, long long N, int KA, int KX, class L>
-TK_DEVICE rt<float, shape<M, N>, L> mma_dot_bt(const stile<T, M, K, KA>& sa, const stile<T, N, K, KX>& sx,
-                                                const rt<float, shape<M, N>, L>& acc) {
-    using SA = stile<T, M, K, KA>;
-    using SX = stile<T, N, K, KX>;
+/// `ldmatrix` without `.trans` from X's rows (with `.trans` when X is stored transposed,
+/// `stile_cm`; A as in `mma_dot`). Other engines read X transposed element by element
+/// (FMA). No barrier inside.
+template <bool TF32, class SA, class SX, long long M, long long N, class L>
+TK_DEVICE rt<float, shape<M, N>, L> mma_dot_bt(const SA& sa, const SX& sx, const rt<float, shape<M, N>, L>& acc) {
+    static_assert(is_stile<SA>::value && is_stile<SX>::value, "tk::mma_dot_bt: shared-memory operand tiles");
+    using T = typename SA::elem;
+    constexpr long long K = SA::cols;
+    static_assert(is_same<T, typename SX::elem>::value && SA::rows == M && SX::rows == N && SX::cols == K,
+                  "tk::mma_dot_bt: operand shapes");
     rt<float, shape<M, N>, L> r = acc;
     if constexpr (detail::engine<TF32, T, L>::value == 2 && K % 16 == 0) {
         using G = typename L::grid;
@@ -296,13 +357,12 @@ TK_DEVICE rt<float, shape<M, N>, L> mma_dot_bt(const stile<T, M, K, KA>& sa, con
             unsigned af[G::MI][4];
             unsigned bf[G::NJ / 2][4];
 #pragma unroll
-            for (int i = 0; i < G::MI; ++i)
-                detail::ldsm_x4(af[i], ba + SA::offset(m0 + i * 16 + (l & 15), (kk + (l >> 4) * 8) * 2));
-            // Matrices (l / 8): rows n0 + j * 16 + (l / 16) * 8 + l % 8, columns kk + ((l / 8) % 2) * 8
-            // give b0, b1 of n8 tile 2j and b0, b1 of tile 2j + 1.
+            for (int i = 0; i < G::MI; ++i) detail::frag_a<SA>(af[i], ba, m0 + i * 16, kk, l);
+            // X's rows are B's columns: b0, b1 of n8 tile 2j and b0, b1 of tile 2j + 1 by
+            // ldmatrix from rows of N (X as stored), or .trans from rows of K (X transposed).
 #pragma unroll
             for (int j = 0; j < G::NJ / 2; ++j)
-                detail::ldsm_x4(bf[j], bx + SX::offset(n0 + j * 16 + (l >> 4) * 8 + (l & 7), (kk + ((l >> 3) & 1) * 8) * 2));
+                detail::frag_b<!stored_tile<SX>::cm, typename stored_tile<SX>::type>(bf[j], bx, n0 + j * 16, kk, l);
 #pragma unroll
             for (int i = 0; i < G::MI; ++i)
 #pragma unroll
@@ -396,8 +456,7 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
             }
             unsigned bf[G::NJ / 2][4];
 #pragma unroll
-            for (int j = 0; j < G::NJ / 2; ++j)
-                detail::ldsm_x4_trans(bf[j], bb + SB::offset(kk * 16 + (l & 7) + ((l >> 3) & 1) * 8, (j * 16 + (l >> 4) * 8) * 2));
+            for (int j = 0; j < G::NJ / 2; ++j) detail::frag_b_kn<SB>(bf[j], bb, j * 16, kk * 16, l);
 #pragma unroll
             for (int i = 0; i < G::MI; ++i)
 #pragma unroll

@@ -1,0 +1,97 @@
+//! Variant enumeration with access classes: the kernels' column-major operands, every valid
+//! access combination in the full set, and each one's pairs in the covering subset.
+
+use std::collections::BTreeSet;
+use tilekit_codegen::{Access, Target};
+use tilekit_tuner::{covering_variants, kernel_accesses, valid_variants};
+
+const TARGETS: [Target; 2] = [Target::Sm80, Target::Sm90a];
+
+#[test]
+fn matmul_operands_may_be_column_major_and_its_output_may_not() {
+    let k = tilekit_kernels::matmul::SPEC.kernel().unwrap();
+    // a, b: ring tiles only; c: a blocked store.
+    assert_eq!(tilekit_codegen::cols_operands(k).unwrap(), 0b011);
+    assert_eq!(
+        kernel_accesses(k),
+        vec![
+            Access::GENERAL,
+            Access::ROWS,
+            Access::with_cols(0b01),
+            Access::with_cols(0b10),
+            Access::with_cols(0b11)
+        ]
+    );
+    // Kernels without dot operands have just the two variants of before.
+    let s = tilekit_kernels::softmax::SPEC.kernel().unwrap();
+    assert_eq!(kernel_accesses(s), vec![Access::GENERAL, Access::ROWS]);
+}
+
+#[test]
+fn valid_variants_take_every_access_of_every_configuration() {
+    let k = tilekit_kernels::matmul::SPEC.kernel().unwrap();
+    let all = valid_variants(k, &TARGETS);
+    let per_access = |a: Access| all.iter().filter(|v| v.access == a).count();
+    let n = per_access(Access::ROWS);
+    assert!(n > 0);
+    for a in kernel_accesses(k) {
+        assert_eq!(per_access(a), n, "{a}");
+    }
+    assert_eq!(all.len(), 5 * n);
+    // The display names the classes.
+    let v = all
+        .iter()
+        .find(|v| v.access == Access::with_cols(0b01))
+        .unwrap();
+    assert!(v.to_string().ends_with("cols(0x1)"), "{v}");
+}
+
+#[test]
+fn covering_variants_pair_each_operand_class_with_every_factor() {
+    let k = tilekit_kernels::matmul::SPEC.kernel().unwrap();
+    let chosen = covering_variants(k, &TARGETS);
+    let valid: BTreeSet<String> = valid_variants(k, &TARGETS)
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    for v in &chosen {
+        assert!(valid.contains(&v.to_string()), "{v} is not a valid variant");
+    }
+    // Each operand's Cols class meets every SMEM kind, every target and every element type.
+    for (bit, name) in [(0b01u64, "a"), (0b10, "b")] {
+        let cols: Vec<_> = chosen
+            .iter()
+            .filter(|v| v.access.cols() & bit != 0)
+            .collect();
+        for smem in ["Swizzle128", "Padded", "RowMajor"] {
+            assert!(
+                cols.iter()
+                    .any(|v| v.config.get("SMEM").is_some_and(|s| s.to_string() == smem)),
+                "{name} = Cols never meets SMEM = {smem}"
+            );
+        }
+        for t in TARGETS {
+            assert!(cols.iter().any(|v| v.target == t), "{name}: {t:?}");
+        }
+        for b in ["T=f32", "T=f16", "T=bf16"] {
+            assert!(
+                cols.iter().any(|v| v.bindings.to_string() == b),
+                "{name}: {b}"
+            );
+        }
+    }
+    // Both operands Cols together, and the default configuration with every access of
+    // the defaults' set for each element type and target.
+    assert!(chosen.iter().any(|v| v.access == Access::with_cols(0b11)));
+    let default = k.space.default_config();
+    for a in [Access::ROWS, Access::GENERAL, Access::with_cols(0b11)] {
+        assert_eq!(
+            chosen
+                .iter()
+                .filter(|v| v.config == default && v.access == a)
+                .count(),
+            6,
+            "{a}"
+        );
+    }
+}
