@@ -15,7 +15,10 @@ use tilekit::prelude::*;
 /// assert_eq!(x.to_vec().unwrap(), vec![0.125, -0.375, 0.125, 0.125]);
 /// ```
 #[kernel(grid = [logits.rows()])]
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 8, 32])]
+// Default BLOCK=2048, WARPS=8: 8 elements per thread per chunk, one 16-byte group of a
+// 2-byte type (the unaligned rows' shifted vector path, issue 13), at most 128 registers
+// (two blocks per SM), at most one partial chunk per row.
+#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [8, 4, 16, 32])]
 #[shapes(logits = [M, V], labels = [M], loss = [M], ignore_index = -100, label_smoothing = 0.1, grad_scale = 1.0)]
 #[cost(flops = 9 * M * V)]
 pub fn cross_entropy_inplace<T: Float>(
