@@ -176,12 +176,17 @@ fn view_of<T: Element>(what: &str, buf: &Tensor1<T>, l: Layout) -> Vec<f64> {
     out
 }
 
-/// Runs `run(rt, x buffers, y buffers)` on the CPU backend and on the GPU with freshly
-/// made buffers, checks the outputs' outside elements, and returns (CPU, GPU) views
-/// (`None` when both refused with a per-launch constraint).
+/// The outputs' views, then any other output, as f64.
+type Outputs = Vec<Vec<f64>>;
+
+/// A launch on buffers: the inputs, the outputs (written through views of them); returns
+/// any output that is not a buffer.
 type Run<'a, T> =
     dyn Fn(&Runtime, &[Tensor1<T>], &mut [Tensor1<T>]) -> Result<Vec<f64>, LaunchError> + 'a;
 
+/// Runs `run(rt, x buffers, y buffers)` on the CPU backend and on the GPU with freshly
+/// made buffers, checks the outputs' outside elements, and returns (CPU, GPU) outputs
+/// (`None` when both refused with a per-launch constraint).
 fn both<T: Element>(
     g: &Runtime,
     what: &str,
@@ -189,8 +194,8 @@ fn both<T: Element>(
     outs: &[Layout],
     seed: &str,
     run: &Run<'_, T>,
-) -> Option<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
-    let go = |rt: &Runtime| -> Result<Vec<Vec<f64>>, LaunchError> {
+) -> Option<(Outputs, Outputs)> {
+    let go = |rt: &Runtime| -> Result<Outputs, LaunchError> {
         let mut r = rng(seed);
         let xs: Vec<Tensor1<T>> = ins
             .iter()
@@ -198,7 +203,7 @@ fn both<T: Element>(
             .collect();
         let mut ys: Vec<Tensor1<T>> = outs.iter().map(|l| output_buf(rt, *l)).collect();
         let extra = run(rt, &xs, &mut ys)?;
-        let mut v: Vec<Vec<f64>> = ys
+        let mut v: Outputs = ys
             .iter()
             .zip(outs)
             .map(|(y, l)| view_of(what, y, *l))
