@@ -190,7 +190,7 @@ fn add_rmsnorm_row_statistics_stay_in_registers() {
     let v = |c: &str| Variant {
         config: Config::parse(c).unwrap(),
         bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
-        aligned: true,
+        access: tilekit_codegen::Access::ROWS,
         target: Target::Sm90a,
     };
     let text = dump(
