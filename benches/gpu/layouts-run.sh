@@ -121,11 +121,17 @@ train)
   # Issue 13 in one call: GPU tests, the bench, the peers, ncu's DRAM bytes, roofline plots.
   bash "$0" train-tests train-bench train-peers train-ncu train-plots
   ;;
+train-tests-quick)
+  # The activations and the misaligned-rows tests (without the 8-minute gpu_training_kernels).
+  for b in .gpu/tests/gpu_activations-* .gpu/tests/gpu_unaligned_rows-*; do
+    t "$b" --ignored --test-threads=1 2>&1 | grep -v "^test .* ok$" | tail -n 40 | tee -a "$OUT/train-tests.log"
+  done
+  ;;
 train-tests)
   for b in .gpu/tests/gpu_training_kernels-* .gpu/tests/gpu_activations-* .gpu/tests/gpu_unaligned_rows-*; do
     t "$b" --ignored --test-threads=1 2>&1 | grep -v "^test .* ok$" | tail -n 40 | tee -a "$OUT/train-tests.log"
   done
-  # The unaligned rows' shifted paths read and write whole 16-byte blocks: none may leave a view.
+  # Misaligned row views: no access may leave a view.
   t /usr/local/cuda/bin/compute-sanitizer --tool memcheck --print-limit 10 .gpu/tests/gpu_unaligned_rows-* --ignored \
     --test-threads=1 gpu_row_copy 2>&1 | tail -n 8 | tee -a "$OUT/train-tests.log"
   ;;
