@@ -213,9 +213,9 @@ fn gpu_cases<T: Float>(g: &Runtime, dtype_filter: tilekit::ir::DType) {
                         T::DTYPE
                     );
                 }
-                (Err(LaunchError::Constraint { .. }), Err(LaunchError::Constraint { .. })) => {
-                    continue
-                }
+                // The GPU also refuses configurations over its shared memory (the CPU
+                // backend has no such limit).
+                (_, Err(LaunchError::Constraint { .. })) => continue,
                 (c, g) => panic!("{cfg}: CPU {:?} but GPU {:?}", c.err(), g.err()),
             }
             // Every activation on random inputs: within tolerance of the CPU backend.

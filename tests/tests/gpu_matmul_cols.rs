@@ -89,7 +89,18 @@ fn cols_case<T: Element + Float>(
     let ag = matrix(g, &a, m, k, major.a, pad);
     let bg = matrix(g, &b, k, n, major.b, pad);
     let mut cg = Tensor2::full(g, [m, n], T::from_f64(f64::NAN)).unwrap();
-    let want = Access::with_cols(u64::from(major.a) | u64::from(major.b) << 1);
+    // The Cols variant runs when every other tensor is Rows: a row-major [r, c] tensor's
+    // row pitch (c elements) a multiple of 16 bytes; the column-major operands' pitch is.
+    let es = std::mem::size_of::<T>();
+    let rows_ok = |cols: usize| (cols * es) % 16 == 0;
+    let cm_ok = |rows: usize| ((rows.div_ceil(8) * 8 + pad) * es) % 16 == 0;
+    let a_ok = if major.a { cm_ok(m) } else { rows_ok(k) };
+    let b_ok = if major.b { cm_ok(k) } else { rows_ok(n) };
+    let want = if a_ok && b_ok && rows_ok(n) {
+        Access::with_cols(u64::from(major.a) | u64::from(major.b) << 1)
+    } else {
+        Access::GENERAL
+    };
     let got = chosen_access(
         g,
         &matmul::SPEC,

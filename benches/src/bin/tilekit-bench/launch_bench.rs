@@ -1,4 +1,5 @@
-//! `launch`: host time per launch of a tiny tilekit kernel (`scale_chain` on one element),
+//! `launch`: host time per launch of a tiny tilekit kernel (`tilekit_benches::launch_probe::tiny_chain` on one element; `scale_chain` at its
+//! former default configuration, which it was until run 49),
 //! against raw `cuLaunchKernel` calls in the same process.
 //!
 //! Two measurements, because they answer different questions:
@@ -12,8 +13,8 @@
 //!   much as the host's cost (kept for comparison with runs before this split).
 //!
 //! The raw baselines launch with the geometry tilekit resolved for the same call (threads
-//! and dynamic shared memory of `scale_chain`'s chosen variant): an empty kernel without
-//! parameters, and an empty kernel with `scale_chain`'s parameter list (`tk::Grid`, two
+//! and dynamic shared memory of the probe's chosen variant): an empty kernel without
+//! parameters, and an empty kernel with the probe's parameter list (`tk::Grid`, two
 //! `tk::TensorArg`, a 64-bit scalar: 144 bytes the driver copies per launch). The ratio
 //! against the second is tilekit's own host work.
 
@@ -25,7 +26,7 @@ use std::time::Instant;
 use tilekit::ir::{Bindings, DType};
 use tilekit::prelude::*;
 use tilekit::{ReadTensor, WriteTensor};
-use tilekit_kernels::scale_chain;
+use tilekit_benches::launch_probe::tiny_chain;
 use tilekit_runtime::cudarc::driver::{result as cu, CudaFunction, DevicePtr};
 
 /// Launches per timed batch: well below the driver's queue depth.
@@ -79,16 +80,16 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
     let mut y = Tensor1::<f32>::zeros(rt, [1])?;
     let x0 = Tensor1::<f32>::zeros(rt, [0])?;
     let mut y0 = Tensor1::<f32>::zeros(rt, [0])?;
-    scale_chain::launch(rt, &x, &mut y, 0)?;
+    tiny_chain::launch(rt, &x, &mut y, 0)?;
     rt.synchronize()?;
     let config = tilekit_runtime::chosen_config(
         rt,
-        &scale_chain::SPEC,
+        &tiny_chain::SPEC,
         &[DType::F32],
         &[x.read_arg(), y.write_arg(), tilekit::Arg::from(0usize)],
     )?;
     let bindings = Bindings::single("T", DType::F32);
-    let geometry = rt.prepare_variant(&scale_chain::SPEC, &config, &bindings, true)?;
+    let geometry = rt.prepare_variant(&tiny_chain::SPEC, &config, &bindings, true)?;
     let (threads, smem) = (geometry.threads, geometry.smem_bytes);
 
     let src = "struct G { long long n[3]; };\n\
@@ -105,8 +106,8 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
         ))?;
     let empty = module.load_function("tk_empty")?;
     let same = module.load_function("tk_same")?;
-    // scale_chain's own loaded function, launched raw with the arguments tilekit packs.
-    let variant = rt.cuda_function(&scale_chain::SPEC, &config, &bindings, true)?;
+    // the probe's own loaded function, launched raw with the arguments tilekit packs.
+    let variant = rt.cuda_function(&tiny_chain::SPEC, &config, &bindings, true)?;
     let address = |t: &Tensor1<f32>| -> Result<u64> {
         let slice = t
             .as_cuda_slice()
@@ -127,7 +128,7 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
         (&mut vrep as *mut i64).cast(),
     ];
     if smem > 48 * 1024 {
-        anyhow::bail!("scale_chain's variant uses {smem} bytes of shared memory: raise the raw kernels' limit first");
+        anyhow::bail!("the probe's variant uses {smem} bytes of shared memory: raise the raw kernels' limit first");
     }
     let mut grid = [1i64, 1, 1];
     let (mut ax, mut ay) = ([0i64, 1, 1, 1, 1, 0, 0], [0i64, 1, 1, 1, 1, 0, 0]);
@@ -139,7 +140,7 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
         ay.as_mut_ptr().cast(),
         (&mut rep as *mut i64).cast(),
     ];
-    // SAFETY: `tk_empty` takes no parameters; `tk_same` and scale_chain's variant take
+    // SAFETY: `tk_empty` takes no parameters; `tk_same` and the probe's variant take
     // (tk::Grid, tk::TensorArg, tk::TensorArg, long long) = (24, 56, 56, 8) bytes, which the
     // four pointers of each list address (live locals). The empty kernels read nothing and
     // use no shared memory, so any dynamic size up to the default 48 KiB limit is legal; the
@@ -165,7 +166,7 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
         let t = Instant::now();
         for _ in 0..n {
             match kind {
-                Kind::Tilekit => scale_chain::launch(rt, &x, &mut y, 0)?,
+                Kind::Tilekit => tiny_chain::launch(rt, &x, &mut y, 0)?,
                 Kind::RawEmpty => raw(&empty, &mut no_params)?,
                 Kind::RawSame => raw(&same, &mut same_params)?,
                 Kind::RawVariant => raw(&variant, &mut variant_params)?,
@@ -191,10 +192,10 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
                         )?
                     }
                 }
-                Kind::TilekitEmptyGrid => scale_chain::launch(rt, &x0, &mut y0, 0)?,
+                Kind::TilekitEmptyGrid => tiny_chain::launch(rt, &x0, &mut y0, 0)?,
                 Kind::RawThenEmptyGrid => {
                     raw(&variant, &mut variant_params)?;
-                    scale_chain::launch(rt, &x0, &mut y0, 0)?
+                    tiny_chain::launch(rt, &x0, &mut y0, 0)?
                 }
                 Kind::RawVariantBound => {
                     s.context().bind_to_thread()?;
@@ -243,7 +244,7 @@ pub(crate) fn launch_overhead(rt: &Runtime) -> Result<Value> {
         "launch  host time per launch (enqueue, batches of {BATCH}, median of {ROUNDS} rounds): \
          tilekit {:.3} us, raw with the same 144 parameter bytes {:.3} us ({:.3}x; per-round \
          median {paired_ratio:.3}x), raw empty kernel {:.3} us ({:.3}x); {threads} threads, \
-         {smem} B smem; raw launch of scale_chain's own function {:.3} us ({:.3}x; per-round \
+         {smem} B smem; raw launch of the probe's own function {:.3} us ({:.3}x; per-round \
          median {paired_variant_ratio:.3}x); the same after binding the context {:.3} us",
         e[0],
         e[1],

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tilekit::prelude::*;
 use tilekit::Element;
+use tilekit_benches::launch_probe::tiny_chain;
 use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
@@ -327,8 +328,8 @@ fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     Ok(Value::Object(out))
 }
 
-/// Per-kernel GPU time inside a replayed graph of 100 tiny tilekit launches (scale_chain
-/// over 1024 f32, R=1, ping-pong between two buffers): CUDA events around each replay,
+/// Per-kernel GPU time inside a replayed graph of 100 tiny tilekit launches (`tiny_chain`,
+/// the launch probe, over 1024 f32, R=1, ping-pong between two buffers): CUDA events around each replay,
 /// divided by 100; beside the same 100 launches issued eagerly (events around the loop).
 fn graph_replay(rt: &Runtime) -> Result<Value> {
     let n = 1024usize;
@@ -337,8 +338,8 @@ fn graph_replay(rt: &Runtime) -> Result<Value> {
     const LAUNCHES: usize = 100;
     let mut eager = || -> Result<()> {
         for _ in 0..LAUNCHES / 2 {
-            scale_chain::launch(rt, &a, &mut b, 1)?;
-            scale_chain::launch(rt, &b, &mut a, 1)?;
+            tiny_chain::launch(rt, &a, &mut b, 1)?;
+            tiny_chain::launch(rt, &b, &mut a, 1)?;
         }
         Ok(())
     };
@@ -346,8 +347,8 @@ fn graph_replay(rt: &Runtime) -> Result<Value> {
     let eager_ms = time_ms(rt, 3, 50, &mut eager)?;
     let g = rt.capture(|rt| {
         for _ in 0..LAUNCHES / 2 {
-            scale_chain::launch(rt, &a, &mut b, 1)?;
-            scale_chain::launch(rt, &b, &mut a, 1)?;
+            tiny_chain::launch(rt, &a, &mut b, 1)?;
+            tiny_chain::launch(rt, &b, &mut a, 1)?;
         }
         Ok(())
     })?;
