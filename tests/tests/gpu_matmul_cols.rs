@@ -92,8 +92,8 @@ fn cols_case<T: Element + Float>(
     // The Cols variant runs when every other tensor is Rows: a row-major [r, c] tensor's
     // row pitch (c elements) a multiple of 16 bytes; the column-major operands' pitch is.
     let es = std::mem::size_of::<T>();
-    let rows_ok = |cols: usize| (cols * es) % 16 == 0;
-    let cm_ok = |rows: usize| ((rows.div_ceil(8) * 8 + pad) * es) % 16 == 0;
+    let rows_ok = |cols: usize| (cols * es).is_multiple_of(16);
+    let cm_ok = |rows: usize| ((rows.div_ceil(8) * 8 + pad) * es).is_multiple_of(16);
     let a_ok = if major.a { cm_ok(m) } else { rows_ok(k) };
     let b_ok = if major.b { cm_ok(k) } else { rows_ok(n) };
     let want = if a_ok && b_ok && rows_ok(n) {
