@@ -3,7 +3,7 @@
 # after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
 #   PART: matmul-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
-#         normcand (issue 13 candidates, v0 vs current, and the train bench) |
+#         cand (issue 13 candidates beside the library's kernels, interleaved) |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
@@ -138,10 +138,10 @@ train-tests)
 train-bench)
   t .gpu/bin/tilekit-bench --only train --out "$OUT/train-bench.json" 2>&1 | tee -a "$OUT/train-bench.log"
   ;;
-normcand)
-  # Issue 13's norm and activation kernels before the `norms` branch (v0) against the
-  # current ones, two interleaved rounds, plus the whole training bench (the defaults).
-  t .gpu/bin/tilekit-bench --only normcand,train --out "$OUT/normcand.json" 2>&1 | grep -v "^  " | tee -a "$OUT/normcand.log"
+cand)
+  # Issue 13 candidates (benches/src/candidates.rs) beside the library's kernels: cache
+  # hints for the wide-row kernels, a LayerNorm variant; two interleaved rounds.
+  t .gpu/bin/tilekit-bench --only cand --out "$OUT/cand.json" 2>&1 | grep -v "^  " | tee -a "$OUT/cand.log"
   ;;
 train-peers)
   t python3 benches/peers/peers.py --quick --only train --out "$OUT/train-peers.json" 2>&1 | tail -n 40 | tee -a "$OUT/train-peers.log"

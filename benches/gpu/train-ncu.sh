@@ -3,7 +3,11 @@
 # ncu's dram__bytes within 5% of it). On the GPU machine from the repository root, after
 # `../shared/tools/gpu-pack -p tilekit-benches`:
 #   bash benches/gpu/train-ncu.sh [KERNEL..]   (default: log_softmax cross_entropy
-#                                               cross_entropy_inplace layernorm swiglu)
+#                                               cross_entropy_inplace layernorm layernorm_bwd
+#                                               rmsnorm_bwd swiglu)
+# With NCU_SECTIONS=1 it also saves ncu's SpeedOfLight, MemoryWorkloadAnalysis,
+# WarpStateStats, SchedulerStats, Occupancy and LaunchStats sections per kernel as text
+# ($OUT/ncu-KERNEL-sections.txt): where the time goes when the bytes are not the limit.
 # Each kernel runs alone in `tilekit-bench ncu-target KERNEL` (three launches of its
 # `launch`, same inputs); ncu profiles the third with its default cache control (L2
 # flushed before the profiled launch), so the counters see a cold L2. Writes
@@ -18,7 +22,7 @@ NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-com
 BIN=${BIN:-.gpu/bin/tilekit-bench}
 if [ -z "$NCU" ]; then echo "ncu not found (set NCU=...)" | tee -a "$OUT/train-ncu.log"; exit 1; fi
 kernels=("$@")
-[ ${#kernels[@]} -eq 0 ] && kernels=(log_softmax cross_entropy cross_entropy_inplace layernorm swiglu)
+[ ${#kernels[@]} -eq 0 ] && kernels=(log_softmax cross_entropy cross_entropy_inplace layernorm layernorm_bwd rmsnorm_bwd swiglu)
 for k in "${kernels[@]}"; do
   # Warm the CUBIN cache outside the profiler (NVRTC under ncu is slow, and no kernel of
   # ours runs while compiling).
@@ -27,6 +31,12 @@ for k in "${kernels[@]}"; do
   "$NCU" --csv --print-units base -k regex:tilekit_kernel --launch-skip 2 --launch-count 1 \
     --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,lts__t_bytes.sum \
     "$BIN" ncu-target "$k" > "$OUT/ncu-$k.csv" 2> "$OUT/ncu-$k.err"
+  if [ "${NCU_SECTIONS:-0}" = 1 ]; then
+    "$NCU" --print-units base -k regex:tilekit_kernel --launch-skip 2 --launch-count 1 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section SchedulerStats --section Occupancy --section LaunchStats \
+      "$BIN" ncu-target "$k" > "$OUT/ncu-$k-sections.txt" 2>&1
+  fi
   python3 - "$k" "${min:-0}" "$OUT/ncu-$k.csv" <<'PY' | tee -a "$OUT/train-ncu.log"
 import csv, sys
 name, minimum, path = sys.argv[1], float(sys.argv[2]), sys.argv[3]

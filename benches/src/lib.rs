@@ -1,6 +1,6 @@
 //! tilekit benchmark drivers; the binaries are in `src/bin/`.
 
 pub mod attention;
+pub mod candidates;
 pub mod launch_probe;
-pub mod norm_candidates;
 pub mod user_kernels;

@@ -94,7 +94,7 @@ fn a_operand(
 /// let y = b.push(Op::TensorParam { index: 0 }, Loc { span: 0, line: 3 });
 /// let i = b.push(Op::Arange { n: Dim::Const(256) }, Loc { span: 0, line: 4 });
 /// let one = b.push(Op::Lit(Literal::Float(1.0)), Loc { span: 0, line: 4 });
-/// b.push_void(Op::Store { view: y, offsets: i, value: one, mask: None }, Loc { span: 0, line: 5 });
+/// b.push_void(Op::Store { view: y, offsets: i, value: one, mask: None, cache: Default::default() }, Loc { span: 0, line: 5 });
 /// let k = b.into_kernel();
 /// let text = tilekit_codegen::dump(&k, None, tilekit_codegen::Stage::Layouts).unwrap();
 /// assert!(text.contains("blocked"));

@@ -32,6 +32,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/block/slice.cuh",
     "tilekit/ops/memory/memory.cuh",
     "tilekit/ops/memory/vec.cuh",
+    "tilekit/ops/memory/cache.cuh",
     "tilekit/ops/memory/gather.cuh",
     "tilekit/ops/memory/tile_io.cuh",
     "tilekit/ops/sched/sched.cuh",

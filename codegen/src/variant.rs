@@ -115,8 +115,13 @@ pub fn variant_source(
             "static_assert(tilekit_variant::TK_GRID{k}::WM == {wm}, \"acc{k}: warp arrangement differs from the code generator's\");\n"
         ));
     }
+    // `MIN_BLOCKS`: the fewest blocks per SM ptxas must fit (it caps registers per thread).
+    let bounds = match config.int("MIN_BLOCKS") {
+        Some(mb) if mb > 1 => format!("{threads}, {mb}"),
+        _ => threads.to_string(),
+    };
     out.push_str(&format!(
-        "extern \"C\" __global__ void __launch_bounds__({threads}) {ENTRY_POINT}({}) {{\n",
+        "extern \"C\" __global__ void __launch_bounds__({bounds}) {ENTRY_POINT}({}) {{\n",
         params.join(", ")
     ));
     out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");

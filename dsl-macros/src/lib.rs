@@ -268,6 +268,8 @@ fn stage_codegen(kernel: &tilekit_ir::Kernel) -> Result<String, String> {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_cache;
+#[cfg(test)]
 mod tests_subtiles;
 #[cfg(test)]
 mod tests_tile_fn;

@@ -1,7 +1,7 @@
 //! A readable text form of the IR (`tilekit show --ir`, snapshot tests).
 
 use crate::kernel::{Kernel, ParamKind};
-use crate::op::{Block, Literal, Op, ValueId};
+use crate::op::{Block, CachePolicy, Literal, Op, ValueId};
 use std::fmt::{self, Write};
 
 fn v(k: &Kernel, id: ValueId) -> String {
@@ -59,13 +59,15 @@ fn op_text(k: &Kernel, op: &Op) -> String {
             offsets,
             mask,
             other,
+            cache,
         } => {
             format!(
-                "load {}[{}] mask {} other {}",
+                "load {}[{}] mask {} other {}{}",
                 v(k, *view),
                 v(k, *offsets),
                 o(mask),
-                o(other)
+                o(other),
+                cache_suffix(*cache)
             )
         }
         Op::Store {
@@ -73,13 +75,15 @@ fn op_text(k: &Kernel, op: &Op) -> String {
             offsets,
             value,
             mask,
+            cache,
         } => {
             format!(
-                "store {}[{}] = {} mask {}",
+                "store {}[{}] = {} mask {}{}",
                 v(k, *view),
                 v(k, *offsets),
                 v(k, *value),
-                o(mask)
+                o(mask),
+                cache_suffix(*cache)
             )
         }
         Op::LoadTile {
@@ -228,5 +232,14 @@ impl fmt::Display for Kernel {
         }
         block(self, &self.body, 1, &mut out)?;
         f.write_str(&out)
+    }
+}
+
+/// ` evict_first` / ` evict_last` after a hinted `load` or `store`; nothing for the default.
+fn cache_suffix(cache: CachePolicy) -> String {
+    if cache.is_normal() {
+        String::new()
+    } else {
+        format!(" {}", cache.method())
     }
 }

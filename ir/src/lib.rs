@@ -45,7 +45,8 @@ pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, HostFloat, Pha
 pub use infer::{infer, Ty, Types};
 pub use kernel::{Constraint, DerivedDim, InputGen, Kernel, Param, ParamKind, Problem};
 pub use op::{
-    BinOp, Block, CmpOp, Inst, Literal, Loc, Op, Precision, ReduceOp, Scope, UnaryOp, ValueId,
+    BinOp, Block, CachePolicy, CmpOp, Inst, Literal, Loc, Op, Precision, ReduceOp, Scope, UnaryOp,
+    ValueId,
 };
 pub use shape::{Dim, Shape};
 pub use space::{Config, Space, SpaceError, TuneParam, TuneValue};

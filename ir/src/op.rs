@@ -282,6 +282,58 @@ pub enum Precision {
     Tf32,
 }
 
+/// How a `load` or `store` asks the caches to treat its lines (the DSL's
+/// `.evict_first()` / `.evict_last()` on the view it reads or writes; Triton's
+/// `eviction_policy`). A hint only: results never depend on it, and the CPU backend
+/// ignores it.
+///
+/// ```
+/// use tilekit_ir::CachePolicy;
+/// assert_eq!(CachePolicy::default(), CachePolicy::Normal);
+/// assert_eq!(CachePolicy::parse_method("evict_first"), Some(CachePolicy::EvictFirst));
+/// assert_eq!(CachePolicy::EvictLast.method(), "evict_last");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CachePolicy {
+    /// The hardware's default.
+    #[default]
+    Normal,
+    /// Streamed: read or written once, evicted first (`ld.global.cs` / `st.global.cs`). For
+    /// the last read of data and for outputs no later read in the kernel wants from L2,
+    /// so that they do not push out lines that will be read again.
+    EvictFirst,
+    /// Kept: the lines are evicted from L2 last (an `L2::evict_last` cache policy), for a
+    /// first read whose data the same program reads again soon (a second pass over a row).
+    EvictLast,
+}
+
+impl CachePolicy {
+    /// `true` for [`CachePolicy::Normal`] (left out of the serialized IR, so a kernel
+    /// without hints keeps its spec hash).
+    pub fn is_normal(&self) -> bool {
+        *self == CachePolicy::Normal
+    }
+
+    /// The view method that asks for this policy (`evict_first`, `evict_last`; `normal`
+    /// has none and prints as `normal`).
+    pub fn method(self) -> &'static str {
+        match self {
+            CachePolicy::Normal => "normal",
+            CachePolicy::EvictFirst => "evict_first",
+            CachePolicy::EvictLast => "evict_last",
+        }
+    }
+
+    /// The policy a view method names (`evict_first`, `evict_last`).
+    pub fn parse_method(name: &str) -> Option<CachePolicy> {
+        match name {
+            "evict_first" => Some(CachePolicy::EvictFirst),
+            "evict_last" => Some(CachePolicy::EvictLast),
+            _ => None,
+        }
+    }
+}
+
 /// Which threads execute an operation in the lowered code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Scope {
@@ -438,6 +490,9 @@ pub enum Op {
         mask: Option<ValueId>,
         /// Value for masked-off lanes (default 0).
         other: Option<ValueId>,
+        /// Cache hint.
+        #[serde(default, skip_serializing_if = "CachePolicy::is_normal")]
+        cache: CachePolicy,
     },
     /// Masked scatter `store(view, offsets, value, mask)`.
     Store {
@@ -449,6 +504,9 @@ pub enum Op {
         value: ValueId,
         /// Where false, nothing is written.
         mask: Option<ValueId>,
+        /// Cache hint.
+        #[serde(default, skip_serializing_if = "CachePolicy::is_normal")]
+        cache: CachePolicy,
     },
     /// `load_tile(t, origin, shape)`: a boundary-masked block (zero outside the tensor).
     LoadTile {
@@ -553,6 +611,7 @@ impl Op {
                 offsets,
                 mask,
                 other,
+                ..
             } => {
                 let mut v = vec![*view, *offsets];
                 v.extend(mask.iter().chain(other.iter()));
@@ -563,6 +622,7 @@ impl Op {
                 offsets,
                 value,
                 mask,
+                ..
             } => {
                 let mut v = vec![*view, *offsets, *value];
                 v.extend(mask.iter());

@@ -108,7 +108,7 @@ pub const SMEM_LAYOUTS: [&str; 6] = [
 
 /// Every reserved tuning name: the one list (also in `docs/semantics.md`, "Names").
 /// `STAGES` and tile extents (`BLOCK`, `BM`, ..) are ordinary names.
-pub const RESERVED: [ReservedName; 4] = [
+pub const RESERVED: [ReservedName; 5] = [
     ReservedName {
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
@@ -128,6 +128,11 @@ pub const RESERVED: [ReservedName; 4] = [
         name: "GROUP_M",
         values: ReservedValues::Ints(1, 1 << 16),
         meaning: "grouped program order on 2-d grids: bands of GROUP_M programs along axis 0 swept across axis 1 (L2 reuse); 1 is the linear order",
+    },
+    ReservedName {
+        name: "MIN_BLOCKS",
+        values: ReservedValues::Ints(1, 32),
+        meaning: "the fewest programs the compiler must fit on one SM at once (the second argument of `__launch_bounds__`): it caps registers per thread at 65536 / (MIN_BLOCKS x threads), so a persistent or latency-bound kernel keeps more warps resident; it changes no result",
     },
 ];
 

@@ -54,7 +54,7 @@
 //! let v = b.push(Op::Binary { op: BinOp::Mul, a: offs, b: zero }, l);
 //! let v = b.push(Op::Binary { op: BinOp::Add, a: v, b: block }, l);
 //! let v = b.push(Op::Cast { x: v, to: Elem::of(DType::I32) }, l);
-//! b.push_void(Op::Store { view: y, offsets: offs, value: v, mask: Some(mask) }, l);
+//! b.push_void(Op::Store { view: y, offsets: offs, value: v, mask: Some(mask), cache: Default::default() }, l);
 //! let json: &'static str = Box::leak(b.into_kernel().to_json().into_boxed_str());
 //! let spec = KernelSpec::new("write_block", json, "", "", 0);
 //!

@@ -286,7 +286,7 @@ fn matmul_matches_reference_at_awkward_sizes() {
         130,
         64,
         31,
-        "BM=128,BN=64,BK=32,WARPS=4,STAGES=3,SMEM=RowMajor",
+        "BM=128,BN=64,BK=32,WARPS=4,STAGES=3,SMEM=Swizzle128",
         &mut rng,
     );
 }

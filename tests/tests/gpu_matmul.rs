@@ -301,3 +301,52 @@ fn gpu_matmul_default_variant_sass_has_hmma_and_no_local_memory() {
     );
     assert_eq!(count("LDL") + count("STL"), 0, "local-memory traffic");
 }
+
+/// The library's matmul with every shared-memory layout (the library's space keeps only
+/// Swizzle128 and Padded, the fastest): a user's kernel may pick any of them.
+#[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+#[tune(BM = [64, 128], BN = [64, 128], BK = [32, 64], STAGES = [3, 2], WARPS = [4],
+       SMEM = [RowMajor, Swizzle32, Swizzle64, Padded, Swizzle128])]
+#[constraint(smem_bytes() <= max_smem())]
+#[shapes(a = [M, K], b = [K, N], c = [M, N])]
+fn matmul_layouts<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, c: &mut Tensor2<T>) {
+    let (pm, pn) = (program_id(0), program_id(1));
+    let mut acc = zeros::<f32, BM, BN>();
+    for k in pipelined(0..a.cols(), BK, STAGES) {
+        let ta = load_tile(a, [pm * BM, k], [BM, BK]);
+        let tb = load_tile(b, [k, pn * BN], [BK, BN]);
+        acc = dot(ta, tb, acc);
+    }
+    store_tile(c, [pm * BM, pn * BN], acc.cast::<T>());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_every_smem_layout_bitwise() {
+    let g = gpu();
+    let c = Runtime::cpu();
+    let mut r = tilekit_tests::support::seeded_rng("matmul-layouts");
+    for smem in ["RowMajor", "Swizzle32", "Swizzle64", "Padded", "Swizzle128"] {
+        for tile in ["BM=64,BN=128,BK=32,STAGES=3", "BM=128,BN=64,BK=64,STAGES=2"] {
+            let cf = matmul_common::cfg(&format!("{tile},WARPS=4,SMEM={smem}"));
+            for &(m, k, n) in &[(65, 97, 129), (128, 64, 64), (1, 200, 63)] {
+                let a = small_ints::<bf16>(&mut r, m * k);
+                let b = small_ints::<bf16>(&mut r, k * n);
+                let ag = Tensor2::from_vec(&g, a.clone(), [m, k]).unwrap();
+                let bg = Tensor2::from_vec(&g, b.clone(), [k, n]).unwrap();
+                let ac = Tensor2::from_vec(&c, a, [m, k]).unwrap();
+                let bc = Tensor2::from_vec(&c, b, [k, n]).unwrap();
+                let mut cg = Tensor2::full(&g, [m, n], bf16::from_f64(f64::NAN)).unwrap();
+                let mut cc = Tensor2::full(&c, [m, n], bf16::from_f64(f64::NAN)).unwrap();
+                matmul_layouts::launch_with(&g, &cf, &ag, &bg, &mut cg)
+                    .unwrap_or_else(|e| panic!("{cf} {m}x{k}x{n}: {e}"));
+                matmul_layouts::launch_with(&c, &cf, &ac, &bc, &mut cc).unwrap();
+                assert_bitwise(
+                    &format!("matmul_layouts {cf} {m}x{k}x{n}"),
+                    &cg.to_vec().unwrap(),
+                    &cc.to_vec().unwrap(),
+                );
+            }
+        }
+    }
+}

@@ -5,8 +5,10 @@
 //! element types, target and alignment are all factors) plus every default;
 //! `TILEKIT_COMPILE_ALL=1` (`cargo xtask compile-all`) compiles every valid variant of all;
 //! `TILEKIT_COMPILE_KERNELS=gelu,swiglu` only the kernels named (a quick local check;
-//! `!matmul,softmax` all but those); `TILEKIT_COMPILE_DRY=1` only counts the variants. A
-//! failure prints the NVRTC log
+//! `!matmul,softmax` all but those); `TILEKIT_COMPILE_SHARD=i/n` only the variants whose
+//! index in a kernel's chosen list is `i` modulo `n` (to split `compile-all` over machines or
+//! calls: shards `0/n` .. `n-1/n` together are the whole set); `TILEKIT_COMPILE_DRY=1` only
+//! counts the variants. A failure prints the NVRTC log
 //! and the numbered generated source. Without NVRTC the test is skipped, except under
 //! `CI=true`, where that is a failure.
 
@@ -45,6 +47,7 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             None => o.split(',').any(|k| k.trim() == name),
         },
     };
+    let shard = shard_from_env();
     for spec in tilekit_kernels::ALL.iter().filter(|s| wanted(s.name)) {
         let kernel = spec.kernel().expect("library kernel IR");
         let all = valid_variants(kernel, &targets);
@@ -53,6 +56,12 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         } else {
             covering_variants(kernel, &targets)
         };
+        let chosen: Vec<_> = chosen
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % shard.1 == shard.0)
+            .map(|(_, v)| v)
+            .collect();
         if std::env::var("TILEKIT_COMPILE_DRY").as_deref() == Ok("1") {
             summary.push(format!(
                 "  {:<12} {:>5} of {:>5} valid variants (not compiled: TILEKIT_COMPILE_DRY)",
@@ -75,6 +84,13 @@ fn every_kernel_variant_compiles_with_nvrtc() {
                 Ok((usize::from(v.target == Target::Sm90a), cubin.seconds))
             })
             .collect();
+        let slowest = results
+            .iter()
+            .zip(&chosen)
+            .filter_map(|(r, v)| r.as_ref().ok().map(|(_, s)| (*s, v)))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(s, v)| format!("; slowest {s:.1} s: {v}"))
+            .unwrap_or_default();
         let mut per = [0usize; 2];
         for r in &results {
             match r {
@@ -89,23 +105,26 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             .filter_map(|r| r.as_ref().ok().map(|(_, s)| *s))
             .sum();
         summary.push(format!(
-            "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}; {:.1} s wall, {:.2} s NVRTC per variant",
+            "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}; {:.1} s wall, {:.2} s NVRTC per variant{}",
             spec.name,
             chosen.len(),
             all.len(),
             per[0],
             per[1],
             t0.elapsed().as_secs_f64(),
-            secs / chosen.len().max(1) as f64
+            secs / chosen.len().max(1) as f64,
+            slowest
         ));
     }
     println!(
-        "NVRTC variant compilation ({}):",
+        "NVRTC variant compilation ({}; shard {}/{}):",
         if full {
             "every valid variant"
         } else {
             "every valid variant, pairwise covering subset + defaults above the limit"
-        }
+        },
+        shard.0,
+        shard.1
     );
     for s in &summary {
         println!("{s}");
@@ -117,4 +136,18 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         total[1],
         start.elapsed().as_secs_f64()
     );
+}
+
+/// `TILEKIT_COMPILE_SHARD=i/n` as `(i, n)`; `(0, 1)` (everything) when unset.
+fn shard_from_env() -> (usize, usize) {
+    let Ok(text) = std::env::var("TILEKIT_COMPILE_SHARD") else {
+        return (0, 1);
+    };
+    let parsed = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => (i, n),
+        _ => panic!("TILEKIT_COMPILE_SHARD={text}: expected i/n with 0 <= i < n"),
+    }
 }

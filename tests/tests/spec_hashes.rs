@@ -8,7 +8,9 @@ use tilekit_kernels::{matmul, rmsnorm, softmax};
 #[test]
 fn shipped_kernels_keep_their_spec_hashes() {
     for (spec, hash) in [
-        (&matmul::SPEC, 9526034718448696346u64),
+        // 9526034718448696346 until SMEM = RowMajor left matmul's space (session 7): the
+        // shipped matmul entries wait for the regeneration after the GEMM issues.
+        (&matmul::SPEC, 12491075520389449648u64),
         (&rmsnorm::SPEC, 1276040822956320176),
         (&softmax::SPEC, 4829813825856373461),
     ] {
@@ -25,12 +27,14 @@ fn shipped_kernels_keep_their_spec_hashes() {
 /// ROWS-per-program layernorm of the `train` branch, 44433a9, had the same property, and was
 /// reverted for speed: BENCHMARKS run 45.) The `norms` branch moved the loads of w and b
 /// before the statistics (and put WARPS=4 first): the hash changed with the IR, from
-/// 4319034181077799929, which this test had pinned since the helper came in.
+/// 4319034181077799929, which this test had pinned since the helper came in; then w and b
+/// stayed in their element type until their use and WARPS=8 came first (session 7), from
+/// 16371863052153319789.
 #[test]
 fn a_kernel_using_a_helper_keeps_the_hash_it_had_written_inline() {
     let spec = &tilekit_kernels::layernorm::SPEC;
     assert_eq!(
-        spec.spec_hash, 16371863052153319789,
+        spec.spec_hash, 12218435690159551331,
         "spec hash of `layernorm`"
     );
 }

@@ -63,7 +63,7 @@ fn covering_variants_pair_each_operand_class_with_every_factor() {
             .iter()
             .filter(|v| v.access.cols() & bit != 0)
             .collect();
-        for smem in ["Swizzle128", "Padded", "RowMajor"] {
+        for smem in ["Swizzle128", "Padded"] {
             assert!(
                 cols.iter()
                     .any(|v| v.config.get("SMEM").is_some_and(|s| s.to_string() == smem)),

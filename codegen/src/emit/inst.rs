@@ -6,7 +6,8 @@ use crate::layout::Layout;
 use crate::names::{dim_expr, elem_ctype, f64_literal, i64_literal, shape_type};
 use crate::smem::Factor;
 use tilekit_ir::{
-    BinOp, CmpOp, DType, Elem, Inst, Literal, Op, ParamKind, ReduceOp, Shape, Ty, UnaryOp, ValueId,
+    BinOp, CachePolicy, CmpOp, DType, Elem, Inst, Literal, Op, ParamKind, ReduceOp, Shape, Ty,
+    UnaryOp, ValueId,
 };
 
 fn unary_op(op: UnaryOp) -> &'static str {
@@ -394,13 +395,15 @@ impl<'k> Emitter<'k> {
                 offsets,
                 mask,
                 other,
-            } => self.load(inst, *view, *offsets, *mask, *other),
+                cache,
+            } => self.load(inst, *view, *offsets, (*mask, *other), *cache),
             Op::Store {
                 view,
                 offsets,
                 value,
                 mask,
-            } => self.store(*view, *offsets, *value, *mask),
+                cache,
+            } => self.store(*view, *offsets, *value, *mask, *cache),
             Op::LoadTile {
                 tensor,
                 origin,
@@ -619,10 +622,11 @@ impl<'k> Emitter<'k> {
         inst: &'k Inst,
         view: ValueId,
         offsets: ValueId,
-        mask: Option<ValueId>,
-        other: Option<ValueId>,
+        (mask, other): (Option<ValueId>, Option<ValueId>),
+        cache: CachePolicy,
     ) -> Result<(), CodegenError> {
         let r = Self::result(inst)?;
+        let cp = cache_arg(cache);
         let (v, elem, _) = self.view(view)?;
         let (_, _, shape, _) = self.tile(offsets)?;
         let m = match mask {
@@ -642,18 +646,18 @@ impl<'k> Emitter<'k> {
                 match self.same_base_prefix(mask, base)? {
                     // The bounds mask of these very offsets: one whole-tile test.
                     Some(limit) => format!(
-                        "tk::load_prefix<ALIGNED, {}, TK_L>({v}, {b}, {limit}, {o})",
+                        "tk::load_prefix<ALIGNED, {}, TK_L{cp}>({v}, {b}, {limit}, {o})",
                         shape_type(&shape)
                     ),
                     None => format!(
-                        "tk::load_contig<ALIGNED, {}, TK_L>({v}, {b}, {m}, {o})",
+                        "tk::load_contig<ALIGNED, {}, TK_L{cp}>({v}, {b}, {m}, {o})",
                         shape_type(&shape)
                     ),
                 }
             }
             _ => {
                 let off = self.offsets_expr(offsets)?;
-                format!("tk::load<ALIGNED>({v}, {off}, {m}, {o})")
+                format!("tk::load<ALIGNED{cp}>({v}, {off}, {m}, {o})")
             }
         };
         self.assign(r, &expr)
@@ -690,7 +694,9 @@ impl<'k> Emitter<'k> {
         offsets: ValueId,
         value: ValueId,
         mask: Option<ValueId>,
+        cache: CachePolicy,
     ) -> Result<(), CodegenError> {
+        let cp = cache_arg(cache);
         let (v, elem, _) = self.view(view)?;
         let (_, _, shape, _) = self.tile(offsets)?;
         let val = self.coerce(value, &elem, &shape, Layout::Blocked)?;
@@ -706,11 +712,11 @@ impl<'k> Emitter<'k> {
                 };
                 match self.same_base_prefix(mask, base)? {
                     Some(limit) => self.w.line(&format!(
-                        "tk::store_prefix<ALIGNED, {}, TK_L>({v}, {b}, {val}, {limit});",
+                        "tk::store_prefix<ALIGNED, {}, TK_L{cp}>({v}, {b}, {val}, {limit});",
                         shape_type(&shape)
                     )),
                     None => self.w.line(&format!(
-                        "tk::store_contig<ALIGNED, {}, TK_L>({v}, {b}, {val}, {m});",
+                        "tk::store_contig<ALIGNED, {}, TK_L{cp}>({v}, {b}, {val}, {m});",
                         shape_type(&shape)
                     )),
                 }
@@ -718,10 +724,20 @@ impl<'k> Emitter<'k> {
             _ => {
                 let off = self.offsets_expr(offsets)?;
                 self.w
-                    .line(&format!("tk::store<ALIGNED>({v}, {off}, {val}, {m});"));
+                    .line(&format!("tk::store<ALIGNED{cp}>({v}, {off}, {val}, {m});"));
             }
         }
         Ok(())
+    }
+}
+
+/// The trailing template argument of a hinted `load`/`store` (`, tk::EVICT_FIRST`), else
+/// nothing (the prelude's default, `tk::CACHE_NORMAL`).
+fn cache_arg(cache: CachePolicy) -> &'static str {
+    match cache {
+        CachePolicy::Normal => "",
+        CachePolicy::EvictFirst => ", tk::EVICT_FIRST",
+        CachePolicy::EvictLast => ", tk::EVICT_LAST",
     }
 }
 

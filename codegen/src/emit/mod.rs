@@ -346,7 +346,7 @@ pub(crate) fn param_name(i: usize, name: &str) -> String {
 /// let y = b.push(Op::TensorParam { index: 0 }, Loc { span: 0, line: 3 });
 /// let i = b.push(Op::Arange { n: Dim::Const(256) }, Loc { span: 0, line: 4 });
 /// let one = b.push(Op::Lit(Literal::Float(1.0)), Loc { span: 0, line: 4 });
-/// b.push_void(Op::Store { view: y, offsets: i, value: one, mask: None }, Loc { span: 0, line: 5 });
+/// b.push_void(Op::Store { view: y, offsets: i, value: one, mask: None, cache: Default::default() }, Loc { span: 0, line: 5 });
 /// let src = tilekit_codegen::generate(&b.into_kernel()).unwrap();
 /// assert!(src.contains("struct tilekit_fill"));
 /// assert!(src.contains("// fill.rs:5"));

@@ -153,6 +153,7 @@ pub fn softmax() -> Kernel {
         offsets: cols,
         mask: Some(mask),
         other: Some(ninf),
+        cache: Default::default(),
     });
     let v = b.cast(ld, f32e());
     b.b.name_value(v, "v");
@@ -173,6 +174,7 @@ pub fn softmax() -> Kernel {
         offsets: cols,
         value: o,
         mask: Some(mask),
+        cache: Default::default(),
     });
     b.finish()
 }
@@ -219,6 +221,7 @@ pub fn scale_chain() -> Kernel {
         offsets: offs,
         mask: Some(mask),
         other: Some(zero),
+        cache: Default::default(),
     });
     let v0 = b.cast(ld, f32e());
     b.b.name_value(v0, "v");
@@ -281,6 +284,7 @@ pub fn scale_chain() -> Kernel {
         offsets: offs,
         value: o,
         mask: Some(mask),
+        cache: Default::default(),
     });
     b.finish()
 }
@@ -322,6 +326,7 @@ pub fn rmsnorm() -> Kernel {
         offsets: cols,
         mask: Some(mask),
         other: Some(zero),
+        cache: Default::default(),
     });
     let v = b.cast(ld, f32e());
     b.b.name_value(v, "v");
@@ -340,6 +345,7 @@ pub fn rmsnorm() -> Kernel {
         offsets: cols,
         mask: Some(mask),
         other: Some(zero),
+        cache: Default::default(),
     });
     let g = b.cast(lw, f32e());
     let y = b.at(16).named("y", Op::TensorParam { index: 2 });
@@ -355,6 +361,7 @@ pub fn rmsnorm() -> Kernel {
         offsets: cols,
         value: o,
         mask: Some(mask),
+        cache: Default::default(),
     });
     b.finish()
 }
@@ -603,6 +610,7 @@ pub fn kitchen_sink() -> Kernel {
         offsets: col,
         mask: None,
         other: None,
+        cache: Default::default(),
     });
     let xr = b.op(Op::Row {
         tensor: x,
@@ -615,6 +623,7 @@ pub fn kitchen_sink() -> Kernel {
         offsets: offs,
         mask: Some(ok),
         other: None,
+        cache: Default::default(),
     });
     let yr = b.op(Op::Row {
         tensor: y,
@@ -625,6 +634,7 @@ pub fn kitchen_sink() -> Kernel {
         offsets: offs,
         value: gx,
         mask: Some(ok),
+        cache: Default::default(),
     });
     // Scalar load/store and an `if` with a weak literal in one branch.
     let one = b.at(13).lit_i(1);
@@ -633,6 +643,7 @@ pub fn kitchen_sink() -> Kernel {
         offsets: one,
         mask: Some(fp),
         other: None,
+        cache: Default::default(),
     });
     b.begin_if();
     let two = b.lit_f(2.0);
@@ -660,6 +671,7 @@ pub fn kitchen_sink() -> Kernel {
         offsets: z,
         value: rt2,
         mask: None,
+        cache: Default::default(),
     });
     b.finish()
 }

@@ -258,12 +258,14 @@ impl<'k> Checker<'k> {
                 offsets,
                 mask,
                 other,
+                ..
             } => self.load(*view, *offsets, *mask, *other, loc),
             Op::Store {
                 view,
                 offsets,
                 value,
                 mask,
+                ..
             } => self.store(*view, *offsets, *value, *mask, loc),
             Op::LoadTile {
                 tensor,

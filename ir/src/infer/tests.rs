@@ -88,6 +88,7 @@ fn softmax_row_types() {
             offsets: cols,
             mask: Some(mask),
             other: Some(ninf),
+            cache: Default::default(),
         },
         at(4),
     );
@@ -185,6 +186,7 @@ fn reports_every_error_once() {
             offsets: cols,
             value: zero,
             mask: None,
+            cache: Default::default(),
         },
         at(8),
     );
@@ -203,6 +205,7 @@ fn reports_every_error_once() {
             offsets: cols,
             value: zero,
             mask: None,
+            cache: Default::default(),
         },
         at(10),
     ); // write through &

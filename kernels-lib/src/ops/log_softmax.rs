@@ -6,7 +6,9 @@ use tilekit::prelude::*;
 /// A row that fits `BLOCK` stays on chip: one read of `x`, one write of `y`. A wider row
 /// (a vocabulary of 50257) is read in `BLOCK` chunks, four per trip, with a per-lane online
 /// maximum and running sum (rescaled when the lane's maximum grows, reduced across the
-/// block once after the loop), then read again (from L2 when it fits) to write `y`.
+/// block once after the loop), then read again (from L2 when it fits) to write `y`. The
+/// second pass's loads and the stores of `y` are marked `.evict_first()`, so that streamed
+/// lines leave L2 before the rows other programs have yet to read again.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -63,20 +65,36 @@ pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         let m = max(mv, 0);
         let lse = m + log(sum(acc * exp(mv - m), 0));
         for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row), start + cols).to_f32();
-            let b = load(x.row(row), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
-            store(y.row(row), start + cols, (a - lse).cast::<T>());
-            store(y.row(row), start + BLOCK + cols, (b - lse).cast::<T>());
-            store(y.row(row), start + 2 * BLOCK + cols, (c - lse).cast::<T>());
-            store(y.row(row), start + 3 * BLOCK + cols, (d - lse).cast::<T>());
+            let a = load(x.row(row).evict_first(), start + cols).to_f32();
+            let b = load(x.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
+            store(
+                y.row(row).evict_first(),
+                start + cols,
+                (a - lse).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
+                start + BLOCK + cols,
+                (b - lse).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
+                start + 2 * BLOCK + cols,
+                (c - lse).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
+                start + 3 * BLOCK + cols,
+                (d - lse).cast::<T>(),
+            );
         }
         for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
-            let v = load(x.row(row), offs, mask, 0.0).to_f32();
-            store(y.row(row), offs, (v - lse).cast::<T>(), mask);
+            let v = load(x.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            store(y.row(row).evict_first(), offs, (v - lse).cast::<T>(), mask);
         }
     }
 }

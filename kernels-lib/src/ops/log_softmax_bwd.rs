@@ -4,7 +4,8 @@ use tilekit::prelude::*;
 /// `y` and the output gradient `dy`, any row length, in f32.
 ///
 /// A row that fits `BLOCK` is read once; a wider row is read in `BLOCK` chunks, four per
-/// trip: `dy` for its sum, then `y` and `dy` again (from L2 when the row fits) for `dx`.
+/// trip: `dy` for its sum, then `y` and `dy` again (from L2 when the row fits) for `dx`,
+/// those second reads and the stores of `dx` marked `.evict_first()`.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -50,31 +51,31 @@ pub fn log_softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tenso
         }
         let total = sum(acc, 0);
         for start in (0..whole).step_by(4 * BLOCK) {
-            let p0 = load(y.row(row), start + cols).to_f32();
-            let p1 = load(y.row(row), start + BLOCK + cols).to_f32();
-            let p2 = load(y.row(row), start + 2 * BLOCK + cols).to_f32();
-            let p3 = load(y.row(row), start + 3 * BLOCK + cols).to_f32();
-            let g0 = load(dy.row(row), start + cols).to_f32();
-            let g1 = load(dy.row(row), start + BLOCK + cols).to_f32();
-            let g2 = load(dy.row(row), start + 2 * BLOCK + cols).to_f32();
-            let g3 = load(dy.row(row), start + 3 * BLOCK + cols).to_f32();
+            let p0 = load(y.row(row).evict_first(), start + cols).to_f32();
+            let p1 = load(y.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let p2 = load(y.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let p3 = load(y.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
+            let g0 = load(dy.row(row).evict_first(), start + cols).to_f32();
+            let g1 = load(dy.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let g2 = load(dy.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let g3 = load(dy.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
                 start + cols,
                 (g0 - exp(p0) * total).cast::<T>(),
             );
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
                 start + BLOCK + cols,
                 (g1 - exp(p1) * total).cast::<T>(),
             );
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
                 start + 2 * BLOCK + cols,
                 (g2 - exp(p2) * total).cast::<T>(),
             );
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
                 start + 3 * BLOCK + cols,
                 (g3 - exp(p3) * total).cast::<T>(),
             );
@@ -82,9 +83,14 @@ pub fn log_softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tenso
         for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
-            let p = load(y.row(row), offs, mask, 0.0).to_f32();
-            let g = load(dy.row(row), offs, mask, 0.0).to_f32();
-            store(dx.row(row), offs, (g - exp(p) * total).cast::<T>(), mask);
+            let p = load(y.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            let g = load(dy.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            store(
+                dx.row(row).evict_first(),
+                offs,
+                (g - exp(p) * total).cast::<T>(),
+                mask,
+            );
         }
     }
 }

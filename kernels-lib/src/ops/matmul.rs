@@ -7,8 +7,10 @@ use tilekit::prelude::*;
 /// default (128 x 128 x 32, 5 stages, 4 warps: two programs and 8 warps per SM) ran at
 /// 426 TFLOP/s on bf16 8192^3 on the H100 (BENCHMARKS.md run 27).
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+// SMEM has no RowMajor: its ldmatrix reads conflict 8 ways, 123-126 TFLOP/s where the
+// other layouts run 258-400 (BENCHMARKS runs 23, 27), and it cost a third of the variants.
 #[tune(BM = [128, 64, 256], BN = [128, 256, 64], BK = [32, 64], STAGES = [5, 4, 3, 2],
-       WARPS = [4, 8], SMEM = [Swizzle128, Padded, RowMajor])]
+       WARPS = [4, 8], SMEM = [Swizzle128, Padded])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

@@ -5,7 +5,7 @@ use tilekit::prelude::*;
 ///
 /// A row that fits `BLOCK` is read once; a wider row is read twice in `BLOCK` chunks, four
 /// per trip (the dot product `sum(y * dy)` first, then `dx`; the second read from L2 when
-/// the row fits).
+/// the row fits, it and the stores of `dx` marked `.evict_first()`).
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -58,27 +58,31 @@ pub fn softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T
         }
         let dot = sum(acc, 0);
         for start in (0..whole).step_by(4 * BLOCK) {
-            let p0 = load(y.row(row), start + cols).to_f32();
-            let p1 = load(y.row(row), start + BLOCK + cols).to_f32();
-            let p2 = load(y.row(row), start + 2 * BLOCK + cols).to_f32();
-            let p3 = load(y.row(row), start + 3 * BLOCK + cols).to_f32();
-            let g0 = load(dy.row(row), start + cols).to_f32();
-            let g1 = load(dy.row(row), start + BLOCK + cols).to_f32();
-            let g2 = load(dy.row(row), start + 2 * BLOCK + cols).to_f32();
-            let g3 = load(dy.row(row), start + 3 * BLOCK + cols).to_f32();
-            store(dx.row(row), start + cols, (p0 * (g0 - dot)).cast::<T>());
+            let p0 = load(y.row(row).evict_first(), start + cols).to_f32();
+            let p1 = load(y.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let p2 = load(y.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let p3 = load(y.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
+            let g0 = load(dy.row(row).evict_first(), start + cols).to_f32();
+            let g1 = load(dy.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let g2 = load(dy.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let g3 = load(dy.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
+                start + cols,
+                (p0 * (g0 - dot)).cast::<T>(),
+            );
+            store(
+                dx.row(row).evict_first(),
                 start + BLOCK + cols,
                 (p1 * (g1 - dot)).cast::<T>(),
             );
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
                 start + 2 * BLOCK + cols,
                 (p2 * (g2 - dot)).cast::<T>(),
             );
             store(
-                dx.row(row),
+                dx.row(row).evict_first(),
                 start + 3 * BLOCK + cols,
                 (p3 * (g3 - dot)).cast::<T>(),
             );
@@ -86,9 +90,14 @@ pub fn softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T
         for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
-            let p = load(y.row(row), offs, mask, 0.0).to_f32();
-            let g = load(dy.row(row), offs, mask, 0.0).to_f32();
-            store(dx.row(row), offs, (p * (g - dot)).cast::<T>(), mask);
+            let p = load(y.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            let g = load(dy.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            store(
+                dx.row(row).evict_first(),
+                offs,
+                (p * (g - dot)).cast::<T>(),
+                mask,
+            );
         }
     }
 }

@@ -6,7 +6,7 @@ use tilekit::prelude::*;
 /// A row that fits `BLOCK` stays on chip: one read of `x`, one write of `y`. A wider row is
 /// read in `BLOCK` chunks, four per trip, with a per-lane online maximum and running sum
 /// (reduced across the block once after the loop), then read again (from L2 when it fits)
-/// to write `y`.
+/// to write `y`, those reads and the stores of `y` marked `.evict_first()`.
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -58,23 +58,27 @@ pub fn softmax_online<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         let m = max(mv, 0);
         let inv = 1.0 / sum(acc * exp(mv - m), 0);
         for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row), start + cols).to_f32();
-            let b = load(x.row(row), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
-            store(y.row(row), start + cols, (exp(a - m) * inv).cast::<T>());
+            let a = load(x.row(row).evict_first(), start + cols).to_f32();
+            let b = load(x.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
             store(
-                y.row(row),
+                y.row(row).evict_first(),
+                start + cols,
+                (exp(a - m) * inv).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
                 start + BLOCK + cols,
                 (exp(b - m) * inv).cast::<T>(),
             );
             store(
-                y.row(row),
+                y.row(row).evict_first(),
                 start + 2 * BLOCK + cols,
                 (exp(c - m) * inv).cast::<T>(),
             );
             store(
-                y.row(row),
+                y.row(row).evict_first(),
                 start + 3 * BLOCK + cols,
                 (exp(d - m) * inv).cast::<T>(),
             );
@@ -82,8 +86,13 @@ pub fn softmax_online<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         for start in (whole..n).step_by(BLOCK) {
             let offs = start + cols;
             let mask = offs < n;
-            let v = load(x.row(row), offs, mask, 0.0).to_f32();
-            store(y.row(row), offs, (exp(v - m) * inv).cast::<T>(), mask);
+            let v = load(x.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            store(
+                y.row(row).evict_first(),
+                offs,
+                (exp(v - m) * inv).cast::<T>(),
+                mask,
+            );
         }
     }
 }

@@ -80,7 +80,7 @@ use tilekit_ir::{Bindings, Config, DType};
 /// let two = b.push(Op::Lit(Literal::Int(2)), l);
 /// let v = b.push(Op::Binary { op: BinOp::Mul, a: offs, b: two }, l);
 /// let v = b.push(Op::Cast { x: v, to: Elem::of(DType::I32) }, l);
-/// b.push_void(Op::Store { view: y, offsets: offs, value: v, mask: Some(mask) }, l);
+/// b.push_void(Op::Store { view: y, offsets: offs, value: v, mask: Some(mask), cache: Default::default() }, l);
 /// let json: &'static str = Box::leak(b.into_kernel().to_json().into_boxed_str());
 /// let spec = KernelSpec::new("twice_iota", json, "", "", 0);
 ///

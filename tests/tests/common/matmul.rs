@@ -51,10 +51,10 @@ pub fn covering() -> Vec<Config> {
     [
         "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
         "BM=128,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
-        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor",
+        "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=Padded",
         "BM=256,BN=128,BK=32,STAGES=5,WARPS=8,SMEM=Swizzle128",
         "BM=64,BN=128,BK=64,STAGES=2,WARPS=8,SMEM=Padded",
-        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=RowMajor",
+        "BM=128,BN=64,BK=32,STAGES=3,WARPS=4,SMEM=Swizzle128",
     ]
     .iter()
     .map(|s| cfg(s))

@@ -22,8 +22,8 @@
 //!   (`train_bench.rs`: log-softmax 4096x50257, LayerNorm 32768x4096, the norms' backward,
 //!   cross-entropy 8192x50304, SwiGLU and the activations 16384x11008), default and best
 //!   of space, every variant compiled in parallel first;
-//! - `normcand` (only by name): issue 13's norm and activation kernels before the `norms`
-//!   branch against the current ones, interleaved (`normcand_bench.rs`);
+//! - `cand` (only by name): issue 13 candidates beside the library's kernels, interleaved
+//!   (`cand_bench.rs`: cache hints for the wide-row kernels, a LayerNorm variant);
 //! - `attention`: the flash-attention kernel a user wrote (`attention_bench.rs`), 32768
 //!   queries x 4096 keys, D = 64 and 128, bf16, launch() and best of space;
 //! - `epilogue`: the fused GEMM epilogue `matmul_bias_act` (bias + GELU tanh) in bf16 at
@@ -43,10 +43,10 @@ use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod attention_bench;
+mod cand_bench;
 mod epilogue_bench;
 mod launch_bench;
 mod matmul_bench;
-mod normcand_bench;
 mod sweep;
 mod train_bench;
 use attention_bench::attention_record;
@@ -670,12 +670,12 @@ fn main() -> Result<()> {
     if want("train") {
         record("train", train_record(&rt, ceiling));
     }
-    // Only when asked for by name: the issue 13 candidates (v0 against current).
+    // Only when asked for by name: the issue 13 candidates.
     if only
         .as_ref()
-        .is_some_and(|o| o.split(',').any(|x| x == "normcand"))
+        .is_some_and(|o| o.split(',').any(|x| x == "cand"))
     {
-        record("normcand", normcand_bench::normcand_record(&rt, ceiling));
+        record("cand", cand_bench::cand_record(&rt, ceiling));
     }
     if want("launch") {
         record("launch", launch_overhead(&rt));

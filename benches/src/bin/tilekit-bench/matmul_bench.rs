@@ -21,7 +21,6 @@ pub(crate) const MATMUL_CONFIGS: &[&str] = &[
     "BM=128,BN=128,BK=64,STAGES=4,WARPS=4,SMEM=Swizzle128",
     "BM=128,BN=128,BK=32,STAGES=3,WARPS=4,SMEM=Swizzle128",
     "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Padded",
-    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=RowMajor",
 ];
 
 /// One matmul shape: the default configuration and [`MATMUL_CONFIGS`], median of 10.

@@ -620,7 +620,7 @@ pub(crate) fn train_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
 pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
     let name = args
         .first()
-        .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|swiglu"))?;
+        .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|layernorm_bwd|rmsnorm_bwd|swiglu"))?;
     let rt = Runtime::cuda(0)?;
     let min_bytes: usize = match name.as_str() {
         "log_softmax" => {
@@ -677,6 +677,35 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
                 k::layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 1e-5)?;
             }
             2 * m * n * 2 + 2 * n * 2 + 2 * m * 4
+        }
+        "layernorm_bwd" | "rmsnorm_bwd" => {
+            // The backward kernel alone (its partials' sum is a separate, small launch):
+            // x and dy read, dx written, mean and rstd read; the f32 partials are excluded
+            // from the minimum, as in issue 13's byte count.
+            let (m, n) = (32768usize, 4096usize);
+            let x = t2::<B>(&rt, m, n, 72)?;
+            let dy = t2::<B>(&rt, m, n, 73)?;
+            let w = t1::<B>(&rt, n, 74)?;
+            let mean = Tensor1::<f32>::from_vec(&rt, random(m, 75), [m])?;
+            let rstd = Tensor1::<f32>::from_vec(&rt, vec![1.0; m], [m])?;
+            let p = k::partial_rows(&rt, m);
+            let mut pw = Tensor2::<f32>::zeros(&rt, [p, n])?;
+            let mut pb = Tensor2::<f32>::zeros(&rt, [p, n])?;
+            let mut dx = Tensor2::<B>::from_vec(&rt, random(m * n, 76), [m, n])?;
+            for _ in 0..3 {
+                if name == "layernorm_bwd" {
+                    k::layernorm_bwd::launch(
+                        &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
+                    )?;
+                } else {
+                    k::rmsnorm_bwd::launch(&rt, &x, &w, &dy, &mut dx, &mut pw, 1e-5)?;
+                }
+            }
+            if name == "layernorm_bwd" {
+                3 * m * n * 2 + 2 * m * 4
+            } else {
+                3 * m * n * 2
+            }
         }
         "swiglu" => {
             let (m, n) = (16384usize, 11008usize);

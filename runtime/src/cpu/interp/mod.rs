@@ -223,12 +223,14 @@ impl<'a> Program<'a> {
                     offsets,
                     mask,
                     other,
+                    ..
                 } => Some(self.load(*view, *offsets, *mask, *other)?.into()),
                 Op::Store {
                     view,
                     offsets,
                     value,
                     mask,
+                    ..
                 } => {
                     self.store(*view, *offsets, *value, *mask)?;
                     None

@@ -132,6 +132,7 @@ impl K {
             offsets,
             mask,
             other: None,
+            cache: Default::default(),
         })
     }
 
@@ -148,6 +149,7 @@ impl K {
             offsets,
             mask: Some(mask),
             other: Some(other),
+            cache: Default::default(),
         })
     }
 
@@ -164,6 +166,7 @@ impl K {
             offsets,
             value,
             mask,
+            cache: Default::default(),
         });
     }
 

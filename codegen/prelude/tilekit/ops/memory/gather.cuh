@@ -3,10 +3,12 @@
 // of a tile touch no memory. ALIGNED (16-byte aligned base, unit stride, 16-byte aligned
 // rows) is a promise of the launcher; the `_contig` variants use VEC-wide vector accesses
 // where the offsets are `base + arange` with base % VEC == 0 and the whole group is unmasked.
+// CP (a `cache_policy`, default CACHE_NORMAL) is the access's cache hint.
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/view.cuh"
 #include "tilekit/ops/memory/vec.cuh"
+#include "tilekit/ops/memory/cache.cuh"
 #include "tilekit/ops/thread/maps.cuh"
 
 namespace tk {
@@ -24,7 +26,7 @@ template <bool ALIGNED, class T, int R> TK_DEVICE long long last_stride(const vi
 }
 
 /// `load(view, offsets, mask, other)` with arbitrary offsets (a gather).
-template <bool ALIGNED, class T, class O, class M, class Oth>
+template <bool ALIGNED, int CP = CACHE_NORMAL, class T, class O, class M, class Oth>
 TK_DEVICE auto load(const view<T, 1>& v, const O& off, const M& mask, const Oth& other) {
     const long long st = last_stride<ALIGNED>(v);
     if constexpr (is_tile<O>::value) {
@@ -32,19 +34,19 @@ TK_DEVICE auto load(const view<T, 1>& v, const O& off, const M& mask, const Oth&
         R r;
 #pragma unroll
         for (int s = 0; s < R::SLOTS; ++s) {
-            if (R::valid(s) && mask_at(mask, s)) r.v[s] = v.ptr[(long long)off.v[s] * st];
+            if (R::valid(s) && mask_at(mask, s)) r.v[s] = load_elem<CP>(v.ptr + (long long)off.v[s] * st);
             else r.v[s] = at(other, s);
         }
         return r;
     } else {
         T r = at(other, 0);
-        if (mask_at(mask, 0)) r = v.ptr[(long long)off * st];
+        if (mask_at(mask, 0)) r = load_elem<CP>(v.ptr + (long long)off * st);
         return r;
     }
 }
 
 /// `load(view, base + arange(S), mask, other)`: vectorized where aligned and unmasked.
-template <bool ALIGNED, class S, class L, class T, class M, class Oth>
+template <bool ALIGNED, class S, class L, int CP = CACHE_NORMAL, class T, class M, class Oth>
 TK_DEVICE rt<T, S, L> load_contig(const view<T, 1>& v, long long base, const M& mask, const Oth& other) {
     using R = rt<T, S, L>;
     constexpr int VEC = L::vec;
@@ -59,12 +61,12 @@ TK_DEVICE rt<T, S, L> load_contig(const view<T, 1>& v, long long base, const M& 
 #pragma unroll
         for (int i = 0; i < VEC; ++i) whole = whole && mask_at(mask, g * VEC + i);
         if (whole) {
-            vcopy<VEC * (int)sizeof(T)>(&r.v[g * VEC], v.ptr + base + e0);
+            vload<VEC * (int)sizeof(T), CP>(&r.v[g * VEC], v.ptr + base + e0);
         } else {
 #pragma unroll
             for (int i = 0; i < VEC; ++i) {
                 const int s = g * VEC + i;
-                if (R::valid(s) && mask_at(mask, s)) r.v[s] = v.ptr[(base + e0 + i) * st];
+                if (R::valid(s) && mask_at(mask, s)) r.v[s] = load_elem<CP>(v.ptr + (base + e0 + i) * st);
                 else r.v[s] = at(other, s);
             }
         }
@@ -74,20 +76,20 @@ TK_DEVICE rt<T, S, L> load_contig(const view<T, 1>& v, long long base, const M& 
 
 /// `store(view, offsets, value, mask)` with arbitrary offsets (a scatter). With scalar
 /// offsets only thread 0 writes.
-template <bool ALIGNED, class T, class O, class X, class M>
+template <bool ALIGNED, int CP = CACHE_NORMAL, class T, class O, class X, class M>
 TK_DEVICE void store(const view<T, 1>& v, const O& off, const X& value, const M& mask) {
     const long long st = last_stride<ALIGNED>(v);
     if constexpr (is_tile<O>::value) {
 #pragma unroll
         for (int s = 0; s < O::SLOTS; ++s)
-            if (O::valid(s) && mask_at(mask, s)) v.ptr[(long long)off.v[s] * st] = at(value, s);
+            if (O::valid(s) && mask_at(mask, s)) store_elem<CP>(v.ptr + (long long)off.v[s] * st, (T)at(value, s));
     } else {
-        if (thread_rank() == 0 && mask_at(mask, 0)) v.ptr[(long long)off * st] = at(value, 0);
+        if (thread_rank() == 0 && mask_at(mask, 0)) store_elem<CP>(v.ptr + (long long)off * st, (T)at(value, 0));
     }
 }
 
 /// `store(view, base + arange(S), value, mask)`: vectorized where aligned and unmasked.
-template <bool ALIGNED, class S, class L, class T, class X, class M>
+template <bool ALIGNED, class S, class L, int CP = CACHE_NORMAL, class T, class X, class M>
 TK_DEVICE void store_contig(const view<T, 1>& v, long long base, const X& value, const M& mask) {
     using R = rt<T, S, L>;
     constexpr int VEC = L::vec;
@@ -104,12 +106,12 @@ TK_DEVICE void store_contig(const view<T, 1>& v, long long base, const X& value,
             alignas(16) T tmp[VEC];
 #pragma unroll
             for (int i = 0; i < VEC; ++i) tmp[i] = at(value, g * VEC + i);
-            vcopy<VEC * (int)sizeof(T)>(v.ptr + base + e0, tmp);
+            vstore<VEC * (int)sizeof(T), CP>(v.ptr + base + e0, tmp);
         } else {
 #pragma unroll
             for (int i = 0; i < VEC; ++i) {
                 const int s = g * VEC + i;
-                if (R::valid(s) && mask_at(mask, s)) v.ptr[(base + e0 + i) * st] = at(value, s);
+                if (R::valid(s) && mask_at(mask, s)) store_elem<CP>(v.ptr + (base + e0 + i) * st, (T)at(value, s));
             }
         }
     }
@@ -118,17 +120,17 @@ TK_DEVICE void store_contig(const view<T, 1>& v, long long base, const X& value,
 /// `load(view, base + arange(S), arange(S) + base < limit, other)`: when the whole tile is
 /// in bounds (`limit - base >= size`, the same for every thread of the block) the mask is
 /// skipped (unmasked vector loads); otherwise the masked path. Same result either way.
-template <bool ALIGNED, class S, class L, class T, class Oth>
+template <bool ALIGNED, class S, class L, int CP = CACHE_NORMAL, class T, class Oth>
 TK_DEVICE rt<T, S, L> load_prefix(const view<T, 1>& v, long long base, long long limit, const Oth& other) {
-    if (limit - base >= (long long)S::size) return load_contig<ALIGNED, S, L>(v, base, no_mask{}, other);
-    return load_contig<ALIGNED, S, L>(v, base, arange_lt<S, L>(base, limit), other);
+    if (limit - base >= (long long)S::size) return load_contig<ALIGNED, S, L, CP>(v, base, no_mask{}, other);
+    return load_contig<ALIGNED, S, L, CP>(v, base, arange_lt<S, L>(base, limit), other);
 }
 
 /// `store(view, base + arange(S), value, arange(S) + base < limit)`: see `load_prefix`.
-template <bool ALIGNED, class S, class L, class T, class X>
+template <bool ALIGNED, class S, class L, int CP = CACHE_NORMAL, class T, class X>
 TK_DEVICE void store_prefix(const view<T, 1>& v, long long base, const X& value, long long limit) {
-    if (limit - base >= (long long)S::size) store_contig<ALIGNED, S, L>(v, base, value, no_mask{});
-    else store_contig<ALIGNED, S, L>(v, base, value, arange_lt<S, L>(base, limit));
+    if (limit - base >= (long long)S::size) store_contig<ALIGNED, S, L, CP>(v, base, value, no_mask{});
+    else store_contig<ALIGNED, S, L, CP>(v, base, value, arange_lt<S, L>(base, limit));
 }
 
 } // namespace tk

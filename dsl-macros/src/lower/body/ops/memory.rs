@@ -8,16 +8,21 @@ use crate::lower::body::Lowerer;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::Expr;
-use tilekit_ir::{Dim, Op, ValueId};
+use tilekit_ir::{CachePolicy, Dim, Op, ValueId};
 
 impl Lowerer<'_, '_> {
-    /// `load(view, offsets[, mask[, other]])`.
+    /// `load(view, offsets[, mask[, other]])`; the view may carry a cache hint,
+    /// `load(x.row(i).evict_first(), ..)`.
     pub(super) fn load(&mut self, call: &Call) -> Option<ValueId> {
         let (c, a, span) = (call.expr, &call.expr.args, call.span);
         if !self.args(c, 2..=4, "load(view, offsets, mask, other)") {
             return None;
         }
-        let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
+        let (view_expr, cache) = self.cache_hint(&a[0]);
+        let vals: Vec<Option<ValueId>> = std::iter::once(view_expr)
+            .chain(a.iter().skip(1))
+            .map(|x| self.expr(x))
+            .collect();
         let view = vals[0]?;
         let offsets = vals[1]?;
         let mask = match vals.get(2) {
@@ -34,18 +39,24 @@ impl Lowerer<'_, '_> {
                 offsets,
                 mask,
                 other,
+                cache,
             },
             span,
         ))
     }
 
-    /// `store(view, offsets, value[, mask])`: no value.
+    /// `store(view, offsets, value[, mask])`: no value. The view may carry a cache hint,
+    /// `store(y.row(i).evict_first(), ..)`.
     pub(super) fn store(&mut self, call: &Call) -> Option<ValueId> {
         let (c, a, span) = (call.expr, &call.expr.args, call.span);
         if !self.args(c, 3..=4, "store(view, offsets, value, mask)") {
             return None;
         }
-        let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
+        let (view_expr, cache) = self.cache_hint(&a[0]);
+        let vals: Vec<Option<ValueId>> = std::iter::once(view_expr)
+            .chain(a.iter().skip(1))
+            .map(|x| self.expr(x))
+            .collect();
         let (view, offsets, value) = (vals[0]?, vals[1]?, vals[2]?);
         let mask = match vals.get(3) {
             Some(m) => Some((*m)?),
@@ -58,8 +69,39 @@ impl Lowerer<'_, '_> {
                 offsets,
                 value,
                 mask,
+                cache,
             },
             loc,
+        );
+        None
+    }
+
+    /// The view expression of a `load`/`store` without its cache hint
+    /// (`.evict_first()` / `.evict_last()`), and the hint.
+    fn cache_hint<'e>(&mut self, e: &'e Expr) -> (&'e Expr, CachePolicy) {
+        if let Expr::MethodCall(m) = strip(e) {
+            if let Some(policy) = CachePolicy::parse_method(&m.method.to_string()) {
+                if !m.args.is_empty() || m.turbofish.is_some() {
+                    self.cx.error(
+                        m.span(),
+                        format!("`.{}()` takes no arguments", policy.method()),
+                    );
+                }
+                return (&m.receiver, policy);
+            }
+        }
+        (e, CachePolicy::Normal)
+    }
+
+    /// `.evict_first()` / `.evict_last()` anywhere but the view of a `load` or `store`.
+    pub(super) fn misplaced_cache_hint(&mut self, mc: &Method) -> Option<ValueId> {
+        self.cx.error_help(
+            mc.expr.method.span(),
+            format!(
+                "`.{}()` is a cache hint for one access: write it on the view a `load` or `store` reads or writes",
+                mc.name
+            ),
+            format!("for example `load(x.row(i).{}(), offsets, mask, 0.0)`", mc.name),
         );
         None
     }

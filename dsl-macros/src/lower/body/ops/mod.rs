@@ -188,6 +188,10 @@ const METHODS: &[MethodOp] = &[
     MethodOp::new("cast", |l, m| l.cast_to(m)).listed(".cast::<E>()"),
     // tensor views and shape queries
     MethodOp::new("row", |l, m| l.row(m)).listed(".row(i)"),
+    MethodOp::new("evict_first", |l, m| l.misplaced_cache_hint(m))
+        .listed("load(v.evict_first(), ..)"),
+    MethodOp::new("evict_last", |l, m| l.misplaced_cache_hint(m))
+        .listed("load(v.evict_last(), ..)"),
     MethodOp::new("rows", |l, m| l.tensor_dim(m)).listed(".rows()"),
     MethodOp::new("cols", |l, m| l.tensor_dim(m)).listed(".cols()"),
     MethodOp::new("len", |l, m| l.tensor_dim(m)).listed(".len()"),

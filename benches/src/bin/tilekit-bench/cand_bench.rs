@@ -1,0 +1,320 @@
+//! `tilekit-bench --only cand` (not part of a run without `--only`): issue 13 candidates
+//! (`tilekit_benches::candidates`) beside the library's kernels, bf16, on the `train`
+//! workloads and byte counts (`train_bench.rs`): `log_softmax` (4096x50257) without the
+//! cache hints, as in the library, and with `MIN_BLOCKS`; `cross_entropy` (8192x50304)
+//! without the hints and as in the library; `layernorm_bwd` (32768x4096, the whole
+//! two-stage call) as in the library and with `MIN_BLOCKS`. Every configuration is
+//! compiled in parallel first; then two rounds, each timing the versions in turn (the
+//! `sweep`: `launch` and every configuration, median of 30 after warm-up, inputs rotated
+//! over two sets), so a drift of the machine shows as a difference between the rounds.
+//! Last, the versions' outputs are compared bitwise (a hint or a register cap must not
+//! change a result).
+
+use crate::random;
+use crate::sweep::sweep;
+
+use anyhow::Result;
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use std::time::Instant;
+use tilekit::ir::{Bindings, DType};
+use tilekit::prelude::*;
+use tilekit::KernelSpec;
+use tilekit_benches::candidates as c;
+use tilekit_kernels as k;
+
+type B = half::bf16;
+
+macro_rules! run {
+    ($m:path, $rt:expr, $cfg:expr, $($a:expr),*) => {{
+        use $m as m;
+        match $cfg {
+            None => m::launch($rt, $($a),*),
+            Some(cf) => m::launch_with($rt, cf, $($a),*),
+        }
+    }};
+}
+
+fn t2(rt: &Runtime, m: usize, n: usize, seed: u64) -> Result<Tensor2<B>> {
+    Ok(Tensor2::from_vec(rt, random(m * n, seed), [m, n])?)
+}
+
+fn nan2(rt: &Runtime, m: usize, n: usize) -> Result<Tensor2<B>> {
+    Ok(Tensor2::full(rt, [m, n], B::from_f64(f64::NAN))?)
+}
+
+/// Compiles every configuration of every kernel timed here, bf16, with the access the
+/// workloads launch (log-softmax rows of 50257 are not 16-byte aligned), in parallel.
+fn precompile(rt: &Runtime) -> Result<Value> {
+    let start = Instant::now();
+    let specs: [(&KernelSpec, bool); 7] = [
+        (&c::log_softmax_plain::SPEC, false),
+        (&k::log_softmax::SPEC, false),
+        (&c::log_softmax_mb::SPEC, false),
+        (&c::cross_entropy_plain::SPEC, true),
+        (&k::cross_entropy::SPEC, true),
+        (&k::layernorm_bwd::SPEC, true),
+        (&c::layernorm_bwd_mb::SPEC, true),
+    ];
+    let mut jobs = Vec::new();
+    for (spec, aligned) in specs {
+        let kernel = spec.kernel()?;
+        let b = Bindings(
+            kernel
+                .generics
+                .iter()
+                .map(|g| (g.clone(), DType::BF16))
+                .collect(),
+        );
+        for cfg in kernel.space.enumerate() {
+            jobs.push((spec, cfg, b.clone(), aligned));
+        }
+    }
+    let failed: Vec<String> = jobs
+        .par_iter()
+        .filter_map(|(spec, cfg, b, aligned)| {
+            rt.prepare_variant(spec, cfg, b, *aligned)
+                .err()
+                .map(|e| format!("{} [{cfg}]: {e}", spec.name))
+        })
+        .collect();
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "cand precompiled {} variants in {secs:.1} s ({} failed)",
+        jobs.len(),
+        failed.len()
+    );
+    Ok(json!({"variants": jobs.len(), "seconds": secs, "failed": failed}))
+}
+
+/// One round's line for a kernel: each version's default and best GB/s.
+fn round_line(name: &str, round: usize, r: &[(&str, Value)]) -> Value {
+    let g = |v: &Value, k: &str| v[k]["gbps"].as_f64().unwrap_or(f64::NAN);
+    let parts: Vec<String> = r
+        .iter()
+        .map(|(label, v)| {
+            format!(
+                "{label} {:.0} / {:.0} ({})",
+                g(v, "launch_default"),
+                g(v, "best"),
+                v["best"]["config"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    println!(
+        "cand {name:<14} round {round}: default / best GB/s: {}",
+        parts.join("; ")
+    );
+    json!({"kernel": name, "round": round,
+           "versions": r.iter().map(|(l, v)| json!({"version": l, "sweep": v})).collect::<Vec<_>>()})
+}
+
+/// The bits of a bf16 tensor's elements.
+fn bits(t: &Tensor2<B>) -> Result<Vec<u16>> {
+    Ok(t.to_vec()?.iter().map(|x| x.to_bits()).collect())
+}
+
+/// The whole `cand` measurement.
+pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let mut out = serde_json::Map::new();
+    out.insert("precompile".into(), precompile(rt)?);
+    let g = "cand";
+    // log_softmax 4096x50257, as `train`.
+    let (m, n) = (4096usize, 50257usize);
+    let xs = [t2(rt, m, n, 41)?, t2(rt, m, n, 42)?];
+    let mut y = nan2(rt, m, n)?;
+    // cross_entropy 8192x50304, as `train`.
+    let (cm, cv) = (8192usize, 50304usize);
+    let ls = [t2(rt, cm, cv, 43)?, t2(rt, cm, cv, 44)?];
+    let labels: Vec<i64> = (0..cm).map(|i| ((i * 7919) % cv) as i64).collect();
+    let lab = Tensor1::from_vec(rt, labels, [cm])?;
+    let mut loss = Tensor1::<f32>::zeros(rt, [cm])?;
+    let mut dx = nan2(rt, cm, cv)?;
+    let inv = 1.0 / cm as f32;
+    // layernorm_bwd 32768x4096, as `train` (statistics of the first input for both sets).
+    let (lm, ln) = (32768usize, 4096usize);
+    let lx = [t2(rt, lm, ln, 45)?, t2(rt, lm, ln, 46)?];
+    let ldy = [t2(rt, lm, ln, 47)?, t2(rt, lm, ln, 48)?];
+    let lw = Tensor1::<B>::from_vec(rt, random(ln, 49), [ln])?;
+    let lb = Tensor1::<B>::from_vec(rt, random(ln, 50), [ln])?;
+    let mut ly = nan2(rt, lm, ln)?;
+    let mut mean = Tensor1::<f32>::zeros(rt, [lm])?;
+    let mut rstd = Tensor1::<f32>::zeros(rt, [lm])?;
+    k::layernorm::launch(rt, &lx[0], &lw, &lb, &mut ly, &mut mean, &mut rstd, 1e-5)?;
+    let p = k::partial_rows(rt, lm);
+    let mut pw = Tensor2::<f32>::zeros(rt, [p, ln])?;
+    let mut pb = Tensor2::<f32>::zeros(rt, [p, ln])?;
+    let (mut dw, mut db) = (
+        Tensor1::<B>::zeros(rt, [ln])?,
+        Tensor1::<B>::zeros(rt, [ln])?,
+    );
+    let mut ldx = nan2(rt, lm, ln)?;
+
+    let ls_bytes = 2.0 * (m * n) as f64 * 2.0;
+    let ce_bytes = 2.0 * (cm * cv) as f64 * 2.0 + cm as f64 * 12.0;
+    let lb_bytes = 3.0 * (lm * ln) as f64 * 2.0 + 8.0 * lm as f64;
+    let mut i = 0usize;
+    let mut rounds = Vec::new();
+    for round in 1..=2 {
+        let mut r = Vec::new();
+        let versions: [(&str, &KernelSpec); 3] = [
+            ("plain", &c::log_softmax_plain::SPEC),
+            ("library", &k::log_softmax::SPEC),
+            ("min_blocks", &c::log_softmax_mb::SPEC),
+        ];
+        for (vi, (label, spec)) in versions.into_iter().enumerate() {
+            let name = format!("log_softmax {label}");
+            let s = sweep(rt, g, &name, spec, ls_bytes, ceiling, |cf| {
+                i += 1;
+                let x = &xs[i % 2];
+                match vi {
+                    0 => run!(c::log_softmax_plain, rt, cf, x, &mut y)?,
+                    1 => run!(k::log_softmax, rt, cf, x, &mut y)?,
+                    _ => run!(c::log_softmax_mb, rt, cf, x, &mut y)?,
+                }
+                Ok(())
+            })?;
+            r.push((label, s));
+        }
+        rounds.push(round_line("log_softmax", round, &r));
+
+        let mut r = Vec::new();
+        let versions: [(&str, &KernelSpec); 2] = [
+            ("plain", &c::cross_entropy_plain::SPEC),
+            ("library", &k::cross_entropy::SPEC),
+        ];
+        for (vi, (label, spec)) in versions.into_iter().enumerate() {
+            let name = format!("cross_entropy {label}");
+            let s = sweep(rt, g, &name, spec, ce_bytes, ceiling, |cf| {
+                i += 1;
+                let x = &ls[i % 2];
+                if vi == 0 {
+                    run!(
+                        c::cross_entropy_plain,
+                        rt,
+                        cf,
+                        x,
+                        &lab,
+                        &mut loss,
+                        &mut dx,
+                        -100,
+                        0.0,
+                        inv
+                    )?;
+                } else {
+                    run!(
+                        k::cross_entropy,
+                        rt,
+                        cf,
+                        x,
+                        &lab,
+                        &mut loss,
+                        &mut dx,
+                        -100,
+                        0.0,
+                        inv
+                    )?;
+                }
+                Ok(())
+            })?;
+            r.push((label, s));
+        }
+        rounds.push(round_line("cross_entropy", round, &r));
+
+        let mut r = Vec::new();
+        let versions: [(&str, &KernelSpec); 2] = [
+            ("library", &k::layernorm_bwd::SPEC),
+            ("min_blocks", &c::layernorm_bwd_mb::SPEC),
+        ];
+        for (vi, (label, spec)) in versions.into_iter().enumerate() {
+            let name = format!("layernorm_bwd {label}");
+            let s = sweep(rt, g, &name, spec, lb_bytes, ceiling, |cf| {
+                i += 1;
+                let (x, dy) = (&lx[i % 2], &ldy[i % 2]);
+                if vi == 0 {
+                    run!(
+                        k::layernorm_bwd,
+                        rt,
+                        cf,
+                        x,
+                        &lw,
+                        &mean,
+                        &rstd,
+                        dy,
+                        &mut ldx,
+                        &mut pw,
+                        &mut pb
+                    )?;
+                } else {
+                    run!(
+                        c::layernorm_bwd_mb,
+                        rt,
+                        cf,
+                        x,
+                        &lw,
+                        &mean,
+                        &rstd,
+                        dy,
+                        &mut ldx,
+                        &mut pw,
+                        &mut pb
+                    )?;
+                }
+                k::partial_sum::launch(rt, &pw, &mut dw)?;
+                Ok(k::partial_sum::launch(rt, &pb, &mut db)?)
+            })?;
+            r.push((label, s));
+        }
+        rounds.push(round_line("layernorm_bwd", round, &r));
+    }
+    out.insert("rounds".into(), Value::Array(rounds));
+
+    // A hint or a register cap must not change a result: the versions' outputs, bitwise.
+    let mut ls_out = Vec::new();
+    for vi in 0..3 {
+        y = nan2(rt, m, n)?;
+        match vi {
+            0 => c::log_softmax_plain::launch(rt, &xs[0], &mut y)?,
+            1 => k::log_softmax::launch(rt, &xs[0], &mut y)?,
+            _ => c::log_softmax_mb::launch(rt, &xs[0], &mut y)?,
+        }
+        ls_out.push(bits(&y)?);
+    }
+    let mut ce_out = Vec::new();
+    for vi in 0..2 {
+        dx = nan2(rt, cm, cv)?;
+        if vi == 0 {
+            c::cross_entropy_plain::launch(rt, &ls[0], &lab, &mut loss, &mut dx, -100, 0.1, inv)?;
+        } else {
+            k::cross_entropy::launch(rt, &ls[0], &lab, &mut loss, &mut dx, -100, 0.1, inv)?;
+        }
+        let l: Vec<u32> = loss.to_vec()?.iter().map(|x| x.to_bits()).collect();
+        ce_out.push((bits(&dx)?, l));
+    }
+    let mut lb_out = Vec::new();
+    for vi in 0..2 {
+        ldx = nan2(rt, lm, ln)?;
+        if vi == 0 {
+            k::layernorm_bwd::launch(
+                rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
+            )?;
+        } else {
+            c::layernorm_bwd_mb::launch(
+                rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
+            )?;
+        }
+        let pwb: Vec<u32> = pw.to_vec()?.iter().map(|x| x.to_bits()).collect();
+        lb_out.push((bits(&ldx)?, pwb));
+    }
+    let same = [
+        ls_out.windows(2).all(|w| w[0] == w[1]),
+        ce_out.windows(2).all(|w| w[0] == w[1]),
+        lb_out.windows(2).all(|w| w[0] == w[1]),
+    ];
+    println!(
+        "cand outputs bitwise identical across versions: log_softmax {}, cross_entropy {}, layernorm_bwd {}",
+        same[0], same[1], same[2]
+    );
+    out.insert("bitwise_identical".into(), json!(same));
+    Ok(Value::Object(out))
+}
