@@ -5,10 +5,15 @@
 //! - `log_softmax_plain`, `cross_entropy_plain`: without the `.evict_first()` cache hints
 //!   of the second pass (ncu measured 1.14x and 1.36x the minimum DRAM bytes without them,
 //!   run 53; the hints gained 7% and 16%, run 54): the before of an A/B.
-//! - `log_softmax_mb`, `layernorm_bwd_mb`: the library's with `MIN_BLOCKS` (the second
-//!   argument of `__launch_bounds__`) in the space: log_softmax holds 2 blocks of 512
-//!   threads per SM at 56 registers, layernorm_bwd 1 block at 128 registers where its
-//!   persistent grid has 2 programs per SM (ncu, run 53).
+//! - `log_softmax_mb`: the library's with `MIN_BLOCKS` (the second argument of
+//!   `__launch_bounds__`) in the space: it holds 2 blocks of 512 threads per SM at 56
+//!   registers (ncu, run 53). (The same for layernorm_bwd, 1 block of 512 at 128
+//!   registers, spilled at MIN_BLOCKS=2: 1300 GB/s against 1830, run 55.)
+//! - `layernorm_bwd_rows`: ROWS rows per step as `[ROWS, BLOCK]` tiles (their statistics
+//!   reduced along axis 1 in registers, one barrier round for ROWS rows, ROWS rows' loads
+//!   in flight together) and the dgamma/dbeta partials accumulated as `[ROWS, BLOCK]`,
+//!   reduced along axis 0 once at the end; the way the 2-D add + RMSNorm reaches 98% of
+//!   copy (BENCHMARKS run 46).
 
 use tilekit::prelude::*;
 
@@ -260,13 +265,13 @@ pub fn log_softmax_mb<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
     }
 }
 
-/// `layernorm_bwd` with `MIN_BLOCKS`.
+/// `layernorm_bwd` over `[ROWS, BLOCK]` tiles (see the module docs).
 #[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096], WARPS = [16, 8, 32], MIN_BLOCKS = [2, 1])]
+#[tune(ROWS = [2, 4, 1], BLOCK = [4096], WARPS = [16, 32, 8])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
 #[cost(flops = 11 * M * N)]
-pub fn layernorm_bwd_mb<T: Float>(
+pub fn layernorm_bwd_rows<T: Float>(
     x: &Tensor2<T>,
     w: &Tensor1<T>,
     mean: &Tensor1<f32>,
@@ -278,64 +283,32 @@ pub fn layernorm_bwd_mb<T: Float>(
 ) {
     let pid = program_id(0);
     let step = num_programs(0);
-    let rows = x.rows();
-    let cols = arange::<BLOCK>();
+    let groups = (x.rows() + ROWS - 1) / ROWS;
     let rn = 1.0 / x.cols().to_f32();
-    let mask = cols < x.cols();
-    let wv = load(w, cols, mask, 0.0).to_f32();
-    let mut acc_w = zeros::<f32, BLOCK>();
-    let mut acc_b = zeros::<f32, BLOCK>();
-    // Two rows ahead: the next two rows' x, dy, mean and rstd load while this one is
-    // reduced and written (nothing past the last row: its masks are empty).
-    let here = pid < rows;
-    let lim = where_(here, x.cols(), 0);
-    let mut x1 = load(x.row(pid), cols, cols < lim, 0.0);
-    let mut d1 = load(dy.row(pid), cols, cols < lim, 0.0);
-    let mut mu1 = load(mean, pid, here, 0.0);
-    let mut inv1 = load(rstd, pid, here, 0.0);
-    let there = pid + step < rows;
-    let lim = where_(there, x.cols(), 0);
-    let mut x2 = load(x.row(pid + step), cols, cols < lim, 0.0);
-    let mut d2 = load(dy.row(pid + step), cols, cols < lim, 0.0);
-    let mut mu2 = load(mean, pid + step, there, 0.0);
-    let mut inv2 = load(rstd, pid + step, there, 0.0);
-    for row in (pid..rows).step_by(step) {
-        let v = x1.to_f32();
-        let d = d1.to_f32();
-        let mu = mu1;
-        let inv = inv1;
-        x1 = x2;
-        d1 = d2;
-        mu1 = mu2;
-        inv1 = inv2;
-        let nxt = row + 2 * step;
-        let there = nxt < rows;
-        let lim = where_(there, x.cols(), 0);
-        x2 = load(x.row(nxt), cols, cols < lim, 0.0);
-        d2 = load(dy.row(nxt), cols, cols < lim, 0.0);
-        mu2 = load(mean, nxt, there, 0.0);
-        inv2 = load(rstd, nxt, there, 0.0);
-        // Lanes past the row read x = dy = 0: g = 0 there, so xh needs no mask.
+    let wv = load_tile(w, [0], [BLOCK]).to_f32();
+    let mut acc_w = zeros::<f32, ROWS, BLOCK>();
+    let mut acc_b = zeros::<f32, ROWS, BLOCK>();
+    for grp in (pid..groups).step_by(step) {
+        let r0 = grp * ROWS;
+        // Outside the tensor (rows past the end, columns past the row) every tile is 0:
+        // so are xh and g there, and nothing is stored.
+        let v = load_tile(x, [r0, 0], [ROWS, BLOCK]).to_f32();
+        let d = load_tile(dy, [r0, 0], [ROWS, BLOCK]).to_f32();
+        let mu = expand_dims(load_tile(mean, [r0], [ROWS]), 1);
+        let inv = expand_dims(load_tile(rstd, [r0], [ROWS]), 1);
         let xh = (v - mu) * inv;
         let g = d * wv;
-        let gxh = g * xh;
-        // Two independent sums of one tile shape, next to each other: one reduction round.
-        let s1 = sum(g, 0);
-        let s2 = sum(gxh, 0);
+        let s1 = expand_dims(sum(g, 1), 1);
+        let s2 = expand_dims(sum(g * xh, 1), 1);
         let a = inv * rn;
-        let c1 = s1 * a;
-        let c2 = s2 * a;
-        store(
-            dx.row(row),
-            cols,
-            (inv * g - c1 - xh * c2).cast::<T>(),
-            mask,
-        );
+        store_tile(dx, [r0, 0], (inv * g - s1 * a - xh * (s2 * a)).cast::<T>());
         acc_w = acc_w + d * xh;
         acc_b = acc_b + d;
     }
-    store(dw_partial.row(pid), cols, acc_w, mask);
-    store(db_partial.row(pid), cols, acc_b, mask);
+    let cols = arange::<BLOCK>();
+    let mask = cols < x.cols();
+    store(dw_partial.row(pid), cols, sum(acc_w, 0), mask);
+    store(db_partial.row(pid), cols, sum(acc_b, 0), mask);
 }
 
 /// Every candidate's spec.
@@ -343,5 +316,5 @@ pub const ALL: &[&tilekit::KernelSpec] = &[
     &log_softmax_plain::SPEC,
     &cross_entropy_plain::SPEC,
     &log_softmax_mb::SPEC,
-    &layernorm_bwd_mb::SPEC,
+    &layernorm_bwd_rows::SPEC,
 ];

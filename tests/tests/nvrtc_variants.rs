@@ -104,7 +104,7 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             .iter()
             .filter_map(|r| r.as_ref().ok().map(|(_, s)| *s))
             .sum();
-        summary.push(format!(
+        let line = format!(
             "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}; {:.1} s wall, {:.2} s NVRTC per variant{}",
             spec.name,
             chosen.len(),
@@ -114,7 +114,10 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             t0.elapsed().as_secs_f64(),
             secs / chosen.len().max(1) as f64,
             slowest
-        ));
+        );
+        // Printed as each kernel finishes too, so that a long run shows its progress.
+        println!("{line}");
+        summary.push(line);
     }
     println!(
         "NVRTC variant compilation ({}; shard {}/{}):",

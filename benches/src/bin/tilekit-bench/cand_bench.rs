@@ -3,12 +3,12 @@
 //! workloads and byte counts (`train_bench.rs`): `log_softmax` (4096x50257) without the
 //! cache hints, as in the library, and with `MIN_BLOCKS`; `cross_entropy` (8192x50304)
 //! without the hints and as in the library; `layernorm_bwd` (32768x4096, the whole
-//! two-stage call) as in the library and with `MIN_BLOCKS`. Every configuration is
+//! two-stage call) as in the library and over `[ROWS, BLOCK]` tiles. Every configuration is
 //! compiled in parallel first; then two rounds, each timing the versions in turn (the
 //! `sweep`: `launch` and every configuration, median of 30 after warm-up, inputs rotated
 //! over two sets), so a drift of the machine shows as a difference between the rounds.
-//! Last, the versions' outputs are compared bitwise (a hint or a register cap must not
-//! change a result).
+//! Last, the versions' outputs are compared: bitwise where only a hint or a register cap
+//! differs, relative to the largest magnitude for the `[ROWS, BLOCK]` layernorm_bwd.
 
 use crate::random;
 use crate::sweep::sweep;
@@ -54,7 +54,7 @@ fn precompile(rt: &Runtime) -> Result<Value> {
         (&c::cross_entropy_plain::SPEC, true),
         (&k::cross_entropy::SPEC, true),
         (&k::layernorm_bwd::SPEC, true),
-        (&c::layernorm_bwd_mb::SPEC, true),
+        (&c::layernorm_bwd_rows::SPEC, true),
     ];
     let mut jobs = Vec::new();
     for (spec, aligned) in specs {
@@ -224,7 +224,7 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         let mut r = Vec::new();
         let versions: [(&str, &KernelSpec); 2] = [
             ("library", &k::layernorm_bwd::SPEC),
-            ("min_blocks", &c::layernorm_bwd_mb::SPEC),
+            ("rows", &c::layernorm_bwd_rows::SPEC),
         ];
         for (vi, (label, spec)) in versions.into_iter().enumerate() {
             let name = format!("layernorm_bwd {label}");
@@ -247,7 +247,7 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
                     )?;
                 } else {
                     run!(
-                        c::layernorm_bwd_mb,
+                        c::layernorm_bwd_rows,
                         rt,
                         cf,
                         x,
@@ -291,6 +291,8 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         let l: Vec<u32> = loss.to_vec()?.iter().map(|x| x.to_bits()).collect();
         ce_out.push((bits(&dx)?, l));
     }
+    // layernorm_bwd over [ROWS, BLOCK] tiles sums in another order: dx and the summed
+    // partials against the library's, relative to the largest magnitude.
     let mut lb_out = Vec::new();
     for vi in 0..2 {
         ldx = nan2(rt, lm, ln)?;
@@ -299,21 +301,43 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?;
         } else {
-            c::layernorm_bwd_mb::launch(
+            c::layernorm_bwd_rows::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?;
         }
-        let pwb: Vec<u32> = pw.to_vec()?.iter().map(|x| x.to_bits()).collect();
-        lb_out.push((bits(&ldx)?, pwb));
+        k::partial_sum::launch(rt, &pw, &mut dw)?;
+        let f = |v: Vec<B>| v.iter().map(|x| x.to_f64()).collect::<Vec<f64>>();
+        lb_out.push((f(ldx.to_vec()?), f(dw.to_vec()?)));
     }
+    let rel = |a: &[f64], b: &[f64]| {
+        let scale = b.iter().fold(0f64, |m, v| m.max(v.abs())).max(1e-30);
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| {
+                if x.is_nan() || y.is_nan() {
+                    f64::INFINITY
+                } else {
+                    (x - y).abs() / scale
+                }
+            })
+            .fold(0f64, f64::max)
+    };
+    let (dx_rel, dw_rel) = (
+        rel(&lb_out[1].0, &lb_out[0].0),
+        rel(&lb_out[1].1, &lb_out[0].1),
+    );
+    println!("cand layernorm_bwd rows vs library: max |dx diff| / max |dx| {dx_rel:.2e}, dw {dw_rel:.2e}");
+    out.insert(
+        "layernorm_bwd_rows_rel".into(),
+        json!({"dx": dx_rel, "dw": dw_rel}),
+    );
     let same = [
         ls_out.windows(2).all(|w| w[0] == w[1]),
         ce_out.windows(2).all(|w| w[0] == w[1]),
-        lb_out.windows(2).all(|w| w[0] == w[1]),
     ];
     println!(
-        "cand outputs bitwise identical across versions: log_softmax {}, cross_entropy {}, layernorm_bwd {}",
-        same[0], same[1], same[2]
+        "cand outputs bitwise identical across versions: log_softmax {}, cross_entropy {}",
+        same[0], same[1]
     );
     out.insert("bitwise_identical".into(), json!(same));
     Ok(Value::Object(out))
