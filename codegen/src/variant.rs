@@ -37,8 +37,10 @@ pub struct Variant {
 /// `static_assert`s that the template's thread count and shared-memory size equal
 /// [`crate::launch_plan`]'s (which does not depend on the access classes: a transposed
 /// operand tile takes the bytes of the row-major one). `Cols` is accepted only for the
-/// parameters [`crate::cols_operands`] names, `General` only for every tensor at once
-/// ([`CodegenError::Access`]). The result is a pure function of (IR, config, bindings,
+/// parameters [`crate::cols_operands`] names, `General` for every tensor at once or for
+/// exactly the tensors [`crate::general_operands`] names ([`CodegenError::Access`]).
+/// Launch-only tuning values (`PAD64`) do not reach the source: configurations that differ
+/// only there give the same text. The result is a pure function of (IR, config, bindings,
 /// access, target).
 pub fn variant_source(
     kernel: &Kernel,
@@ -71,7 +73,7 @@ pub fn variant_source(
         &config,
         &v.bindings,
         v.access,
-        lowered.layouts.cols,
+        (lowered.layouts.cols, lowered.layouts.general),
         vec,
     )?;
 

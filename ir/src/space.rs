@@ -94,6 +94,10 @@ pub struct ReservedName {
     pub values: ReservedValues,
     /// What it means.
     pub meaning: &'static str,
+    /// True when the code generator never sees it: a launch-time choice of the runtime
+    /// (`PAD64`), not a template parameter, so it does not multiply the compiled variants
+    /// (see [`Config::for_codegen`]).
+    pub launch_only: bool,
 }
 
 /// The shared-memory layouts `SMEM` takes (the code generator's `SmemKind::NAMES`).
@@ -113,23 +117,37 @@ pub const RESERVED: [ReservedName; 4] = [
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
         meaning: "threads per program: a program is one CUDA block of 32 x WARPS threads (128 without `WARPS`); it bounds tile sizes (see Tile sizes) and is the block size the code generator maps tiles onto; it changes no result",
+        launch_only: false,
     },
     ReservedName {
         name: "SMEM",
         values: ReservedValues::Names(&SMEM_LAYOUTS),
         meaning: "the shared-memory layout of staged tiles",
+        launch_only: false,
     },
     ReservedName {
         name: "PAD64",
         values: ReservedValues::Bools,
-        meaning: "reserved for later",
+        meaning: "on CUDA, each read-only tensor whose base or row pitch is not 16-byte aligned is first copied into scratch with a row pitch of a multiple of 64 elements, and the launch runs the aligned variant on the copies (outputs are written in place); refused where every read-only tensor is aligned; a launch-time choice, not compiled into variants; it changes no result",
+
+        launch_only: true,
     },
     ReservedName {
         name: "GROUP_M",
         values: ReservedValues::Ints(1, 1 << 16),
         meaning: "grouped program order on 2-d grids: bands of GROUP_M programs along axis 0 swept across axis 1 (L2 reuse); 1 is the linear order",
+        launch_only: false,
     },
 ];
+
+/// The reserved name of the padding switch (see [`RESERVED`]).
+pub const PAD64: &str = "PAD64";
+
+/// True when `name` is a reserved tuning name the code generator never sees
+/// ([`ReservedName::launch_only`]: `PAD64`).
+pub fn is_launch_only(name: &str) -> bool {
+    reserved(name).is_some_and(|r| r.launch_only)
+}
 
 /// The reserved tuning name `name`, if it is one.
 pub fn reserved(name: &str) -> Option<&'static ReservedName> {
@@ -181,6 +199,36 @@ impl Config {
     /// An integer parameter's value.
     pub fn int(&self, name: &str) -> Option<i64> {
         self.get(name).and_then(TuneValue::as_int)
+    }
+
+    /// Whether this configuration asks for padded copies of misaligned read-only tensors
+    /// (`PAD64 = true`; false when the space has no `PAD64`).
+    pub fn pad64(&self) -> bool {
+        matches!(self.get(PAD64), Some(TuneValue::Bool(true)))
+    }
+
+    /// The configuration the code generator compiles: every launch-only reserved name
+    /// ([`is_launch_only`]: `PAD64`) set to `false`, so configurations that differ only
+    /// there share one variant (one template instantiation, one CUBIN, one cache entry).
+    ///
+    /// ```
+    /// use tilekit_ir::Config;
+    /// let c = Config::parse("BM=64,PAD64=true").unwrap();
+    /// assert!(c.pad64());
+    /// assert_eq!(c.for_codegen().to_string(), "BM=64,PAD64=false");
+    /// assert!(!c.for_codegen().pad64());
+    /// ```
+    pub fn for_codegen(&self) -> Config {
+        Config {
+            values: self
+                .values
+                .iter()
+                .map(|(n, v)| match v {
+                    TuneValue::Bool(_) if is_launch_only(n) => (n.clone(), TuneValue::Bool(false)),
+                    _ => (n.clone(), v.clone()),
+                })
+                .collect(),
+        }
     }
 
     /// Parses `BLOCK=1024,WARPS=4` (as printed by `Display`).

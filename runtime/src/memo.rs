@@ -191,12 +191,12 @@ fn tensor_header(kind: u64, layout: &crate::launch::Layout) -> u64 {
 /// [`Access::is_aligned`]): up to [`MAX_GENERICS`] element types a byte each, their count,
 /// and `aligned` in bit 63.
 #[inline]
-fn generics_word(generics: &[DType], aligned: bool) -> u64 {
+fn generics_word(generics: &[DType], aligned: bool, partial: bool) -> u64 {
     let mut types = 0u64;
     for (i, &d) in generics.iter().take(MAX_GENERICS).enumerate() {
         types |= (d as u64) << (8 * i);
     }
-    types | (generics.len() as u64) << 40 | u64::from(aligned) << 63
+    types | (generics.len() as u64) << 40 | u64::from(partial) << 62 | u64::from(aligned) << 63
 }
 
 /// Which arguments a hit must test for overlap (the rest of the aliasing check is a
@@ -361,7 +361,14 @@ impl<'p> Probe<'p> {
             buf.heap.resize(need, MaybeUninit::uninit());
             &mut buf.heap
         };
-        let head = generics_word(generics, access.is_aligned());
+        // A kernel's variants have `General` for no tensor, every tensor, or exactly its
+        // `general_operands` (one mask per spec, and the spec is word 0): two bits say which.
+        let general = access.general();
+        let head = generics_word(
+            generics,
+            access.is_aligned(),
+            general != 0 && general != u64::MAX,
+        );
         let cols = access.cols();
         out[0].write(spec);
         out[1].write(head);

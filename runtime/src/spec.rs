@@ -58,6 +58,7 @@ pub struct KernelSpec {
     host_scalars: OnceLock<Vec<bool>>,
     source_scalars: OnceLock<Vec<bool>>,
     cols_operands: OnceLock<u64>,
+    general_operands: OnceLock<u64>,
 }
 
 impl KernelSpec {
@@ -80,6 +81,7 @@ impl KernelSpec {
             host_scalars: OnceLock::new(),
             source_scalars: OnceLock::new(),
             cols_operands: OnceLock::new(),
+            general_operands: OnceLock::new(),
         }
     }
 
@@ -137,6 +139,16 @@ impl KernelSpec {
         *self
             .cols_operands
             .get_or_init(|| tilekit_codegen::cols_operands(kernel).unwrap_or(0))
+    }
+
+    /// The tensor parameters a CUDA variant may take `General` while the dot operands stay
+    /// `Rows`/`Cols` (bit `i`: parameter `i`; [`tilekit_codegen::general_operands`],
+    /// computed once; 0 if the kernel does not lower). `kernel` is this spec's analyzed
+    /// kernel.
+    pub fn general_operands(&self, kernel: &Kernel) -> u64 {
+        *self
+            .general_operands
+            .get_or_init(|| tilekit_codegen::general_operands(kernel).unwrap_or(0))
     }
 
     /// The IR.

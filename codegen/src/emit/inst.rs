@@ -142,6 +142,11 @@ impl<'k> Emitter<'k> {
                 Ok(())
             }
             Op::TuneValue { name } => {
+                if tilekit_ir::space::is_launch_only(name) {
+                    return Err(CodegenError::Unsupported(format!(
+                        "`{name}` is a launch-time choice of the runtime; kernel code cannot read it"
+                    )));
+                }
                 let r = Self::result(inst)?;
                 let (elem, _) = self.ty(r)?;
                 let expr = if elem == boole() {
@@ -413,6 +418,7 @@ impl<'k> Emitter<'k> {
                 let (t, _, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
+                let al = self.aligned_flag(*tensor);
                 if self.layout(r) == Layout::Resident {
                     let (_, elem, _) = self.view(*tensor)?;
                     let off = self.smem.add_persistent(
@@ -444,7 +450,7 @@ impl<'k> Emitter<'k> {
                         self.stile_type(cols.as_deref(), &elem, &shape[0], &shape[1])
                     ));
                     self.w.line(&format!(
-                        "tk::stage_tile({name}, tk::global_tile<ALIGNED, TK_THREADS, {}{}>({t}, {o}));",
+                        "tk::stage_tile({name}, tk::global_tile<{al}, TK_THREADS, {}{}>({t}, {o}));",
                         shape_type(&s),
                         cols_arg(&cols)
                     ));
@@ -462,7 +468,7 @@ impl<'k> Emitter<'k> {
                     return self.assign(
                         r,
                         &format!(
-                            "tk::global_tile<ALIGNED, TK_THREADS, {}{}>({t}, {o})",
+                            "tk::global_tile<{al}, TK_THREADS, {}{}>({t}, {o})",
                             shape_type(&s),
                             cols_arg(&cols)
                         ),
@@ -471,7 +477,7 @@ impl<'k> Emitter<'k> {
                 let l = layout_name(self.layout(r));
                 self.assign(
                     r,
-                    &format!("tk::load_tile<ALIGNED, {}, {l}>({t}, {o})", shape_type(&s)),
+                    &format!("tk::load_tile<{al}, {}, {l}>({t}, {o})", shape_type(&s)),
                 )
             }
             Op::StoreTile {
@@ -483,8 +489,9 @@ impl<'k> Emitter<'k> {
                 let o = self.origin(origin)?;
                 let (_, _, vshape, _) = self.tile(*value)?;
                 let v = self.coerce(*value, &elem, &vshape, self.layout(*value))?;
+                let al = self.aligned_flag(*tensor);
                 self.w
-                    .line(&format!("tk::store_tile<ALIGNED>({t}, {o}, {v});"));
+                    .line(&format!("tk::store_tile<{al}>({t}, {o}, {v});"));
                 Ok(())
             }
             Op::Dot {
@@ -624,6 +631,7 @@ impl<'k> Emitter<'k> {
     ) -> Result<(), CodegenError> {
         let r = Self::result(inst)?;
         let (v, elem, _) = self.view(view)?;
+        let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
         let m = match mask {
             Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
@@ -642,18 +650,18 @@ impl<'k> Emitter<'k> {
                 match self.same_base_prefix(mask, base)? {
                     // The bounds mask of these very offsets: one whole-tile test.
                     Some(limit) => format!(
-                        "tk::load_prefix<ALIGNED, {}, TK_L>({v}, {b}, {limit}, {o})",
+                        "tk::load_prefix<{al}, {}, TK_L>({v}, {b}, {limit}, {o})",
                         shape_type(&shape)
                     ),
                     None => format!(
-                        "tk::load_contig<ALIGNED, {}, TK_L>({v}, {b}, {m}, {o})",
+                        "tk::load_contig<{al}, {}, TK_L>({v}, {b}, {m}, {o})",
                         shape_type(&shape)
                     ),
                 }
             }
             _ => {
                 let off = self.offsets_expr(offsets)?;
-                format!("tk::load<ALIGNED>({v}, {off}, {m}, {o})")
+                format!("tk::load<{al}>({v}, {off}, {m}, {o})")
             }
         };
         self.assign(r, &expr)
@@ -692,6 +700,7 @@ impl<'k> Emitter<'k> {
         mask: Option<ValueId>,
     ) -> Result<(), CodegenError> {
         let (v, elem, _) = self.view(view)?;
+        let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
         let val = self.coerce(value, &elem, &shape, Layout::Blocked)?;
         let m = match mask {
@@ -706,11 +715,11 @@ impl<'k> Emitter<'k> {
                 };
                 match self.same_base_prefix(mask, base)? {
                     Some(limit) => self.w.line(&format!(
-                        "tk::store_prefix<ALIGNED, {}, TK_L>({v}, {b}, {val}, {limit});",
+                        "tk::store_prefix<{al}, {}, TK_L>({v}, {b}, {val}, {limit});",
                         shape_type(&shape)
                     )),
                     None => self.w.line(&format!(
-                        "tk::store_contig<ALIGNED, {}, TK_L>({v}, {b}, {val}, {m});",
+                        "tk::store_contig<{al}, {}, TK_L>({v}, {b}, {val}, {m});",
                         shape_type(&shape)
                     )),
                 }
@@ -718,7 +727,7 @@ impl<'k> Emitter<'k> {
             _ => {
                 let off = self.offsets_expr(offsets)?;
                 self.w
-                    .line(&format!("tk::store<ALIGNED>({v}, {off}, {val}, {m});"));
+                    .line(&format!("tk::store<{al}>({v}, {off}, {val}, {m});"));
             }
         }
         Ok(())

@@ -314,7 +314,7 @@ fn launch_on<B: LaunchBackend>(
         shared,
         r.source,
         access,
-        |checked| backend.prepare(r.spec, checked, access),
+        |checked| backend.prepare(r.spec, checked, access, shared),
     )?;
     if let Some(p) = &probe {
         memo.insert(p, resolved.clone());

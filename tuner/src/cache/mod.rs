@@ -204,19 +204,41 @@ pub fn validate_for_kernel(kernel: &Kernel, entry: &Entry) -> Result<Config, Rej
 }
 
 /// Checks a key's access classes against the kernel: each names a tensor parameter that a
-/// variant may read column-major, as `cols` (the only class a key records).
+/// variant may read column-major, as `cols`, or one that a variant may take `general`
+/// beside aligned dot operands (`tilekit_codegen::general_operands`), as `general`; the
+/// `general` ones all or none (the variants take them together).
 fn check_access(kernel: &Kernel, key: &CacheKey) -> Result<(), Reject> {
-    let capable = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    let cols = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    let general = tilekit_codegen::general_operands(kernel).unwrap_or(0);
+    let mut named_general = 0u64;
     for (name, class) in &key.access {
         let i = kernel.params.iter().position(|p| &p.name == name);
-        let ok = class == "cols" && i.is_some_and(|i| i < 64 && capable >> i & 1 == 1);
+        let bit = |m: u64| i.is_some_and(|i| i < 64 && m >> i & 1 == 1);
+        let ok = match class.as_str() {
+            "cols" => bit(cols),
+            "general" => bit(general),
+            _ => false,
+        };
         if !ok {
             return Err(Reject::Malformed(format!(
-                "access class {} of {}: only tensors read as dot operand tiles are `cols`",
+                "access class {} of {}: only tensors read as dot operand tiles are `cols`, \
+                 only the other tensors of a kernel with such operands are `general`",
                 serde_json::Value::from(class.as_str()),
                 serde_json::Value::from(name.as_str())
             )));
         }
+        if class == "general" {
+            if let Some(i) = i {
+                named_general |= 1 << i;
+            }
+        }
+    }
+    if named_general != 0 && named_general != general {
+        return Err(Reject::Malformed(
+            "access: the tensors that may be `general` beside aligned dot operands are all \
+             `general` or none"
+                .into(),
+        ));
     }
     Ok(())
 }
