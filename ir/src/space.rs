@@ -328,7 +328,8 @@ impl Space {
 
     /// Checks that `config` names every parameter once, with a declared value, and returns it
     /// in the space's canonical order. This is the gate every configuration passes before it
-    /// reaches the code generator: a cache can choose a point, never add one.
+    /// reaches the code generator: a cache can choose a point, never add one. A launch-only
+    /// switch (`PAD64`, [`is_launch_only`]) that `config` leaves out is `false`.
     ///
     /// ```
     /// use tilekit_ir::{Config, Space, TuneParam, TuneValue};
@@ -344,10 +345,15 @@ impl Space {
             }
         }
         let mut values = Vec::with_capacity(self.params.len());
+        // A launch-only switch (`PAD64`) left out is `false`, so configurations written
+        // before a kernel declared it stay valid.
+        let off = TuneValue::Bool(false);
         for p in &self.params {
-            let v = config
-                .get(&p.name)
-                .ok_or_else(|| SpaceError::Missing(p.name.clone()))?;
+            let v = match config.get(&p.name) {
+                Some(v) => v,
+                None if is_launch_only(&p.name) && p.values.contains(&off) => &off,
+                None => return Err(SpaceError::Missing(p.name.clone())),
+            };
             if !p.values.contains(v) {
                 return Err(SpaceError::NotDeclared {
                     name: p.name.clone(),
@@ -363,6 +369,32 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_launch_only_switch_is_false() {
+        let p = |n: &str, v: Vec<TuneValue>| TuneParam {
+            name: n.into(),
+            values: v,
+            loc: Loc::default(),
+        };
+        let s = Space {
+            params: vec![
+                p("BM", vec![TuneValue::Int(64)]),
+                p(PAD64, vec![TuneValue::Bool(false), TuneValue::Bool(true)]),
+            ],
+        };
+        let c = s.validate(&Config::parse("BM=64").unwrap()).unwrap();
+        assert_eq!(c.to_string(), "BM=64,PAD64=false");
+        assert!(!c.pad64());
+        let t = s
+            .validate(&Config::parse("PAD64=true,BM=64").unwrap())
+            .unwrap();
+        assert!(t.pad64());
+        assert_eq!(t.for_codegen(), c);
+        // Only a launch-only name defaults.
+        assert!(s.validate(&Config::parse("PAD64=false").unwrap()).is_err());
+        assert!(is_launch_only("PAD64") && !is_launch_only("SMEM") && !is_launch_only("BM"));
+    }
 
     fn space() -> Space {
         let p = |n: &str, v: Vec<TuneValue>| TuneParam {
@@ -403,7 +435,7 @@ mod tests {
             .validate(&Config::parse("BM=64,SMEM=Padded,PAD64=true").unwrap())
             .is_ok());
         assert!(matches!(
-            s.validate(&Config::parse("BM=64,SMEM=Padded").unwrap()),
+            s.validate(&Config::parse("BM=64,PAD64=true").unwrap()),
             Err(SpaceError::Missing(_))
         ));
         assert!(matches!(

@@ -59,6 +59,7 @@ pub struct KernelSpec {
     source_scalars: OnceLock<Vec<bool>>,
     cols_operands: OnceLock<u64>,
     general_operands: OnceLock<u64>,
+    declares_pad64: OnceLock<bool>,
 }
 
 impl KernelSpec {
@@ -82,6 +83,7 @@ impl KernelSpec {
             source_scalars: OnceLock::new(),
             cols_operands: OnceLock::new(),
             general_operands: OnceLock::new(),
+            declares_pad64: OnceLock::new(),
         }
     }
 
@@ -149,6 +151,14 @@ impl KernelSpec {
         *self
             .general_operands
             .get_or_init(|| tilekit_codegen::general_operands(kernel).unwrap_or(0))
+    }
+
+    /// Whether the kernel's space declares `PAD64` (looked up once). `kernel` is this
+    /// spec's analyzed kernel.
+    pub(crate) fn declares_pad64(&self, kernel: &Kernel) -> bool {
+        *self
+            .declares_pad64
+            .get_or_init(|| kernel.space.param(tilekit_ir::space::PAD64).is_some())
     }
 
     /// The IR.

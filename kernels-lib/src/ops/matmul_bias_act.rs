@@ -22,7 +22,7 @@ use tilekit::prelude::*;
 /// ```
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
 #[tune(BM = [128, 64, 256], BN = [128, 256, 64], BK = [32, 64], STAGES = [5, 4, 3, 2],
-       WARPS = [4, 8], SMEM = [Swizzle128, Padded, RowMajor])]
+       WARPS = [4, 8], SMEM = [Swizzle128, Padded, RowMajor], PAD64 = [false, true])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N], act = 1)]

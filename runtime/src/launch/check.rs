@@ -489,8 +489,8 @@ pub(crate) fn check<'k>(
 }
 
 /// The launch rule of `PAD64` (see `docs/semantics.md`, "Names"), as a refused
-/// configuration's constraint text.
-pub(crate) const PAD64_RULE: &str =
+/// configuration's constraint text ([`LaunchError::Constraint`]).
+pub const PAD64_RULE: &str =
     "PAD64 = true needs a read-only tensor whose base or row pitch is not 16-byte aligned";
 
 /// Whether a `PAD64 = true` launch with these arguments copies anything: some read-only
@@ -498,16 +498,22 @@ pub(crate) const PAD64_RULE: &str =
 /// tensor's base counts as aligned, so the CPU backend refuses what the CUDA backend
 /// refuses for the same layouts).
 pub(crate) fn pad64_applies(kernel: &Kernel, args: &[Arg<'_>]) -> bool {
-    kernel
-        .params
-        .iter()
-        .zip(args)
-        .any(|(p, a)| match (&p.kind, a) {
-            (ParamKind::Tensor { mutable: false, .. }, Arg::Tensor(t)) => {
-                crate::cuda::pad::needs_padding(t.device, &t.layout)
+    pad64_mask(kernel, args) != 0
+}
+
+/// The read-only tensor arguments a `PAD64 = true` launch copies (bit `i`: argument `i`,
+/// below 64; see [`pad64_applies`]). Part of the launch memo's key for kernels that declare
+/// `PAD64`: the access classes alone do not tell which tensors are misaligned.
+pub(crate) fn pad64_mask(kernel: &Kernel, args: &[Arg<'_>]) -> u64 {
+    let mut mask = 0u64;
+    for (i, (p, a)) in kernel.params.iter().zip(args).enumerate().take(64) {
+        if let (ParamKind::Tensor { mutable: false, .. }, Arg::Tensor(t)) = (&p.kind, a) {
+            if crate::cuda::pad::needs_padding(t.device, &t.layout) {
+                mask |= 1 << i;
             }
-            _ => false,
-        })
+        }
+    }
+    mask
 }
 
 /// The read-only tensor arguments as `` `a` [4096, 4096] strides [4096, 1] offset 0 ``.

@@ -35,7 +35,8 @@ pub(crate) use backend::LaunchBackend;
 #[cfg(test)]
 pub(crate) use check::check_aliasing;
 pub(crate) use check::check_overlaps;
-pub(crate) use check::{check, check_bindings, eval_constraint, Checked};
+pub use check::PAD64_RULE;
+pub(crate) use check::{check, check_bindings, eval_constraint, pad64_mask, Checked};
 #[cfg(test)]
 pub(crate) use resolve::resolve;
 
@@ -160,13 +161,14 @@ fn remembered_config(
         return Ok(None);
     };
     let mut buf = KeyBuf::new();
-    let probe = Probe::new(
+    let probe = Probe::with_pads(
         spec.content_id(),
         None,
         g,
         args,
         spec.host_scalars(kernel),
         CpuBackend.access(spec, analyzed, args),
+        pads(spec, kernel, args),
         &mut buf,
     );
     Ok(memo.peek(&probe).map(|r| r.config))
@@ -277,7 +279,7 @@ fn launch_on<B: LaunchBackend>(
     let access = backend.access(r.spec, r.analyzed, args);
     let mut buf = KeyBuf::new();
     let probe = r.ordered.map(|g| {
-        Probe::new(
+        Probe::with_pads(
             r.spec.content_id(),
             r.config,
             g,
@@ -288,6 +290,7 @@ fn launch_on<B: LaunchBackend>(
                 r.spec.host_scalars(kernel)
             },
             access,
+            pads(r.spec, kernel, args),
             &mut buf,
         )
     });
@@ -320,6 +323,17 @@ fn launch_on<B: LaunchBackend>(
         memo.insert(p, resolved.clone());
     }
     backend.run(r.analyzed, &resolved, r.generics, args)
+}
+
+/// The read-only tensors a `PAD64 = true` launch of `spec` would copy ([`pad64_mask`]), for
+/// the memo key; 0 without a computation for kernels that do not declare `PAD64`.
+#[inline]
+fn pads(spec: &KernelSpec, kernel: &tilekit_ir::Kernel, args: &[Arg<'_>]) -> u64 {
+    if spec.declares_pad64(kernel) {
+        pad64_mask(kernel, args)
+    } else {
+        0
+    }
 }
 
 /// Launches `spec` with `config` on `rt`'s backend (the runtime's configuration source, if

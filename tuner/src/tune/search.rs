@@ -9,7 +9,7 @@ use super::measure::Measurer;
 use super::report::{CandidateReport, Outcome, PhaseTimes, TuneReport};
 use super::{Event, TuneError, TuneOptions, TuneProblem};
 use crate::cache::value::{config_to_map, Provenance, Timing, TunedValue};
-use crate::cache::{shape_check, GpuId};
+use crate::cache::{pad64_check, shape_check, GpuId};
 use crate::variants::target_check;
 use std::time::Instant;
 use tilekit_codegen::Target;
@@ -49,6 +49,7 @@ pub fn tune(
                 reason,
             }),
             Ok(()) => shape_check(kernel, &config, &problem.dims)
+                .and_then(|()| pad64_check(kernel, &config, &problem.dims, bindings))
                 .err()
                 .map(|reason| Outcome::Rejected {
                     phase: "launch".into(),
