@@ -14,7 +14,8 @@
 //! on this backend:
 //!
 //! 1. the access classes (`tilekit_codegen::Access`: `Rows`, `Cols` for a column-major dot
-//!    operand, else all `General`) are chosen per launch from the tensors' addresses and
+//!    operand, `General` for the tensors beside such operands when only they are
+//!    misaligned, else all `General`) are chosen per launch from the tensors' addresses and
 //!    strides;
 //! 2. the launch memo (`crate::memo`, held by the [`crate::Runtime`] handle beside this
 //!    device) is probed with everything the checks below read plus the access classes; a hit yields
@@ -55,6 +56,7 @@ pub(crate) use device::CudaDevice;
 pub use device::{target_for, DeviceInfo};
 pub use graph::LaunchGraph;
 pub(crate) use launch::CudaResolved;
+pub use pad::copy_spec as pad64_copy_spec;
 pub use timings::CudaTimings;
 
 use std::sync::{Mutex, MutexGuard};

@@ -201,9 +201,12 @@ fn choose<B: LaunchBackend>(
 /// The access classes of the CUDA variant a launch of `spec` with these arguments runs
 /// (see [`tilekit_codegen::access`]), without running it: on the CUDA backend, each
 /// tensor's class from its device address and strides (`Rows`, `Cols` for a column-major
-/// dot operand the kernel reads only into shared memory, else the all-`General` variant);
-/// on the CPU backend, which has no variants, [`Access::GENERAL`]. It is what a launch
-/// computes for its memo key (the same function), so a test can say which variant ran.
+/// dot operand the kernel reads only into shared memory, `General` for the tensors beside
+/// such operands (all of them together) when those are the only misaligned ones, else the
+/// all-`General` variant); on the CPU backend, which has no variants, [`Access::GENERAL`].
+/// It is what a launch computes for its memo key (the same function), so a test can say
+/// which variant ran. A `PAD64 = true` launch runs the variant of its padded copies'
+/// classes instead (see `docs/semantics.md`, "Access classes").
 ///
 /// ```
 /// # use tilekit_runtime::{chosen_access, Arg, KernelSpec, Runtime, Tensor1};

@@ -68,9 +68,14 @@ pub fn tune(
     let pending: Vec<usize> = (0..reports.len())
         .filter(|&i| reports[i].outcome == Outcome::Pending)
         .collect();
+    // One compile per variant: candidates differing only in `PAD64` share one.
+    let variants: std::collections::HashSet<Config> = pending
+        .iter()
+        .map(|&i| reports[i].config.for_codegen())
+        .collect();
     observe(&Event::Phase {
         name: "compile",
-        total: pending.len(),
+        total: variants.len(),
     });
     // The CPU backend has nothing to compile (and no registers to constrain).
     let compiled = if device.is_some() {
