@@ -47,7 +47,8 @@ pub fn variant_source(
     template: &str,
     v: &Variant,
 ) -> Result<String, CodegenError> {
-    let config = kernel.space.validate(&v.config)?;
+    // Launch-only values (`PAD64`) never reach the text: one source per compiled variant.
+    let config = kernel.space.validate(&v.config)?.for_codegen();
     check_bindings(kernel, &v.bindings)?;
     let sname = struct_name(kernel);
     if !template.contains(&format!("struct {sname} {{")) {

@@ -313,6 +313,31 @@ fn matmul_general_output_variant() {
         "{}",
         args(&general)
     );
+    // PAD64 never reaches the template or a variant's source: declared or not, true or
+    // false, the text is the same.
+    let mut kp = matmul();
+    kp.space.params.push(TuneParam {
+        name: "PAD64".into(),
+        values: vec![TuneValue::Bool(false), TuneValue::Bool(true)],
+        loc: Loc::default(),
+    });
+    let tp = generate(&kp).unwrap();
+    assert_eq!(tp, t);
+    let pad = |v: bool| {
+        variant_source(
+            &kp,
+            &tp,
+            &Variant {
+                config: cfg(&format!("BM=64,BN=64,BK=32,WARPS=4,STAGES=2,PAD64={v}")),
+                bindings: bf16(),
+                access: Access::ROWS,
+                target: Target::Sm90a,
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(pad(true), pad(false));
+    assert!(!pad(true).contains("PAD64=true"));
     // General for a dot operand alone, or for c without the others' classes being
     // aligned, is no variant.
     for bad in [
