@@ -89,7 +89,7 @@ fn residue_case<T: Element + Float>(
                 // Refused only when nothing is misaligned.
                 let es = std::mem::size_of::<T>();
                 let aligned = |cols: usize, extra: usize, off: usize| {
-                    off * es % 16 == 0 && ((cols + extra) * es).is_multiple_of(16)
+                    (off * es).is_multiple_of(16) && ((cols + extra) * es).is_multiple_of(16)
                 };
                 assert!(
                     aligned(k, a_extra, a_off) && aligned(n, b_extra, b_off),
@@ -164,7 +164,7 @@ fn c_case<T: Element + Float>(
         if a_extra == 0 {
             // Aligned operands, misaligned C: only C is General.
             let es = std::mem::size_of::<T>();
-            let c_aligned = off * es % 16 == 0 && (pitch * es).is_multiple_of(16);
+            let c_aligned = (off * es).is_multiple_of(16) && (pitch * es).is_multiple_of(16);
             let want_access = if (n * es).is_multiple_of(16) && (k * es).is_multiple_of(16) {
                 if c_aligned {
                     Access::ROWS
