@@ -8,7 +8,9 @@
 //! ```
 //!
 //! The optional last argument picks the access classes: `unaligned` (every tensor
-//! `General`), `cols=a,b` (the tensors named `Cols`, the others `Rows`); default: `Rows`.
+//! `General`), `cols=a,b` (the tensors named `Cols`, the others `Rows`), `general` (the
+//! tensors beside the dot operands `General`, `tilekit_codegen::general_operands`: a
+//! misaligned matmul output), `cols=a+general` (both); default: `Rows`.
 //!
 //! Library kernels (`tilekit_kernels::ALL`) are found by name too.
 //!
@@ -24,7 +26,7 @@ fn main() -> Result<()> {
         [n, s, c, d, u] => (n, s, c, d, Some(u.as_str())),
         _ => {
             return Err(anyhow!(
-                "usage: dump_user KERNEL STAGE CONFIG DTYPE [unaligned | cols=NAME,..]"
+                "usage: dump_user KERNEL STAGE CONFIG DTYPE [unaligned | general | cols=NAME,..[+general]]"
             ))
         }
     };
@@ -43,9 +45,15 @@ fn main() -> Result<()> {
     for g in &k.generics {
         b.0.insert(g.clone(), d);
     }
+    let general = tilekit_codegen::general_operands(k)?;
+    let (access, with_general) = match access.map(|u| u.strip_suffix("+general")) {
+        Some(Some(u)) => (Some(u), true),
+        _ => (access, false),
+    };
     let access = match access {
         None => Access::ROWS,
         Some("unaligned") => Access::GENERAL,
+        Some("general") => Access::with_classes(0, general),
         Some(u) => {
             let names = u
                 .strip_prefix("cols=")
@@ -62,6 +70,11 @@ fn main() -> Result<()> {
             }
             Access::with_cols(mask)
         }
+    };
+    let access = if with_general {
+        Access::with_classes(access.cols(), general)
+    } else {
+        access
     };
     let target = Target::parse("sm_90a").context("target")?;
     let v = Variant {

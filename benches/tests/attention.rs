@@ -207,6 +207,7 @@ rings:
   ring0: %25 = load_tile [BN, D] T, STAGES stages, loop at line 56
   ring1: %50 = load_tile [BN, D] T, STAGES stages, loop at line 56
 column-major operands (a Cols variant copies them along their first axis into transposed shared-memory tiles): q, k, v
+general with aligned dot operands (a variant may take these element-wise, together, while the dot operands stay Rows/Cols): o
 in registers (no shared memory):
   line 60: %35 slice(acc0, 0) -> acc0: broadcast to [BM, BN] from the slice's registers
   line 61: %38 acc0 -> slice(acc0, 1): max along axis 1: fragment registers, then warp shuffles within each quad

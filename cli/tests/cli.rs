@@ -102,7 +102,9 @@ fn show_prints_a_column_major_variant() {
     ]));
     assert!(cuda.contains("| access a=cols,b=rows,c=rows |"), "{cuda}");
     assert!(
-        cuda.contains("tilekit_matmul<128, 128, 32, 5, 4, 0, __nv_bfloat16, true, true, false, 8>"),
+        cuda.contains(
+            "tilekit_matmul<128, 128, 32, 5, 4, 0, __nv_bfloat16, true, true, false, true, 8>"
+        ),
         "{cuda}"
     );
     assert!(cuda.contains("bool TK_COLS_a, bool TK_COLS_b"), "{cuda}");
@@ -113,6 +115,23 @@ fn show_prints_a_column_major_variant() {
     fails_with(
         tilekit(dir.path()).args(["show", "matmul", "--access", "c=cols"]),
         "`c` cannot be read column-major",
+    );
+    // A misaligned output beside aligned operands: its own variant (`TK_ALIGNED_c` false).
+    let general_c = stdout(tilekit(dir.path()).args([
+        "show",
+        "matmul",
+        "--dtype",
+        "bf16",
+        "--access",
+        "a=cols,c=general",
+    ]));
+    assert!(
+        general_c.contains("| access a=cols,b=rows,c=general |"),
+        "{general_c}"
+    );
+    fails_with(
+        tilekit(dir.path()).args(["show", "matmul", "--access", "a=general"]),
+        "may be general alone",
     );
     fails_with(
         tilekit(dir.path()).args(["show", "softmax", "--access", "x=cols"]),

@@ -4,15 +4,15 @@
 //! element size and strides (the runtime's `cuda::abi`): `Rows` (row-major and 16-byte
 //! aligned), `Cols` (a column-major rank-2 tensor, 16-byte aligned) or `General`. A
 //! variant is specialized for one [`Access`]: the class it assumes per tensor parameter.
-//! The variants that exist today are [`Access::GENERAL`] (every tensor `General`: the
-//! element-wise code that any layout runs) and, for the others, every tensor `Rows` except
-//! that the tensors [`crate::cols_operands`] names (read only as dot operand tiles kept out
-//! of registers: `Ring`, `Direct`, `Resident`) may each be `Cols`. A launch whose tensors
-//! fit no such variant (a `General` tensor, or a `Cols` one read otherwise) runs
-//! [`Access::GENERAL`].
-//!
-//! The representation holds a class per parameter (two bit masks), so per-tensor
-//! alignment (some tensors `Rows`, others `General`) is a new constructor, not a new type.
+//! The variants that exist ([`valid_accesses`]) are [`Access::GENERAL`] (every tensor
+//! `General`: the element-wise code that any layout runs) and, for the others, every tensor
+//! `Rows` except that the tensors [`crate::cols_operands`] names (read only as dot operand
+//! tiles kept out of registers: `Ring`, `Direct`, `Resident`) may each be `Cols`, and the
+//! tensors [`crate::general_operands`] names (in a kernel with such dot operands: every
+//! other tensor, e.g. a matmul's output and bias) may be `General` *together* (one more
+//! factor of two, not one per tensor: their code is the epilogue's, where the element-wise
+//! path costs little). A launch whose tensors fit no such variant (a `General` dot
+//! operand, or a `Cols` tensor read otherwise) runs [`Access::GENERAL`].
 
 use std::fmt;
 
@@ -96,6 +96,38 @@ impl Access {
         Access { general: 0, cols }
     }
 
+    /// Every tensor `Rows` except the parameters of `cols`, which are `Cols`, and those of
+    /// `general`, which are `General` (a bit in both is `General`). `with_classes(0,
+    /// u64::MAX)` is [`Access::GENERAL`].
+    ///
+    /// ```
+    /// use tilekit_codegen::{Access, AccessClass};
+    /// let a = Access::with_classes(0b001, 0b100);
+    /// assert_eq!(a.class(0), AccessClass::Cols);
+    /// assert_eq!(a.class(1), AccessClass::Rows);
+    /// assert_eq!(a.class(2), AccessClass::General);
+    /// assert!(!a.is_aligned());
+    /// assert_eq!(Access::with_classes(0, u64::MAX), Access::GENERAL);
+    /// ```
+    pub const fn with_classes(cols: u64, general: u64) -> Access {
+        Access {
+            general,
+            cols: cols & !general,
+        }
+    }
+
+    /// The parameters read `General` (bit `i`: parameter `i`; all bits for
+    /// [`Access::GENERAL`]).
+    pub fn general(self) -> u64 {
+        self.general
+    }
+
+    /// True when no parameter outside `mask` is `General` (bit `i`: parameter `i`): the
+    /// template's `ALIGNED` for a kernel whose [`crate::general_operands`] are `mask`.
+    pub fn aligned_outside(self, mask: u64) -> bool {
+        self.general & !mask == 0
+    }
+
     /// The class of parameter `i`.
     pub fn class(self, i: usize) -> AccessClass {
         let bit = |m: u64| i < 64 && m >> i & 1 == 1;
@@ -165,10 +197,23 @@ impl fmt::Display for Access {
     }
 }
 
-/// The access classes `variant` may take for a kernel whose [`crate::cols_operands`] are
-/// `cols_capable`: [`Access::GENERAL`], [`Access::ROWS`], then `Cols` for every non-empty
-/// subset of those parameters (ascending masks).
-pub fn valid_accesses(cols_capable: u64) -> Vec<Access> {
+/// The tensor parameters of `kernel` (bit `i`: parameter `i`, below 64).
+pub(crate) fn tensor_params(kernel: &tilekit_ir::Kernel) -> u64 {
+    kernel
+        .params
+        .iter()
+        .enumerate()
+        .take(64)
+        .filter(|(_, p)| matches!(p.kind, tilekit_ir::ParamKind::Tensor { .. }))
+        .fold(0u64, |m, (i, _)| m | 1 << i)
+}
+
+/// The access classes a variant may take for a kernel whose [`crate::cols_operands`] are
+/// `cols_capable` and whose [`crate::general_operands`] are `general_capable`:
+/// [`Access::GENERAL`], [`Access::ROWS`], then `Cols` for every non-empty subset of
+/// `cols_capable` (ascending masks); then, when `general_capable` is not empty, every
+/// tensor `Rows` but those of `general_capable`, `General` (all of them at once).
+pub fn valid_accesses(cols_capable: u64, general_capable: u64) -> Vec<Access> {
     let mut out = vec![Access::GENERAL, Access::ROWS];
     // Every non-empty submask, ascending.
     let mut sub: u64 = 0;
@@ -179,6 +224,12 @@ pub fn valid_accesses(cols_capable: u64) -> Vec<Access> {
         }
         out.push(Access::with_cols(sub));
     }
+    // The misaligned others (a C whose pitch is not 16-byte aligned) only beside row-major
+    // operands: with every Cols combination too the matmul family had 15,498 variants each
+    // to compile; a launch with both falls back to the general variant.
+    if general_capable != 0 {
+        out.push(Access::with_classes(0, general_capable));
+    }
     out
 }
 
@@ -188,8 +239,8 @@ mod tests {
 
     #[test]
     fn classes_and_subsets() {
-        assert_eq!(valid_accesses(0), vec![Access::GENERAL, Access::ROWS]);
-        let v = valid_accesses(0b101);
+        assert_eq!(valid_accesses(0, 0), vec![Access::GENERAL, Access::ROWS]);
+        let v = valid_accesses(0b101, 0);
         assert_eq!(
             v,
             vec![
@@ -210,5 +261,28 @@ mod tests {
             assert_eq!(AccessClass::parse(c.name()), Some(c));
         }
         assert_eq!(Access::from(false), Access::GENERAL);
+    }
+
+    #[test]
+    fn general_operands_add_one_combination_beside_rows_operands() {
+        // matmul: a, b may be Cols, c may be General (with a and b Rows).
+        let v = valid_accesses(0b011, 0b100);
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0], Access::GENERAL);
+        let gen: Vec<Access> = v[5..].to_vec();
+        assert_eq!(gen, vec![Access::with_classes(0, 0b100)]);
+        for a in &gen {
+            assert_eq!(a.class(2), AccessClass::General);
+            assert!(!a.is_aligned() && a.aligned_outside(0b100));
+            assert!(!a.aligned_outside(0));
+        }
+        assert!(!Access::GENERAL.aligned_outside(0b100));
+        assert!(Access::ROWS.aligned_outside(0));
+        assert_eq!(
+            Access::with_classes(0b001, 0b100).to_string(),
+            "general(0x4),cols(0x1)"
+        );
+        // matmul_bias_act: bias and c General together.
+        assert_eq!(valid_accesses(0b0011, 0b1100).len(), 6);
     }
 }

@@ -67,9 +67,10 @@ pub enum CodegenError {
     #[error("unsupported by the CUDA lowering: {0}")]
     Unsupported(String),
     /// A variant's access classes are not ones the kernel has a variant for: only every
-    /// tensor `General`, or none `General` and `Cols` only for the tensors
+    /// tensor `General`, or `General` for none or exactly the tensors
+    /// [`crate::general_operands`] names, and `Cols` only for the tensors
     /// [`crate::cols_operands`] names.
-    #[error("kernel `{kernel}` has no variant for access classes {access} (Cols only for dot operand tiles kept out of registers, General only for every tensor)")]
+    #[error("kernel `{kernel}` has no variant for access classes {access} (Cols only for dot operand tiles kept out of registers, General only for every tensor or for every tensor beside such dot operands)")]
     Access {
         /// Kernel name.
         kernel: String,

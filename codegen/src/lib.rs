@@ -54,7 +54,10 @@ pub use dump::{dump, Stage};
 /// tuned for an older lowering are never reused, while prelude additions that leave a
 /// kernel's template alone keep its entries.
 /// 3: per-tensor access classes (`TK_COLS_<name>`: column-major dot operands).
-pub const CODEGEN_VERSION: u32 = 3;
+/// 4: `General` epilogue tensors beside aligned dot operands (`TK_ALIGNED_<name>`), pair
+/// stores of accumulators where the address allows in general code; `PAD64` left out of
+/// the templates.
+pub const CODEGEN_VERSION: u32 = 4;
 
 /// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>`.
 ///
@@ -70,7 +73,7 @@ pub fn codegen_id(template: &str) -> String {
     )
 }
 pub use access::{valid_accesses, Access, AccessClass};
-pub use emit::{cols_operands, generate};
+pub use emit::{cols_operands, general_operands, generate};
 pub use error::CodegenError;
 pub use plan::{launch_plan, LaunchPlan, ResourceEnv, DEFAULT_THREADS};
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};

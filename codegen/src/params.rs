@@ -2,10 +2,14 @@
 //!
 //! Order: every tuning parameter in declaration order (integers as `int`, switches as
 //! `bool`, enumerations as `int` ids = the index of the value in the declaration), then one
-//! `typename` per generic element type, then `bool ALIGNED` (no tensor is read `General`,
-//! see [`crate::access`]), then one `bool TK_COLS_<param>` per tensor parameter that a
-//! variant may read column-major ([`crate::cols_operands`]; none for most kernels), then
-//! `int TK_VEC` (the vector width of the blocked layout, chosen by [`crate::plan`]).
+//! `typename` per generic element type, then `bool ALIGNED` (no tensor outside
+//! [`crate::general_operands`] is read `General`, see [`crate::access`]), then one `bool
+//! TK_COLS_<param>` per tensor parameter that a variant may read column-major
+//! ([`crate::cols_operands`]; none for most kernels), then one `bool TK_ALIGNED_<param>`
+//! per tensor of [`crate::general_operands`] (the tensor is not `General`; none for most
+//! kernels), then `int TK_VEC` (the vector width of the blocked layout, chosen by
+//! [`crate::plan`]). Launch-only tuning names (`PAD64`, [`tilekit_ir::space::is_launch_only`])
+//! are not template parameters.
 
 use crate::access::{Access, AccessClass};
 use crate::error::CodegenError;
@@ -16,6 +20,12 @@ use tilekit_ir::{Bindings, Config, DType, Kernel, TuneValue};
 /// column-major: `TK_COLS_<name>`.
 pub(crate) fn cols_param(name: &str) -> String {
     format!("TK_COLS_{}", sanitize(name))
+}
+
+/// The template parameter that says whether parameter `i` (named `name`), one of
+/// [`crate::general_operands`], is aligned (not `General`): `TK_ALIGNED_<name>`.
+pub(crate) fn aligned_param(name: &str) -> String {
+    format!("TK_ALIGNED_{}", sanitize(name))
 }
 
 /// The parameters of `kernel` whose bit is set in `cols` (in declaration order).
@@ -40,10 +50,14 @@ pub(crate) enum TuneKind {
     Enum(Vec<String>),
 }
 
-/// The kinds of every tuning parameter, validated.
+/// The kinds of every tuning parameter the code generator sees (launch-only names such as
+/// `PAD64` are left out), validated.
 pub(crate) fn tune_kinds(kernel: &Kernel) -> Result<Vec<(String, TuneKind)>, CodegenError> {
     let mut out = Vec::new();
     for p in &kernel.space.params {
+        if tilekit_ir::space::is_launch_only(&p.name) {
+            continue;
+        }
         check_ident(&p.name)?;
         let err = |why: String| CodegenError::TuneParam {
             name: p.name.clone(),
@@ -82,8 +96,13 @@ pub(crate) fn tune_kinds(kernel: &Kernel) -> Result<Vec<(String, TuneKind)>, Cod
 }
 
 /// The template parameter list `template <...>` of the generated struct; `cols`: the
-/// parameters that may be read column-major ([`crate::layout::Layouts::cols`]).
-pub(crate) fn declaration(kernel: &Kernel, cols: u64) -> Result<String, CodegenError> {
+/// parameters that may be read column-major ([`crate::layout::Layouts::cols`]); `general`:
+/// those that may be `General` alone ([`crate::layout::Layouts::general`]).
+pub(crate) fn declaration(
+    kernel: &Kernel,
+    cols: u64,
+    general: u64,
+) -> Result<String, CodegenError> {
     let mut parts = Vec::new();
     for (name, kind) in tune_kinds(kernel)? {
         parts.push(match kind {
@@ -105,6 +124,9 @@ pub(crate) fn declaration(kernel: &Kernel, cols: u64) -> Result<String, CodegenE
     parts.push("bool ALIGNED".into());
     for (_, name) in cols_params(kernel, cols) {
         parts.push(format!("bool {}", cols_param(name)));
+    }
+    for (_, name) in cols_params(kernel, general) {
+        parts.push(format!("bool {}", aligned_param(name)));
     }
     parts.push("int TK_VEC".into());
     Ok(parts.join(", "))
@@ -132,24 +154,34 @@ pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(),
 }
 
 /// The template argument list of one variant. `config` must be validated (canonical order);
-/// `cols` as for [`declaration`]. `access` must be one the template has a variant for:
-/// [`Access::GENERAL`], or no tensor `General` and `Cols` only among `cols`.
+/// its launch-only values (`PAD64`) are skipped. `cols` and `general` as for
+/// [`declaration`]. `access` must be one the template has a variant for:
+/// [`Access::GENERAL`], or `General` only for all of `general` or none, and `Cols` only
+/// among `cols`.
 pub(crate) fn arguments(
     kernel: &Kernel,
     config: &Config,
     bindings: &Bindings,
     access: Access,
-    cols: u64,
+    (cols, general): (u64, u64),
     vec: u32,
 ) -> Result<String, CodegenError> {
-    if access != Access::GENERAL && !access.is_aligned() || access.cols() & !cols != 0 {
+    let tensors = crate::access::tensor_params(kernel);
+    let gen = access.general() & tensors;
+    let valid = access == Access::GENERAL
+        || ((gen == 0 || (general != 0 && gen == general)) && access.cols() & !cols == 0);
+    if !valid {
         return Err(CodegenError::Access {
             kernel: kernel.name.clone(),
             access: access.describe(kernel),
         });
     }
     let mut parts = Vec::new();
-    for ((name, kind), (cname, value)) in tune_kinds(kernel)?.iter().zip(&config.values) {
+    let values = config
+        .values
+        .iter()
+        .filter(|(n, _)| !tilekit_ir::space::is_launch_only(n));
+    for ((name, kind), (cname, value)) in tune_kinds(kernel)?.iter().zip(values) {
         let mismatch = || CodegenError::TuneParam {
             name: name.clone(),
             why: format!("unexpected value `{value}`"),
@@ -174,9 +206,12 @@ pub(crate) fn arguments(
             .ok_or_else(|| CodegenError::UnboundGeneric(g.clone()))?;
         parts.push(dtype_ctype(d).to_string());
     }
-    parts.push(access.is_aligned().to_string());
+    parts.push(access.aligned_outside(general).to_string());
     for (i, _) in cols_params(kernel, cols) {
         parts.push((access.class(i) == AccessClass::Cols).to_string());
+    }
+    for (i, _) in cols_params(kernel, general) {
+        parts.push((access.class(i) != AccessClass::General).to_string());
     }
     parts.push(vec.to_string());
     Ok(parts.join(", "))

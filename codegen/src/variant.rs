@@ -37,15 +37,18 @@ pub struct Variant {
 /// `static_assert`s that the template's thread count and shared-memory size equal
 /// [`crate::launch_plan`]'s (which does not depend on the access classes: a transposed
 /// operand tile takes the bytes of the row-major one). `Cols` is accepted only for the
-/// parameters [`crate::cols_operands`] names, `General` only for every tensor at once
-/// ([`CodegenError::Access`]). The result is a pure function of (IR, config, bindings,
+/// parameters [`crate::cols_operands`] names, `General` for every tensor at once or for
+/// exactly the tensors [`crate::general_operands`] names ([`CodegenError::Access`]).
+/// Launch-only tuning values (`PAD64`) do not reach the source: configurations that differ
+/// only there give the same text. The result is a pure function of (IR, config, bindings,
 /// access, target).
 pub fn variant_source(
     kernel: &Kernel,
     template: &str,
     v: &Variant,
 ) -> Result<String, CodegenError> {
-    let config = kernel.space.validate(&v.config)?;
+    // Launch-only values (`PAD64`) never reach the text: one source per compiled variant.
+    let config = kernel.space.validate(&v.config)?.for_codegen();
     check_bindings(kernel, &v.bindings)?;
     let sname = struct_name(kernel);
     if !template.contains(&format!("struct {sname} {{")) {
@@ -71,7 +74,7 @@ pub fn variant_source(
         &config,
         &v.bindings,
         v.access,
-        lowered.layouts.cols,
+        (lowered.layouts.cols, lowered.layouts.general),
         vec,
     )?;
 

@@ -260,13 +260,111 @@ fn rmsnorm_template() {
     has(&v, "tk::TensorArg p2, float p3)");
 }
 
+/// A misaligned output beside aligned operands: the operands' loads keep `ALIGNED`, the
+/// store takes `TK_ALIGNED_c`, and the variant's arguments say which is which.
+#[test]
+fn matmul_general_output_variant() {
+    let k = matmul();
+    let t = generate(&k).unwrap();
+    let src_of = |access: Access| {
+        variant_source(
+            &k,
+            &t,
+            &Variant {
+                config: cfg("BM=64,BN=64,BK=32,WARPS=4,STAGES=2"),
+                bindings: bf16(),
+                access,
+                target: Target::Sm90a,
+            },
+        )
+    };
+    let args = |src: &str| {
+        src.lines()
+            .find(|l| l.starts_with("using tilekit_variant = "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // ALIGNED, TK_COLS_a, TK_COLS_b, TK_ALIGNED_c, then TK_VEC.
+    let general_c = src_of(Access::with_classes(0, 0b100)).unwrap();
+    assert!(
+        args(&general_c).ends_with(", true, false, false, false, 8>;"),
+        "{}",
+        args(&general_c)
+    );
+    has(
+        &general_c,
+        "// Variant: BM=64,BN=64,BK=32,WARPS=4,STAGES=2 | T=bf16 | access a=rows,b=rows,c=general",
+    );
+    let cols_a = src_of(Access::with_classes(0b001, 0b100)).unwrap();
+    assert!(
+        args(&cols_a).ends_with(", true, true, false, false, 8>;"),
+        "{}",
+        args(&cols_a)
+    );
+    let rows = src_of(Access::ROWS).unwrap();
+    assert!(
+        args(&rows).ends_with(", true, false, false, true, 8>;"),
+        "{}",
+        args(&rows)
+    );
+    let general = src_of(Access::GENERAL).unwrap();
+    assert!(
+        args(&general).ends_with(", false, false, false, false, 8>;"),
+        "{}",
+        args(&general)
+    );
+    // PAD64 never reaches the template or a variant's source: declared or not, true or
+    // false, the text is the same.
+    let mut kp = matmul();
+    kp.space.params.push(TuneParam {
+        name: "PAD64".into(),
+        values: vec![TuneValue::Bool(false), TuneValue::Bool(true)],
+        loc: Loc::default(),
+    });
+    let tp = generate(&kp).unwrap();
+    assert_eq!(tp, t);
+    let pad = |v: bool| {
+        variant_source(
+            &kp,
+            &tp,
+            &Variant {
+                config: cfg(&format!("BM=64,BN=64,BK=32,WARPS=4,STAGES=2,PAD64={v}")),
+                bindings: bf16(),
+                access: Access::ROWS,
+                target: Target::Sm90a,
+            },
+        )
+        .unwrap()
+    };
+    assert_eq!(pad(true), pad(false));
+    assert!(!pad(true).contains("PAD64=true"));
+    // General for a dot operand alone, or for c without the others' classes being
+    // aligned, is no variant.
+    for bad in [
+        Access::with_classes(0, 0b001),
+        Access::with_classes(0, 0b101),
+    ] {
+        assert!(
+            matches!(src_of(bad), Err(CodegenError::Access { .. })),
+            "{bad}"
+        );
+    }
+    // The layouts stage names the tensors that may be General beside the dot operands.
+    let layouts = dump(&k, None, Stage::Layouts).unwrap();
+    has(&layouts, "general with aligned dot operands (a variant may take these element-wise, together, while the dot operands stay Rows/Cols): c");
+    // A kernel without dot operands has none (its template is unchanged).
+    assert_eq!(general_operands(&softmax()).unwrap(), 0);
+}
+
 #[test]
 fn matmul_template_and_smem_plan() {
     let k = matmul();
     let src = generate(&k).unwrap();
     // Both operands are read only as ring tiles: each may be read column-major.
     assert_eq!(cols_operands(&k).unwrap(), 0b011);
-    has(&src, "template <int BM, int BN, int BK, int WARPS, int STAGES, typename T, bool ALIGNED, bool TK_COLS_a, bool TK_COLS_b, int TK_VEC>");
+    // ... and the output may be General beside them (its own alignment flag).
+    assert_eq!(general_operands(&k).unwrap(), 0b100);
+    has(&src, "template <int BM, int BN, int BK, int WARPS, int STAGES, typename T, bool ALIGNED, bool TK_COLS_a, bool TK_COLS_b, bool TK_ALIGNED_c, int TK_VEC>");
     // The loads feed only the dot: two STAGES-deep cp.async rings, the accumulator in the
     // MMA layout, the dot from ring slots.
     has(
@@ -301,7 +399,7 @@ fn matmul_template_and_smem_plan() {
     has(&src, "v9_acc = v17_acc;");
     has(
         &src,
-        "tk::store_tile<ALIGNED>(v19_c, tk::coord{{v22, v23, 0LL}}, v24);",
+        "tk::store_tile<TK_ALIGNED_c>(v19_c, tk::coord{{v22, v23, 0LL}}, v24);",
     );
     has(&src, "// matmul.rs:14\n");
     let plan = |c: &str, d: DType| launch_plan(&k, &cfg(c), &Bindings::single("T", d)).unwrap();
@@ -512,7 +610,7 @@ fn every_variant_generates() {
         kitchen_sink(),
     ] {
         let t = generate(&k).unwrap();
-        let accesses = valid_accesses(cols_operands(&k).unwrap());
+        let accesses = valid_accesses(cols_operands(&k).unwrap(), general_operands(&k).unwrap());
         for config in k.space.enumerate() {
             for b in Bindings::all_float(&k.generics) {
                 for &access in &accesses {

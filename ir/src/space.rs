@@ -94,6 +94,10 @@ pub struct ReservedName {
     pub values: ReservedValues,
     /// What it means.
     pub meaning: &'static str,
+    /// True when the code generator never sees it: a launch-time choice of the runtime
+    /// (`PAD64`), not a template parameter, so it does not multiply the compiled variants
+    /// (see [`Config::for_codegen`]).
+    pub launch_only: bool,
 }
 
 /// The shared-memory layouts `SMEM` takes (the code generator's `SmemKind::NAMES`).
@@ -113,28 +117,43 @@ pub const RESERVED: [ReservedName; 5] = [
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
         meaning: "threads per program: a program is one CUDA block of 32 x WARPS threads (128 without `WARPS`); it bounds tile sizes (see Tile sizes) and is the block size the code generator maps tiles onto; it changes no result",
+        launch_only: false,
     },
     ReservedName {
         name: "SMEM",
         values: ReservedValues::Names(&SMEM_LAYOUTS),
         meaning: "the shared-memory layout of staged tiles",
+        launch_only: false,
     },
     ReservedName {
         name: "PAD64",
         values: ReservedValues::Bools,
-        meaning: "reserved for later",
+        meaning: "on CUDA, each read-only tensor whose base or row pitch is not 16-byte aligned is first copied into scratch with a row pitch of a multiple of 64 elements, and the launch runs the aligned variant on the copies (outputs are written in place); refused where every read-only tensor is aligned; a launch-time choice, not compiled into variants; it changes no result",
+
+        launch_only: true,
     },
     ReservedName {
         name: "GROUP_M",
         values: ReservedValues::Ints(1, 1 << 16),
         meaning: "grouped program order on 2-d grids: bands of GROUP_M programs along axis 0 swept across axis 1 (L2 reuse); 1 is the linear order",
+        launch_only: false,
     },
     ReservedName {
         name: "MIN_BLOCKS",
         values: ReservedValues::Ints(1, 32),
+        launch_only: false,
         meaning: "the fewest programs the compiler must fit on one SM at once (the second argument of `__launch_bounds__`): it caps registers per thread at 65536 / (MIN_BLOCKS x threads), so a persistent or latency-bound kernel keeps more warps resident; it changes no result",
     },
 ];
+
+/// The reserved name of the padding switch (see [`RESERVED`]).
+pub const PAD64: &str = "PAD64";
+
+/// True when `name` is a reserved tuning name the code generator never sees
+/// ([`ReservedName::launch_only`]: `PAD64`).
+pub fn is_launch_only(name: &str) -> bool {
+    reserved(name).is_some_and(|r| r.launch_only)
+}
 
 /// The reserved tuning name `name`, if it is one.
 pub fn reserved(name: &str) -> Option<&'static ReservedName> {
@@ -186,6 +205,36 @@ impl Config {
     /// An integer parameter's value.
     pub fn int(&self, name: &str) -> Option<i64> {
         self.get(name).and_then(TuneValue::as_int)
+    }
+
+    /// Whether this configuration asks for padded copies of misaligned read-only tensors
+    /// (`PAD64 = true`; false when the space has no `PAD64`).
+    pub fn pad64(&self) -> bool {
+        matches!(self.get(PAD64), Some(TuneValue::Bool(true)))
+    }
+
+    /// The configuration the code generator compiles: every launch-only reserved name
+    /// ([`is_launch_only`]: `PAD64`) set to `false`, so configurations that differ only
+    /// there share one variant (one template instantiation, one CUBIN, one cache entry).
+    ///
+    /// ```
+    /// use tilekit_ir::Config;
+    /// let c = Config::parse("BM=64,PAD64=true").unwrap();
+    /// assert!(c.pad64());
+    /// assert_eq!(c.for_codegen().to_string(), "BM=64,PAD64=false");
+    /// assert!(!c.for_codegen().pad64());
+    /// ```
+    pub fn for_codegen(&self) -> Config {
+        Config {
+            values: self
+                .values
+                .iter()
+                .map(|(n, v)| match v {
+                    TuneValue::Bool(_) if is_launch_only(n) => (n.clone(), TuneValue::Bool(false)),
+                    _ => (n.clone(), v.clone()),
+                })
+                .collect(),
+        }
     }
 
     /// Parses `BLOCK=1024,WARPS=4` (as printed by `Display`).
@@ -285,7 +334,8 @@ impl Space {
 
     /// Checks that `config` names every parameter once, with a declared value, and returns it
     /// in the space's canonical order. This is the gate every configuration passes before it
-    /// reaches the code generator: a cache can choose a point, never add one.
+    /// reaches the code generator: a cache can choose a point, never add one. A launch-only
+    /// switch (`PAD64`, [`is_launch_only`]) that `config` leaves out is `false`.
     ///
     /// ```
     /// use tilekit_ir::{Config, Space, TuneParam, TuneValue};
@@ -301,10 +351,15 @@ impl Space {
             }
         }
         let mut values = Vec::with_capacity(self.params.len());
+        // A launch-only switch (`PAD64`) left out is `false`, so configurations written
+        // before a kernel declared it stay valid.
+        let off = TuneValue::Bool(false);
         for p in &self.params {
-            let v = config
-                .get(&p.name)
-                .ok_or_else(|| SpaceError::Missing(p.name.clone()))?;
+            let v = match config.get(&p.name) {
+                Some(v) => v,
+                None if is_launch_only(&p.name) && p.values.contains(&off) => &off,
+                None => return Err(SpaceError::Missing(p.name.clone())),
+            };
             if !p.values.contains(v) {
                 return Err(SpaceError::NotDeclared {
                     name: p.name.clone(),
@@ -320,6 +375,32 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_launch_only_switch_is_false() {
+        let p = |n: &str, v: Vec<TuneValue>| TuneParam {
+            name: n.into(),
+            values: v,
+            loc: Loc::default(),
+        };
+        let s = Space {
+            params: vec![
+                p("BM", vec![TuneValue::Int(64)]),
+                p(PAD64, vec![TuneValue::Bool(false), TuneValue::Bool(true)]),
+            ],
+        };
+        let c = s.validate(&Config::parse("BM=64").unwrap()).unwrap();
+        assert_eq!(c.to_string(), "BM=64,PAD64=false");
+        assert!(!c.pad64());
+        let t = s
+            .validate(&Config::parse("PAD64=true,BM=64").unwrap())
+            .unwrap();
+        assert!(t.pad64());
+        assert_eq!(t.for_codegen(), c);
+        // Only a launch-only name defaults.
+        assert!(s.validate(&Config::parse("PAD64=false").unwrap()).is_err());
+        assert!(is_launch_only("PAD64") && !is_launch_only("SMEM") && !is_launch_only("BM"));
+    }
 
     fn space() -> Space {
         let p = |n: &str, v: Vec<TuneValue>| TuneParam {
@@ -360,7 +441,7 @@ mod tests {
             .validate(&Config::parse("BM=64,SMEM=Padded,PAD64=true").unwrap())
             .is_ok());
         assert!(matches!(
-            s.validate(&Config::parse("BM=64,SMEM=Padded").unwrap()),
+            s.validate(&Config::parse("BM=64,PAD64=true").unwrap()),
             Err(SpaceError::Missing(_))
         ));
         assert!(matches!(

@@ -444,6 +444,20 @@ pub enum CudaLaunchError {
         /// The configuration that would have been compiled.
         config: String,
     },
+    /// A `PAD64 = true` launch during a launch-graph capture needs scratch that the
+    /// runtime's pool does not hold yet (nothing is allocated during a capture). The capture
+    /// is abandoned; launch once with these shapes before `Runtime::capture` (warm-up).
+    #[error(
+        "PAD64 needs {bytes} bytes of scratch for parameter #{param}, which this runtime has \
+         not allocated, and a launch graph is being captured: nothing is allocated during a \
+         capture; launch the kernel once with these shapes before `Runtime::capture` (warm-up)"
+    )]
+    ScratchForCapture {
+        /// The parameter position whose copy needs the scratch.
+        param: usize,
+        /// Bytes needed.
+        bytes: usize,
+    },
 }
 
 /// Why a launch graph could not be captured or replayed (see [`crate::Runtime::capture`]).

@@ -144,8 +144,8 @@ fn tensor_words(rank: usize) -> usize {
 /// it), then its bits (see [`scalar_bits`]).
 const SCALAR_WORDS: usize = 2;
 /// Key words before the arguments: the spec's content id, the generics and `aligned`, the
-/// `Cols` parameters.
-const HEAD_WORDS: usize = 3;
+/// `Cols` parameters, the read-only tensors `PAD64` would copy.
+const HEAD_WORDS: usize = 4;
 /// Key words a probe holds on the stack (a longer key takes one allocation per launch).
 const INLINE_WORDS: usize = HEAD_WORDS + 8 * TENSOR_WORDS;
 
@@ -191,12 +191,12 @@ fn tensor_header(kind: u64, layout: &crate::launch::Layout) -> u64 {
 /// [`Access::is_aligned`]): up to [`MAX_GENERICS`] element types a byte each, their count,
 /// and `aligned` in bit 63.
 #[inline]
-fn generics_word(generics: &[DType], aligned: bool) -> u64 {
+fn generics_word(generics: &[DType], aligned: bool, partial: bool) -> u64 {
     let mut types = 0u64;
     for (i, &d) in generics.iter().take(MAX_GENERICS).enumerate() {
         types |= (d as u64) << (8 * i);
     }
-    types | (generics.len() as u64) << 40 | u64::from(aligned) << 63
+    types | (generics.len() as u64) << 40 | u64::from(partial) << 62 | u64::from(aligned) << 63
 }
 
 /// Which arguments a hit must test for overlap (the rest of the aliasing check is a
@@ -343,8 +343,9 @@ impl<'p> Probe<'p> {
     /// default with fallback); `generics`: the element types in the kernel's generic order
     /// (at most [`MAX_GENERICS`]); `read`: per parameter, whether host expressions read a
     /// scalar's value (a missing entry counts as read); `access`: the access classes of the
-    /// CUDA variant this call's addresses select; `buf`: where the key is written.
-    #[inline]
+    /// CUDA variant this call's addresses select; `buf`: where the key is written. (The
+    /// launch path uses [`Probe::with_pads`].)
+    #[cfg(test)]
     pub(crate) fn new(
         spec: u64,
         config: Option<&'p Config>,
@@ -354,6 +355,25 @@ impl<'p> Probe<'p> {
         access: Access,
         buf: &'p mut KeyBuf,
     ) -> Probe<'p> {
+        Probe::with_pads(spec, config, generics, args, read, access, 0, buf)
+    }
+
+    /// [`Probe::new`] for a kernel that declares `PAD64`: `pads` (bit `i`: argument `i`)
+    /// are the read-only tensors a `PAD64 = true` launch would copy
+    /// (`launch::check::pad64_mask`), which decide whether that configuration is legal and
+    /// what its resolution copies, beyond the access classes.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(crate) fn with_pads(
+        spec: u64,
+        config: Option<&'p Config>,
+        generics: &[DType],
+        args: &[Arg<'_>],
+        read: &[bool],
+        access: Access,
+        pads: u64,
+        buf: &'p mut KeyBuf,
+    ) -> Probe<'p> {
         let need = HEAD_WORDS + args.len() * TENSOR_WORDS;
         let out: &mut [MaybeUninit<u64>] = if need <= INLINE_WORDS {
             &mut buf.inline
@@ -361,14 +381,22 @@ impl<'p> Probe<'p> {
             buf.heap.resize(need, MaybeUninit::uninit());
             &mut buf.heap
         };
-        let head = generics_word(generics, access.is_aligned());
+        // A kernel's variants have `General` for no tensor, every tensor, or exactly its
+        // `general_operands` (one mask per spec, and the spec is word 0): two bits say which.
+        let general = access.general();
+        let head = generics_word(
+            generics,
+            access.is_aligned(),
+            general != 0 && general != u64::MAX,
+        );
         let cols = access.cols();
         out[0].write(spec);
         out[1].write(head);
         out[2].write(cols);
+        out[3].write(pads);
         let mut h = Fx::default();
         config.hash(&mut h);
-        h.add(spec ^ head ^ cols.rotate_left(29));
+        h.add(spec ^ head ^ cols.rotate_left(29) ^ pads.rotate_left(47));
         let n = HEAD_WORDS + write_args(&mut out[HEAD_WORDS..], args, read, &mut h);
         // SAFETY: the first `n` words of `out` were written above (the head, then what
         // `write_args` reports), and `MaybeUninit<u64>` has `u64`'s layout.

@@ -58,6 +58,8 @@ pub struct KernelSpec {
     host_scalars: OnceLock<Vec<bool>>,
     source_scalars: OnceLock<Vec<bool>>,
     cols_operands: OnceLock<u64>,
+    general_operands: OnceLock<u64>,
+    declares_pad64: OnceLock<bool>,
 }
 
 impl KernelSpec {
@@ -80,6 +82,8 @@ impl KernelSpec {
             host_scalars: OnceLock::new(),
             source_scalars: OnceLock::new(),
             cols_operands: OnceLock::new(),
+            general_operands: OnceLock::new(),
+            declares_pad64: OnceLock::new(),
         }
     }
 
@@ -137,6 +141,24 @@ impl KernelSpec {
         *self
             .cols_operands
             .get_or_init(|| tilekit_codegen::cols_operands(kernel).unwrap_or(0))
+    }
+
+    /// The tensor parameters a CUDA variant may take `General` while the dot operands stay
+    /// `Rows`/`Cols` (bit `i`: parameter `i`; [`tilekit_codegen::general_operands`],
+    /// computed once; 0 if the kernel does not lower). `kernel` is this spec's analyzed
+    /// kernel.
+    pub fn general_operands(&self, kernel: &Kernel) -> u64 {
+        *self
+            .general_operands
+            .get_or_init(|| tilekit_codegen::general_operands(kernel).unwrap_or(0))
+    }
+
+    /// Whether the kernel's space declares `PAD64` (looked up once). `kernel` is this
+    /// spec's analyzed kernel.
+    pub(crate) fn declares_pad64(&self, kernel: &Kernel) -> bool {
+        *self
+            .declares_pad64
+            .get_or_init(|| kernel.space.param(tilekit_ir::space::PAD64).is_some())
     }
 
     /// The IR.

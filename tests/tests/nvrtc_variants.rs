@@ -154,3 +154,37 @@ fn shard_from_env() -> (usize, usize) {
         _ => panic!("TILEKIT_COMPILE_SHARD={text}: expected i/n with 0 <= i < n"),
     }
 }
+
+/// The copy kernel `PAD64` launches before a padded launch (`tilekit_runtime::cuda`,
+/// built as IR at run time, so not among the library's kernels) compiles for every element
+/// type and target, in the general variant it runs (a misaligned source) and the aligned
+/// one.
+#[test]
+fn the_pad64_copy_kernel_compiles_with_nvrtc() {
+    if !nvrtc_available() {
+        eprintln!("SKIPPED: NVRTC is not available");
+        return;
+    }
+    let spec = tilekit_runtime::cuda::pad64_copy_spec();
+    let kernel = spec.kernel().expect("the copy kernel's IR");
+    let variants = valid_variants(kernel, &[Target::Sm80, Target::Sm90a]);
+    assert_eq!(
+        variants.len(),
+        3 * 2 * 2,
+        "f32/f16/bf16 x targets x general/rows"
+    );
+    let failures: Vec<String> = variants
+        .par_iter()
+        .filter_map(|v| {
+            let compiled = variant_source(kernel, spec.cuda_template, &v.to_variant())
+                .map_err(|e| e.to_string())
+                .and_then(|src| {
+                    let opts = CompileOptions::new(v.target.arch()).map_err(|e| e.to_string())?;
+                    compile_cubin(&src, "tilekit_pad64_copy.cu", prelude_headers(), &opts)
+                        .map_err(|e| e.to_string())
+                });
+            compiled.err().map(|e| format!("{v}: {e}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,6 +1,8 @@
 //! Variants of a kernel: configuration x element-type bindings x target x access classes
 //! (`tilekit_codegen::Access`: every tensor `General`, or `Rows` with each tensor the kernel
-//! may read column-major `Rows` or `Cols`).
+//! may read column-major `Rows` or `Cols`, and in kernels with such tensors the others all
+//! `Rows` or all `General`). Launch-only tuning values (`PAD64`) are not part of a variant:
+//! configurations that differ only there are one variant (the one with `PAD64 = false`).
 //!
 //! Constraints are evaluated in phases ([`tilekit_ir::Phase`]): static and per-target
 //! constraints decide here which variants exist at all; compiled (registers, spills) and
@@ -95,16 +97,25 @@ pub fn all_bindings(kernel: &Kernel) -> Vec<Bindings> {
 }
 
 /// The access classes a kernel's variants take ([`valid_accesses`] of its
-/// [`tilekit_codegen::cols_operands`]; just `GENERAL` and `ROWS` when it has none).
+/// [`tilekit_codegen::cols_operands`] and [`tilekit_codegen::general_operands`]; just
+/// `GENERAL` and `ROWS` when it has none).
 pub fn kernel_accesses(kernel: &Kernel) -> Vec<Access> {
-    valid_accesses(tilekit_codegen::cols_operands(kernel).unwrap_or(0))
+    valid_accesses(
+        tilekit_codegen::cols_operands(kernel).unwrap_or(0),
+        tilekit_codegen::general_operands(kernel).unwrap_or(0),
+    )
 }
 
-/// Every valid variant (the full space; what `cargo xtask compile-all` compiles).
+/// Every valid variant (the full space; what `cargo xtask compile-all` compiles), one per
+/// compiled text: configurations that differ only in launch-only values (`PAD64`) appear
+/// once, with those values `false` ([`Config::for_codegen`]).
 pub fn valid_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
     let accesses = kernel_accesses(kernel);
     let mut out = Vec::new();
     for config in kernel.space.enumerate() {
+        if config.for_codegen() != config {
+            continue;
+        }
         for bindings in all_bindings(kernel) {
             for &target in targets {
                 if target_check(kernel, &config, &bindings, target).is_err() {
@@ -126,13 +137,16 @@ pub fn valid_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
 
 /// A pairwise covering subset of the valid variants (every pair of factor values that
 /// occurs in a valid variant occurs in a chosen one; element types, target, alignment and,
-/// per tensor the kernel may read column-major, `Rows` or `Cols` are factors like the
-/// tuning parameters; `Cols` needs the aligned level), plus the default configuration for
-/// every (bindings, target) with every tensor `General`, every tensor `Rows`, and every
-/// such tensor `Cols`.
+/// per tensor the kernel may read column-major, `Rows` or `Cols`, and whether the tensors
+/// it may take `General` beside them are, are factors like the tuning parameters; `Cols`
+/// and the partial `General` need the aligned level), plus the default configuration for
+/// every (bindings, target) with every tensor `General`, every tensor `Rows`, every such
+/// tensor `Cols`, and every tensor `Rows` but the partial `General`. Configurations are reduced to
+/// what the code generator sees ([`Config::for_codegen`]), duplicates dropped.
 pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey> {
     let bindings = all_bindings(kernel);
     let capable = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    let general = tilekit_codegen::general_operands(kernel).unwrap_or(0);
     let cols_params: Vec<usize> = (0..64).filter(|i| capable >> i & 1 == 1).collect();
     let mut radices: Vec<usize> = kernel.space.params.iter().map(|p| p.values.len()).collect();
     let n_space = radices.len();
@@ -140,8 +154,11 @@ pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey>
     radices.push(targets.len());
     radices.push(2);
     radices.extend(cols_params.iter().map(|_| 2));
+    if general != 0 {
+        radices.push(2);
+    }
     let key_of = |idx: &[usize]| -> Option<VariantKey> {
-        let config = kernel.space.config_at(&idx[..n_space])?;
+        let config = kernel.space.config_at(&idx[..n_space])?.for_codegen();
         let aligned = idx[n_space + 2] == 0;
         let mut cols = 0u64;
         for (f, &p) in cols_params.iter().enumerate() {
@@ -149,10 +166,15 @@ pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey>
                 cols |= 1 << p;
             }
         }
-        let access = match (aligned, cols) {
-            (true, c) => Access::with_cols(c),
-            (false, 0) => Access::GENERAL,
-            (false, _) => return None, // Cols exists only with every other tensor Rows
+        let partial = general != 0 && idx[n_space + 3 + cols_params.len()] == 1;
+        let access = match (aligned, cols, partial) {
+            (true, c, false) => Access::with_cols(c),
+            (true, 0, true) => Access::with_classes(0, general),
+            // The partial General exists only beside row-major operands.
+            (true, _, true) => return None,
+            (false, 0, false) => Access::GENERAL,
+            // Cols and the partial General exist only with the other tensors Rows.
+            (false, _, _) => return None,
         };
         Some(VariantKey {
             config,
@@ -164,17 +186,26 @@ pub fn covering_variants(kernel: &Kernel, targets: &[Target]) -> Vec<VariantKey>
     let valid = |idx: &[usize]| {
         key_of(idx).is_some_and(|k| target_check(kernel, &k.config, &k.bindings, k.target).is_ok())
     };
-    let mut out: Vec<VariantKey> = tilekit_ir::pairwise_cover(&radices, valid)
+    let mut out: Vec<VariantKey> = Vec::new();
+    for k in tilekit_ir::pairwise_cover(&radices, valid)
         .iter()
         .filter_map(|i| key_of(i))
-        .collect();
-    let default = kernel.space.default_config();
+    {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    let default = kernel.space.default_config().for_codegen();
+    let mut defaults = vec![Access::ROWS, Access::GENERAL, Access::with_cols(capable)];
+    if general != 0 {
+        defaults.push(Access::with_classes(0, general));
+    }
     for b in &bindings {
         for &target in targets {
             if target_check(kernel, &default, b, target).is_err() {
                 continue;
             }
-            for access in [Access::ROWS, Access::GENERAL, Access::with_cols(capable)] {
+            for &access in &defaults {
                 let k = VariantKey {
                     config: default.clone(),
                     bindings: b.clone(),

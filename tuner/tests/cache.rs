@@ -543,6 +543,31 @@ fn keys_carry_column_major_operands() {
         tilekit_tuner::cache::validate(&entry(&bad), &[spec]),
         Err(Reject::Malformed(_))
     ));
+    // A misaligned output beside aligned operands: `c` is `general` (schema 4).
+    let c = key.clone().with_access(k, Access::with_classes(0, 0b100));
+    assert_eq!(c.access["c"], "general");
+    assert!(!c.access.contains_key("a"), "row-major tensors are not listed");
+    tilekit_tuner::cache::validate(&entry(&c), &[spec]).unwrap();
+    // `general` only for the tensors beside the dot operands.
+    let mut bad = key.clone();
+    bad.access.insert("a".into(), "general".into());
+    assert!(matches!(
+        tilekit_tuner::cache::validate(&entry(&bad), &[spec]),
+        Err(Reject::Malformed(_))
+    ));
+    // A configuration may name PAD64; one written before it existed reads as PAD64=false.
+    let mut pad = entry(&key);
+    pad.value = value(
+        "BM=128,BN=128,BK=32,STAGES=3,WARPS=4,SMEM=Swizzle128,PAD64=true",
+        400.0,
+        Origin::Local,
+    );
+    assert!(tilekit_tuner::cache::validate(&pad, &[spec])
+        .unwrap()
+        .pad64());
+    assert!(!tilekit_tuner::cache::validate(&entry(&key), &[spec])
+        .unwrap()
+        .pad64());
     let mut bad = key.clone();
     bad.access.insert("a".into(), "general".into());
     assert!(matches!(

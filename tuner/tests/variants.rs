@@ -8,10 +8,11 @@ use tilekit_tuner::{covering_variants, kernel_accesses, valid_variants};
 const TARGETS: [Target; 2] = [Target::Sm80, Target::Sm90a];
 
 #[test]
-fn matmul_operands_may_be_column_major_and_its_output_may_not() {
+fn matmul_operands_may_be_column_major_and_its_output_general_beside_them() {
     let k = tilekit_kernels::matmul::SPEC.kernel().unwrap();
-    // a, b: ring tiles only; c: a blocked store.
+    // a, b: ring tiles only; c: a blocked store, which may be General while a, b are not.
     assert_eq!(tilekit_codegen::cols_operands(k).unwrap(), 0b011);
+    assert_eq!(tilekit_codegen::general_operands(k).unwrap(), 0b100);
     assert_eq!(
         kernel_accesses(k),
         vec![
@@ -19,9 +20,14 @@ fn matmul_operands_may_be_column_major_and_its_output_may_not() {
             Access::ROWS,
             Access::with_cols(0b01),
             Access::with_cols(0b10),
-            Access::with_cols(0b11)
+            Access::with_cols(0b11),
+            Access::with_classes(0, 0b100),
         ]
     );
+    // matmul_bias_act: bias and c General together.
+    let mba = tilekit_kernels::matmul_bias_act::SPEC.kernel().unwrap();
+    assert_eq!(tilekit_codegen::general_operands(mba).unwrap(), 0b1100);
+    assert_eq!(kernel_accesses(mba).len(), 6);
     // Kernels without dot operands have just the two variants of before.
     let s = tilekit_kernels::softmax::SPEC.kernel().unwrap();
     assert_eq!(kernel_accesses(s), vec![Access::GENERAL, Access::ROWS]);
@@ -37,7 +43,12 @@ fn valid_variants_take_every_access_of_every_configuration() {
     for a in kernel_accesses(k) {
         assert_eq!(per_access(a), n, "{a}");
     }
-    assert_eq!(all.len(), 5 * n);
+    assert_eq!(all.len(), 6 * n);
+    // PAD64 is a launch-time choice: it never doubles the variants (every one has
+    // PAD64 = false, and no two share a compiled text).
+    assert!(all.iter().all(|v| !v.config.pad64()));
+    let distinct: BTreeSet<String> = all.iter().map(|v| v.to_string()).collect();
+    assert_eq!(distinct.len(), all.len());
     // The display names the classes.
     let v = all
         .iter()
@@ -83,8 +94,21 @@ fn covering_variants_pair_each_operand_class_with_every_factor() {
     // Both operands Cols together, and the default configuration with every access of
     // the defaults' set for each element type and target.
     assert!(chosen.iter().any(|v| v.access == Access::with_cols(0b11)));
+    assert!(chosen.iter().all(|v| !v.config.pad64()));
+    // The general output (beside row-major operands only).
+    assert!(chosen
+        .iter()
+        .any(|v| v.access == Access::with_classes(0, 0b100)));
+    assert!(!chosen.iter().any(
+        |v| v.access.cols() != 0 && v.access.class(2) == tilekit_codegen::AccessClass::General
+    ));
     let default = k.space.default_config();
-    for a in [Access::ROWS, Access::GENERAL, Access::with_cols(0b11)] {
+    for a in [
+        Access::ROWS,
+        Access::GENERAL,
+        Access::with_cols(0b11),
+        Access::with_classes(0, 0b100),
+    ] {
         assert_eq!(
             chosen
                 .iter()

@@ -143,6 +143,11 @@ impl<'k> Emitter<'k> {
                 Ok(())
             }
             Op::TuneValue { name } => {
+                if tilekit_ir::space::is_launch_only(name) {
+                    return Err(CodegenError::Unsupported(format!(
+                        "`{name}` is a launch-time choice of the runtime; kernel code cannot read it"
+                    )));
+                }
                 let r = Self::result(inst)?;
                 let (elem, _) = self.ty(r)?;
                 let expr = if elem == boole() {
@@ -416,6 +421,7 @@ impl<'k> Emitter<'k> {
                 let (t, _, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
+                let al = self.aligned_flag(*tensor);
                 if self.layout(r) == Layout::Resident {
                     let (_, elem, _) = self.view(*tensor)?;
                     let off = self.smem.add_persistent(
@@ -447,7 +453,7 @@ impl<'k> Emitter<'k> {
                         self.stile_type(cols.as_deref(), &elem, &shape[0], &shape[1])
                     ));
                     self.w.line(&format!(
-                        "tk::stage_tile({name}, tk::global_tile<ALIGNED, TK_THREADS, {}{}>({t}, {o}));",
+                        "tk::stage_tile({name}, tk::global_tile<{al}, TK_THREADS, {}{}>({t}, {o}));",
                         shape_type(&s),
                         cols_arg(&cols)
                     ));
@@ -465,7 +471,7 @@ impl<'k> Emitter<'k> {
                     return self.assign(
                         r,
                         &format!(
-                            "tk::global_tile<ALIGNED, TK_THREADS, {}{}>({t}, {o})",
+                            "tk::global_tile<{al}, TK_THREADS, {}{}>({t}, {o})",
                             shape_type(&s),
                             cols_arg(&cols)
                         ),
@@ -474,7 +480,7 @@ impl<'k> Emitter<'k> {
                 let l = layout_name(self.layout(r));
                 self.assign(
                     r,
-                    &format!("tk::load_tile<ALIGNED, {}, {l}>({t}, {o})", shape_type(&s)),
+                    &format!("tk::load_tile<{al}, {}, {l}>({t}, {o})", shape_type(&s)),
                 )
             }
             Op::StoreTile {
@@ -486,8 +492,9 @@ impl<'k> Emitter<'k> {
                 let o = self.origin(origin)?;
                 let (_, _, vshape, _) = self.tile(*value)?;
                 let v = self.coerce(*value, &elem, &vshape, self.layout(*value))?;
+                let al = self.aligned_flag(*tensor);
                 self.w
-                    .line(&format!("tk::store_tile<ALIGNED>({t}, {o}, {v});"));
+                    .line(&format!("tk::store_tile<{al}>({t}, {o}, {v});"));
                 Ok(())
             }
             Op::Dot {
@@ -628,6 +635,7 @@ impl<'k> Emitter<'k> {
         let r = Self::result(inst)?;
         let cp = cache_arg(cache);
         let (v, elem, _) = self.view(view)?;
+        let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
         let m = match mask {
             Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
@@ -646,18 +654,18 @@ impl<'k> Emitter<'k> {
                 match self.same_base_prefix(mask, base)? {
                     // The bounds mask of these very offsets: one whole-tile test.
                     Some(limit) => format!(
-                        "tk::load_prefix<ALIGNED, {}, TK_L{cp}>({v}, {b}, {limit}, {o})",
+                        "tk::load_prefix<{al}, {}, TK_L{cp}>({v}, {b}, {limit}, {o})",
                         shape_type(&shape)
                     ),
                     None => format!(
-                        "tk::load_contig<ALIGNED, {}, TK_L{cp}>({v}, {b}, {m}, {o})",
+                        "tk::load_contig<{al}, {}, TK_L{cp}>({v}, {b}, {m}, {o})",
                         shape_type(&shape)
                     ),
                 }
             }
             _ => {
                 let off = self.offsets_expr(offsets)?;
-                format!("tk::load<ALIGNED{cp}>({v}, {off}, {m}, {o})")
+                format!("tk::load<{al}{cp}>({v}, {off}, {m}, {o})")
             }
         };
         self.assign(r, &expr)
@@ -698,6 +706,7 @@ impl<'k> Emitter<'k> {
     ) -> Result<(), CodegenError> {
         let cp = cache_arg(cache);
         let (v, elem, _) = self.view(view)?;
+        let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
         let val = self.coerce(value, &elem, &shape, Layout::Blocked)?;
         let m = match mask {
@@ -712,11 +721,11 @@ impl<'k> Emitter<'k> {
                 };
                 match self.same_base_prefix(mask, base)? {
                     Some(limit) => self.w.line(&format!(
-                        "tk::store_prefix<ALIGNED, {}, TK_L{cp}>({v}, {b}, {val}, {limit});",
+                        "tk::store_prefix<{al}, {}, TK_L{cp}>({v}, {b}, {val}, {limit});",
                         shape_type(&shape)
                     )),
                     None => self.w.line(&format!(
-                        "tk::store_contig<ALIGNED, {}, TK_L{cp}>({v}, {b}, {val}, {m});",
+                        "tk::store_contig<{al}, {}, TK_L{cp}>({v}, {b}, {val}, {m});",
                         shape_type(&shape)
                     )),
                 }
@@ -724,7 +733,7 @@ impl<'k> Emitter<'k> {
             _ => {
                 let off = self.offsets_expr(offsets)?;
                 self.w
-                    .line(&format!("tk::store<ALIGNED{cp}>({v}, {off}, {val}, {m});"));
+                    .line(&format!("tk::store<{al}{cp}>({v}, {off}, {val}, {m});"));
             }
         }
         Ok(())

@@ -19,7 +19,7 @@ use crate::analyze::Analysis;
 use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
 use crate::names::{dim_expr, elem_ctype, sanitize};
-use crate::params::{cols_param, declaration, tune_kinds, TuneKind};
+use crate::params::{aligned_param, cols_param, declaration, tune_kinds, TuneKind};
 use crate::plan::ThreadsRule;
 use crate::prelude::PRELUDE_ENTRY;
 use crate::smem::{Factor, SmemKind, SmemPlan};
@@ -124,7 +124,7 @@ fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
 pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
     let analysis = Analysis::of(kernel)?;
     let layouts = layout::assign(&analysis)?;
-    let tparams = declaration(kernel, layouts.cols)?;
+    let tparams = declaration(kernel, layouts.cols, layouts.general)?;
     let smem_kind = smem_kind_expr(kernel)?;
     let group = group_expr(kernel)?;
     let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
@@ -324,6 +324,17 @@ pub fn cols_operands(kernel: &Kernel) -> Result<u64, CodegenError> {
     Ok(layout::assign(&analysis)?.cols)
 }
 
+/// The tensor parameters of `kernel` that a variant may take `General` while its other
+/// tensors stay `Rows`/`Cols` (bit `i`: parameter `i`): in a kernel with
+/// [`cols_operands`], every other tensor parameter (a matmul's output and bias); none in
+/// other kernels. Each gets a `bool TK_ALIGNED_<name>` template parameter, which its
+/// loads and stores take in place of `ALIGNED`; [`crate::valid_accesses`] sets them all
+/// `General` or none.
+pub fn general_operands(kernel: &Kernel) -> Result<u64, CodegenError> {
+    let analysis = Analysis::of(kernel)?;
+    Ok(layout::assign(&analysis)?.general)
+}
+
 /// The C++ name of parameter `i` inside the template.
 pub(crate) fn param_name(i: usize, name: &str) -> String {
     format!("arg{i}_{}", sanitize(name))
@@ -356,6 +367,26 @@ pub fn generate(kernel: &Kernel) -> Result<String, CodegenError> {
 }
 
 impl<'k> Emitter<'k> {
+    /// The alignment flag a load or store through `view` takes: `TK_ALIGNED_<name>` when
+    /// the view is (a row of) a tensor parameter of [`Layouts::general`], else `ALIGNED`.
+    pub(super) fn aligned_flag(&self, view: tilekit_ir::ValueId) -> String {
+        let mut v = view;
+        loop {
+            match self.defs.get(v.index()).copied().flatten() {
+                Some(Op::Row { tensor, .. }) => v = *tensor,
+                Some(Op::TensorParam { index }) => {
+                    return match self.kernel.params.get(*index) {
+                        Some(p) if *index < 64 && self.layouts.general >> index & 1 == 1 => {
+                            aligned_param(&p.name)
+                        }
+                        _ => "ALIGNED".to_string(),
+                    };
+                }
+                _ => return "ALIGNED".to_string(),
+            }
+        }
+    }
+
     /// `TK_COLS_<name>` when `tensor` is a parameter a variant may read column-major.
     pub(super) fn cols_flag(&self, tensor: tilekit_ir::ValueId) -> Option<String> {
         let Some(Op::TensorParam { index }) = self.defs.get(tensor.index()).copied().flatten()

@@ -79,8 +79,9 @@ impl<'k> Emitter<'k> {
                 )));
             }
             let o = self.origin(origin)?;
+            let al = self.aligned_flag(ring.tensor);
             self.w.line(&format!(
-                "tk::copy_tile_async<ALIGNED, TK_THREADS>(tk_ring{r}.slot(tk_slot), {t}, {o});"
+                "tk::copy_tile_async<{al}, TK_THREADS>(tk_ring{r}.slot(tk_slot), {t}, {o});"
             ));
         }
         self.w

@@ -43,7 +43,7 @@ use tilekit_ir::{Block, Dim, Elem, Inst, Op, Precision, Shape, ValueId};
 
 pub use mma::{warp_grid, warp_grid_rows, WarpGrid};
 pub(crate) use operands::fusable_trans;
-use operands::{cols_operands, direct_operands, rows_policy};
+use operands::{cols_operands, direct_operands, general_operands, rows_policy};
 pub(crate) use render::render;
 pub(crate) use rings::{Ring, RingLoop};
 pub use types::{AccLayout, Conversion, DotSite, Layout, Layouts, RegisterUse, RowsLayout};
@@ -174,6 +174,7 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
     }
     conversions(a, &a.kernel.body, &yields, &mut out);
     out.cols = cols_operands(a, &out.of);
+    out.general = general_operands(a, out.cols);
     Ok(out)
 }
 

@@ -195,3 +195,16 @@ pub(super) fn cols_operands(a: &Analysis, of: &[Layout]) -> u64 {
     }
     read & !other
 }
+
+/// The tensor parameters a variant may take `General` while the rest are `Rows`/`Cols`
+/// (bit `i`: parameter `i`, below 64): in a kernel with column-capable dot operands
+/// (`cols`, see [`cols_operands`]), every other tensor parameter (its epilogue's tensors:
+/// outputs, a bias); none in other kernels (their variants stay all-`Rows` or
+/// all-`General`).
+pub(super) fn general_operands(a: &Analysis, cols: u64) -> u64 {
+    if cols == 0 {
+        return 0;
+    }
+    let tensors = crate::access::tensor_params(a.kernel);
+    tensors & !cols
+}

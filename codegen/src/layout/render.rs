@@ -132,15 +132,25 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             ring.load.0, ring.rows, ring.cols, ring.elem, ring.stages, ring.line
         );
     }
-    if l.cols != 0 {
-        let names: Vec<&str> = (0..a.kernel.params.len().min(64))
-            .filter(|i| l.cols >> i & 1 == 1)
+    let names = |mask: u64| -> String {
+        (0..a.kernel.params.len().min(64))
+            .filter(|i| mask >> i & 1 == 1)
             .map(|i| a.kernel.params[i].name.as_str())
-            .collect();
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if l.cols != 0 {
         let _ = writeln!(
             s,
             "column-major operands (a Cols variant copies them along their first axis into transposed shared-memory tiles): {}",
-            names.join(", ")
+            names(l.cols)
+        );
+    }
+    if l.general != 0 {
+        let _ = writeln!(
+            s,
+            "general with aligned dot operands (a variant may take these element-wise, together, while the dot operands stay Rows/Cols): {}",
+            names(l.general)
         );
     }
     let _ = writeln!(s, "in registers (no shared memory):");

@@ -179,6 +179,11 @@ pub struct Layouts {
     /// Tensor parameters a variant may read column-major (access class `Cols`; bit `i`:
     /// parameter `i`): every access is a dot operand tile kept out of registers.
     pub cols: u64,
+    /// Tensor parameters a variant may read and write `General` while the others are
+    /// `Rows`/`Cols` (bit `i`: parameter `i`): in a kernel with [`Layouts::cols`] operands,
+    /// every other tensor parameter (a matmul's output, a bias); none otherwise. Each gets
+    /// a `bool TK_ALIGNED_<name>` template parameter, and variants set them together.
+    pub general: u64,
 }
 
 impl Layouts {

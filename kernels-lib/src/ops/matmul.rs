@@ -10,7 +10,7 @@ use tilekit::prelude::*;
 // SMEM has no RowMajor: its ldmatrix reads conflict 8 ways, 123-126 TFLOP/s where the
 // other layouts run 258-400 (BENCHMARKS runs 23, 27), and it cost a third of the variants.
 #[tune(BM = [128, 64, 256], BN = [128, 256, 64], BK = [32, 64], STAGES = [5, 4, 3, 2],
-       WARPS = [4, 8], SMEM = [Swizzle128, Padded])]
+       WARPS = [4, 8], SMEM = [Swizzle128, Padded], PAD64 = [false, true])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

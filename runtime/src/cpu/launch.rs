@@ -58,6 +58,7 @@ impl LaunchBackend for CpuBackend {
         _spec: &KernelSpec,
         checked: Checked<'_>,
         _access: Access,
+        _args: &[Arg<'_>],
     ) -> Result<CpuResolved, LaunchError> {
         Ok(CpuResolved {
             config: checked.config,

@@ -46,14 +46,28 @@ pub(crate) fn access_class(base: u64, layout: &Layout) -> AccessClass {
     }
 }
 
+/// The tensors a kernel's variants may read column-major (`cols`, bit `i`: parameter `i`,
+/// `tilekit_codegen::cols_operands`) and those they may take `General` beside aligned dot
+/// operands (`general`, `tilekit_codegen::general_operands`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Capable {
+    /// May be `Cols`.
+    pub cols: u64,
+    /// May be `General` (all together) while the others are `Rows`/`Cols`.
+    pub general: u64,
+}
+
 /// The access classes of a launch's variant: every tensor's [`access_class`]; `Rows`
-/// everywhere except `Cols` tensors that `cols_capable()` (bit `i`: parameter `i` may be
-/// read column-major, asked only when a tensor is `Cols`) allows; any other tensor (a
-/// `General` one, a `Cols` one read otherwise, one without a device address) makes it
-/// [`Access::GENERAL`].
+/// everywhere except `Cols` tensors that `capable().cols` allows and, when any tensor of
+/// `capable().general` is not `Rows` (it is `General`, or `Cols` but not read
+/// column-major), every tensor of `capable().general` `General` (`capable` is asked only
+/// when a tensor is not `Rows`). Any other tensor (a `General` one outside
+/// `capable().general`, a `Cols` one read otherwise, one without a device address) makes
+/// it [`Access::GENERAL`].
 #[inline]
-pub(super) fn launch_access(args: &[Arg<'_>], cols_capable: impl Fn() -> u64) -> Access {
-    let mut cols = 0u64;
+pub(crate) fn launch_access(args: &[Arg<'_>], capable: impl Fn() -> Capable) -> Access {
+    let (mut cols, mut general) = (0u64, false);
+    let mut known: Option<Capable> = None;
     for (i, a) in args.iter().enumerate() {
         let (layout, device) = match a {
             Arg::Tensor(t) => (&t.layout, t.device),
@@ -63,20 +77,31 @@ pub(super) fn launch_access(args: &[Arg<'_>], cols_capable: impl Fn() -> u64) ->
         let Some(base) = device else {
             return Access::GENERAL;
         };
-        match access_class(base, layout) {
-            AccessClass::Rows => {}
-            AccessClass::Cols if i < 64 && cols_capable() >> i & 1 == 1 => cols |= 1 << i,
+        let class = access_class(base, layout);
+        if class == AccessClass::Rows {
+            continue;
+        }
+        let c = *known.get_or_insert_with(&capable);
+        let bit = |m: u64| i < 64 && m >> i & 1 == 1;
+        match class {
+            AccessClass::Cols if bit(c.cols) => cols |= 1 << i,
+            _ if bit(c.general) => general = true,
             _ => return Access::GENERAL,
         }
     }
-    Access::with_cols(cols)
+    match known {
+        // Misaligned others exist only beside row-major operands (`valid_accesses`).
+        Some(_) if general && cols != 0 => Access::GENERAL,
+        Some(c) if general => Access::with_classes(0, c.general),
+        _ => Access::with_cols(cols),
+    }
 }
 
 /// `tk::TensorArg` of a tensor whose allocation starts at `base`: axes past the rank have
 /// extent 1 and stride 0; an extent or stride beyond `i64` saturates (one test for all six,
 /// the clamping out of line).
 #[inline]
-fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
+pub(super) fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
     let es = layout.dtype.size_bytes() as u64;
     // Constructors keep every address of a view inside its allocation, so this cannot wrap.
     let data = base.wrapping_add((layout.offset as u64).wrapping_mul(es));
@@ -159,11 +184,17 @@ fn scalar_abi(s: ScalarValue) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use tilekit_ir::DType;
 
-    fn layout(shape: &[usize], strides: &[usize], offset: usize, dtype: DType) -> Layout {
+    /// A CUDA tensor's layout (for the tests of this module and `pad`).
+    pub(crate) fn layout(
+        shape: &[usize],
+        strides: &[usize],
+        offset: usize,
+        dtype: DType,
+    ) -> Layout {
         let (mut dims, mut stride) = ([0; 3], [0; 3]);
         dims[..shape.len()].copy_from_slice(shape);
         stride[..strides.len()].copy_from_slice(strides);
@@ -242,7 +273,10 @@ mod tests {
         let rows = || arg(&[64, 64], &[64, 1], 0);
         let cols = || arg(&[64, 64], &[1, 64], 0);
         let general = || arg(&[64, 64], &[64, 1], 1);
-        let ab = 0b011;
+        let ab = Capable {
+            cols: 0b011,
+            general: 0,
+        };
         let access = |args: &[Arg<'_>]| launch_access(args, || ab);
         // Row-major everywhere: Rows; a column-major operand: Cols for it alone.
         assert_eq!(access(&[rows(), rows(), out(&[64, 1])]), Access::ROWS);
@@ -258,13 +292,93 @@ mod tests {
         // all-General variant. Scalars are skipped.
         assert_eq!(access(&[rows(), rows(), out(&[1, 64])]), Access::GENERAL);
         assert_eq!(access(&[cols(), general(), out(&[64, 1])]), Access::GENERAL);
+        let only = |cols: u64| move || Capable { cols, general: 0 };
         assert_eq!(
-            launch_access(&[Arg::from(1.0f32), cols()], || 0b010),
+            launch_access(&[Arg::from(1.0f32), cols()], only(0b010)),
             Access::with_cols(0b010)
         );
-        assert_eq!(launch_access(&[cols()], || 0b010), Access::GENERAL);
-        // The capable mask is asked only when a tensor is Cols.
+        assert_eq!(launch_access(&[cols()], only(0b010)), Access::GENERAL);
+        // The capable masks are asked only when a tensor is not Rows.
         launch_access(&[rows()], || unreachable!("asked without a Cols tensor"));
+    }
+
+    #[test]
+    fn launch_access_per_tensor_general_outputs() {
+        use crate::launch::{TensorArg, TensorArgMut};
+        // matmul(a, b, c): a and b may be Cols, c may be General beside them.
+        let mm = || Capable {
+            cols: 0b011,
+            general: 0b100,
+        };
+        let arg = |shape: &[usize], strides: &[usize], offset: usize| {
+            Arg::Tensor(TensorArg {
+                layout: layout(shape, strides, offset, DType::BF16),
+                data: None,
+                device: Some(0x1000),
+            })
+        };
+        let out = |shape: &[usize], strides: &[usize], offset: usize| {
+            Arg::TensorMut(TensorArgMut {
+                layout: layout(shape, strides, offset, DType::BF16),
+                data: None,
+                device: Some(0x4000),
+            })
+        };
+        let rows = || arg(&[64, 64], &[64, 1], 0);
+        let cols = || arg(&[64, 64], &[1, 64], 0);
+        // C of 4097 columns: an 8194-byte pitch.
+        let c_odd = || out(&[64, 4097], &[4097, 1], 0);
+        let c_rows = || out(&[64, 64], &[64, 1], 0);
+        let general_c = Access::with_classes(0, 0b100);
+        assert_eq!(launch_access(&[rows(), rows(), c_rows()], mm), Access::ROWS);
+        assert_eq!(launch_access(&[rows(), rows(), c_odd()], mm), general_c);
+        assert_eq!(general_c.class(2), AccessClass::General);
+        assert_eq!(general_c.class(0), AccessClass::Rows);
+        // A misaligned C beside a column-major operand has no variant of its own: the
+        // general one (`valid_accesses`). Then every pitch residue of C (1-7 elements past
+        // a 16-byte multiple) and a one-element base offset.
+        assert_eq!(
+            launch_access(&[cols(), rows(), c_odd()], mm),
+            Access::GENERAL
+        );
+        assert_eq!(
+            launch_access(&[cols(), cols(), c_odd()], mm),
+            Access::GENERAL
+        );
+        for r in 1..8 {
+            let c = out(&[64, 64], &[64 + r, 1], 0);
+            assert_eq!(launch_access(&[rows(), rows(), c], mm), general_c, "{r}");
+        }
+        assert_eq!(
+            launch_access(&[rows(), rows(), out(&[64, 64], &[64, 1], 1)], mm),
+            general_c
+        );
+        // A column-major C is not a dot operand: General beside aligned operands.
+        assert_eq!(
+            launch_access(&[rows(), rows(), out(&[64, 64], &[1, 64], 0)], mm),
+            general_c
+        );
+        // A misaligned dot operand still runs the all-General variant (PAD64 is the way
+        // around it), whatever C is.
+        for r in 1..8 {
+            let a = arg(&[64, 64], &[64 + r, 1], 0);
+            assert_eq!(launch_access(&[a, rows(), c_rows()], mm), Access::GENERAL);
+            let b = arg(&[64, 64], &[64 + r, 1], 0);
+            assert_eq!(launch_access(&[rows(), b, c_odd()], mm), Access::GENERAL);
+        }
+        assert_eq!(
+            launch_access(&[arg(&[64, 64], &[64, 1], 1), rows(), c_rows()], mm),
+            Access::GENERAL
+        );
+        // A kernel without general operands: a misaligned output is all-General.
+        let no_general = || Capable {
+            cols: 0b011,
+            general: 0,
+        };
+        assert_eq!(
+            launch_access(&[rows(), rows(), c_odd()], no_general),
+            Access::GENERAL
+        );
     }
 
     #[test]

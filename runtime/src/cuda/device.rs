@@ -84,6 +84,8 @@ pub(crate) struct CudaDevice {
     pub(super) capturing: AtomicBool,
     /// The capture in progress, if any.
     pub(super) capture: Mutex<Option<graph::CaptureState>>,
+    /// `PAD64` scratch, one buffer per parameter position (see `pad`).
+    pub(super) scratch: Mutex<Vec<Option<super::pad::Scratch>>>,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -215,6 +217,7 @@ impl CudaDevice {
             counters: Counters::default(),
             capturing: AtomicBool::new(false),
             capture: Mutex::new(None),
+            scratch: Mutex::new(Vec::new()),
         })
     }
 

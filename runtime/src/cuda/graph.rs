@@ -139,6 +139,18 @@ impl CudaDevice {
     }
 }
 
+impl CudaDevice {
+    /// Retains allocations a captured launch uses beyond its arguments (`PAD64` scratch)
+    /// for the graph being captured.
+    pub(crate) fn retain_for_capture(&self, addrs: &[u64]) {
+        if let Some(st) = lock(&self.capture).as_mut() {
+            for &a in addrs {
+                st.retained.retain(a);
+            }
+        }
+    }
+}
+
 /// Ends the capture of `dev` when dropped without [`Session::finish`] (a panic in the
 /// closure): abandons the stream's capture and clears the capturing state.
 struct Session<'a> {

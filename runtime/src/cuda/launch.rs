@@ -3,8 +3,9 @@
 //! addresses; the loaded variant as the memo's entry; the raw launch; and registering
 //! launches with a capture in progress.
 
-use super::abi::{launch_access, pack_args, Slot, EMPTY_SLOT, INLINE_ARGS};
+use super::abi::{launch_access, pack_args, Capable, Slot, EMPTY_SLOT, INLINE_ARGS};
 use super::cache::Counters;
+use super::pad::PadPlan;
 use super::variants::Loaded;
 use super::{ffi, CudaDevice, DeviceInfo};
 use crate::error::{CudaLaunchError, LaunchError};
@@ -19,10 +20,12 @@ use tilekit_ir::{Bindings, Config};
 const MAX_BLOCKS: i64 = (1 << 31) - 1;
 
 /// What a launch resolved to (memoized per runtime): nothing to run (an empty grid), or
-/// the grid struct, the block count and the loaded variant.
+/// the grid struct, the block count and the loaded variant, and for `PAD64 = true` the
+/// padded copies to make first.
 #[derive(Clone, Debug)]
 pub(crate) struct Resolved {
     run: Option<(ffi::GridAbi, u32, Arc<Loaded>)>,
+    pad: Option<Arc<PadPlan>>,
 }
 
 /// The memo entries of a CUDA runtime (see `crate::memo`).
@@ -47,7 +50,7 @@ impl LaunchBackend for CudaDevice {
     /// column-major are looked up (once per spec) only when one is.
     #[inline]
     fn access(&self, spec: &KernelSpec, analyzed: &Analyzed, args: &[Arg<'_>]) -> Access {
-        launch_access(args, || spec.cols_operands(&analyzed.kernel))
+        launch_access(args, || capable(spec, analyzed))
     }
 
     /// The argument check with the variant's resources (`smem_bytes()`, `max_smem()`,
@@ -116,19 +119,34 @@ impl LaunchBackend for CudaDevice {
         Ok(checked)
     }
 
-    /// The loaded variant (memory, disk, NVRTC), the block count and the grid struct.
+    /// The loaded variant (memory, disk, NVRTC), the block count and the grid struct; for
+    /// `PAD64 = true`, the padded copies (`pad::PadPlan`, their copy variants loaded) and
+    /// the variant of the copies' access classes.
     fn prepare(
         &self,
         spec: &KernelSpec,
         checked: Checked<'_>,
         access: Access,
+        args: &[Arg<'_>],
     ) -> Result<Resolved, LaunchError> {
         if checked.grid.contains(&0) {
-            return Ok(Resolved { run: None });
+            return Ok(Resolved {
+                run: None,
+                pad: None,
+            });
         }
         // `check` refused more than `MAX_BLOCKS` blocks.
         let blocks = u32::try_from(checked.grid.iter().product::<i64>()).unwrap_or(u32::MAX);
         let kernel = checked.kernel;
+        let (access, pad) = if checked.config.pad64() {
+            let analyzed = spec.analyzed()?;
+            let plan = self
+                .pad_plan(kernel, args, capable(spec, analyzed))
+                .map_err(cuda_err(&kernel.name))?;
+            (plan.access, Some(Arc::new(plan)))
+        } else {
+            (access, None)
+        };
         let loaded = self
             .function(spec, kernel, &checked.config, &checked.bindings, access)
             .map_err(cuda_err(&kernel.name))?;
@@ -138,6 +156,7 @@ impl LaunchBackend for CudaDevice {
         }
         Ok(Resolved {
             run: Some((grid, blocks, loaded)),
+            pad,
         })
     }
 
@@ -172,26 +191,49 @@ impl LaunchBackend for CudaDevice {
             &mut heap
         };
         pack_args(&kernel.params, args, params).map_err(&cuda_err)?;
+        if let Some(plan) = &resolved.pad {
+            self.run_pads(plan, args, params).map_err(&cuda_err)?;
+        }
+        self.launch_loaded(loaded, *blocks, grid, params, "cuLaunchKernel")
+            .map_err(cuda_err)?;
+        Ok(true)
+    }
+}
+
+/// The tensors `spec`'s variants may read column-major or take `General` beside aligned
+/// dot operands (each looked up once per spec).
+fn capable(spec: &KernelSpec, analyzed: &Analyzed) -> Capable {
+    Capable {
+        cols: spec.cols_operands(&analyzed.kernel),
+        general: spec.general_operands(&analyzed.kernel),
+    }
+}
+
+impl CudaDevice {
+    /// Launches a loaded variant on the runtime's stream (`call` names it in an error).
+    pub(super) fn launch_loaded(
+        &self,
+        loaded: &Loaded,
+        blocks: u32,
+        grid: &ffi::GridAbi,
+        params: &[Slot],
+        call: &'static str,
+    ) -> Result<(), CudaLaunchError> {
         ffi::launch(
             &self.stream,
             &loaded.func,
-            *blocks,
+            blocks,
             loaded.plan.threads,
             loaded.smem,
             grid,
             params,
         )
-        .map_err(|e| {
-            cuda_err(CudaLaunchError::Driver {
-                call: "cuLaunchKernel",
-                message: e.to_string(),
-            })
-        })?;
-        Ok(true)
+        .map_err(|e| CudaLaunchError::Driver {
+            call,
+            message: e.to_string(),
+        })
     }
-}
 
-impl CudaDevice {
     /// Runs `launch` (a launch on this device: `Ok(true)` if a kernel was launched) and,
     /// while a launch graph is being captured, registers it with the capture: the
     /// allocations its arguments pass (to outlive the graph), or its error (which poisons

@@ -6,14 +6,16 @@
 //! [`DeviceInfo`]); `libraries` (libcuda, NVRTC and headers before a device is touched, the
 //! NVRTC identity); `variants` (the in-memory caches, loading a variant from memory, disk or
 //! NVRTC); `cache` (the on-disk CUBIN cache); `abi` (the access classes, argument packing);
-//! `launch` (this backend's part of the launch path); `graph` (launch graphs); `ffi` (every
+//! `launch` (this backend's part of the launch path); `pad` (`PAD64`: padded copies of
+//! misaligned read-only tensors, the scratch pool); `graph` (launch graphs); `ffi` (every
 //! `unsafe` operation: the ABI structs, the launch, raw copies).
 //!
 //! A launch takes the one launch path of `crate::launch` (`launch_on`), with these steps
 //! on this backend:
 //!
 //! 1. the access classes (`tilekit_codegen::Access`: `Rows`, `Cols` for a column-major dot
-//!    operand, else all `General`) are chosen per launch from the tensors' addresses and
+//!    operand, `General` for the tensors beside such operands when only they are
+//!    misaligned, else all `General`) are chosen per launch from the tensors' addresses and
 //!    strides;
 //! 2. the launch memo (`crate::memo`, held by the [`crate::Runtime`] handle beside this
 //!    device) is probed with everything the checks below read plus the access classes; a hit yields
@@ -27,9 +29,12 @@
 //! 4. an empty grid resolves to a no-op (`Ok` with nothing launched);
 //! 5. the loaded function comes from the in-memory cache, else the disk cache, else NVRTC;
 //! 6. the resolution is recorded in the memo;
-//! 7. the grid struct and parameters are packed (device addresses are read per call) and
-//!    the kernel is launched asynchronously on the runtime's stream with a raw
-//!    `cuLaunchKernel` (no per-launch allocation).
+//! 7. the grid struct and parameters are packed (device addresses are read per call); for
+//!    a `PAD64 = true` configuration (`pad`) the misaligned read-only tensors are first
+//!    copied into the scratch pool (one copy kernel each) and their parameters point at the
+//!    copies, whose layouts chose the variant at step 5; then the kernel is launched
+//!    asynchronously on the runtime's stream with a raw `cuLaunchKernel` (no per-launch
+//!    allocation).
 //!
 //! While the runtime captures a launch graph (`graph`, [`crate::Runtime::capture`]), step 5
 //! takes only the in-memory cache (anything else is [`CudaLaunchError::NotLoadedForCapture`]),
@@ -42,6 +47,7 @@ mod ffi;
 pub(crate) mod graph;
 mod launch;
 mod libraries;
+pub(crate) mod pad;
 mod timings;
 mod variants;
 
@@ -50,6 +56,7 @@ pub(crate) use device::CudaDevice;
 pub use device::{target_for, DeviceInfo};
 pub use graph::LaunchGraph;
 pub(crate) use launch::CudaResolved;
+pub use pad::copy_spec as pad64_copy_spec;
 pub use timings::CudaTimings;
 
 use std::sync::{Mutex, MutexGuard};

@@ -63,6 +63,8 @@ fn bucket(spec: u64, config: &Config, bindings: &Bindings, access: Access) -> u6
 }
 
 impl CudaDevice {
+    /// The launch plan of a configuration (launch-only values such as `PAD64` are
+    /// ignored: [`Config::for_codegen`]).
     pub(super) fn plan(
         &self,
         spec: u64,
@@ -70,6 +72,7 @@ impl CudaDevice {
         config: &Config,
         bindings: &Bindings,
     ) -> Result<LaunchPlan, CodegenError> {
+        let config = &config.for_codegen();
         // Plans do not depend on the access classes.
         let h = bucket(spec, config, bindings, Access::GENERAL);
         if let Some(list) = lock(&self.plans).get(&h) {
@@ -93,7 +96,9 @@ impl CudaDevice {
         plan
     }
 
-    /// The loaded function of a variant: from memory, else disk, else NVRTC.
+    /// The loaded function of a variant: from memory, else disk, else NVRTC. Launch-only
+    /// values (`PAD64`) do not enter the key or the source ([`Config::for_codegen`]):
+    /// configurations that differ only there share one loaded variant.
     pub(super) fn function(
         &self,
         spec: &KernelSpec,
@@ -102,6 +107,7 @@ impl CudaDevice {
         bindings: &Bindings,
         access: Access,
     ) -> Result<Arc<Loaded>, CudaLaunchError> {
+        let config = &config.for_codegen();
         let id = spec.content_id();
         let h = bucket(id, config, bindings, access);
         if let Some(list) = lock(&self.functions).get(&h) {

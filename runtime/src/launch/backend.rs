@@ -34,12 +34,14 @@ pub(crate) trait LaunchBackend {
         args: &[Arg<'_>],
     ) -> Result<Checked<'k>, LaunchError>;
 
-    /// What running a checked configuration needs (the CUDA backend loads its variant).
+    /// What running a checked configuration needs (the CUDA backend loads its variant and,
+    /// for `PAD64 = true`, plans the padded copies of `args`).
     fn prepare(
         &self,
         spec: &KernelSpec,
         checked: Checked<'_>,
         access: Access,
+        args: &[Arg<'_>],
     ) -> Result<Self::Resolved, LaunchError>;
 
     /// Notes a launch resolved from the memo.

@@ -418,6 +418,18 @@ pub(crate) fn check<'k>(
         }
     }
 
+    // PAD64 = true copies misaligned read-only tensors; where there is none it would time
+    // the PAD64 = false launch again: refused like a failing constraint (the resolution and
+    // the tuner pass over it).
+    if config.pad64() && !pad64_applies(kernel, args) {
+        return Err(LaunchError::Constraint {
+            kernel: name(),
+            constraint: PAD64_RULE.to_string(),
+            config: config.to_string(),
+            arguments: describe_read_tensors(kernel, args),
+        });
+    }
+
     // Tiles held in registers: at most 4096 elements per thread (the prelude's limit). A
     // configuration over it is refused like a failing constraint (the resolution passes
     // over it), on both backends: the CPU backend would allocate it.
@@ -474,4 +486,52 @@ pub(crate) fn check<'k>(
         grid,
         scalars,
     })
+}
+
+/// The launch rule of `PAD64` (see `docs/semantics.md`, "Names"), as a refused
+/// configuration's constraint text ([`LaunchError::Constraint`]).
+pub const PAD64_RULE: &str =
+    "PAD64 = true needs a read-only tensor whose base or row pitch is not 16-byte aligned";
+
+/// Whether a `PAD64 = true` launch with these arguments copies anything: some read-only
+/// tensor argument of rank 1 or 2 is `General` (`cuda::pad::needs_padding`; a host
+/// tensor's base counts as aligned, so the CPU backend refuses what the CUDA backend
+/// refuses for the same layouts).
+pub(crate) fn pad64_applies(kernel: &Kernel, args: &[Arg<'_>]) -> bool {
+    pad64_mask(kernel, args) != 0
+}
+
+/// The read-only tensor arguments a `PAD64 = true` launch copies (bit `i`: argument `i`,
+/// below 64; see [`pad64_applies`]). Part of the launch memo's key for kernels that declare
+/// `PAD64`: the access classes alone do not tell which tensors are misaligned.
+pub(crate) fn pad64_mask(kernel: &Kernel, args: &[Arg<'_>]) -> u64 {
+    let mut mask = 0u64;
+    for (i, (p, a)) in kernel.params.iter().zip(args).enumerate().take(64) {
+        if let (ParamKind::Tensor { mutable: false, .. }, Arg::Tensor(t)) = (&p.kind, a) {
+            if crate::cuda::pad::needs_padding(t.device, &t.layout) {
+                mask |= 1 << i;
+            }
+        }
+    }
+    mask
+}
+
+/// The read-only tensor arguments as `` `a` [4096, 4096] strides [4096, 1] offset 0 ``.
+fn describe_read_tensors(kernel: &Kernel, args: &[Arg<'_>]) -> String {
+    kernel
+        .params
+        .iter()
+        .zip(args)
+        .filter_map(|(p, a)| match (&p.kind, a) {
+            (ParamKind::Tensor { mutable: false, .. }, Arg::Tensor(t)) => Some(format!(
+                "`{}` {:?} strides {:?} offset {}",
+                p.name,
+                t.layout.shape(),
+                t.layout.strides(),
+                t.layout.offset
+            )),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

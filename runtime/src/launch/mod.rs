@@ -35,7 +35,8 @@ pub(crate) use backend::LaunchBackend;
 #[cfg(test)]
 pub(crate) use check::check_aliasing;
 pub(crate) use check::check_overlaps;
-pub(crate) use check::{check, check_bindings, eval_constraint, Checked};
+pub use check::PAD64_RULE;
+pub(crate) use check::{check, check_bindings, eval_constraint, pad64_mask, Checked};
 #[cfg(test)]
 pub(crate) use resolve::resolve;
 
@@ -160,13 +161,14 @@ fn remembered_config(
         return Ok(None);
     };
     let mut buf = KeyBuf::new();
-    let probe = Probe::new(
+    let probe = Probe::with_pads(
         spec.content_id(),
         None,
         g,
         args,
         spec.host_scalars(kernel),
         CpuBackend.access(spec, analyzed, args),
+        pads(spec, kernel, args),
         &mut buf,
     );
     Ok(memo.peek(&probe).map(|r| r.config))
@@ -199,9 +201,12 @@ fn choose<B: LaunchBackend>(
 /// The access classes of the CUDA variant a launch of `spec` with these arguments runs
 /// (see [`tilekit_codegen::access`]), without running it: on the CUDA backend, each
 /// tensor's class from its device address and strides (`Rows`, `Cols` for a column-major
-/// dot operand the kernel reads only into shared memory, else the all-`General` variant);
-/// on the CPU backend, which has no variants, [`Access::GENERAL`]. It is what a launch
-/// computes for its memo key (the same function), so a test can say which variant ran.
+/// dot operand the kernel reads only into shared memory, `General` for the tensors beside
+/// such operands (all of them together) when those are the only misaligned ones, else the
+/// all-`General` variant); on the CPU backend, which has no variants, [`Access::GENERAL`].
+/// It is what a launch computes for its memo key (the same function), so a test can say
+/// which variant ran. A `PAD64 = true` launch runs the variant of its padded copies'
+/// classes instead (see `docs/semantics.md`, "Access classes").
 ///
 /// ```
 /// # use tilekit_runtime::{chosen_access, Arg, KernelSpec, Runtime, Tensor1};
@@ -277,7 +282,7 @@ fn launch_on<B: LaunchBackend>(
     let access = backend.access(r.spec, r.analyzed, args);
     let mut buf = KeyBuf::new();
     let probe = r.ordered.map(|g| {
-        Probe::new(
+        Probe::with_pads(
             r.spec.content_id(),
             r.config,
             g,
@@ -288,6 +293,7 @@ fn launch_on<B: LaunchBackend>(
                 r.spec.host_scalars(kernel)
             },
             access,
+            pads(r.spec, kernel, args),
             &mut buf,
         )
     });
@@ -314,12 +320,23 @@ fn launch_on<B: LaunchBackend>(
         shared,
         r.source,
         access,
-        |checked| backend.prepare(r.spec, checked, access),
+        |checked| backend.prepare(r.spec, checked, access, shared),
     )?;
     if let Some(p) = &probe {
         memo.insert(p, resolved.clone());
     }
     backend.run(r.analyzed, &resolved, r.generics, args)
+}
+
+/// The read-only tensors a `PAD64 = true` launch of `spec` would copy ([`pad64_mask`]), for
+/// the memo key; 0 without a computation for kernels that do not declare `PAD64`.
+#[inline]
+fn pads(spec: &KernelSpec, kernel: &tilekit_ir::Kernel, args: &[Arg<'_>]) -> u64 {
+    if spec.declares_pad64(kernel) {
+        pad64_mask(kernel, args)
+    } else {
+        0
+    }
 }
 
 /// Launches `spec` with `config` on `rt`'s backend (the runtime's configuration source, if

@@ -16,7 +16,10 @@ use tilekit_runtime::{DeviceInfo, KernelSpec};
 /// Version of the key and value layout. Entries of another version are ignored on read.
 /// 2: keys name the code generator (`codegen`) and carry integer scalars (`scalars`).
 /// 3: keys carry the tensors read column-major (`access`).
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: `access` also names the tensors a variant takes `general` beside aligned dot
+/// operands (a matmul's misaligned output: `{"c": "general"}`), and configurations may
+/// hold the launch-time switch `PAD64`.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The power-of-two bucket of an integer scalar (0 and negatives stay as they are).
 ///
@@ -184,8 +187,9 @@ pub struct CacheKey {
     pub scalars: BTreeMap<String, i64>,
     /// The access class of each tensor the launch's variant reads other than `rows`
     /// (`tilekit_codegen::AccessClass`, by name: `{"a": "cols"}` for a column-major A of
-    /// matmul), which changes the code and its best configuration. Empty for row-major
-    /// launches and for the general variant (whose shapes `shape.align_bytes` tells apart).
+    /// matmul, `{"c": "general"}` for a misaligned output beside aligned operands), which
+    /// changes the code and its best configuration. Empty for row-major launches and for
+    /// the all-general variant (whose shapes `shape.align_bytes` tells apart).
     #[serde(default)]
     pub access: BTreeMap<String, String>,
 }
@@ -213,7 +217,7 @@ impl CacheKey {
     }
 
     /// This key for a launch whose variant reads the tensors of `kernel` as `access` says:
-    /// the tensors read `Cols` are named in [`CacheKey::access`] (nothing for
+    /// the tensors read `Cols` or `General` are named in [`CacheKey::access`] (nothing for
     /// [`Access::GENERAL`], see there).
     ///
     /// ```
@@ -228,6 +232,8 @@ impl CacheKey {
     /// let cols = key.clone().with_access(k, tilekit_codegen::Access::with_cols(0b01));
     /// assert_eq!(cols.access["a"], "cols");
     /// assert_ne!(key, cols);
+    /// let c = key.clone().with_access(k, tilekit_codegen::Access::with_classes(0, 0b100));
+    /// assert_eq!(c.access["c"], "general");
     /// ```
     pub fn with_access(mut self, kernel: &Kernel, access: Access) -> CacheKey {
         self.access = if access == Access::GENERAL {

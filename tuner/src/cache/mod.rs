@@ -204,19 +204,41 @@ pub fn validate_for_kernel(kernel: &Kernel, entry: &Entry) -> Result<Config, Rej
 }
 
 /// Checks a key's access classes against the kernel: each names a tensor parameter that a
-/// variant may read column-major, as `cols` (the only class a key records).
+/// variant may read column-major, as `cols`, or one that a variant may take `general`
+/// beside aligned dot operands (`tilekit_codegen::general_operands`), as `general`; the
+/// `general` ones all or none (the variants take them together).
 fn check_access(kernel: &Kernel, key: &CacheKey) -> Result<(), Reject> {
-    let capable = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    let cols = tilekit_codegen::cols_operands(kernel).unwrap_or(0);
+    let general = tilekit_codegen::general_operands(kernel).unwrap_or(0);
+    let mut named_general = 0u64;
     for (name, class) in &key.access {
         let i = kernel.params.iter().position(|p| &p.name == name);
-        let ok = class == "cols" && i.is_some_and(|i| i < 64 && capable >> i & 1 == 1);
+        let bit = |m: u64| i.is_some_and(|i| i < 64 && m >> i & 1 == 1);
+        let ok = match class.as_str() {
+            "cols" => bit(cols),
+            "general" => bit(general),
+            _ => false,
+        };
         if !ok {
             return Err(Reject::Malformed(format!(
-                "access class {} of {}: only tensors read as dot operand tiles are `cols`",
+                "access class {} of {}: only tensors read as dot operand tiles are `cols`, \
+                 only the other tensors of a kernel with such operands are `general`",
                 serde_json::Value::from(class.as_str()),
                 serde_json::Value::from(name.as_str())
             )));
         }
+        if class == "general" {
+            if let Some(i) = i {
+                named_general |= 1 << i;
+            }
+        }
+    }
+    if named_general != 0 && named_general != general {
+        return Err(Reject::Malformed(
+            "access: the tensors that may be `general` beside aligned dot operands are all \
+             `general` or none"
+                .into(),
+        ));
     }
     Ok(())
 }
@@ -412,4 +434,60 @@ pub fn shape_check(kernel: &Kernel, config: &Config, dims: &DimValues) -> Result
         }
     }
     Ok(())
+}
+
+/// The `PAD64` launch rule (see `docs/semantics.md`, "Names") at a problem shape, for the
+/// contiguous tensors the tuner generates: `PAD64 = true` is refused unless some read-only
+/// tensor of rank 2 has rows whose bytes are not a multiple of 16 (a contiguous rank-1
+/// tensor, or rank 2 with 16-byte rows, is aligned: nothing to pad, so the candidate would
+/// time the `PAD64 = false` launch again). Configurations without `PAD64 = true` pass.
+/// `Err` says why.
+///
+/// ```
+/// use tilekit_ir::{Bindings, Config, DType};
+/// let spec = &tilekit_kernels::matmul::SPEC;
+/// let k = spec.kernel().unwrap();
+/// let b = Bindings::single("T", DType::BF16);
+/// let pad = Config::parse("BM=128,BN=128,BK=32,WARPS=4,STAGES=5,SMEM=Swizzle128,PAD64=true").unwrap();
+/// let dims = |s: &str| tilekit_ir::cost::parse_shape(k, s).unwrap();
+/// assert!(tilekit_tuner::cache::pad64_check(k, &pad, &dims("4097x4097x4097"), &b).is_ok());
+/// assert!(tilekit_tuner::cache::pad64_check(k, &pad, &dims("4096x4096x4096"), &b).is_err());
+/// ```
+pub fn pad64_check(
+    kernel: &Kernel,
+    config: &Config,
+    dims: &DimValues,
+    bindings: &tilekit_ir::Bindings,
+) -> Result<(), String> {
+    if !config.pad64() {
+        return Ok(());
+    }
+    let misaligned = kernel.params.iter().enumerate().any(|(i, p)| {
+        let tilekit_ir::ParamKind::Tensor {
+            rank: 2,
+            elem,
+            mutable: false,
+        } = &p.kind
+        else {
+            return false;
+        };
+        let cols = kernel
+            .problem
+            .shapes
+            .get(i)
+            .and_then(|names| names.get(1))
+            .and_then(|n| dims.get(n));
+        match (cols, elem.resolve(bindings)) {
+            (Some(&c), Some(d)) => c.saturating_mul(d.size_bytes() as i64) % 16 != 0,
+            _ => false,
+        }
+    });
+    if misaligned {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}`: every read-only tensor is 16-byte aligned at this shape",
+            tilekit_runtime::PAD64_RULE
+        ))
+    }
 }

@@ -84,14 +84,18 @@ pub fn parse_bindings(kernel: &Kernel, s: &str) -> anyhow::Result<Bindings> {
     Ok(b)
 }
 
-/// Parses `--access` (`a=cols,b=rows`: every tensor not named is `rows`) and
-/// `--unaligned` into the variant's access classes (default: [`Access::ROWS`]).
+/// Parses `--access` (`a=cols,b=rows`, `c=general`: every tensor not named is `rows`) and
+/// `--unaligned` into the variant's access classes (default: [`Access::ROWS`]). `general`
+/// is accepted for the tensors beside dot operand tiles
+/// ([`tilekit_codegen::general_operands`]), all of them together.
 pub fn parse_access(kernel: &Kernel, unaligned: bool, s: Option<&str>) -> anyhow::Result<Access> {
     let Some(s) = s else {
         return Ok(Access::from(!unaligned));
     };
     let capable = tilekit_codegen::cols_operands(kernel)?;
+    let general = tilekit_codegen::general_operands(kernel)?;
     let mut cols = 0u64;
+    let mut named_general = 0u64;
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
         let (n, c) = part
             .split_once('=')
@@ -109,13 +113,26 @@ pub fn parse_access(kernel: &Kernel, unaligned: bool, s: Option<&str>) -> anyhow
                 "`{n}` cannot be read column-major: only tensors read as dot operand tiles in shared memory can ({})",
                 describe_mask(kernel, capable)
             ),
+            Some(AccessClass::General) if i < 64 && general >> i & 1 == 1 => {
+                named_general |= 1 << i
+            }
             Some(AccessClass::General) => anyhow::bail!(
-                "`{n}=general`: the general variant reads every tensor as general (use --unaligned)"
+                "`{n}=general`: only the tensors beside dot operand tiles may be general alone ({}); the general variant reads every tensor as general (use --unaligned)",
+                describe_mask(kernel, general)
             ),
-            None => anyhow::bail!("`{c}` is not an access class (rows, cols)"),
+            None => anyhow::bail!("`{c}` is not an access class (rows, cols, general)"),
         }
     }
-    Ok(Access::with_cols(cols))
+    if named_general == 0 {
+        return Ok(Access::with_cols(cols));
+    }
+    if named_general != general {
+        anyhow::bail!(
+            "the tensors beside the dot operands are general together: name all of {}",
+            describe_mask(kernel, general)
+        );
+    }
+    Ok(Access::with_classes(cols, general))
 }
 
 /// The names of the parameters of `mask` (`a, b`), or `none`.

@@ -38,16 +38,37 @@ pub fn compile_all(
         .num_threads(opts.compile_threads.max(1))
         .build()
         .map_err(|e| TuneError::Runtime(e.to_string()))?;
-    Ok(pool.install(|| {
-        candidates
+    // Candidates that differ only in launch-only values (`PAD64`) share one variant:
+    // compile each variant once, then give every candidate its variant's result.
+    let mut unique: Vec<Config> = Vec::new();
+    let of: Vec<usize> = candidates
+        .iter()
+        .map(|(_, c)| {
+            let v = c.for_codegen();
+            match unique.iter().position(|u| *u == v) {
+                Some(p) => p,
+                None => {
+                    unique.push(v);
+                    unique.len() - 1
+                }
+            }
+        })
+        .collect();
+    let results: Vec<Result<VariantResources, String>> = pool.install(|| {
+        unique
             .par_iter()
-            .map(|(i, c)| {
+            .map(|c| {
                 let r = rt
                     .prepare_variant(spec, c, bindings, true)
                     .map_err(|e| e.to_string());
                 advance(c);
-                (*i, r)
+                r
             })
             .collect()
-    }))
+    });
+    Ok(candidates
+        .iter()
+        .zip(of)
+        .map(|((i, _), u)| (*i, results[u].clone()))
+        .collect())
 }

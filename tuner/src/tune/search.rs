@@ -9,7 +9,7 @@ use super::measure::Measurer;
 use super::report::{CandidateReport, Outcome, PhaseTimes, TuneReport};
 use super::{Event, TuneError, TuneOptions, TuneProblem};
 use crate::cache::value::{config_to_map, Provenance, Timing, TunedValue};
-use crate::cache::{shape_check, GpuId};
+use crate::cache::{pad64_check, shape_check, GpuId};
 use crate::variants::target_check;
 use std::time::Instant;
 use tilekit_codegen::Target;
@@ -49,6 +49,7 @@ pub fn tune(
                 reason,
             }),
             Ok(()) => shape_check(kernel, &config, &problem.dims)
+                .and_then(|()| pad64_check(kernel, &config, &problem.dims, bindings))
                 .err()
                 .map(|reason| Outcome::Rejected {
                     phase: "launch".into(),
@@ -67,9 +68,14 @@ pub fn tune(
     let pending: Vec<usize> = (0..reports.len())
         .filter(|&i| reports[i].outcome == Outcome::Pending)
         .collect();
+    // One compile per variant: candidates differing only in `PAD64` share one.
+    let variants: std::collections::HashSet<Config> = pending
+        .iter()
+        .map(|&i| reports[i].config.for_codegen())
+        .collect();
     observe(&Event::Phase {
         name: "compile",
-        total: pending.len(),
+        total: variants.len(),
     });
     // The CPU backend has nothing to compile (and no registers to constrain).
     let compiled = if device.is_some() {

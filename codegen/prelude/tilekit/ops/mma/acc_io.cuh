@@ -2,7 +2,8 @@
 // layout (scope: thread). Same semantics as the generic versions in memory/tile_io.cuh
 // (bounds-checked, zero fill on load), but each thread walks its fragments directly: row
 // and column come from the fragment indices (no division per element), and the two
-// adjacent columns of a fragment half are one 2-element access when ALIGNED and in bounds.
+// adjacent columns of a fragment half are one 2-element access when in bounds and ALIGNED,
+// or, in general code, when the row is unit-stride and the pair's address is aligned.
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/view.cuh"
@@ -27,11 +28,20 @@ TK_DEVICE void store_tile(const view<T, 2>& v, coord o, const rt<T, shape<BM, BN
             const long long r = r0 + i * 16 + h * 8;
             if (r < 0 || r >= v.shape[0]) continue;
             T* row = v.ptr + r * v.stride[0];
+            // General code (a misaligned or strided output): a pair is still one access
+            // where the row is unit-stride and the pair's address is 2-element aligned (the
+            // same for every j: the columns step by 8); else two element stores.
+            const bool pair_row = ALIGNED ? pair_ok
+                                          : v.stride[1] == 1 &&
+                                                (reinterpret_cast<unsigned long long>(row) +
+                                                 (unsigned long long)c0 * sizeof(T)) %
+                                                        (2 * sizeof(T)) ==
+                                                    0;
 #pragma unroll
             for (int j = 0; j < G::NJ; ++j) {
                 const long long c = c0 + j * 8;
                 const int s = (i * G::NJ + j) * 4 + h * 2;
-                if (pair_ok && c >= 0 && c + 1 < v.shape[1]) {
+                if (pair_row && c >= 0 && c + 1 < v.shape[1]) {
                     vcopy<2 * (int)sizeof(T)>(row + c, &x.v[s]);
                 } else {
                     const long long st = ALIGNED ? 1 : v.stride[1];
