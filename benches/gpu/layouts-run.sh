@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
 # after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
-#   PART: matmul-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
+#   PART: matmul-tests | pad-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
 #         cand (issue 13 candidates beside the library's kernels, interleaved) |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
@@ -65,6 +65,13 @@ bench)
   ;;
 peers)
   t python3 benches/peers/peers.py --only "${PEERS_ONLY:-matmul}" --out "$OUT/peers.json" 2>&1 | tail -n 30 | tee -a "$OUT/peers.log"
+  ;;
+pad-tests)
+  # Issue 10: PAD64 and misaligned outputs (bitwise against PAD64 = false and the CPU),
+  # the launch graphs (the scratch pool under capture).
+  for b in .gpu/tests/gpu_pad64-* .gpu/tests/gpu_graphs-*; do
+    t "$b" --ignored --test-threads=1 2>&1 | grep -v "^test .* ok$" | tail -n 30 | tee -a "$OUT/pad-tests.log"
+  done
   ;;
 user2d-tests)
   for b in .gpu/tests/user2d-*; do

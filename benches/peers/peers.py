@@ -72,7 +72,7 @@ try:
 except ImportError:
     triton = tl = None
 
-ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul", "epilogue"]
+ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul", "epilogue", "awkward"]
 LETTERS = {"e": "copy", "c": "chain", "d": "norms", "f": "train", "a": "launch", "m": "matmul"}
 CHAIN_R = (1, 4, 16, 64, 256)
 NORM_SHAPE = (32768, 4096)
@@ -476,6 +476,41 @@ def m_matmul(b, ctx):
 
 
 
+# ----------------------------------------------------------------------------- awkward
+AWKWARD_SHAPES = ((4097, 4097, 4097), (8192, 768, 50257), (1000, 1000, 1000))
+
+
+def m_awkward(b, ctx):
+    """cuBLAS (torch.matmul) bf16 at the awkward shapes of issue 10 (M x K x N): rows not
+    16-byte aligned (4097, 50257) and a small aligned one; and a user's hand padding (copy
+    into 64-multiple buffers, cuBLAS, slice; the copies timed with it)."""
+    out = {}
+    pad = lambda v: (v + 63) // 64 * 64
+    for m, k, n in AWKWARD_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        flops = 2.0 * m * n * k
+        rec = b.time(lambda i: torch.matmul(a, w, out=c))
+        rate(rec, (m * k + k * n + m * n) * 2, None, flops=flops)
+        row("awkward", "cuBLAS", f"bf16 {m}x{k}x{n}", rec)
+        out[f"cublas {m}x{k}x{n}"] = rec
+        ap = torch.zeros(m, pad(k), device="cuda", dtype=torch.bfloat16)
+        wp = torch.zeros(pad(k), pad(n), device="cuda", dtype=torch.bfloat16)
+
+        def padded(i):
+            ap[:, :k].copy_(a)
+            wp[:k, :n].copy_(w)
+            return (ap @ wp)[:, :n]
+        rec = b.time(padded)
+        rate(rec, (m * k + k * n + m * n) * 2, None, flops=flops)
+        row("awkward", "hand-padded cuBLAS", f"bf16 {m}x{k}x{n}", rec)
+        out[f"hand-padded {m}x{k}x{n}"] = rec
+        del a, w, c, ap, wp
+        gc.collect(); torch.cuda.empty_cache()
+    return out
+
+
 # ----------------------------------------------------------------------------- epilogue
 EPILOGUE_SHAPES = ((8192, 768, 3072), (4097, 4097, 4097))
 
@@ -757,7 +792,7 @@ def m_train(b, ctx):
 
 
 MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,
-           "launch": m_launch, "matmul": m_matmul, "epilogue": m_epilogue}
+           "launch": m_launch, "matmul": m_matmul, "epilogue": m_epilogue, "awkward": m_awkward}
 
 
 # ----------------------------------------------------------------------------- driver

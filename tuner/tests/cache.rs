@@ -546,7 +546,10 @@ fn keys_carry_column_major_operands() {
     // A misaligned output beside aligned operands: `c` is `general` (schema 4).
     let c = key.clone().with_access(k, Access::with_classes(0, 0b100));
     assert_eq!(c.access["c"], "general");
-    assert!(!c.access.contains_key("a"), "row-major tensors are not listed");
+    assert!(
+        !c.access.contains_key("a"),
+        "row-major tensors are not listed"
+    );
     tilekit_tuner::cache::validate(&entry(&c), &[spec]).unwrap();
     // `general` only for the tensors beside the dot operands.
     let mut bad = key.clone();

@@ -28,6 +28,8 @@
 //!   queries x 4096 keys, D = 64 and 128, bf16, launch() and best of space;
 //! - `epilogue`: the fused GEMM epilogue `matmul_bias_act` (bias + GELU tanh) in bf16 at
 //!   8192x768x3072 and 4097^3 (`epilogue_bench.rs`);
+//! - `pad64`: issue 10's awkward shapes (4097^3, 8192x768x50257, 1000^3; and bias + GELU
+//!   at 4097^3) with `PAD64` false and true, bitwise compared (`pad_bench.rs`);
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -47,6 +49,7 @@ mod cand_bench;
 mod epilogue_bench;
 mod launch_bench;
 mod matmul_bench;
+mod pad_bench;
 mod sweep;
 mod train_bench;
 use attention_bench::attention_record;
@@ -688,6 +691,9 @@ fn main() -> Result<()> {
     }
     if want("epilogue") {
         record("epilogue", epilogue_record(&rt));
+    }
+    if want("pad64") {
+        record("pad64", pad_bench::pad64_record(&rt));
     }
     if want("graph") {
         record("graph", graph_replay(&rt));
