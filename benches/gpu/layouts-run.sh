@@ -118,6 +118,16 @@ user-cli)
   t .gpu/bin/my-kernels tune --kernel double --shape 268435456 --dtype bf16 --out "$OUT/user_cli_tune.json" 2>&1 | tail -n 12 | tee -a "$OUT/user-cli.log"
   t .gpu/bin/my-kernels bench --kernel double --shape 268435456 --dtype bf16 --out "$OUT/user_cli_bench.json" 2>&1 | tail -n 12 | tee -a "$OUT/user-cli.log"
   ;;
+tune-awkward)
+  # Issue 10: cold tunes at the awkward shapes; the tuner's PAD64 choice per shape.
+  TK=.gpu/bin/tilekit
+  export TILEKIT_TUNE_CACHE=/tmp/tune-awk.sled TILEKIT_CACHE_DIR=/tmp/tkc-awk
+  rm -rf /tmp/tune-awk.sled /tmp/tkc-awk
+  for spec in "matmul 4097x4097x4097" "matmul 1000x1000x1000" "matmul 8192x768x50257" "matmul_bias_act 4097x4097x4097"; do
+    set -- $spec
+    t $TK tune --kernel $1 --shape $2 --dtype bf16 --seed 1 --out "$OUT/awk_$1_$2.json" 2>&1 | tail -n 8 | tee -a "$OUT/tune-awkward.log"
+  done
+  ;;
 tune-all)
   TK=.gpu/bin/tilekit
   export TILEKIT_TUNE_CACHE=/tmp/tune-all.sled TILEKIT_CACHE_DIR=/tmp/tkc-all
@@ -173,10 +183,11 @@ compile-all)
   # `cargo xtask compile-all` on the GPU machine's 16 cores: the NVRTC variant test with
   # TILEKIT_COMPILE_ALL=1 (every valid variant of every library kernel, sm_80 and sm_90a),
   # with the CUDA toolkit's NVRTC and headers. COMPILE_KERNELS=a,b limits it to those
-  # kernels (to split the work over calls under the 10-minute limit).
+  # kernels (to split the work over calls under the 10-minute limit). No `tail` in the pipe:
+  # a call cut off at its limit keeps the lines of the kernels that finished.
   for b in .gpu/tests/nvrtc_variants-*; do
     TILEKIT_COMPILE_ALL=1 TILEKIT_COMPILE_KERNELS=${COMPILE_KERNELS:-} \
-      t "$b" --nocapture 2>&1 | grep -v "^test .* ok$" | tail -n 45 | tee -a "$OUT/compile-all.log"
+      t "$b" --nocapture 2>&1 | grep --line-buffered -v "^test .* ok$" | tee -a "$OUT/compile-all.log"
   done
   ;;
 sanitize)

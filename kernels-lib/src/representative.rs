@@ -10,7 +10,13 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("rmsnorm", "32768x4096", "f32"),
     ("scale_chain", "268435456", "f32"),
     ("matmul", "4096x4096x4096", "bf16"),
+    // The awkward shapes (rows not 16-byte aligned; and a small aligned one where padding
+    // must lose): the tuner chooses `PAD64` per shape.
+    ("matmul", "4097x4097x4097", "bf16"),
+    ("matmul", "8192x768x50257", "bf16"),
+    ("matmul", "1000x1000x1000", "bf16"),
     ("matmul_bias_act", "8192x768x3072", "bf16"),
+    ("matmul_bias_act", "4097x4097x4097", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),
     ("softmax_online", "4096x50257", "bf16"),

@@ -24,8 +24,8 @@ use matmul_common::{assert_bitwise, cfg, gpu, small_ints};
 
 const CONFIGS: [&str; 3] = [
     "BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Swizzle128",
-    "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=RowMajor",
-    "BM=128,BN=256,BK=64,STAGES=3,WARPS=8,SMEM=Padded",
+    "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=Padded",
+    "BM=128,BN=256,BK=32,STAGES=3,WARPS=8,SMEM=Padded",
 ];
 
 fn with_pad(base: &str, pad: bool) -> Config {
