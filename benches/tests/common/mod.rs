@@ -4,6 +4,7 @@ use tilekit::prelude::Runtime;
 use tilekit::Element;
 
 /// splitmix64 values uniform in [-scale, scale), rounded to `T`.
+#[allow(dead_code)]
 pub fn random<T: Element>(n: usize, seed: u64, scale: f64) -> Vec<T> {
     let mut s = seed;
     (0..n)
@@ -20,6 +21,7 @@ pub fn random<T: Element>(n: usize, seed: u64, scale: f64) -> Vec<T> {
 
 /// `got` within `rel` of the f64 reference, relative to each element plus `floor` times
 /// the largest.
+#[allow(dead_code)]
 pub fn close<T: Element>(what: &str, got: &[T], want: &[f64], rel: f64, floor: f64) {
     assert_eq!(got.len(), want.len(), "{what}: lengths differ");
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));

@@ -1,0 +1,106 @@
+//! The issue-13 candidates of `tilekit_benches::candidates` (kernels timed beside the
+//! library's by `tilekit-bench --only cand`): where their layouts put per-row inputs, and
+//! `layernorm_bwd_rows` (the backward over `[ROWS, BLOCK]` tiles) on the CPU backend against
+//! the library's `layernorm_bwd` at awkward shapes. Outputs start as NaN, so an element that
+//! is not written fails.
+
+use tilekit::prelude::*;
+use tilekit_benches::candidates::layernorm_bwd_rows;
+use tilekit_kernels as k;
+
+mod common;
+use common::random;
+
+/// A rank-1 `load_tile` of `[ROWS]` whose every use is `expand_dims(_, 1)` (`mean`, `rstd`)
+/// loads straight into the rows slice: no conversion through shared memory anywhere.
+#[test]
+fn per_row_inputs_load_into_the_rows_slice() {
+    use tilekit_codegen::{dump, Stage};
+    let kernel = layernorm_bwd_rows::SPEC.kernel().expect("kernel IR");
+    let text = dump(kernel, None, Stage::Layouts).expect("layouts");
+    // Lines 297-298 of candidates.rs: `expand_dims(load_tile(mean, [r0], [ROWS]), 1)`.
+    let mean_lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("f32[ROWS]") && l.contains("rows0"))
+        .collect();
+    assert!(mean_lines.len() >= 4, "{text}");
+    for want in [
+        "mu         f32[ROWS, 1]       rows0",
+        "inv        f32[ROWS, 1]       rows0",
+        "rows0 -> blocked: broadcast to [ROWS, BLOCK] from the rows slice's registers",
+        "conversions through shared memory:\n  (none)",
+    ] {
+        assert!(text.contains(want), "missing `{want}` in:\n{text}");
+    }
+}
+
+/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` equal the library's within
+/// f32 reassociation, at every ROWS (rows not a multiple of ROWS included).
+#[test]
+fn cpu_layernorm_bwd_rows_matches_the_library() {
+    let rt = Runtime::cpu();
+    for (m, n, parts) in [(1, 17, 1), (7, 33, 2), (13, 100, 3)] {
+        let x = Tensor2::<f32>::from_vec(&rt, random(m * n, 1, 1.0), [m, n]).unwrap();
+        let dy = Tensor2::<f32>::from_vec(&rt, random(m * n, 2, 1.0), [m, n]).unwrap();
+        let w = Tensor1::<f32>::from_vec(&rt, random(n, 3, 1.0), [n]).unwrap();
+        // Statistics of x (what the forward saves).
+        let xv = x.to_vec().unwrap();
+        let (mut mean, mut rstd) = (Vec::new(), Vec::new());
+        for r in 0..m {
+            let row = &xv[r * n..(r + 1) * n];
+            let mu = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64;
+            let var = row
+                .iter()
+                .map(|&v| (f64::from(v) - mu).powi(2))
+                .sum::<f64>()
+                / n as f64;
+            mean.push(mu as f32);
+            rstd.push((1.0 / (var + 1e-5).sqrt()) as f32);
+        }
+        let mean = Tensor1::from_vec(&rt, mean, [m]).unwrap();
+        let rstd = Tensor1::from_vec(&rt, rstd, [m]).unwrap();
+        let run = |rows: Option<usize>| {
+            let mut dx = Tensor2::<f32>::full(&rt, [m, n], f32::NAN).unwrap();
+            let mut pw = Tensor2::<f32>::full(&rt, [parts, n], f32::NAN).unwrap();
+            let mut pb = Tensor2::<f32>::full(&rt, [parts, n], f32::NAN).unwrap();
+            match rows {
+                None => k::layernorm_bwd::launch(
+                    &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
+                ),
+                Some(r) => {
+                    let cfg = tilekit::Config::parse(&format!("ROWS={r},BLOCK=4096,WARPS=8"))
+                        .expect("config");
+                    layernorm_bwd_rows::launch_with(
+                        &rt, &cfg, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
+                    )
+                }
+            }
+            .unwrap_or_else(|e| panic!("{m}x{n} ROWS={rows:?}: {e}"));
+            let sum = |p: &Tensor2<f32>| -> Vec<f64> {
+                let v = p.to_vec().unwrap();
+                (0..n)
+                    .map(|j| (0..parts).map(|i| f64::from(v[i * n + j])).sum())
+                    .collect()
+            };
+            let dx: Vec<f64> = dx.to_vec().unwrap().iter().map(|&v| f64::from(v)).collect();
+            (dx, sum(&pw), sum(&pb))
+        };
+        let want = run(None);
+        for rows in [1, 2, 4] {
+            let got = run(Some(rows));
+            for (what, g, w) in [
+                ("dx", &got.0, &want.0),
+                ("dw", &got.1, &want.1),
+                ("db", &got.2, &want.2),
+            ] {
+                let scale = w.iter().fold(0f64, |a, v| a.max(v.abs())).max(1e-30);
+                for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * scale,
+                        "{m}x{n} ROWS={rows} {what}[{i}]: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+}
