@@ -195,17 +195,7 @@ pub(super) mod tests {
         offset: usize,
         dtype: DType,
     ) -> Layout {
-        let (mut dims, mut stride) = ([0; 3], [0; 3]);
-        dims[..shape.len()].copy_from_slice(shape);
-        stride[..strides.len()].copy_from_slice(strides);
-        Layout {
-            dtype,
-            backend: crate::Backend::Cuda { ordinal: 0 },
-            rank: shape.len(),
-            dims,
-            stride,
-            offset,
-        }
+        Layout::from_parts(shape, strides, offset, dtype)
     }
 
     #[test]

@@ -271,3 +271,57 @@ impl CudaDevice {
         }
     }
 }
+
+/// The access classes of the variant a CUDA launch of `spec` runs on freshly allocated
+/// contiguous tensors of these shapes (`shapes[i]`: parameter `i`'s extents and element
+/// type, `None` for a scalar; allocations are 256-byte aligned), with `PAD64 = pad64`
+/// (the read-only tensors `PAD64` copies become row-major with 64-multiple pitches). What
+/// the tuner compiles before it times (see `tilekit_runtime::contiguous_access`).
+pub(crate) fn contiguous_access(
+    spec: &KernelSpec,
+    analyzed: &Analyzed,
+    shapes: &[Option<(Vec<usize>, tilekit_ir::DType)>],
+    pad64: bool,
+) -> Access {
+    use crate::launch::{Layout, TensorArg, TensorArgMut};
+    use tilekit_ir::ParamKind;
+    const BASE: u64 = 256;
+    let kernel = &analyzed.kernel;
+    let args: Vec<Arg<'_>> = kernel
+        .params
+        .iter()
+        .zip(shapes)
+        .map(|(p, s)| {
+            let (ParamKind::Tensor { mutable, .. }, Some((shape, dtype))) = (&p.kind, s) else {
+                return Arg::Scalar(crate::launch::ScalarValue::I64(0));
+            };
+            let mut strides = vec![1usize; shape.len()];
+            for a in (0..shape.len().saturating_sub(1)).rev() {
+                strides[a] = strides[a + 1] * shape[a + 1];
+            }
+            if pad64 && !mutable && (1..=2).contains(&shape.len()) {
+                // The copy's pitch: a multiple of 64 elements (`PAD64`).
+                if let Some(&last) = shape.last() {
+                    if shape.len() == 2 {
+                        strides[0] = last.div_ceil(64) * 64;
+                    }
+                }
+            }
+            let layout = Layout::from_parts(shape, &strides, 0, *dtype);
+            if *mutable {
+                Arg::TensorMut(TensorArgMut {
+                    layout,
+                    data: None,
+                    device: Some(BASE),
+                })
+            } else {
+                Arg::Tensor(TensorArg {
+                    layout,
+                    data: None,
+                    device: Some(BASE),
+                })
+            }
+        })
+        .collect();
+    launch_access(&args, || capable(spec, analyzed))
+}

@@ -55,7 +55,7 @@ pub use cache::{CacheStats, CACHE_DIR_VAR};
 pub(crate) use device::CudaDevice;
 pub use device::{target_for, DeviceInfo};
 pub use graph::LaunchGraph;
-pub(crate) use launch::CudaResolved;
+pub(crate) use launch::{contiguous_access, CudaResolved};
 pub use pad::copy_spec as pad64_copy_spec;
 pub use timings::CudaTimings;
 

@@ -123,6 +123,28 @@ impl Layout {
         }
     }
 
+    /// The layout of a CUDA tensor (device 0) of rank `shape.len()` (1 to 3) from its
+    /// extents, strides and offset, in elements.
+    pub(crate) fn from_parts(
+        shape: &[usize],
+        strides: &[usize],
+        offset: usize,
+        dtype: DType,
+    ) -> Layout {
+        let n = shape.len().min(3);
+        let (mut dims, mut stride) = ([0; 3], [0; 3]);
+        dims[..n].copy_from_slice(&shape[..n]);
+        stride[..n].copy_from_slice(&strides[..n.min(strides.len())]);
+        Layout {
+            dtype,
+            backend: Backend::Cuda { ordinal: 0 },
+            rank: shape.len(),
+            dims,
+            stride,
+            offset,
+        }
+    }
+
     /// The extents.
     pub fn shape(&self) -> &[usize] {
         &self.dims[..self.rank.min(3)]

@@ -226,6 +226,23 @@ pub fn chosen_access(
     }
 }
 
+/// The access classes of the CUDA variant a launch of `spec` runs on freshly allocated
+/// contiguous tensors (`shapes[i]`: parameter `i`'s extents and element type, `None` for a
+/// scalar), with `PAD64 = pad64` (the read-only tensors a `PAD64 = true` launch copies are
+/// then row-major with 64-multiple pitches): the variant a tuner compiles before it times
+/// such a launch. The same rules as [`chosen_access`], without a runtime or tensors
+/// (`tilekit_tuner`'s `problem_access` shows it on the library's `matmul`).
+pub fn contiguous_access(
+    spec: &KernelSpec,
+    shapes: &[Option<(Vec<usize>, DType)>],
+    pad64: bool,
+) -> Result<Access, LaunchError> {
+    let analyzed = spec.analyzed()?;
+    Ok(crate::cuda::contiguous_access(
+        spec, analyzed, shapes, pad64,
+    ))
+}
+
 /// The shared entry of [`launch`] and [`launch_with`]: the backend's launch path
 /// ([`launch_on`]); while the CUDA runtime captures a launch graph, the launch is registered
 /// with the capture.

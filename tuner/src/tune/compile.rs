@@ -7,24 +7,27 @@
 //! the better NVRTC scaling across processes gains (matmul, 36 variants: 7.4 s cold either
 //! way; 2.9 s instead of 0.03 s warm).
 
-use super::{Event, TuneError, TuneOptions};
+use super::{Event, TuneError, TuneOptions, TuneProblem};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tilekit_ir::{Bindings, Config};
+use tilekit_codegen::Access;
+use tilekit_ir::Config;
 use tilekit_runtime::{KernelSpec, Runtime, VariantResources};
 
 /// One candidate's compile result: its index (the caller's) and its resources or why not.
 pub type Compiled = (usize, Result<VariantResources, String>);
 
-/// Compiles the aligned variant of every `(index, configuration)` for `bindings`.
+/// Compiles the variant each `(index, configuration)` runs on `problem`'s tensors (its
+/// access classes: aligned, general, or with `PAD64 = true` the padded copies').
 pub fn compile_all(
     rt: &Runtime,
     spec: &KernelSpec,
-    bindings: &Bindings,
+    problem: &TuneProblem,
     candidates: &[(usize, Config)],
     opts: &TuneOptions,
     observe: &(dyn Fn(&Event) + Sync),
 ) -> Result<Vec<Compiled>, TuneError> {
+    let bindings = &problem.bindings;
     let done = AtomicUsize::new(0);
     let advance = |c: &Config| {
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -38,28 +41,27 @@ pub fn compile_all(
         .num_threads(opts.compile_threads.max(1))
         .build()
         .map_err(|e| TuneError::Runtime(e.to_string()))?;
-    // Candidates that differ only in launch-only values (`PAD64`) share one variant:
-    // compile each variant once, then give every candidate its variant's result.
-    let mut unique: Vec<Config> = Vec::new();
-    let of: Vec<usize> = candidates
-        .iter()
-        .map(|(_, c)| {
-            let v = c.for_codegen();
-            match unique.iter().position(|u| *u == v) {
-                Some(p) => p,
-                None => {
-                    unique.push(v);
-                    unique.len() - 1
-                }
+    // Candidates that differ only in launch-only values (`PAD64`) and run the same access
+    // classes share one variant: compile each variant once, then give every candidate its
+    // variant's result.
+    let mut unique: Vec<(Config, Access)> = Vec::new();
+    let mut of = Vec::with_capacity(candidates.len());
+    for (_, c) in candidates {
+        let v = (c.for_codegen(), problem.access(spec, c)?);
+        of.push(match unique.iter().position(|u| *u == v) {
+            Some(p) => p,
+            None => {
+                unique.push(v);
+                unique.len() - 1
             }
-        })
-        .collect();
+        });
+    }
     let results: Vec<Result<VariantResources, String>> = pool.install(|| {
         unique
             .par_iter()
-            .map(|c| {
+            .map(|(c, access)| {
                 let r = rt
-                    .prepare_variant(spec, c, bindings, true)
+                    .prepare_variant(spec, c, bindings, *access)
                     .map_err(|e| e.to_string());
                 advance(c);
                 r

@@ -5,8 +5,9 @@ use super::TuneError;
 use crate::cache::{CacheKey, GpuId, ShapeBucket};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tilekit_codegen::Access;
 use tilekit_ir::cost::{self, DimValues};
-use tilekit_ir::{Bindings, DType, InputGen, Kernel, ParamKind};
+use tilekit_ir::{Bindings, Config, DType, InputGen, Kernel, ParamKind};
 use tilekit_runtime::KernelSpec;
 
 /// One tuning problem of a kernel.
@@ -136,6 +137,47 @@ impl TuneProblem {
                     .ok_or_else(|| TuneError::Problem(format!("dimension `{n}` is not bound")))
             })
             .collect()
+    }
+
+    /// The access classes of the CUDA variant a launch of `spec` with `config` runs on this
+    /// problem's tensors (contiguous, freshly allocated, as the tuner generates them):
+    /// with `PAD64 = true` the variant of the padded copies. The variant the compile phase
+    /// prepares, so that timing finds it compiled.
+    ///
+    /// ```
+    /// use tilekit_codegen::Access;
+    /// use tilekit_ir::Config;
+    /// use tilekit_tuner::tune::TuneProblem;
+    /// let spec = &tilekit_kernels::matmul::SPEC;
+    /// let k = spec.kernel().unwrap();
+    /// let at = |s: &str| TuneProblem::parse(k, s, "bf16").unwrap();
+    /// let cfg = |pad: bool| {
+    ///     Config::parse(&format!("BM=128,BN=128,BK=32,WARPS=4,STAGES=5,SMEM=Swizzle128,PAD64={pad}")).unwrap()
+    /// };
+    /// assert_eq!(at("4096x4096x4096").access(spec, &cfg(false)).unwrap(), Access::ROWS);
+    /// // 4097-element bf16 rows are not 16-byte aligned: every tensor general...
+    /// let odd = at("4097x4097x4097");
+    /// assert_eq!(odd.access(spec, &cfg(false)).unwrap(), Access::GENERAL);
+    /// // ...unless the operands are padded; the output stays misaligned (written in place).
+    /// let padded = odd.access(spec, &cfg(true)).unwrap();
+    /// assert_eq!(padded, Access::with_classes(0, tilekit_codegen::general_operands(k).unwrap()));
+    /// ```
+    pub fn access(&self, spec: &KernelSpec, config: &Config) -> Result<Access, TuneError> {
+        let kernel = spec.kernel().map_err(|e| TuneError::Spec(e.to_string()))?;
+        let mut shapes = Vec::with_capacity(kernel.params.len());
+        for (i, p) in kernel.params.iter().enumerate() {
+            shapes.push(match &p.kind {
+                ParamKind::Tensor { elem, .. } => {
+                    let dtype = elem.resolve(&self.bindings).ok_or_else(|| {
+                        TuneError::Problem(format!("no element type for `{}`", p.name))
+                    })?;
+                    Some((self.tensor_shape(kernel, i)?, dtype))
+                }
+                _ => None,
+            });
+        }
+        tilekit_runtime::contiguous_access(spec, &shapes, config.pad64())
+            .map_err(|e| TuneError::Spec(e.to_string()))
     }
 
     /// The value given to scalar parameter `param`: an override, else the kernel's

@@ -68,11 +68,13 @@ pub fn tune(
     let pending: Vec<usize> = (0..reports.len())
         .filter(|&i| reports[i].outcome == Outcome::Pending)
         .collect();
-    // One compile per variant: candidates differing only in `PAD64` share one.
-    let variants: std::collections::HashSet<Config> = pending
-        .iter()
-        .map(|&i| reports[i].config.for_codegen())
-        .collect();
+    // One compile per variant: candidates differing only in `PAD64` share one where they
+    // run the same access classes (on this problem's tensors; see `compile_all`).
+    let mut variants = std::collections::HashSet::new();
+    for &i in &pending {
+        let c = &reports[i].config;
+        variants.insert((c.for_codegen(), problem.access(spec, c)?));
+    }
     observe(&Event::Phase {
         name: "compile",
         total: variants.len(),
@@ -83,7 +85,7 @@ pub fn tune(
             .iter()
             .map(|&i| (i, reports[i].config.clone()))
             .collect();
-        super::compile::compile_all(rt, spec, bindings, &list, opts, observe)?
+        super::compile::compile_all(rt, spec, problem, &list, opts, observe)?
     } else {
         Vec::new()
     };
