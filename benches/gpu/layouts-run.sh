@@ -69,7 +69,7 @@ peers)
 pad-tests)
   # Issue 10: PAD64 and misaligned outputs (bitwise against PAD64 = false and the CPU),
   # the launch graphs (the scratch pool under capture).
-  for b in .gpu/tests/gpu_pad64-* .gpu/tests/gpu_graphs-*; do
+  for b in .gpu/tests/gpu_pad64-* .gpu/tests/gpu_graphs-* .gpu/tests/batched-*; do
     t "$b" --ignored --test-threads=1 2>&1 | grep -v "^test .* ok$" | tail -n 30 | tee -a "$OUT/pad-tests.log"
   done
   ;;

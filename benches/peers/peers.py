@@ -72,7 +72,7 @@ try:
 except ImportError:
     triton = tl = None
 
-ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul", "epilogue", "awkward"]
+ORDER = ["copy", "chain", "norms", "user2d", "train", "launch", "matmul", "epilogue", "awkward", "batched"]
 LETTERS = {"e": "copy", "c": "chain", "d": "norms", "f": "train", "a": "launch", "m": "matmul"}
 CHAIN_R = (1, 4, 16, 64, 256)
 NORM_SHAPE = (32768, 4096)
@@ -511,6 +511,36 @@ def m_awkward(b, ctx):
     return out
 
 
+# ----------------------------------------------------------------------------- batched
+BATCHED_SHAPE = (32, 512, 512, 512)
+
+
+def m_batched(b, ctx):
+    """torch.bmm (cuBLAS batched) bf16 at Z x M x K x N = 32 x 512 x 512 x 512, and
+    torch.compile of the same bmm."""
+    z, m, k, n = BATCHED_SHAPE
+    a = torch.randn(z, m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(z, k, n, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(z, m, n, device="cuda", dtype=torch.bfloat16)
+    flops = 2.0 * z * m * n * k
+    nbytes = (z * m * k + z * k * n + z * m * n) * 2
+    out = {}
+    rec = b.time(lambda i: torch.bmm(a, w, out=c))
+    rate(rec, nbytes, None, flops=flops)
+    row("batched", "torch.bmm", f"bf16 {z}x{m}x{k}x{n}", rec)
+    out["bmm"] = rec
+    try:
+        f = torch.compile(lambda x, y: torch.bmm(x, y))
+        f(a, w)
+        rec = b.time(lambda i: f(a, w))
+        rate(rec, nbytes, None, flops=flops)
+    except Exception as e:  # noqa: BLE001 - recorded, not fatal
+        rec = {"error": err_str(e)}
+    row("batched", "compile", f"bf16 {z}x{m}x{k}x{n}", rec)
+    out["compile"] = rec
+    return out
+
+
 # ----------------------------------------------------------------------------- epilogue
 EPILOGUE_SHAPES = ((8192, 768, 3072), (4097, 4097, 4097))
 
@@ -792,7 +822,8 @@ def m_train(b, ctx):
 
 
 MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,
-           "launch": m_launch, "matmul": m_matmul, "epilogue": m_epilogue, "awkward": m_awkward}
+           "launch": m_launch, "matmul": m_matmul, "epilogue": m_epilogue, "awkward": m_awkward,
+           "batched": m_batched}
 
 
 # ----------------------------------------------------------------------------- driver

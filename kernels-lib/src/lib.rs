@@ -38,6 +38,7 @@ pub use ops::layernorm_bwd::layernorm_bwd;
 pub use ops::log_softmax::log_softmax;
 pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
+pub use ops::matmul_batched::matmul_batched;
 pub use ops::matmul_bias_act::matmul_bias_act;
 pub use ops::partial_sum::partial_sum;
 pub use ops::residual_add::residual_add;
@@ -73,6 +74,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &scale_chain::SPEC,
     &matmul::SPEC,
     &matmul_bias_act::SPEC,
+    &matmul_batched::SPEC,
     &log_softmax::SPEC,
     &softmax_online::SPEC,
     &softmax_bwd::SPEC,

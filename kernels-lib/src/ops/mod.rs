@@ -11,6 +11,7 @@ pub mod layernorm_bwd;
 pub mod log_softmax;
 pub mod log_softmax_bwd;
 pub mod matmul;
+pub mod matmul_batched;
 pub mod matmul_bias_act;
 pub mod partial_sum;
 pub mod residual_add;

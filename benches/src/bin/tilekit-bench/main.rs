@@ -30,6 +30,7 @@
 //!   8192x768x3072 and 4097^3 (`epilogue_bench.rs`);
 //! - `pad64`: issue 10's awkward shapes (4097^3, 8192x768x50257, 1000^3; and bias + GELU
 //!   at 4097^3) with `PAD64` false and true, bitwise compared (`pad_bench.rs`);
+//! - `batched`: `matmul_batched` bf16 32 x 512^3 (`pad_bench.rs`);
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
@@ -694,6 +695,9 @@ fn main() -> Result<()> {
     }
     if want("pad64") {
         record("pad64", pad_bench::pad64_record(&rt));
+    }
+    if want("batched") {
+        record("batched", pad_bench::batched_record(&rt));
     }
     if want("graph") {
         record("graph", graph_replay(&rt));

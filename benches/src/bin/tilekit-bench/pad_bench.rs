@@ -116,3 +116,45 @@ pub(crate) fn pad64_record(rt: &Runtime) -> Result<Value> {
     out.push(shape(rt, 4097, 4097, 4097, true)?);
     Ok(Value::Array(out))
 }
+
+/// `--only batched`: `matmul_batched` bf16 at 32 x 512^3 (Z x M x K x N), `launch()` (the
+/// default or tuned configuration) and a few configurations of its space, median of 20
+/// (the peer is `peers.py --only batched`: `torch.bmm`).
+pub(crate) fn batched_record(rt: &Runtime) -> Result<Value> {
+    use tilekit::prelude::Tensor3;
+    use tilekit_kernels::matmul_batched;
+    let (z, m, k, n) = (32usize, 512usize, 512usize, 512usize);
+    let a = Tensor3::<B>::from_vec(rt, random(z * m * k, 31), [z, m, k])?;
+    let b = Tensor3::<B>::from_vec(rt, random(z * k * n, 32), [z, k, n])?;
+    let mut c = Tensor3::<B>::zeros(rt, [z, m, n])?;
+    let tf = |ms: f64| 2.0 * (z * m * n * k) as f64 / (ms * 1e-3) / 1e12;
+    let mut rows = Vec::new();
+    let t = time_ms(rt, 5, 20, || {
+        matmul_batched::launch(rt, &a, &b, &mut c)?;
+        Ok(())
+    })?;
+    println!(
+        "batched launch() bf16 {z}x{m}x{k}x{n} {t:>8.4} ms {:>7.1} TFLOP/s",
+        tf(t)
+    );
+    rows.push(json!({"config": "launch()", "ms": t, "tflops": tf(t)}));
+    for text in [
+        "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128",
+        "BM=128,BN=128,BK=64,STAGES=3,WARPS=8,SMEM=Swizzle128",
+        "BM=128,BN=64,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128",
+        "BM=64,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
+    ] {
+        let cfg = Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        match time_ms(rt, 5, 20, || {
+            matmul_batched::launch_with(rt, &cfg, &a, &b, &mut c)?;
+            Ok(())
+        }) {
+            Ok(t) => {
+                println!("batched {text:<52} {t:>8.4} ms {:>7.1} TFLOP/s", tf(t));
+                rows.push(json!({"config": text, "ms": t, "tflops": tf(t)}));
+            }
+            Err(e) => rows.push(json!({"config": text, "error": format!("{e:#}")})),
+        }
+    }
+    Ok(json!({"z": z, "m": m, "k": k, "n": n, "rows": rows}))
+}
