@@ -11,7 +11,7 @@ use tilekit_tests::support::Rng;
 
 #[path = "common/matmul.rs"]
 mod matmul_common;
-use matmul_common::{assert_bitwise, cfg, gpu, small_ints};
+use matmul_common::{assert_bitwise, cfg, gpu, inside_view, small_ints};
 
 /// `z` matrices of `rows` x `cols` (`v`, batch-major) in a buffer where batch `i` starts at
 /// `offset + i * (rows * pitch + gap)` with row pitch `pitch`; everything else NaN.
@@ -80,20 +80,10 @@ fn run_case<T: Element + Float>(
         }
     }
     let all = buf.to_vec().unwrap();
-    let mut inside = Vec::with_capacity(z * m * n);
-    for (i, v) in all.iter().enumerate() {
+    let inside = inside_view("matmul_batched", &all, sentinel, |i| {
         let rel = i.wrapping_sub(coff);
-        let in_c = i >= coff && rel / cb < z && (rel % cb) / cpitch < m && rel % cb % cpitch < n;
-        if in_c {
-            inside.push(*v);
-        } else {
-            assert_eq!(
-                v.to_f64().to_bits(),
-                sentinel.to_f64().to_bits(),
-                "element {i} outside C changed"
-            );
-        }
-    }
+        i >= coff && rel / cb < z && (rel % cb) / cpitch < m && rel % cb % cpitch < n
+    });
     Ok(inside)
 }
 

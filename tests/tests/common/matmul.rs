@@ -60,3 +60,26 @@ pub fn covering() -> Vec<Config> {
     .map(|s| cfg(s))
     .collect()
 }
+
+/// The elements of a buffer `all` for which `in_view(index)` holds, in order; every other
+/// element must still be `sentinel` (bitwise): a write outside the view fails.
+pub fn inside_view<T: Element>(
+    what: &str,
+    all: &[T],
+    sentinel: T,
+    in_view: impl Fn(usize) -> bool,
+) -> Vec<T> {
+    let mut inside = Vec::new();
+    for (i, v) in all.iter().enumerate() {
+        if in_view(i) {
+            inside.push(*v);
+        } else {
+            assert_eq!(
+                v.to_f64().to_bits(),
+                sentinel.to_f64().to_bits(),
+                "{what}: element {i} outside the view changed"
+            );
+        }
+    }
+    inside
+}
