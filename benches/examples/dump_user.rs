@@ -14,8 +14,9 @@
 //!
 //! Library kernels (`tilekit_kernels::ALL`) are found by name too.
 //!
-//! Stages: `ir`, `layouts`, `smem`, `cuda` (the template's printer output), or `full` (the
-//! variant's complete NVRTC source, wrapper included).
+//! Stages: `ir`, `layouts`, `smem`, `cuda` (the template's printer output), `full` (the
+//! variant's complete NVRTC source, wrapper included), or `resources` (compiled with NVRTC
+//! for sm_90a: registers, spills, threads, as `tilekit show --resources` reports them).
 use anyhow::{anyhow, Context, Result};
 use tilekit_codegen::{dump, Access, Stage, Target, Variant};
 
@@ -83,7 +84,20 @@ fn main() -> Result<()> {
         access,
         target,
     };
-    if stage == "full" {
+    if stage == "resources" {
+        let key = tilekit_tuner::VariantKey {
+            config: v.config.clone(),
+            bindings: v.bindings.clone(),
+            target: v.target,
+            access: v.access,
+        };
+        let r = tilekit_tuner::resources::compile_resources(spec, k, &key)
+            .map_err(|e| anyhow!("{e}"))?;
+        println!(
+            "{name} {}: {} registers, {} B spill stores, {} B local, {} threads, {} B dynamic smem",
+            v.config, r.registers, r.spill_bytes, r.local_bytes, r.threads, r.smem_dynamic_bytes
+        );
+    } else if stage == "full" {
         print!(
             "{}",
             tilekit_codegen::variant_source(k, spec.cuda_template, &v)?

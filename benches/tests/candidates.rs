@@ -5,7 +5,7 @@
 //! is not written fails.
 
 use tilekit::prelude::*;
-use tilekit_benches::candidates::layernorm_bwd_rows;
+use tilekit_benches::candidates::{layernorm_bwd_lean, layernorm_bwd_rows};
 use tilekit_kernels as k;
 
 mod common;
@@ -34,12 +34,13 @@ fn per_row_inputs_load_into_the_rows_slice() {
     }
 }
 
-/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` equal the library's within
-/// f32 reassociation, at every ROWS (rows not a multiple of ROWS included).
+/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` (at every ROWS) and of
+/// `layernorm_bwd_lean` equal the library's within f32 reassociation (rows not a multiple
+/// of ROWS, more programs than rows, included).
 #[test]
-fn cpu_layernorm_bwd_rows_matches_the_library() {
+fn cpu_layernorm_bwd_candidates_match_the_library() {
     let rt = Runtime::cpu();
-    for (m, n, parts) in [(1, 17, 1), (7, 33, 2), (13, 100, 3)] {
+    for (m, n, parts) in [(1, 17, 1), (7, 33, 2), (13, 100, 3), (3, 40, 5)] {
         let x = Tensor2::<f32>::from_vec(&rt, random(m * n, 1, 1.0), [m, n]).unwrap();
         let dy = Tensor2::<f32>::from_vec(&rt, random(m * n, 2, 1.0), [m, n]).unwrap();
         let w = Tensor1::<f32>::from_vec(&rt, random(n, 3, 1.0), [n]).unwrap();
@@ -59,23 +60,32 @@ fn cpu_layernorm_bwd_rows_matches_the_library() {
         }
         let mean = Tensor1::from_vec(&rt, mean, [m]).unwrap();
         let rstd = Tensor1::from_vec(&rt, rstd, [m]).unwrap();
-        let run = |rows: Option<usize>| {
+        let run = |which: &str| {
             let mut dx = Tensor2::<f32>::full(&rt, [m, n], f32::NAN).unwrap();
             let mut pw = Tensor2::<f32>::full(&rt, [parts, n], f32::NAN).unwrap();
             let mut pb = Tensor2::<f32>::full(&rt, [parts, n], f32::NAN).unwrap();
-            match rows {
-                None => k::layernorm_bwd::launch(
+            let cfg = |t: &str| tilekit::Config::parse(t).expect("config");
+            match which {
+                "library" => k::layernorm_bwd::launch(
                     &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
                 ),
-                Some(r) => {
-                    let cfg = tilekit::Config::parse(&format!("ROWS={r},BLOCK=4096,WARPS=8"))
-                        .expect("config");
-                    layernorm_bwd_rows::launch_with(
-                        &rt, &cfg, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
-                    )
-                }
+                "lean" => layernorm_bwd_lean::launch(
+                    &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
+                ),
+                rows => layernorm_bwd_rows::launch_with(
+                    &rt,
+                    &cfg(&format!("ROWS={rows},BLOCK=4096,WARPS=8")),
+                    &x,
+                    &w,
+                    &mean,
+                    &rstd,
+                    &dy,
+                    &mut dx,
+                    &mut pw,
+                    &mut pb,
+                ),
             }
-            .unwrap_or_else(|e| panic!("{m}x{n} ROWS={rows:?}: {e}"));
+            .unwrap_or_else(|e| panic!("{m}x{n} {which}: {e}"));
             let sum = |p: &Tensor2<f32>| -> Vec<f64> {
                 let v = p.to_vec().unwrap();
                 (0..n)
@@ -85,9 +95,9 @@ fn cpu_layernorm_bwd_rows_matches_the_library() {
             let dx: Vec<f64> = dx.to_vec().unwrap().iter().map(|&v| f64::from(v)).collect();
             (dx, sum(&pw), sum(&pb))
         };
-        let want = run(None);
-        for rows in [1, 2, 4] {
-            let got = run(Some(rows));
+        let want = run("library");
+        for which in ["lean", "1", "2", "4"] {
+            let got = run(which);
             for (what, g, w) in [
                 ("dx", &got.0, &want.0),
                 ("dw", &got.1, &want.1),
@@ -97,7 +107,7 @@ fn cpu_layernorm_bwd_rows_matches_the_library() {
                 for (i, (a, b)) in g.iter().zip(w).enumerate() {
                     assert!(
                         (a - b).abs() <= 1e-5 * scale,
-                        "{m}x{n} ROWS={rows} {what}[{i}]: {a} vs {b}"
+                        "{m}x{n} {which} {what}[{i}]: {a} vs {b}"
                     );
                 }
             }
