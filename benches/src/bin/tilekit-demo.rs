@@ -1,5 +1,7 @@
-//! The main job: runs every library kernel on the best available backend (CUDA device 0,
-//! else the CPU backend), checks each result against a plain Rust f64 reference, and
+//! The main job: runs the library's kernels (softmax, RMSNorm, the scale chain, matmul,
+//! batched matmul, matmul + bias + GELU, log-softmax over 50257 columns, cross-entropy,
+//! LayerNorm, SwiGLU) on the best available backend (CUDA device 0, else the CPU backend),
+//! checks each result against a plain Rust f64 reference, and
 //! prints a table: kernel, problem, dtype, time (first launch, including compilation on
 //! CUDA), max relative error.
 
@@ -7,7 +9,10 @@ use anyhow::{Context, Result};
 use std::time::Instant;
 use tilekit::prelude::*;
 use tilekit::Element;
-use tilekit_kernels::{matmul, rmsnorm, scale_chain, softmax};
+use tilekit_kernels::{
+    cross_entropy, layernorm, log_softmax, matmul, matmul_batched, matmul_bias_act, rmsnorm,
+    scale_chain, softmax, swiglu, Activation,
+};
 
 struct Row {
     kernel: &'static str,
@@ -130,6 +135,175 @@ fn run<T: Float>(rt: &Runtime, dtype: &'static str, rows: &mut Vec<Row>) -> Resu
     Ok(())
 }
 
+/// The GEMM variants, the training kernels' representatives and an activation.
+fn run_more<T: Float>(rt: &Runtime, dtype: &'static str, rows: &mut Vec<Row>) -> Result<()> {
+    let mut seed = 7u64;
+    let f = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    let mut push = |kernel, problem: String, millis, err| {
+        rows.push(Row {
+            kernel,
+            problem,
+            dtype,
+            millis,
+            max_rel_err: err,
+        })
+    };
+
+    // Batched GEMM, 3 x 65x40x33 (rows not 16-byte aligned).
+    let (z, m, k, n) = (3, 65, 40, 33);
+    let a_: Vec<T> = rand_vec(z * m * k, &mut seed);
+    let b_: Vec<T> = rand_vec(z * k * n, &mut seed);
+    let (af, bf) = (f(&a_), f(&b_));
+    let a = Tensor3::<T>::from_vec(rt, a_, [z, m, k])?;
+    let b = Tensor3::<T>::from_vec(rt, b_, [z, k, n])?;
+    let mut c = Tensor3::<T>::zeros(rt, [z, m, n])?;
+    let ms = timed(rt, || {
+        matmul_batched::launch(rt, &a, &b, &mut c).context("matmul_batched")
+    })?;
+    let mut want = vec![0.0; z * m * n];
+    for q in 0..z {
+        for i in 0..m {
+            for j in 0..n {
+                want[(q * m + i) * n + j] = (0..k)
+                    .map(|p| af[(q * m + i) * k + p] * bf[(q * k + p) * n + j])
+                    .sum();
+            }
+        }
+    }
+    push(
+        "matmul_batched",
+        format!("{z}x{m}x{k}x{n}"),
+        ms,
+        max_rel_err(&c.to_vec()?, &want),
+    );
+
+    // GEMM + bias + GELU (tanh form), 97x64x80.
+    let (m, k, n) = (97, 64, 80);
+    let a_: Vec<T> = rand_vec(m * k, &mut seed);
+    let b_: Vec<T> = rand_vec(k * n, &mut seed);
+    let bias_: Vec<T> = rand_vec(n, &mut seed);
+    let (af, bf, biasf) = (f(&a_), f(&b_), f(&bias_));
+    let a = Tensor2::<T>::from_vec(rt, a_, [m, k])?;
+    let b = Tensor2::<T>::from_vec(rt, b_, [k, n])?;
+    let bias = Tensor1::<T>::from_vec(rt, bias_, [n])?;
+    let mut c = Tensor2::<T>::zeros(rt, [m, n])?;
+    let act = Activation::GeluTanh.code();
+    let ms = timed(rt, || {
+        matmul_bias_act::launch(rt, &a, &b, &bias, &mut c, act).context("matmul_bias_act")
+    })?;
+    let gelu = |v: f64| 0.5 * v * (1.0 + (0.7978845608028654 * (v + 0.044715 * v * v * v)).tanh());
+    let mut want = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let v: f64 = (0..k).map(|p| af[i * k + p] * bf[p * n + j]).sum();
+            want[i * n + j] = gelu(v + biasf[j]);
+        }
+    }
+    push(
+        "matmul+gelu",
+        format!("{m}x{k}x{n}"),
+        ms,
+        max_rel_err(&c.to_vec()?, &want),
+    );
+
+    // Log-softmax over a vocabulary-wide row; cross-entropy's loss on the same logits.
+    let (m, n) = (4, 50257);
+    let xs: Vec<T> = rand_vec(m * n, &mut seed);
+    let xf = f(&xs);
+    let x = Tensor2::<T>::from_vec(rt, xs, [m, n])?;
+    let mut y = Tensor2::<T>::zeros(rt, [m, n])?;
+    let ms = timed(rt, || {
+        log_softmax::launch(rt, &x, &mut y).context("log_softmax")
+    })?;
+    let mut want = vec![0.0; m * n];
+    let mut lse = vec![0.0; m];
+    for r in 0..m {
+        let row = &xf[r * n..(r + 1) * n];
+        let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        lse[r] = mx + row.iter().map(|v| (v - mx).exp()).sum::<f64>().ln();
+        for col in 0..n {
+            want[r * n + col] = row[col] - lse[r];
+        }
+    }
+    push(
+        "log_softmax",
+        format!("{m}x{n}"),
+        ms,
+        max_rel_err(&y.to_vec()?, &want),
+    );
+    let labels: Vec<i64> = (0..m as i64).map(|r| (r * 9973) % n as i64).collect();
+    let lab = Tensor1::<i64>::from_vec(rt, labels.clone(), [m])?;
+    let mut loss = Tensor1::<f32>::zeros(rt, [m])?;
+    let mut dx = Tensor2::<T>::zeros(rt, [m, n])?;
+    let ms = timed(rt, || {
+        cross_entropy::launch(rt, &x, &lab, &mut loss, &mut dx, -100, 0.0, 1.0)
+            .context("cross_entropy")
+    })?;
+    let want: Vec<f64> = (0..m)
+        .map(|r| lse[r] - xf[r * n + labels[r] as usize])
+        .collect();
+    push(
+        "cross_entropy",
+        format!("{m}x{n}"),
+        ms,
+        max_rel_err(&loss.to_vec()?, &want),
+    );
+
+    // LayerNorm forward, 33x4097.
+    let (m, n) = (33, 4097);
+    let xs: Vec<T> = rand_vec(m * n, &mut seed);
+    let ws: Vec<T> = rand_vec(n, &mut seed);
+    let bs: Vec<T> = rand_vec(n, &mut seed);
+    let (xf, wf, bf) = (f(&xs), f(&ws), f(&bs));
+    let x = Tensor2::<T>::from_vec(rt, xs, [m, n])?;
+    let w = Tensor1::<T>::from_vec(rt, ws, [n])?;
+    let b = Tensor1::<T>::from_vec(rt, bs, [n])?;
+    let mut y = Tensor2::<T>::zeros(rt, [m, n])?;
+    let mut mean = Tensor1::<f32>::zeros(rt, [m])?;
+    let mut rstd = Tensor1::<f32>::zeros(rt, [m])?;
+    let ms = timed(rt, || {
+        layernorm::launch(rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 1e-5).context("layernorm")
+    })?;
+    let mut want = vec![0.0; m * n];
+    for r in 0..m {
+        let row = &xf[r * n..(r + 1) * n];
+        let mu = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mu) * (v - mu)).sum::<f64>() / n as f64;
+        let inv = 1.0 / (var + 1e-5).sqrt();
+        for col in 0..n {
+            want[r * n + col] = (row[col] - mu) * inv * wf[col] + bf[col];
+        }
+    }
+    push(
+        "layernorm",
+        format!("{m}x{n}"),
+        ms,
+        max_rel_err(&y.to_vec()?, &want),
+    );
+
+    // SwiGLU, 17x11008.
+    let (m, n) = (17, 11008);
+    let us: Vec<T> = rand_vec(m * n, &mut seed);
+    let vs: Vec<T> = rand_vec(m * n, &mut seed);
+    let (uf, vf) = (f(&us), f(&vs));
+    let u = Tensor2::<T>::from_vec(rt, us, [m, n])?;
+    let v = Tensor2::<T>::from_vec(rt, vs, [m, n])?;
+    let mut y = Tensor2::<T>::zeros(rt, [m, n])?;
+    let ms = timed(rt, || swiglu::launch(rt, &u, &v, &mut y).context("swiglu"))?;
+    let want: Vec<f64> = uf
+        .iter()
+        .zip(&vf)
+        .map(|(a, b)| a / (1.0 + (-a).exp()) * b)
+        .collect();
+    push(
+        "swiglu",
+        format!("{m}x{n}"),
+        ms,
+        max_rel_err(&y.to_vec()?, &want),
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let rt = match Runtime::cuda(0) {
         Ok(mut rt) => {
@@ -152,17 +326,19 @@ fn main() -> Result<()> {
     run::<f32>(&rt, "f32", &mut rows)?;
     run::<half::bf16>(&rt, "bf16", &mut rows)?;
     run::<half::f16>(&rt, "f16", &mut rows)?;
+    run_more::<f32>(&rt, "f32", &mut rows)?;
+    run_more::<half::bf16>(&rt, "bf16", &mut rows)?;
     println!(
         "tilekit demo on the {} backend (first launch includes one-time setup)",
         rt.backend()
     );
     println!(
-        "{:<12} {:<14} {:<5} {:>10} {:>14}",
+        "{:<15} {:<14} {:<5} {:>10} {:>14}",
         "kernel", "problem", "dtype", "time ms", "max rel err"
     );
     for r in &rows {
         println!(
-            "{:<12} {:<14} {:<5} {:>10.2} {:>14.2e}",
+            "{:<15} {:<14} {:<5} {:>10.2} {:>14.2e}",
             r.kernel, r.problem, r.dtype, r.millis, r.max_rel_err
         );
     }
