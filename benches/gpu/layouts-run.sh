@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layouts/tensor-core GPU run (issue 9), on the GPU machine from the repository root,
 # after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
-#   PART: matmul-tests | pad-tests | user2d-tests | more-tests | user-cli | sass | bench | peers |
+#   PART: matmul-tests | pad-tests | pad-ncu | tune-awkward | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
 #         cand (issue 13 candidates beside the library's kernels, interleaved) |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
@@ -117,6 +117,18 @@ user-cli)
   rm -rf /tmp/tune-user.sled
   t .gpu/bin/my-kernels tune --kernel double --shape 268435456 --dtype bf16 --out "$OUT/user_cli_tune.json" 2>&1 | tail -n 12 | tee -a "$OUT/user-cli.log"
   t .gpu/bin/my-kernels bench --kernel double --shape 268435456 --dtype bf16 --out "$OUT/user_cli_bench.json" 2>&1 | tail -n 12 | tee -a "$OUT/user-cli.log"
+  ;;
+pad-ncu)
+  # Issue 10: where a padded 4097^3 launch's time goes: the third launch's three kernels
+  # (copy of A, copy of B, the GEMM), duration, DRAM bytes, SM and memory throughput.
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export TILEKIT_CUDA_ROOT=${TILEKIT_CUDA_ROOT:-/usr/local/cuda} TILEKIT_CACHE_DIR=/tmp/tkc-ncu
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+  .gpu/bin/tilekit-bench ncu-target pad64 > "$OUT/ncu-pad64.app.log" 2>&1
+  t "$NCU" --csv --print-units base --launch-skip 6 --launch-count 3 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
+    .gpu/bin/tilekit-bench ncu-target pad64 > "$OUT/ncu-pad64.csv" 2> "$OUT/ncu-pad64.err"
+  grep -E '^"' "$OUT/ncu-pad64.csv" | cut -d, -f5,12- | tail -n 30
   ;;
 tune-awkward)
   # Issue 10: cold tunes at the awkward shapes; the tuner's PAD64 choice per shape.

@@ -620,7 +620,7 @@ pub(crate) fn train_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
 pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
     let name = args
         .first()
-        .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|layernorm_bwd|rmsnorm_bwd|swiglu"))?;
+        .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|layernorm_bwd|rmsnorm_bwd|swiglu|pad64"))?;
     let rt = Runtime::cuda(0)?;
     let min_bytes: usize = match name.as_str() {
         "log_softmax" => {
@@ -716,6 +716,23 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
                 k::swiglu::launch(&rt, &a, &b, &mut y)?;
             }
             3 * m * n * 2
+        }
+        "pad64" | "pad64_5" => {
+            // matmul 4097^3 bf16 with PAD64 = true: per launch two copy kernels (A and B
+            // into 64-multiple scratch) then the GEMM (`benches/gpu/layouts-run.sh
+            // pad-ncu` profiles the third launch's three kernels).
+            let n = 4097usize;
+            let a = t2::<B>(&rt, n, n, 77)?;
+            let b = t2::<B>(&rt, n, n, 78)?;
+            let mut c = Tensor2::<B>::from_vec(&rt, random(n * n, 79), [n, n])?;
+            let stages = if name == "pad64" { 4 } else { 5 };
+            let text =
+                format!("BM=128,BN=128,BK=32,STAGES={stages},WARPS=4,SMEM=Swizzle128,PAD64=true");
+            let cfg = tilekit::Config::parse(&text).ok_or_else(|| anyhow!("bad config"))?;
+            for _ in 0..3 {
+                k::matmul::launch_with(&rt, &cfg, &a, &b, &mut c)?;
+            }
+            3 * n * n * 2
         }
         other => return Err(anyhow!("ncu-target: unknown kernel `{other}`")),
     };
