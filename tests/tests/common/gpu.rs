@@ -14,6 +14,7 @@ use std::time::Instant;
 use tilekit::ir::DType;
 use tilekit::prelude::*;
 use tilekit::{KernelSpec, LaunchError};
+use tilekit_codegen::Access;
 use tilekit_ir::Bindings;
 
 /// A pairwise covering subset of `spec`'s space crossed with the element types, plus the
@@ -55,23 +56,33 @@ pub fn project(cfg: &Config, spec: &KernelSpec) -> Config {
 /// that does not compile is left for its launch to report.
 pub fn precompile(rt: &Runtime, specs: &[&KernelSpec], cases: &[(Config, DType)]) {
     let start = Instant::now();
-    let jobs: Vec<(&KernelSpec, Config, Bindings, bool)> = specs
+    let jobs: Vec<(&KernelSpec, Config, Bindings, Access)> = specs
         .iter()
         .flat_map(|spec| {
             let generics = spec.kernel().expect("library kernel IR").generics.clone();
             cases.iter().flat_map(move |(c, d)| {
                 let b = Bindings(generics.iter().map(|g| (g.clone(), *d)).collect());
                 let c = project(c, spec);
-                [true, false].map(|aligned| (*spec, c.clone(), b.clone(), aligned))
+                // Aligned, general, and (for kernels with tensors beside aligned dot
+                // operands, such as a GEMM's C and bias) only those general.
+                let beside =
+                    tilekit_codegen::general_operands(spec.kernel().expect("IR")).unwrap_or(0);
+                let mut accesses = vec![Access::ROWS, Access::GENERAL];
+                if beside != 0 {
+                    accesses.push(Access::with_classes(0, beside));
+                }
+                accesses
+                    .into_iter()
+                    .map(move |access| (*spec, c.clone(), b.clone(), access))
             })
         })
         .collect();
     let failed: Vec<String> = jobs
         .par_iter()
-        .filter_map(|(spec, c, b, aligned)| {
-            rt.prepare_variant(spec, c, b, *aligned)
+        .filter_map(|(spec, c, b, access)| {
+            rt.prepare_variant(spec, c, b, *access)
                 .err()
-                .map(|e| format!("{} [{c}] aligned={aligned}: {e}", spec.name))
+                .map(|e| format!("{} [{c}] access={access}: {e}", spec.name))
         })
         .collect();
     eprintln!(
