@@ -20,6 +20,10 @@
 //!   across the reductions and xh, g computed again after them. NVRTC (sm_90a, bf16,
 //!   BLOCK=4096): 128 registers at WARPS=8 without spills, 86 at WARPS=16 (64 with 8 B of
 //!   spills at MIN_BLOCKS=2). Not yet measured on the GPU.
+//! - `rmsnorm_early_w`: the library's RMSNorm loads `w` after the row's reduction, so the
+//!   load's latency follows the barriers; here it loads beside the row and stays in T
+//!   until its use (what gained LayerNorm 3.3%, run 54). RMSNorm bf16 trailed Triton by
+//!   3.3% (run 51). Not yet measured on the GPU.
 
 use tilekit::prelude::*;
 
@@ -372,6 +376,24 @@ pub fn layernorm_bwd_lean<T: Float>(
     store(db_partial.row(pid), cols, acc_b, mask);
 }
 
+/// `rmsnorm` with `w` loaded beside the row (see the module docs).
+#[kernel(grid = [x.rows()])]
+#[tune(BLOCK = [4096, 2048, 8192, 1024], WARPS = [8, 16, 4])]
+#[constraint(x.cols() <= BLOCK)]
+#[constraint(eps > 0.0)]
+#[shapes(x = [M, N], w = [N], y = [M, N], eps = 1e-5)]
+#[cost(flops = 4 * M * N)]
+pub fn rmsnorm_early_w<T: Float>(x: &Tensor2<T>, w: &Tensor1<T>, y: &mut Tensor2<T>, eps: f32) {
+    let row = program_id(0);
+    let cols = arange::<BLOCK>();
+    let mask = cols < x.cols();
+    let v = load(x.row(row), cols, mask, 0.0).to_f32();
+    // Before the reduction's barriers, kept in T until its one use.
+    let g = load(w, cols, mask, 0.0);
+    let inv = rsqrt(sum(v * v, 0) / x.cols().to_f32() + eps);
+    store(y.row(row), cols, (v * inv * g.to_f32()).cast::<T>(), mask);
+}
+
 /// Every candidate's spec.
 pub const ALL: &[&tilekit::KernelSpec] = &[
     &log_softmax_plain::SPEC,
@@ -379,4 +401,5 @@ pub const ALL: &[&tilekit::KernelSpec] = &[
     &log_softmax_mb::SPEC,
     &layernorm_bwd_rows::SPEC,
     &layernorm_bwd_lean::SPEC,
+    &rmsnorm_early_w::SPEC,
 ];

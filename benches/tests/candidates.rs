@@ -114,3 +114,32 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
         }
     }
 }
+
+/// `rmsnorm_early_w` computes what the library's RMSNorm computes, in the same order:
+/// bitwise equal on the CPU backend (bf16 and f32, rows of 1, 17 and 4097).
+#[test]
+fn cpu_rmsnorm_early_w_equals_the_library() {
+    use tilekit_benches::candidates::rmsnorm_early_w;
+    fn case<T: tilekit::Float>(rt: &Runtime, m: usize, n: usize) {
+        let x = Tensor2::<T>::from_vec(rt, random(m * n, 4, 2.0), [m, n]).unwrap();
+        let w = Tensor1::<T>::from_vec(rt, random(n, 5, 1.0), [n]).unwrap();
+        let mut a = Tensor2::<T>::full(rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+        let mut b = Tensor2::<T>::full(rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+        k::rmsnorm::launch(rt, &x, &w, &mut a, 1e-5).unwrap();
+        rmsnorm_early_w::launch(rt, &x, &w, &mut b, 1e-5).unwrap();
+        let bits = |t: &Tensor2<T>| -> Vec<u64> {
+            t.to_vec()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_f64().to_bits())
+                .collect()
+        };
+        assert_eq!(bits(&a), bits(&b), "{m}x{n} {:?}", T::DTYPE);
+        assert!(a.to_vec().unwrap().iter().all(|v| !v.to_f64().is_nan()));
+    }
+    let rt = Runtime::cpu();
+    for (m, n) in [(1, 1), (3, 17), (2, 4097)] {
+        case::<f32>(&rt, m, n);
+        case::<half::bf16>(&rt, m, n);
+    }
+}

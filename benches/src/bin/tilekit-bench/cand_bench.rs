@@ -47,7 +47,7 @@ fn nan2(rt: &Runtime, m: usize, n: usize) -> Result<Tensor2<B>> {
 /// workloads launch (log-softmax rows of 50257 are not 16-byte aligned), in parallel.
 fn precompile(rt: &Runtime) -> Result<Value> {
     let start = Instant::now();
-    let specs: [(&KernelSpec, bool); 8] = [
+    let specs: [(&KernelSpec, bool); 10] = [
         (&c::log_softmax_plain::SPEC, false),
         (&k::log_softmax::SPEC, false),
         (&c::log_softmax_mb::SPEC, false),
@@ -56,6 +56,8 @@ fn precompile(rt: &Runtime) -> Result<Value> {
         (&k::layernorm_bwd::SPEC, true),
         (&c::layernorm_bwd_rows::SPEC, true),
         (&c::layernorm_bwd_lean::SPEC, true),
+        (&k::rmsnorm::SPEC, true),
+        (&c::rmsnorm_early_w::SPEC, true),
     ];
     let mut jobs = Vec::new();
     for (spec, aligned) in specs {
@@ -150,6 +152,13 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         Tensor1::<B>::zeros(rt, [ln])?,
     );
     let mut ldx = nan2(rt, lm, ln)?;
+
+    // rmsnorm 32768x4096 bf16, as the norms bench.
+    let (rm, rn) = (32768usize, 4096usize);
+    let rx = [t2(rt, rm, rn, 51)?, t2(rt, rm, rn, 52)?];
+    let rw = Tensor1::<B>::from_vec(rt, random(rn, 53), [rn])?;
+    let mut ry = nan2(rt, rm, rn)?;
+    let rms_bytes = 2.0 * (rm * rn) as f64 * 2.0;
 
     let ls_bytes = 2.0 * (m * n) as f64 * 2.0;
     let ce_bytes = 2.0 * (cm * cv) as f64 * 2.0 + cm as f64 * 12.0;
@@ -282,6 +291,27 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
             r.push((label, s));
         }
         rounds.push(round_line("layernorm_bwd", round, &r));
+
+        let mut r = Vec::new();
+        let versions: [(&str, &KernelSpec); 2] = [
+            ("library", &k::rmsnorm::SPEC),
+            ("early_w", &c::rmsnorm_early_w::SPEC),
+        ];
+        for (vi, (label, spec)) in versions.into_iter().enumerate() {
+            let name = format!("rmsnorm {label}");
+            let s = sweep(rt, g, &name, spec, rms_bytes, ceiling, |cf| {
+                i += 1;
+                let x = &rx[i % 2];
+                if vi == 0 {
+                    run!(k::rmsnorm, rt, cf, x, &rw, &mut ry, 1e-5)?;
+                } else {
+                    run!(c::rmsnorm_early_w, rt, cf, x, &rw, &mut ry, 1e-5)?;
+                }
+                Ok(())
+            })?;
+            r.push((label, s));
+        }
+        rounds.push(round_line("rmsnorm", round, &r));
     }
     out.insert("rounds".into(), Value::Array(rounds));
 
