@@ -8,14 +8,17 @@
 //! `!matmul,softmax` all but those); `TILEKIT_COMPILE_SHARD=i/n` only the variants whose
 //! index in a kernel's chosen list is `i` modulo `n` (to split `compile-all` over machines or
 //! calls: shards `0/n` .. `n-1/n` together are the whole set); `TILEKIT_COMPILE_DRY=1` only
-//! counts the variants. A failure prints the NVRTC log
-//! and the numbered generated source. Without NVRTC the test is skipped, except under
-//! `CI=true`, where that is a failure.
+//! counts the variants; `TILEKIT_COMPILE_MEMO=DIR` records each successful compilation in
+//! `DIR` under its `compilation_key` (source, options, target, NVRTC version, prelude) and
+//! skips variants recorded there, so a `compile-all` after a change compiles only the
+//! variants whose text changed (`cargo xtask compile-all` uses `target/compile-memo`). A
+//! failure prints the NVRTC log and the numbered generated source. Without NVRTC the test is
+//! skipped, except under `CI=true`, where that is a failure.
 
 use rayon::prelude::*;
 use std::time::Instant;
 use tilekit_codegen::{prelude_headers, variant_source, Target};
-use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
+use tilekit_runtime::nvrtc::{compilation_key, compile_cubin, nvrtc_available, CompileOptions};
 use tilekit_tuner::{covering_variants, valid_variants};
 
 /// Largest valid set compiled in full by default.
@@ -37,6 +40,7 @@ fn every_kernel_variant_compiles_with_nvrtc() {
     let start = Instant::now();
     let mut summary = Vec::new();
     let mut total = [0usize; 2];
+    let mut total_reused = 0usize;
     let only = std::env::var("TILEKIT_COMPILE_KERNELS")
         .ok()
         .filter(|o| !o.trim().is_empty());
@@ -72,22 +76,43 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             continue;
         }
         let t0 = Instant::now();
+        let memo = memo_dir();
+        let reused = std::sync::atomic::AtomicUsize::new(0);
         let results: Vec<Result<(usize, f64), String>> = chosen
             .par_iter()
             .map(|v| {
                 let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
                     .map_err(|e| format!("{v}: {e}"))?;
                 let opts = CompileOptions::new(v.target.arch()).map_err(|e| e.to_string())?;
+                let target = usize::from(v.target == Target::Sm90a);
+                let key = match &memo {
+                    Some(dir) => {
+                        let key = compilation_key(&src, &opts).map_err(|e| e.to_string())?;
+                        if dir.join(&key).is_file() {
+                            reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            return Ok((target, 0.0));
+                        }
+                        Some(dir.join(key))
+                    }
+                    None => None,
+                };
                 let name = format!("{}.cu", spec.name);
                 let cubin = compile_cubin(&src, &name, headers, &opts)
                     .map_err(|e| format!("variant {v}\n{e}"))?;
-                Ok((usize::from(v.target == Target::Sm90a), cubin.seconds))
+                if let Some(path) = key {
+                    std::fs::write(&path, v.to_string())
+                        .map_err(|e| format!("{}: {e}", path.display()))?;
+                }
+                Ok((target, cubin.seconds))
             })
             .collect();
+        let reused = reused.into_inner();
+        total_reused += reused;
         let slowest = results
             .iter()
             .zip(&chosen)
             .filter_map(|(r, v)| r.as_ref().ok().map(|(_, s)| (*s, v)))
+            .filter(|(s, _)| *s > 0.0)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(s, v)| format!("; slowest {s:.1} s: {v}"))
             .unwrap_or_default();
@@ -105,14 +130,19 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             .filter_map(|r| r.as_ref().ok().map(|(_, s)| *s))
             .sum();
         let line = format!(
-            "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}; {:.1} s wall, {:.2} s NVRTC per variant{}",
+            "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}{}; {:.1} s wall, {:.2} s NVRTC per variant compiled{}",
             spec.name,
             chosen.len(),
             all.len(),
             per[0],
             per[1],
+            if memo.is_some() {
+                format!(" ({reused} of them compiled earlier with the same key)")
+            } else {
+                String::new()
+            },
             t0.elapsed().as_secs_f64(),
-            secs / chosen.len().max(1) as f64,
+            secs / (chosen.len() - reused).max(1) as f64,
             slowest
         );
         // Printed as each kernel finishes too, so that a long run shows its progress.
@@ -133,12 +163,26 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         println!("{s}");
     }
     println!(
-        "NVRTC compiled {} variants: sm_80 {}, sm_90a {} in {:.1} s",
+        "NVRTC compiled {} variants: sm_80 {}, sm_90a {} in {:.1} s{}",
         total[0] + total[1],
         total[0],
         total[1],
-        start.elapsed().as_secs_f64()
+        start.elapsed().as_secs_f64(),
+        if total_reused > 0 {
+            format!(" ({total_reused} of them compiled earlier with the same key, TILEKIT_COMPILE_MEMO)")
+        } else {
+            String::new()
+        }
     );
+}
+
+/// `TILEKIT_COMPILE_MEMO`: the directory of recorded successful compilations (created).
+fn memo_dir() -> Option<std::path::PathBuf> {
+    let dir = std::path::PathBuf::from(std::env::var_os("TILEKIT_COMPILE_MEMO")?);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("TILEKIT_COMPILE_MEMO={}: {e}", dir.display());
+    }
+    Some(dir)
 }
 
 /// `TILEKIT_COMPILE_SHARD=i/n` as `(i, n)`; `(0, 1)` (everything) when unset.

@@ -235,6 +235,7 @@ pub fn candle_pack() -> Result<()> {
 /// (`TILEKIT_COMPILE_ALL=1`).
 pub fn compile_all() -> Result<()> {
     let root = super::cuda::setup()?;
+    let workspace = super::workspace_root()?;
     let mut cmd = cargo();
     cmd.args([
         "test",
@@ -247,6 +248,14 @@ pub fn compile_all() -> Result<()> {
         "--nocapture",
     ])
     .env("TILEKIT_COMPILE_ALL", "1")
+    // Variants compiled before with the same source, options and NVRTC are not compiled
+    // again (`tests/tests/nvrtc_variants.rs`); delete the directory for a full run.
+    .env(
+        "TILEKIT_COMPILE_MEMO",
+        std::env::var_os("TILEKIT_COMPILE_MEMO")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| workspace.join("target").join("compile-memo")),
+    )
     .env("TILEKIT_CUDA_ROOT", &root)
     .env("LD_LIBRARY_PATH", ld_library_path(&root)?);
     run("compile-all", cmd).map(|_| ())

@@ -61,6 +61,7 @@ pub use timings::CudaTimings;
 
 use std::sync::{Mutex, MutexGuard};
 
+pub(crate) use cache::cubin_key;
 pub(crate) use ffi::download;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

@@ -59,6 +59,21 @@ pub fn nvrtc_version() -> Result<(i32, i32), NvrtcError> {
     Ok((major, minor))
 }
 
+/// A key naming everything one compilation of `source` with `opts` depends on: the
+/// source, the options (target included), the NVRTC version loaded and tilekit's prelude
+/// headers (the on-disk CUBIN cache's key, see ARCHITECTURE.md "Caches"). Two compilations
+/// with equal keys compile the same program with the same compiler, so a success recorded
+/// under a key stands for the other (`cargo xtask compile-all` skips such variants).
+pub fn compilation_key(source: &str, opts: &CompileOptions) -> Result<String, NvrtcError> {
+    let (major, minor) = nvrtc_version()?;
+    Ok(crate::cuda::cubin_key(
+        source,
+        &opts.to_args(),
+        &format!("nvrtc {major}.{minor}"),
+        &opts.arch,
+    ))
+}
+
 /// Compiles `source` to a CUBIN for `opts.arch`.
 ///
 /// `program_name` names the program in the log (`name(12): error: ...`); `headers` are
