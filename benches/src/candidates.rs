@@ -14,16 +14,17 @@
 //!   in flight together) and the dgamma/dbeta partials accumulated as `[ROWS, BLOCK]`,
 //!   reduced along axis 0 once at the end; the way the 2-D add + RMSNorm reaches 98% of
 //!   copy (BENCHMARKS run 46). Measured slower (1442-1563 GB/s against 1822-1831, run 55).
-//! - `layernorm_bwd_lean`: fewer registers held across the row loop, so that two programs
-//!   of 256 threads fit per SM (the library's holds x, dy two rows ahead and w in f32: 223
-//!   registers at WARPS=8, one program per SM): w in T, no loads ahead, x and dy kept in T
-//!   across the reductions and xh, g computed again after them. NVRTC (sm_90a, bf16,
-//!   BLOCK=4096): 128 registers at WARPS=8 without spills, 86 at WARPS=16 (64 with 8 B of
-//!   spills at MIN_BLOCKS=2). Not yet measured on the GPU.
+//! - `layernorm_bwd_lean` (removed: **the library's `layernorm_bwd` body since run 59**):
+//!   fewer registers held across the row loop, so that two programs of 256 threads fit per
+//!   SM (the earlier library body held x, dy two rows ahead and w in f32: 223 registers at
+//!   WARPS=8, one program per SM): 128 registers at WARPS=8 without spills, 2196-2213 GB/s
+//!   against 1812-1831 (runs 54, 59). A version of it with the next row's x and dy loading
+//!   during this one needed 181 registers (one program per SM) and ran at 1790-1796 GB/s
+//!   (run 60): removed too.
 //! - `rmsnorm_early_w`: the library's RMSNorm loads `w` after the row's reduction, so the
 //!   load's latency follows the barriers; here it loads beside the row and stays in T
-//!   until its use (what gained LayerNorm 3.3%, run 54). RMSNorm bf16 trailed Triton by
-//!   3.3% (run 51). Not yet measured on the GPU.
+//!   until its use (what gained LayerNorm 3.3%, run 54). Runs 54 and 59: 2846-2911 GB/s
+//!   against the library's 2869-2895 in the same rounds: no difference beyond the noise.
 
 use tilekit::prelude::*;
 
@@ -321,61 +322,6 @@ pub fn layernorm_bwd_rows<T: Float>(
     store(db_partial.row(pid), cols, sum(acc_b, 0), mask);
 }
 
-/// `layernorm_bwd` with fewer registers held across the row loop (see the module docs).
-#[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096, 8192], WARPS = [8, 16, 4], MIN_BLOCKS = [2, 1, 3, 4])]
-#[constraint(x.cols() <= BLOCK)]
-#[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
-#[cost(flops = 11 * M * N)]
-pub fn layernorm_bwd_lean<T: Float>(
-    x: &Tensor2<T>,
-    w: &Tensor1<T>,
-    mean: &Tensor1<f32>,
-    rstd: &Tensor1<f32>,
-    dy: &Tensor2<T>,
-    dx: &mut Tensor2<T>,
-    dw_partial: &mut Tensor2<f32>,
-    db_partial: &mut Tensor2<f32>,
-) {
-    let pid = program_id(0);
-    let step = num_programs(0);
-    let rows = x.rows();
-    let cols = arange::<BLOCK>();
-    let rn = 1.0 / x.cols().to_f32();
-    let mask = cols < x.cols();
-    // w stays in T (half the registers of f32) and is widened where it is used.
-    let wt = load(w, cols, mask, 0.0);
-    let mut acc_w = zeros::<f32, BLOCK>();
-    let mut acc_b = zeros::<f32, BLOCK>();
-    for row in (pid..rows).step_by(step) {
-        // No loads ahead: other resident programs hide the latency. x and dy stay in T
-        // across the row's reductions; xh and g are computed again after them instead of
-        // being held in f32.
-        let xt = load(x.row(row), cols, mask, 0.0);
-        let dt = load(dy.row(row), cols, mask, 0.0);
-        let mu = load(mean, row, true, 0.0);
-        let inv = load(rstd, row, true, 0.0);
-        let g0 = dt.to_f32() * wt.to_f32();
-        let xh0 = (xt.to_f32() - mu) * inv;
-        let s1 = sum(g0, 0);
-        let s2 = sum(g0 * xh0, 0);
-        let a = inv * rn;
-        let d = dt.to_f32();
-        let xh = (xt.to_f32() - mu) * inv;
-        let g = d * wt.to_f32();
-        store(
-            dx.row(row),
-            cols,
-            (inv * g - s1 * a - xh * (s2 * a)).cast::<T>(),
-            mask,
-        );
-        acc_w = acc_w + d * xh;
-        acc_b = acc_b + d;
-    }
-    store(dw_partial.row(pid), cols, acc_w, mask);
-    store(db_partial.row(pid), cols, acc_b, mask);
-}
-
 /// `rmsnorm` with `w` loaded beside the row (see the module docs).
 #[kernel(grid = [x.rows()])]
 #[tune(BLOCK = [4096, 2048, 8192, 1024], WARPS = [8, 16, 4])]
@@ -400,6 +346,5 @@ pub const ALL: &[&tilekit::KernelSpec] = &[
     &cross_entropy_plain::SPEC,
     &log_softmax_mb::SPEC,
     &layernorm_bwd_rows::SPEC,
-    &layernorm_bwd_lean::SPEC,
     &rmsnorm_early_w::SPEC,
 ];

@@ -47,7 +47,7 @@ fn nan2(rt: &Runtime, m: usize, n: usize) -> Result<Tensor2<B>> {
 /// workloads launch (log-softmax rows of 50257 are not 16-byte aligned), in parallel.
 fn precompile(rt: &Runtime) -> Result<Value> {
     let start = Instant::now();
-    let specs: [(&KernelSpec, bool); 10] = [
+    let specs: [(&KernelSpec, bool); 9] = [
         (&c::log_softmax_plain::SPEC, false),
         (&k::log_softmax::SPEC, false),
         (&c::log_softmax_mb::SPEC, false),
@@ -55,7 +55,6 @@ fn precompile(rt: &Runtime) -> Result<Value> {
         (&k::cross_entropy::SPEC, true),
         (&k::layernorm_bwd::SPEC, true),
         (&c::layernorm_bwd_rows::SPEC, true),
-        (&c::layernorm_bwd_lean::SPEC, true),
         (&k::rmsnorm::SPEC, true),
         (&c::rmsnorm_early_w::SPEC, true),
     ];
@@ -232,10 +231,9 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         rounds.push(round_line("cross_entropy", round, &r));
 
         let mut r = Vec::new();
-        let versions: [(&str, &KernelSpec); 3] = [
+        let versions: [(&str, &KernelSpec); 2] = [
             ("library", &k::layernorm_bwd::SPEC),
             ("rows", &c::layernorm_bwd_rows::SPEC),
-            ("lean", &c::layernorm_bwd_lean::SPEC),
         ];
         for (vi, (label, spec)) in versions.into_iter().enumerate() {
             let name = format!("layernorm_bwd {label}");
@@ -245,20 +243,6 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
                 if vi == 0 {
                     run!(
                         k::layernorm_bwd,
-                        rt,
-                        cf,
-                        x,
-                        &lw,
-                        &mean,
-                        &rstd,
-                        dy,
-                        &mut ldx,
-                        &mut pw,
-                        &mut pb
-                    )?;
-                } else if vi == 2 {
-                    run!(
-                        c::layernorm_bwd_lean,
                         rt,
                         cf,
                         x,
@@ -340,16 +324,13 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
     // layernorm_bwd over [ROWS, BLOCK] tiles sums in another order: dx and the summed
     // partials against the library's, relative to the largest magnitude.
     let mut lb_out = Vec::new();
-    for vi in 0..3 {
+    for vi in 0..2 {
         ldx = nan2(rt, lm, ln)?;
         match vi {
             0 => k::layernorm_bwd::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
-            1 => c::layernorm_bwd_rows::launch(
-                rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
-            )?,
-            _ => c::layernorm_bwd_lean::launch(
+            _ => c::layernorm_bwd_rows::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
         }
@@ -375,15 +356,6 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         rel(&lb_out[1].1, &lb_out[0].1),
     );
     println!("cand layernorm_bwd rows vs library: max |dx diff| / max |dx| {dx_rel:.2e}, dw {dw_rel:.2e}");
-    let (lean_dx, lean_dw) = (
-        rel(&lb_out[2].0, &lb_out[0].0),
-        rel(&lb_out[2].1, &lb_out[0].1),
-    );
-    println!("cand layernorm_bwd lean vs library: max |dx diff| / max |dx| {lean_dx:.2e}, dw {lean_dw:.2e}");
-    out.insert(
-        "layernorm_bwd_lean_rel".into(),
-        json!({"dx": lean_dx, "dw": lean_dw}),
-    );
     out.insert(
         "layernorm_bwd_rows_rel".into(),
         json!({"dx": dx_rel, "dw": dw_rel}),
