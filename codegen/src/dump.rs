@@ -181,8 +181,15 @@ pub fn dump(
                 if !l.rows.is_empty() {
                     let lowered = lower(kernel)?;
                     let threads = warps * 32;
-                    let vec =
-                        choose_vec(kernel, &lowered.tile_shapes, &config, &v.bindings, threads)?;
+                    let aligned = v.access.aligned_outside(lowered.layouts.general);
+                    let vec = choose_vec(
+                        kernel,
+                        &lowered.tile_shapes,
+                        &config,
+                        &v.bindings,
+                        threads,
+                        aligned,
+                    )?;
                     let chunk = u64::from(vec) * u64::from(threads);
                     for (k, p) in l.rows.iter().enumerate() {
                         let (r, n) = (eval_dim(&p.r, &config)?, eval_dim(&p.n, &config)?);

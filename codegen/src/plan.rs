@@ -92,14 +92,26 @@ pub fn launch_plan(
 }
 
 /// The vector width of the blocked layout for one variant: 16 bytes of the narrowest
-/// tensor element type, halved while every tile is smaller than one pass of the block
-/// (so that small tiles still spread over all threads).
+/// tensor element type (4 bytes in a variant that is not `aligned`), halved while every
+/// tile is smaller than one pass of the block (so that small tiles still spread over all
+/// threads).
+///
+/// In a variant that is not `aligned` (some tensor outside [`crate::general_operands`] is
+/// read `General`) every access is element-wise, and VEC consecutive elements per thread
+/// spread one warp's access over VEC times the sectors for the same bytes: at 16 bytes of
+/// bf16 (VEC=8) the PAD64 copy ran at a third of copy bandwidth (69.7 us for 67 MB, ncu, run
+/// 59) and log-softmax's BLOCK=4096 rows at 680 GB/s (run 48). Measured on the H100 (runs
+/// 63-64): the copy takes 22.5-22.9 us at VEC=1 and at VEC=2 alike, and log-softmax
+/// 4096x50257 bf16 at its best configuration (BLOCK=1024, WARPS=16) runs 2054-2066 GB/s at
+/// VEC=2 against 1867-1894 at VEC=1 (a misaligned row's 64-byte warp access straddles three
+/// sectors, two such accesses of one 128-byte span five), so 4 bytes it is.
 pub(crate) fn choose_vec(
     kernel: &Kernel,
     tile_shapes: &[Shape],
     config: &Config,
     bindings: &Bindings,
     threads: u32,
+    aligned: bool,
 ) -> Result<u32, CodegenError> {
     let mut min_size = None::<u64>;
     for p in &kernel.params {
@@ -108,7 +120,8 @@ pub(crate) fn choose_vec(
             min_size = Some(min_size.map_or(s, |m: u64| m.min(s)));
         }
     }
-    let mut vec = (16 / min_size.unwrap_or(4).clamp(1, 16)) as u32;
+    let group_bytes = if aligned { 16 } else { 4 };
+    let mut vec = (group_bytes / min_size.unwrap_or(4).clamp(1, group_bytes)) as u32;
     let mut largest = 0u64;
     for s in tile_shapes {
         let mut n = 1u64;

@@ -68,7 +68,15 @@ pub fn variant_source(
         threads,
         kind: SmemKind::of(kernel, &config)?,
     })?;
-    let vec = choose_vec(kernel, &lowered.tile_shapes, &config, &v.bindings, threads)?;
+    let aligned = v.access.aligned_outside(lowered.layouts.general);
+    let vec = choose_vec(
+        kernel,
+        &lowered.tile_shapes,
+        &config,
+        &v.bindings,
+        threads,
+        aligned,
+    )?;
     let args = arguments(
         kernel,
         &config,

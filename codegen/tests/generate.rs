@@ -124,14 +124,14 @@ fn softmax_launch_plan_and_variant() {
         &v,
         "tilekit_variant::run(grid, p0, p1, reinterpret_cast<char*>(tk_smem));",
     );
-    // f32 tensors: 16 bytes = 4 elements.
+    // f32 tensors read `General` (unaligned): 4-byte groups, one element (VEC=1).
     let v = variant_source(
         &k,
         &t,
         &variant("BLOCK=4096,WARPS=8", DType::F32, false, Target::Sm80),
     )
     .unwrap();
-    has(&v, "tilekit_softmax<4096, 8, float, false, 4>;");
+    has(&v, "tilekit_softmax<4096, 8, float, false, 1>;");
     // Pure function of its inputs.
     let again = variant_source(
         &k,
@@ -309,7 +309,7 @@ fn matmul_general_output_variant() {
     );
     let general = src_of(Access::GENERAL).unwrap();
     assert!(
-        args(&general).ends_with(", false, false, false, false, 8>;"),
+        args(&general).ends_with(", false, false, false, false, 2>;"),
         "{}",
         args(&general)
     );
@@ -537,7 +537,7 @@ fn kitchen_sink_covers_every_op() {
     .unwrap();
     has(
         &v,
-        "tilekit_kitchen_sink<4, 64, false, 1, __half, false, 8>;",
+        "tilekit_kitchen_sink<4, 64, false, 1, __half, false, 2>;",
     );
     has(&v, "tk::TensorArg p2, int p3, int p4)");
 }
