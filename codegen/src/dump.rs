@@ -6,10 +6,9 @@ use crate::emit::lower;
 use crate::error::CodegenError;
 use crate::layout::{self, Layout};
 use crate::params::check_bindings;
-use crate::plan::choose_vec;
 use crate::plan::ThreadsRule;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
-use crate::variant::{variant_source, Variant};
+use crate::variant::{variant_source, variant_vec, Variant};
 use std::fmt::Write as _;
 use tilekit_ir::{DType, Elem, Kernel, Precision};
 
@@ -181,15 +180,7 @@ pub fn dump(
                 if !l.rows.is_empty() {
                     let lowered = lower(kernel)?;
                     let threads = warps * 32;
-                    let aligned = v.access.aligned_outside(lowered.layouts.general);
-                    let vec = choose_vec(
-                        kernel,
-                        &lowered.tile_shapes,
-                        &config,
-                        &v.bindings,
-                        threads,
-                        aligned,
-                    )?;
+                    let vec = variant_vec(kernel, &lowered, &config, v, threads)?;
                     let chunk = u64::from(vec) * u64::from(threads);
                     for (k, p) in l.rows.iter().enumerate() {
                         let (r, n) = (eval_dim(&p.r, &config)?, eval_dim(&p.n, &config)?);

@@ -3,7 +3,7 @@
 
 use crate::abi::{param_ctype, ENTRY_POINT};
 use crate::access::Access;
-use crate::emit::{lower, struct_name};
+use crate::emit::{lower, struct_name, Lowered};
 use crate::error::CodegenError;
 use crate::params::{arguments, check_bindings};
 use crate::plan::choose_vec;
@@ -26,6 +26,26 @@ pub struct Variant {
     pub access: Access,
     /// Compilation target.
     pub target: Target,
+}
+
+/// The blocked layout's vector width of variant `v` ([`choose_vec`] with the variant's
+/// alignment: no tensor outside the kernel's general operands read `General`).
+pub(crate) fn variant_vec(
+    kernel: &Kernel,
+    lowered: &Lowered,
+    config: &Config,
+    v: &Variant,
+    threads: u32,
+) -> Result<u32, CodegenError> {
+    let aligned = v.access.aligned_outside(lowered.layouts.general);
+    choose_vec(
+        kernel,
+        &lowered.tile_shapes,
+        config,
+        &v.bindings,
+        threads,
+        aligned,
+    )
 }
 
 /// The complete CUDA source of one variant: `template` (from [`crate::generate`]) followed
@@ -68,15 +88,7 @@ pub fn variant_source(
         threads,
         kind: SmemKind::of(kernel, &config)?,
     })?;
-    let aligned = v.access.aligned_outside(lowered.layouts.general);
-    let vec = choose_vec(
-        kernel,
-        &lowered.tile_shapes,
-        &config,
-        &v.bindings,
-        threads,
-        aligned,
-    )?;
+    let vec = variant_vec(kernel, &lowered, &config, v, threads)?;
     let args = arguments(
         kernel,
         &config,
