@@ -54,6 +54,7 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         },
     };
     let shard = shard_from_env();
+    let unaligned_only = std::env::var("TILEKIT_COMPILE_UNALIGNED").as_deref() == Ok("1");
     for spec in tilekit_kernels::ALL.iter().filter(|s| wanted(s.name)) {
         let kernel = spec.kernel().expect("library kernel IR");
         let all = valid_variants(kernel, &targets);
@@ -62,7 +63,6 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         } else {
             covering_variants(kernel, &targets)
         };
-        let unaligned_only = std::env::var("TILEKIT_COMPILE_UNALIGNED").as_deref() == Ok("1");
         let chosen: Vec<_> = chosen
             .into_iter()
             .filter(|v| !unaligned_only || !v.access.is_aligned())

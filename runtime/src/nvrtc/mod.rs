@@ -61,7 +61,9 @@ pub fn nvrtc_version() -> Result<(i32, i32), NvrtcError> {
 
 /// A key naming everything one compilation of `source` with `opts` depends on: the
 /// source, the options (target included), the NVRTC version loaded and tilekit's prelude
-/// headers (the on-disk CUBIN cache's key, see ARCHITECTURE.md "Caches"). Two compilations
+/// headers (the on-disk CUBIN cache's key function, see ARCHITECTURE.md "Caches", with the
+/// compiler named by its version where the runtime may name its library file instead, so
+/// the two keys need not be equal strings). Two compilations
 /// with equal keys compile the same program with the same compiler, so a success recorded
 /// under a key stands for the other (`cargo xtask compile-all` skips such variants).
 pub fn compilation_key(source: &str, opts: &CompileOptions) -> Result<String, NvrtcError> {

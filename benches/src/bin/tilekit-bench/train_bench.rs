@@ -717,7 +717,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             }
             3 * m * n * 2
         }
-        "pad64" | "pad64_5" => {
+        "pad64" => {
             // matmul 4097^3 bf16 with PAD64 = true: per launch two copy kernels (A and B
             // into 64-multiple scratch) then the GEMM (`benches/gpu/layouts-run.sh
             // pad-ncu` profiles the third launch's three kernels).
@@ -725,10 +725,8 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             let a = t2::<B>(&rt, n, n, 77)?;
             let b = t2::<B>(&rt, n, n, 78)?;
             let mut c = Tensor2::<B>::from_vec(&rt, random(n * n, 79), [n, n])?;
-            let stages = if name == "pad64" { 4 } else { 5 };
-            let text =
-                format!("BM=128,BN=128,BK=32,STAGES={stages},WARPS=4,SMEM=Swizzle128,PAD64=true");
-            let cfg = tilekit::Config::parse(&text).ok_or_else(|| anyhow!("bad config"))?;
+            let text = "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128,PAD64=true";
+            let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config"))?;
             for _ in 0..3 {
                 k::matmul::launch_with(&rt, &cfg, &a, &b, &mut c)?;
             }
