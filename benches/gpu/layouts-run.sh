@@ -4,6 +4,7 @@
 #   PART: matmul-tests | pad-tests | pad-ncu | tune-awkward | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
 #         cand (issue 13 candidates beside the library's kernels, interleaved) |
+#         tune-train (shipped entries for issue 13's kernels) |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
@@ -145,6 +146,32 @@ tune-all)
   export TILEKIT_TUNE_CACHE=/tmp/tune-all.sled TILEKIT_CACHE_DIR=/tmp/tkc-all
   t $TK tune --all --out "$OUT/tune_all.json" 2>&1 | tail -n 40
   t $TK cache export "$OUT/h100.json"
+  ;;
+tune-train)
+  # Shipped entries for issue 13's kernels: `tilekit tune` of their representative problems
+  # (kernels-lib/src/representative.rs), most important first, each cut off after
+  # TUNE_EACH_S seconds, all stopped TUNE_TOTAL_S seconds in, then the cache exported.
+  TK=.gpu/bin/tilekit
+  export TILEKIT_TUNE_CACHE=/tmp/tune-train.sled TILEKIT_CACHE_DIR=/tmp/tkc-train
+  start=$(date +%s)
+  for p in "log_softmax 4096x50257" "cross_entropy 8192x50304" "layernorm 32768x4096" \
+           "layernorm_bwd 32768x4096x264" "rmsnorm_bwd 32768x4096x264" "swiglu 16384x11008" \
+           "rmsnorm_residual 32768x4096" "log_softmax 32768x4096" "partial_sum 264x4096" \
+           "cross_entropy_inplace 8192x50304" "swiglu_bwd 16384x11008" "softmax_online 4096x50257" \
+           "softmax_bwd 32768x4096" "softmax_bwd 4096x50257" "log_softmax_bwd 4096x50257" \
+           "gelu 16384x11008" "gelu_bwd 16384x11008" "bias_gelu 16384x11008" "silu 16384x11008" \
+           "silu_bwd 16384x11008" "bias_add 16384x11008" "residual_add 16384x11008" \
+           "scale 16384x11008" "layernorm_f32 32768x4096"; do
+    set -- $p
+    kern=$1 shape=$2 dt=bf16
+    [ "$kern" = layernorm_f32 ] && kern=layernorm dt=f32
+    left=$(( ${TUNE_TOTAL_S:-480} - ($(date +%s) - start) ))
+    [ "$left" -lt 20 ] && { echo "tune-train: time box reached before $kern $shape $dt"; break; }
+    each=${TUNE_EACH_S:-150}
+    [ "$each" -gt "$left" ] && each=$left
+    t timeout "$each" $TK tune --kernel "$kern" --shape "$shape" --dtype "$dt" --quiet 2>&1 | tail -n 3 | tee -a "$OUT/tune-train.log"
+  done
+  t $TK cache export "$OUT/h100-train.json" 2>&1 | tail -n 3 | tee -a "$OUT/tune-train.log"
   ;;
 train)
   # Issue 13 in one call: GPU tests, the bench, the peers, ncu's DRAM bytes, roofline plots.

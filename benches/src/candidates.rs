@@ -2,13 +2,23 @@
 //! cand` (interleaved rounds). Bodies are generated from the library's (comments and
 //! attributes but the `#[tune]` line kept):
 //!
-//! - `log_softmax_plain`, `cross_entropy_plain`: without the `.evict_first()` cache hints
-//!   of the second pass (ncu measured 1.14x and 1.36x the minimum DRAM bytes without them,
-//!   run 53; the hints gained 7% and 16%, run 54): the before of an A/B.
-//! - `log_softmax_mb`: the library's with `MIN_BLOCKS` (the second argument of
-//!   `__launch_bounds__`) in the space: it holds 2 blocks of 512 threads per SM at 56
-//!   registers (ncu, run 53). (The same for layernorm_bwd, 1 block of 512 at 128
-//!   registers, spilled at MIN_BLOCKS=2: 1300 GB/s against 1830, run 55.)
+//! - `cross_entropy_plain`: without the `.evict_first()` cache hints of the second pass
+//!   (ncu measured 1.36x the minimum DRAM bytes without them, run 53; the hints gained 16%,
+//!   run 54): the before of an A/B. (`log_softmax_plain` and `log_softmax_mb`, the same
+//!   for log-softmax and its `MIN_BLOCKS` version, +7% and +1.7%, were removed after
+//!   run 55; layernorm_bwd spilled at MIN_BLOCKS=2: 1300 GB/s against 1830.)
+//! - `layernorm_bwd_mb`: the library's with `MIN_BLOCKS` in the space. Run 71: best
+//!   2209 GB/s (BLOCK=4096, WARPS=8, MIN_BLOCKS=2) against the library's 2191-2201: within
+//!   the noise, not taken. (The same request on `log_softmax` gained 3%, run 71: the
+//!   library's `log_softmax` declares `MIN_BLOCKS = [2, 1]` since.)
+//! - `log_softmax_hold`: the library's with the first pass's last whole trip (4 x BLOCK
+//!   elements) held in registers, in `T`, so the second pass re-reads only the rest of the
+//!   row from L2. Slower (session 10, run 68: best 1964-1968 GB/s at BLOCK=1024, WARPS=16,
+//!   against the library's 2158-2170 at 4096/8): holding the trip costs registers (255
+//!   and spills at 4096/8, one block per SM at 2048/16). A row wholly in registers (BLOCK
+//!   53248-65536 at 1024 threads, kept in `T`, no second pass) was slower still (run 67:
+//!   best 1588-1603 GB/s; 64 registers with spills, one block per SM, its load, reduction
+//!   and store phases do not overlap): not kept.
 //! - `layernorm_bwd_rows`: ROWS rows per step as `[ROWS, BLOCK]` tiles (their statistics
 //!   reduced along axis 1 in registers, one barrier round for ROWS rows, ROWS rows' loads
 //!   in flight together) and the dgamma/dbeta partials accumulated as `[ROWS, BLOCK]`,
@@ -27,70 +37,6 @@
 //!   against the library's 2869-2895 in the same rounds: no difference beyond the noise.
 
 use tilekit::prelude::*;
-
-/// `log_softmax` without cache hints.
-#[kernel(grid = [x.rows()])]
-// Default BLOCK=1024, WARPS=16: the fastest on 4096 x 50257 bf16 rows, whose rows are not
-// 16-byte aligned (runs 45, 48: 1918-1933 GB/s against 706-724 at 2048/8).
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [16, 8, 4, 32])]
-#[shapes(x = [M, N], y = [M, N])]
-#[cost(flops = 5 * M * N)]
-pub fn log_softmax_plain<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
-    let row = program_id(0);
-    let n = x.cols();
-    let cols = arange::<BLOCK>();
-    if n <= BLOCK {
-        let mask = cols < n;
-        let v = load(x.row(row), cols, mask, T::NEG_INF).to_f32();
-        let z = v - max(v, 0);
-        let lse = log(sum(exp(z), 0));
-        store(y.row(row), cols, (z - lse).cast::<T>(), mask);
-    } else {
-        // Per lane a running maximum `mv` and a sum `acc` of exp(x - mv): no block-wide
-        // step inside the loop, the lanes are combined once after it. Four whole chunks
-        // per trip load unmasked (four 16-byte loads per thread in flight) and share one
-        // rescale; the rest, up to four chunks, load masked.
-        let whole = n - n % (4 * BLOCK);
-        // Finite, so that exp(mv - m_new) is 0, never NaN, while a lane has seen only -inf.
-        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
-        let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row), start + cols).to_f32();
-            let b = load(x.row(row), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
-            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
-            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
-            acc = acc * exp(mv - m_new) + e;
-            mv = m_new;
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let v = load(x.row(row), offs, offs < n, T::NEG_INF).to_f32();
-            let m_new = maximum(mv, v);
-            acc = acc * exp(mv - m_new) + exp(v - m_new);
-            mv = m_new;
-        }
-        let m = max(mv, 0);
-        let lse = m + log(sum(acc * exp(mv - m), 0));
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row), start + cols).to_f32();
-            let b = load(x.row(row), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
-            store(y.row(row), start + cols, (a - lse).cast::<T>());
-            store(y.row(row), start + BLOCK + cols, (b - lse).cast::<T>());
-            store(y.row(row), start + 2 * BLOCK + cols, (c - lse).cast::<T>());
-            store(y.row(row), start + 3 * BLOCK + cols, (d - lse).cast::<T>());
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let mask = offs < n;
-            let v = load(x.row(row), offs, mask, 0.0).to_f32();
-            store(y.row(row), offs, (v - lse).cast::<T>(), mask);
-        }
-    }
-}
 
 /// `cross_entropy` without cache hints.
 #[kernel(grid = [logits.rows()])]
@@ -196,86 +142,6 @@ pub fn cross_entropy_plain<T: Float>(
     }
 }
 
-/// `log_softmax` with `MIN_BLOCKS`.
-#[kernel(grid = [x.rows()])]
-// Default BLOCK=1024, WARPS=16: the fastest on 4096 x 50257 bf16 rows, whose rows are not
-// 16-byte aligned (runs 45, 48: 1918-1933 GB/s against 706-724 at 2048/8).
-#[tune(BLOCK = [1024, 2048], WARPS = [16, 8], MIN_BLOCKS = [1, 2, 3, 4])]
-#[shapes(x = [M, N], y = [M, N])]
-#[cost(flops = 5 * M * N)]
-pub fn log_softmax_mb<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
-    let row = program_id(0);
-    let n = x.cols();
-    let cols = arange::<BLOCK>();
-    if n <= BLOCK {
-        let mask = cols < n;
-        let v = load(x.row(row), cols, mask, T::NEG_INF).to_f32();
-        let z = v - max(v, 0);
-        let lse = log(sum(exp(z), 0));
-        store(y.row(row), cols, (z - lse).cast::<T>(), mask);
-    } else {
-        // Per lane a running maximum `mv` and a sum `acc` of exp(x - mv): no block-wide
-        // step inside the loop, the lanes are combined once after it. Four whole chunks
-        // per trip load unmasked (four 16-byte loads per thread in flight) and share one
-        // rescale; the rest, up to four chunks, load masked.
-        let whole = n - n % (4 * BLOCK);
-        // Finite, so that exp(mv - m_new) is 0, never NaN, while a lane has seen only -inf.
-        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
-        let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row), start + cols).to_f32();
-            let b = load(x.row(row), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
-            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
-            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
-            acc = acc * exp(mv - m_new) + e;
-            mv = m_new;
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let v = load(x.row(row), offs, offs < n, T::NEG_INF).to_f32();
-            let m_new = maximum(mv, v);
-            acc = acc * exp(mv - m_new) + exp(v - m_new);
-            mv = m_new;
-        }
-        let m = max(mv, 0);
-        let lse = m + log(sum(acc * exp(mv - m), 0));
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row).evict_first(), start + cols).to_f32();
-            let b = load(x.row(row).evict_first(), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
-            store(
-                y.row(row).evict_first(),
-                start + cols,
-                (a - lse).cast::<T>(),
-            );
-            store(
-                y.row(row).evict_first(),
-                start + BLOCK + cols,
-                (b - lse).cast::<T>(),
-            );
-            store(
-                y.row(row).evict_first(),
-                start + 2 * BLOCK + cols,
-                (c - lse).cast::<T>(),
-            );
-            store(
-                y.row(row).evict_first(),
-                start + 3 * BLOCK + cols,
-                (d - lse).cast::<T>(),
-            );
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let mask = offs < n;
-            let v = load(x.row(row).evict_first(), offs, mask, 0.0).to_f32();
-            store(y.row(row).evict_first(), offs, (v - lse).cast::<T>(), mask);
-        }
-    }
-}
-
 /// `layernorm_bwd` over `[ROWS, BLOCK]` tiles (see the module docs).
 #[kernel(grid = [dw_partial.rows()])]
 #[tune(ROWS = [2, 4, 1], BLOCK = [4096], WARPS = [16, 32, 8])]
@@ -342,9 +208,185 @@ pub fn rmsnorm_early_w<T: Float>(x: &Tensor2<T>, w: &Tensor1<T>, y: &mut Tensor2
 
 /// Every candidate's spec.
 pub const ALL: &[&tilekit::KernelSpec] = &[
-    &log_softmax_plain::SPEC,
     &cross_entropy_plain::SPEC,
-    &log_softmax_mb::SPEC,
     &layernorm_bwd_rows::SPEC,
     &rmsnorm_early_w::SPEC,
+    &log_softmax_hold::SPEC,
+    &layernorm_bwd_mb::SPEC,
 ];
+
+/// `log_softmax` with the last whole trip of the first pass held in registers for the
+/// second, which then re-reads (from L2) only the rest of the row.
+#[kernel(grid = [x.rows()])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 4, 32])]
+#[shapes(x = [M, N], y = [M, N])]
+#[cost(flops = 5 * M * N)]
+pub fn log_softmax_hold<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+    let row = program_id(0);
+    let n = x.cols();
+    let cols = arange::<BLOCK>();
+    if n <= BLOCK {
+        let mask = cols < n;
+        let v = load(x.row(row), cols, mask, T::NEG_INF).to_f32();
+        let z = v - max(v, 0);
+        let lse = log(sum(exp(z), 0));
+        store(y.row(row), cols, (z - lse).cast::<T>(), mask);
+    } else {
+        // Per lane a running maximum `mv` and a sum `acc` of exp(x - mv): no block-wide
+        // step inside the loop, the lanes are combined once after it. Four whole chunks
+        // per trip load unmasked (four 16-byte loads per thread in flight) and share one
+        // rescale; the rest, up to four chunks, load masked.
+        let whole = n - n % (4 * BLOCK);
+        // Finite, so that exp(mv - m_new) is 0, never NaN, while a lane has seen only -inf.
+        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
+        let mut acc = zeros::<f32, BLOCK>();
+        // The last whole trip (when there is one) stays in registers, in `T`, for the
+        // second pass: a third of a 50257-column row at BLOCK=4096 is not read again.
+        let last = if whole > 0 { whole - 4 * BLOCK } else { 0 };
+        let live = if whole > 0 { BLOCK } else { 0 };
+        for start in (0..last).step_by(4 * BLOCK) {
+            let a = load(x.row(row), start + cols).to_f32();
+            let b = load(x.row(row), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
+            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
+            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
+            acc = acc * exp(mv - m_new) + e;
+            mv = m_new;
+        }
+        let held = cols < live;
+        let ha = load(x.row(row), last + cols, held, T::NEG_INF);
+        let hb = load(x.row(row), last + BLOCK + cols, held, T::NEG_INF);
+        let hc = load(x.row(row), last + 2 * BLOCK + cols, held, T::NEG_INF);
+        let hd = load(x.row(row), last + 3 * BLOCK + cols, held, T::NEG_INF);
+        {
+            let (a, b, c, d) = (ha.to_f32(), hb.to_f32(), hc.to_f32(), hd.to_f32());
+            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
+            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
+            acc = acc * exp(mv - m_new) + e;
+            mv = m_new;
+        }
+        for start in (whole..n).step_by(BLOCK) {
+            let offs = start + cols;
+            let v = load(x.row(row), offs, offs < n, T::NEG_INF).to_f32();
+            let m_new = maximum(mv, v);
+            acc = acc * exp(mv - m_new) + exp(v - m_new);
+            mv = m_new;
+        }
+        let m = max(mv, 0);
+        let lse = m + log(sum(acc * exp(mv - m), 0));
+        for start in (0..last).step_by(4 * BLOCK) {
+            let a = load(x.row(row).evict_first(), start + cols).to_f32();
+            let b = load(x.row(row).evict_first(), start + BLOCK + cols).to_f32();
+            let c = load(x.row(row).evict_first(), start + 2 * BLOCK + cols).to_f32();
+            let d = load(x.row(row).evict_first(), start + 3 * BLOCK + cols).to_f32();
+            store(
+                y.row(row).evict_first(),
+                start + cols,
+                (a - lse).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
+                start + BLOCK + cols,
+                (b - lse).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
+                start + 2 * BLOCK + cols,
+                (c - lse).cast::<T>(),
+            );
+            store(
+                y.row(row).evict_first(),
+                start + 3 * BLOCK + cols,
+                (d - lse).cast::<T>(),
+            );
+        }
+        store(
+            y.row(row).evict_first(),
+            last + cols,
+            (ha.to_f32() - lse).cast::<T>(),
+            held,
+        );
+        store(
+            y.row(row).evict_first(),
+            last + BLOCK + cols,
+            (hb.to_f32() - lse).cast::<T>(),
+            held,
+        );
+        store(
+            y.row(row).evict_first(),
+            last + 2 * BLOCK + cols,
+            (hc.to_f32() - lse).cast::<T>(),
+            held,
+        );
+        store(
+            y.row(row).evict_first(),
+            last + 3 * BLOCK + cols,
+            (hd.to_f32() - lse).cast::<T>(),
+            held,
+        );
+        for start in (whole..n).step_by(BLOCK) {
+            let offs = start + cols;
+            let mask = offs < n;
+            let v = load(x.row(row).evict_first(), offs, mask, 0.0).to_f32();
+            store(y.row(row).evict_first(), offs, (v - lse).cast::<T>(), mask);
+        }
+    }
+}
+
+/// `layernorm_bwd` with `MIN_BLOCKS` (`__launch_bounds__`'s second argument) in the
+/// space: at BLOCK=4096, WARPS=16 it needs 86 registers (one program of 512 threads per
+/// SM); MIN_BLOCKS=2 asks for 64, two programs of 512 threads.
+#[kernel(grid = [dw_partial.rows()])]
+#[tune(BLOCK = [4096, 2048], WARPS = [16, 8, 32], MIN_BLOCKS = [2, 1, 3])]
+#[constraint(x.cols() <= BLOCK)]
+#[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
+#[cost(flops = 11 * M * N)]
+pub fn layernorm_bwd_mb<T: Float>(
+    x: &Tensor2<T>,
+    w: &Tensor1<T>,
+    mean: &Tensor1<f32>,
+    rstd: &Tensor1<f32>,
+    dy: &Tensor2<T>,
+    dx: &mut Tensor2<T>,
+    dw_partial: &mut Tensor2<f32>,
+    db_partial: &mut Tensor2<f32>,
+) {
+    let pid = program_id(0);
+    let step = num_programs(0);
+    let rows = x.rows();
+    let cols = arange::<BLOCK>();
+    let rn = 1.0 / x.cols().to_f32();
+    let mask = cols < x.cols();
+    // w stays in T (half the registers of f32) and is widened where it is used.
+    let wt = load(w, cols, mask, 0.0);
+    let mut acc_w = zeros::<f32, BLOCK>();
+    let mut acc_b = zeros::<f32, BLOCK>();
+    for row in (pid..rows).step_by(step) {
+        // No loads ahead: other resident programs hide the latency. x and dy stay in T
+        // across the row's reductions; xh and g are computed again after them instead of
+        // being held in f32.
+        let xt = load(x.row(row), cols, mask, 0.0);
+        let dt = load(dy.row(row), cols, mask, 0.0);
+        let mu = load(mean, row, true, 0.0);
+        let inv = load(rstd, row, true, 0.0);
+        let g0 = dt.to_f32() * wt.to_f32();
+        let xh0 = (xt.to_f32() - mu) * inv;
+        let s1 = sum(g0, 0);
+        let s2 = sum(g0 * xh0, 0);
+        let a = inv * rn;
+        let d = dt.to_f32();
+        let xh = (xt.to_f32() - mu) * inv;
+        let g = d * wt.to_f32();
+        store(
+            dx.row(row),
+            cols,
+            (inv * g - s1 * a - xh * (s2 * a)).cast::<T>(),
+            mask,
+        );
+        acc_w = acc_w + d * xh;
+        acc_b = acc_b + d;
+    }
+    store(dw_partial.row(pid), cols, acc_w, mask);
+    store(db_partial.row(pid), cols, acc_b, mask);
+}

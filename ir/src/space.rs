@@ -98,6 +98,30 @@ pub struct ReservedName {
     /// (`PAD64`), not a template parameter, so it does not multiply the compiled variants
     /// (see [`Config::for_codegen`]).
     pub launch_only: bool,
+    /// The value a configuration that leaves the name out has, when the kernel declares
+    /// that value: the name's "off" value (`PAD64 = false`, `GROUP_M = 1`, `MIN_BLOCKS =
+    /// 1`), so that configurations written before a kernel declared it keep their meaning.
+    /// `None`: a configuration must name it.
+    pub when_omitted: Option<OffValue>,
+}
+
+/// A reserved name's "off" value ([`ReservedName::when_omitted`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffValue {
+    /// `false`.
+    False,
+    /// The integer 1.
+    One,
+}
+
+impl OffValue {
+    /// As a tuning value.
+    pub fn value(self) -> TuneValue {
+        match self {
+            OffValue::False => TuneValue::Bool(false),
+            OffValue::One => TuneValue::Int(1),
+        }
+    }
 }
 
 /// The shared-memory layouts `SMEM` takes (the code generator's `SmemKind::NAMES`).
@@ -118,12 +142,14 @@ pub const RESERVED: [ReservedName; 5] = [
         values: ReservedValues::Ints(1, 32),
         meaning: "threads per program: a program is one CUDA block of 32 x WARPS threads (128 without `WARPS`); it bounds tile sizes (see Tile sizes) and is the block size the code generator maps tiles onto; it changes no result",
         launch_only: false,
+        when_omitted: None,
     },
     ReservedName {
         name: "SMEM",
         values: ReservedValues::Names(&SMEM_LAYOUTS),
         meaning: "the shared-memory layout of staged tiles",
         launch_only: false,
+        when_omitted: None,
     },
     ReservedName {
         name: "PAD64",
@@ -131,17 +157,20 @@ pub const RESERVED: [ReservedName; 5] = [
         meaning: "on CUDA, each read-only tensor whose base or row pitch is not 16-byte aligned is first copied into scratch with a row pitch of a multiple of 64 elements, and the launch runs the aligned variant on the copies (outputs are written in place); refused where every read-only tensor is aligned; a launch-time choice, not compiled into variants; it changes no result",
 
         launch_only: true,
+        when_omitted: Some(OffValue::False),
     },
     ReservedName {
         name: "GROUP_M",
         values: ReservedValues::Ints(1, 1 << 16),
         meaning: "grouped program order on 2-d grids: bands of GROUP_M programs along axis 0 swept across axis 1 (L2 reuse); 1 is the linear order",
         launch_only: false,
+        when_omitted: Some(OffValue::One),
     },
     ReservedName {
         name: "MIN_BLOCKS",
         values: ReservedValues::Ints(1, 32),
         launch_only: false,
+        when_omitted: Some(OffValue::One),
         meaning: "the fewest programs the compiler must fit on one SM at once (the second argument of `__launch_bounds__`): it caps registers per thread at 65536 / (MIN_BLOCKS x threads), so a persistent or latency-bound kernel keeps more warps resident; it changes no result",
     },
 ];
@@ -334,8 +363,9 @@ impl Space {
 
     /// Checks that `config` names every parameter once, with a declared value, and returns it
     /// in the space's canonical order. This is the gate every configuration passes before it
-    /// reaches the code generator: a cache can choose a point, never add one. A launch-only
-    /// switch (`PAD64`, [`is_launch_only`]) that `config` leaves out is `false`.
+    /// reaches the code generator: a cache can choose a point, never add one. A reserved
+    /// switch that `config` leaves out is off ([`ReservedName::when_omitted`]: `PAD64 =
+    /// false`, `GROUP_M = 1`, `MIN_BLOCKS = 1`) when the space declares that value.
     ///
     /// ```
     /// use tilekit_ir::{Config, Space, TuneParam, TuneValue};
@@ -351,22 +381,25 @@ impl Space {
             }
         }
         let mut values = Vec::with_capacity(self.params.len());
-        // A launch-only switch (`PAD64`) left out is `false`, so configurations written
-        // before a kernel declared it stay valid.
-        let off = TuneValue::Bool(false);
+        // A reserved switch left out (`PAD64`, `GROUP_M`, `MIN_BLOCKS`) is off when the
+        // kernel declares its off value, so configurations written before a kernel
+        // declared it keep their meaning.
         for p in &self.params {
-            let v = match config.get(&p.name) {
-                Some(v) => v,
-                None if is_launch_only(&p.name) && p.values.contains(&off) => &off,
-                None => return Err(SpaceError::Missing(p.name.clone())),
+            let off = reserved(&p.name)
+                .and_then(|r| r.when_omitted)
+                .map(OffValue::value);
+            let v = match (config.get(&p.name), off) {
+                (Some(v), _) => v.clone(),
+                (None, Some(off)) if p.values.contains(&off) => off,
+                (None, _) => return Err(SpaceError::Missing(p.name.clone())),
             };
-            if !p.values.contains(v) {
+            if !p.values.contains(&v) {
                 return Err(SpaceError::NotDeclared {
                     name: p.name.clone(),
-                    value: v.clone(),
+                    value: v,
                 });
             }
-            values.push((p.name.clone(), v.clone()));
+            values.push((p.name.clone(), v));
         }
         Ok(Config { values })
     }
@@ -397,9 +430,41 @@ mod tests {
             .unwrap();
         assert!(t.pad64());
         assert_eq!(t.for_codegen(), c);
-        // Only a launch-only name defaults.
+        // Only a reserved switch defaults.
         assert!(s.validate(&Config::parse("PAD64=false").unwrap()).is_err());
         assert!(is_launch_only("PAD64") && !is_launch_only("SMEM") && !is_launch_only("BM"));
+    }
+
+    #[test]
+    fn a_missing_min_blocks_or_group_m_is_one_when_declared() {
+        let p = |n: &str, v: Vec<i64>| TuneParam {
+            name: n.into(),
+            values: v.into_iter().map(TuneValue::Int).collect(),
+            loc: Loc::default(),
+        };
+        let s = Space {
+            params: vec![
+                p("BLOCK", vec![4096, 1024]),
+                p("MIN_BLOCKS", vec![2, 1]),
+                p("GROUP_M", vec![8, 1]),
+            ],
+        };
+        let c = s.validate(&Config::parse("BLOCK=1024").unwrap()).unwrap();
+        assert_eq!(c.to_string(), "BLOCK=1024,MIN_BLOCKS=1,GROUP_M=1");
+        let c = s
+            .validate(&Config::parse("MIN_BLOCKS=2,BLOCK=4096").unwrap())
+            .unwrap();
+        assert_eq!(c.to_string(), "BLOCK=4096,MIN_BLOCKS=2,GROUP_M=1");
+        // Without 1 among the declared values the name must be given.
+        let t = Space {
+            params: vec![p("BLOCK", vec![4096]), p("MIN_BLOCKS", vec![2, 3])],
+        };
+        assert!(matches!(
+            t.validate(&Config::parse("BLOCK=4096").unwrap()),
+            Err(SpaceError::Missing(n)) if n == "MIN_BLOCKS"
+        ));
+        // An ordinary name never defaults.
+        assert!(s.validate(&Config::parse("MIN_BLOCKS=1").unwrap()).is_err());
     }
 
     fn space() -> Space {

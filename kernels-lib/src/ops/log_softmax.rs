@@ -21,9 +21,13 @@ use tilekit::prelude::*;
 /// assert!((y.iter().take(3).map(|v| v.exp()).sum::<f32>() - 1.0).abs() < 1e-6);
 /// ```
 #[kernel(grid = [x.rows()])]
-// Default BLOCK=1024, WARPS=16: the fastest on 4096 x 50257 bf16 rows, whose rows are not
-// 16-byte aligned (runs 45, 48: 1918-1933 GB/s against 706-724 at 2048/8).
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [16, 8, 4, 32])]
+// Default BLOCK=4096, WARPS=8, MIN_BLOCKS=2: the fastest on 4096 x 50257 bf16 rows (not
+// 16-byte aligned, so 4-byte groups). Runs 67-71: 4096/8 2136-2170 GB/s against 2074-2088
+// at the earlier default 1024/16; with `__launch_bounds__(256, 2)` 2210-2215 (the same
+// 128 registers, the same results bit for bit; ptxas schedules the loop differently).
+// MIN_BLOCKS = 1 (no request) stays in the space: at WARPS=32 a request for two programs
+// caps registers at 32.
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 4, 32], MIN_BLOCKS = [2, 1])]
 #[shapes(x = [M, N], y = [M, N])]
 #[cost(flops = 5 * M * N)]
 pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
