@@ -695,4 +695,25 @@ mod tests {
         };
         assert!(back.is_nan());
     }
+
+    /// Every finite literal reads back as the value written (serde_json's
+    /// `float_roundtrip`): the spec hash recomputed from a kernel's embedded JSON must be
+    /// the macro's. `-f32::MAX` as f64, which `cross_entropy` holds, read one ulp off
+    /// without it.
+    #[test]
+    fn finite_literals_survive_json_bit_for_bit() {
+        for v in [
+            -3.4028234663852886e38,
+            f64::from(f32::MAX),
+            0.7978845608028654,
+            1e-5,
+            f64::MIN_POSITIVE,
+            123456789.123456789,
+        ] {
+            let s = serde_json::to_string(&Literal::Float(v)).unwrap();
+            let back: Literal = serde_json::from_str(&s).unwrap();
+            let Literal::Float(b) = back else { panic!() };
+            assert_eq!(b.to_bits(), v.to_bits(), "{s}");
+        }
+    }
 }

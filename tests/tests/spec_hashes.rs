@@ -3,7 +3,10 @@
 //! serialises (a new dimension form, a new op) would silently orphan every shipped entry.
 //! Change a value here only with the shipped layer.
 
-use tilekit_kernels::{matmul, rmsnorm, softmax};
+use tilekit_kernels::{
+    cross_entropy, layernorm, layernorm_bwd, matmul, partial_sum, rmsnorm, rmsnorm_bwd,
+    rmsnorm_residual, softmax, swiglu, swiglu_bwd,
+};
 
 #[test]
 fn shipped_kernels_keep_their_spec_hashes() {
@@ -14,6 +17,15 @@ fn shipped_kernels_keep_their_spec_hashes() {
         (&matmul::SPEC, 14484773204832665943u64),
         (&rmsnorm::SPEC, 1276040822956320176),
         (&softmax::SPEC, 4829813825856373461),
+        // Shipped since session 10 (run 69).
+        (&cross_entropy::SPEC, 388856254013537714),
+        (&layernorm::SPEC, 12218435690159551331),
+        (&layernorm_bwd::SPEC, 13787556364420343171),
+        (&partial_sum::SPEC, 10629166887356091228),
+        (&rmsnorm_bwd::SPEC, 5552929488132688657),
+        (&rmsnorm_residual::SPEC, 5638863344215919133),
+        (&swiglu::SPEC, 1886325335831584143),
+        (&swiglu_bwd::SPEC, 8166710515269368852),
     ] {
         assert_eq!(spec.spec_hash, hash, "spec hash of `{}`", spec.name);
         // The hash is the IR's, recomputed from the embedded JSON.
