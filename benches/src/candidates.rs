@@ -213,6 +213,7 @@ pub const ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm_early_w::SPEC,
     &log_softmax_hold::SPEC,
     &layernorm_bwd_mb::SPEC,
+    &layernorm_bwd_ahead::SPEC,
 ];
 
 /// `log_softmax` with the last whole trip of the first pass held in registers for the
@@ -386,6 +387,67 @@ pub fn layernorm_bwd_mb<T: Float>(
         );
         acc_w = acc_w + d * xh;
         acc_b = acc_b + d;
+    }
+    store(dw_partial.row(pid), cols, acc_w, mask);
+    store(db_partial.row(pid), cols, acc_b, mask);
+}
+
+/// `layernorm_bwd` loading the next row's x and dy (in `T`) before working on this one:
+/// two rows in flight per program where the library has one.
+#[kernel(grid = [dw_partial.rows()])]
+#[tune(BLOCK = [4096], WARPS = [8, 16, 32], MIN_BLOCKS = [2, 1])]
+#[constraint(x.cols() <= BLOCK)]
+#[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
+#[cost(flops = 11 * M * N)]
+pub fn layernorm_bwd_ahead<T: Float>(
+    x: &Tensor2<T>,
+    w: &Tensor1<T>,
+    mean: &Tensor1<f32>,
+    rstd: &Tensor1<f32>,
+    dy: &Tensor2<T>,
+    dx: &mut Tensor2<T>,
+    dw_partial: &mut Tensor2<f32>,
+    db_partial: &mut Tensor2<f32>,
+) {
+    let pid = program_id(0);
+    let step = num_programs(0);
+    let rows = x.rows();
+    let cols = arange::<BLOCK>();
+    let rn = 1.0 / x.cols().to_f32();
+    let mask = cols < x.cols();
+    // w stays in T (half the registers of f32) and is widened where it is used.
+    let wt = load(w, cols, mask, 0.0);
+    let mut acc_w = zeros::<f32, BLOCK>();
+    let mut acc_b = zeros::<f32, BLOCK>();
+    // The program's first row, then each trip loads the next one (in T) before working on
+    // this one: two rows of x and dy in flight per program.
+    let first = pid < rows;
+    let mut xt = load(x.row(pid), cols, mask & first, 0.0);
+    let mut dt = load(dy.row(pid), cols, mask & first, 0.0);
+    for row in (pid..rows).step_by(step) {
+        let more = row + step < rows;
+        let xn = load(x.row(row + step), cols, mask & more, 0.0);
+        let dn = load(dy.row(row + step), cols, mask & more, 0.0);
+        let mu = load(mean, row, true, 0.0);
+        let inv = load(rstd, row, true, 0.0);
+        let g0 = dt.to_f32() * wt.to_f32();
+        let xh0 = (xt.to_f32() - mu) * inv;
+        let s1 = sum(g0, 0);
+        let s2 = sum(g0 * xh0, 0);
+        let a = inv * rn;
+        let d = dt.to_f32();
+        let xh = (xt.to_f32() - mu) * inv;
+        let g = d * wt.to_f32();
+        store(
+            dx.row(row),
+            cols,
+            (inv * g - s1 * a - xh * (s2 * a)).cast::<T>(),
+            mask,
+        );
+        acc_w = acc_w + d * xh;
+        acc_b = acc_b + d;
+        xt = xn;
+        dt = dn;
     }
     store(dw_partial.row(pid), cols, acc_w, mask);
     store(db_partial.row(pid), cols, acc_b, mask);

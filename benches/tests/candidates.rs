@@ -5,7 +5,7 @@
 //! is not written fails.
 
 use tilekit::prelude::*;
-use tilekit_benches::candidates::layernorm_bwd_rows;
+use tilekit_benches::candidates::{layernorm_bwd_ahead, layernorm_bwd_rows};
 use tilekit_kernels as k;
 
 mod common;
@@ -34,9 +34,10 @@ fn per_row_inputs_load_into_the_rows_slice() {
     }
 }
 
-/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` (at every ROWS) equal the
-/// library's within f32 reassociation (rows not a multiple of ROWS, more programs than
-/// rows, included).
+/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` (at every ROWS) and of
+/// `layernorm_bwd_ahead` (the next row loaded early; a configuration without `MIN_BLOCKS`,
+/// which is then 1) equal the library's within f32 reassociation (rows not a multiple of
+/// ROWS, more programs than rows, included).
 #[test]
 fn cpu_layernorm_bwd_candidates_match_the_library() {
     let rt = Runtime::cpu();
@@ -69,6 +70,18 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
                 "library" => k::layernorm_bwd::launch(
                     &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
                 ),
+                "ahead" => layernorm_bwd_ahead::launch_with(
+                    &rt,
+                    &cfg("BLOCK=4096,WARPS=8"),
+                    &x,
+                    &w,
+                    &mean,
+                    &rstd,
+                    &dy,
+                    &mut dx,
+                    &mut pw,
+                    &mut pb,
+                ),
                 rows => layernorm_bwd_rows::launch_with(
                     &rt,
                     &cfg(&format!("ROWS={rows},BLOCK=4096,WARPS=8")),
@@ -93,7 +106,7 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
             (dx, sum(&pw), sum(&pb))
         };
         let want = run("library");
-        for which in ["1", "2", "4"] {
+        for which in ["1", "2", "4", "ahead"] {
             let got = run(which);
             for (what, g, w) in [
                 ("dx", &got.0, &want.0),

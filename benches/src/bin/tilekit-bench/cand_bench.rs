@@ -2,8 +2,8 @@
 //! (`tilekit_benches::candidates`) beside the library's kernels, bf16, on the `train`
 //! workloads and byte counts (`train_bench.rs`): `log_softmax` (4096x50257) as in the
 //! library and with a trip held in registers; `cross_entropy` (8192x50304) without the hints and as in
-//! the library; `layernorm_bwd` (32768x4096, the whole two-stage call) as in the library
-//! and with `MIN_BLOCKS`; `rmsnorm` as in the library and with `w` loaded early.
+//! the library; `layernorm_bwd` (32768x4096, the whole two-stage call) as in the library,
+//! with `MIN_BLOCKS` and with the next row loaded early; `rmsnorm` as in the library and with `w` loaded early.
 //! `CAND_ONLY=a,b` keeps only those kernels. Every configuration is
 //! compiled in parallel first; then two rounds, each timing the versions in turn (the
 //! `sweep`: `launch` and every configuration, median of 30 after warm-up, inputs rotated
@@ -49,13 +49,14 @@ fn nan2(rt: &Runtime, m: usize, n: usize) -> Result<Tensor2<B>> {
 /// workloads launch (log-softmax rows of 50257 are not 16-byte aligned), in parallel.
 fn precompile(rt: &Runtime) -> Result<Value> {
     let start = Instant::now();
-    let specs: [(&KernelSpec, bool); 8] = [
+    let specs: [(&KernelSpec, bool); 9] = [
         (&k::log_softmax::SPEC, false),
         (&c::log_softmax_hold::SPEC, false),
         (&c::cross_entropy_plain::SPEC, true),
         (&k::cross_entropy::SPEC, true),
         (&k::layernorm_bwd::SPEC, true),
         (&c::layernorm_bwd_mb::SPEC, true),
+        (&c::layernorm_bwd_ahead::SPEC, true),
         (&k::rmsnorm::SPEC, true),
         (&c::rmsnorm_early_w::SPEC, true),
     ];
@@ -249,43 +250,25 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
 
         if wanted("layernorm_bwd") {
             let mut r = Vec::new();
-            let versions: [(&str, &KernelSpec); 2] = [
+            let versions: [(&str, &KernelSpec); 3] = [
                 ("library", &k::layernorm_bwd::SPEC),
                 ("min_blocks", &c::layernorm_bwd_mb::SPEC),
+                ("ahead", &c::layernorm_bwd_ahead::SPEC),
             ];
             for (vi, (label, spec)) in versions.into_iter().enumerate() {
                 let name = format!("layernorm_bwd {label}");
                 let s = sweep(rt, g, &name, spec, lb_bytes, ceiling, |cf| {
                     i += 1;
                     let (x, dy) = (&lx[i % 2], &ldy[i % 2]);
-                    if vi == 0 {
-                        run!(
-                            k::layernorm_bwd,
-                            rt,
-                            cf,
-                            x,
-                            &lw,
-                            &mean,
-                            &rstd,
-                            dy,
-                            &mut ldx,
-                            &mut pw,
-                            &mut pb
-                        )?;
-                    } else {
-                        run!(
-                            c::layernorm_bwd_mb,
-                            rt,
-                            cf,
-                            x,
-                            &lw,
-                            &mean,
-                            &rstd,
-                            dy,
-                            &mut ldx,
-                            &mut pw,
-                            &mut pb
-                        )?;
+                    macro_rules! lnb {
+                        ($m:path) => {
+                            run!($m, rt, cf, x, &lw, &mean, &rstd, dy, &mut ldx, &mut pw, &mut pb)?
+                        };
+                    }
+                    match vi {
+                        0 => lnb!(k::layernorm_bwd),
+                        1 => lnb!(c::layernorm_bwd_mb),
+                        _ => lnb!(c::layernorm_bwd_ahead),
                     }
                     k::partial_sum::launch(rt, &pw, &mut dw)?;
                     Ok(k::partial_sum::launch(rt, &pb, &mut db)?)
@@ -347,10 +330,11 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         let l: Vec<u32> = loss.to_vec()?.iter().map(|x| x.to_bits()).collect();
         ce_out.push((bits(&dx)?, l));
     }
-    // layernorm_bwd with a register cap: dx and the summed partials against the library's,
-    // relative to the largest magnitude (0 expected).
+    // layernorm_bwd with a register cap and with the next row loaded early: dx and the
+    // summed partials against the library's, relative to the largest magnitude (each
+    // program's own rows in the same order: 0 expected where the warps agree).
     let mut lb_out = Vec::new();
-    for vi in 0..2 {
+    for vi in 0..3 {
         if !wanted("layernorm_bwd") {
             break;
         }
@@ -359,7 +343,10 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
             0 => k::layernorm_bwd::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
-            _ => c::layernorm_bwd_mb::launch(
+            1 => c::layernorm_bwd_mb::launch(
+                rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
+            )?,
+            _ => c::layernorm_bwd_ahead::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
         }
@@ -380,13 +367,15 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
             })
             .fold(0f64, f64::max)
     };
-    if let [lib, mb] = &lb_out[..] {
-        let (dx_rel, dw_rel) = (rel(&mb.0, &lib.0), rel(&mb.1, &lib.1));
-        println!("cand layernorm_bwd min_blocks vs library: max |dx diff| / max |dx| {dx_rel:.2e}, dw {dw_rel:.2e}");
-        out.insert(
-            "layernorm_bwd_min_blocks_rel".into(),
-            json!({"dx": dx_rel, "dw": dw_rel}),
-        );
+    if let [lib, rest @ ..] = &lb_out[..] {
+        for (label, v) in ["min_blocks", "ahead"].iter().zip(rest) {
+            let (dx_rel, dw_rel) = (rel(&v.0, &lib.0), rel(&v.1, &lib.1));
+            println!("cand layernorm_bwd {label} vs library: max |dx diff| / max |dx| {dx_rel:.2e}, dw {dw_rel:.2e}");
+            out.insert(
+                format!("layernorm_bwd_{label}_rel"),
+                json!({"dx": dx_rel, "dw": dw_rel}),
+            );
+        }
     }
     // Holding a trip in registers keeps each lane's order of operations, but the compiler
     // may contract the held trip's `acc * exp(..) + e` differently: relative to the largest
