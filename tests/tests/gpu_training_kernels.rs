@@ -102,7 +102,7 @@ fn softmax_family_case<T: Float>(
         |rt| {
             let x = input(rt, &xs, shape, strided);
             let mut y = output::<T>(rt, shape, strided);
-            log_softmax::launch_with(rt, cfg, &x, &mut y)?;
+            log_softmax::launch_with(rt, &project(cfg, &log_softmax::SPEC), &x, &mut y)?;
             Ok(vec![read(&y)])
         },
     );
@@ -114,7 +114,7 @@ fn softmax_family_case<T: Float>(
         |rt| {
             let x = input(rt, &xs, shape, strided);
             let mut y = output::<T>(rt, shape, strided);
-            softmax_online::launch_with(rt, cfg, &x, &mut y)?;
+            softmax_online::launch_with(rt, &project(cfg, &softmax_online::SPEC), &x, &mut y)?;
             Ok(vec![read(&y)])
         },
     );
@@ -127,7 +127,7 @@ fn softmax_family_case<T: Float>(
             let y = input(rt, &probs, shape, strided);
             let dy = input(rt, &dys, shape, strided);
             let mut dx = output::<T>(rt, shape, strided);
-            softmax_bwd::launch_with(rt, cfg, &y, &dy, &mut dx)?;
+            softmax_bwd::launch_with(rt, &project(cfg, &softmax_bwd::SPEC), &y, &dy, &mut dx)?;
             Ok(vec![read(&dx)])
         },
     );
@@ -140,7 +140,13 @@ fn softmax_family_case<T: Float>(
             let y = input(rt, &logp, shape, strided);
             let dy = input(rt, &dys, shape, strided);
             let mut dx = output::<T>(rt, shape, strided);
-            log_softmax_bwd::launch_with(rt, cfg, &y, &dy, &mut dx)?;
+            log_softmax_bwd::launch_with(
+                rt,
+                &project(cfg, &log_softmax_bwd::SPEC),
+                &y,
+                &dy,
+                &mut dx,
+            )?;
             Ok(vec![read(&dx)])
         },
     );
@@ -151,7 +157,9 @@ fn softmax_family_case<T: Float>(
 fn gpu_softmax_family_every_dtype_config_and_size() {
     let g = gpu();
     let mut r = rng("gpu softmax family");
-    // The four kernels share one space; its covering cases drive all four.
+    // The four kernels share BLOCK and WARPS; log_softmax alone declares MIN_BLOCKS, so its
+    // covering cases drive all four, each launch taking the parameters its kernel declares
+    // (`project`: without MIN_BLOCKS, which is then 1, for the other three).
     let cases = covering_cases(&log_softmax::SPEC);
     let specs = [
         &log_softmax::SPEC,

@@ -17,7 +17,7 @@
 
 mod common;
 
-use common::gpu::{compare, covering_cases, precompile, with_dtype};
+use common::gpu::{compare, covering_cases, precompile, project, with_dtype};
 use common::{f64s, rng, Rng};
 use tilekit::ir::DType;
 use tilekit::prelude::*;
@@ -368,9 +368,19 @@ fn library_case<T: Float>(g: &Runtime, cfg: &Config, r: &mut Rng) {
                 check(k, &[(lx, xs.clone())], &[ly], &|rt, x, y| {
                     let (x, mut y) = (view2(&x[0], lx), view2_mut(&mut y[0], ly));
                     if log {
-                        log_softmax::launch_with(rt, cfg, &x, &mut y)?;
+                        log_softmax::launch_with(
+                            rt,
+                            &project(cfg, &log_softmax::SPEC),
+                            &x,
+                            &mut y,
+                        )?;
                     } else {
-                        softmax_online::launch_with(rt, cfg, &x, &mut y)?;
+                        softmax_online::launch_with(
+                            rt,
+                            &project(cfg, &softmax_online::SPEC),
+                            &x,
+                            &mut y,
+                        )?;
                     }
                     Ok(vec![])
                 });
@@ -381,9 +391,21 @@ fn library_case<T: Float>(g: &Runtime, cfg: &Config, r: &mut Rng) {
                     let (y, dy) = (view2(&x[0], lx), view2(&x[1], ly));
                     let mut dx = view2_mut(&mut dx[0], ly);
                     if log {
-                        log_softmax_bwd::launch_with(rt, cfg, &y, &dy, &mut dx)?;
+                        log_softmax_bwd::launch_with(
+                            rt,
+                            &project(cfg, &softmax_bwd::SPEC),
+                            &y,
+                            &dy,
+                            &mut dx,
+                        )?;
                     } else {
-                        softmax_bwd::launch_with(rt, cfg, &y, &dy, &mut dx)?;
+                        softmax_bwd::launch_with(
+                            rt,
+                            &project(cfg, &softmax_bwd::SPEC),
+                            &y,
+                            &dy,
+                            &mut dx,
+                        )?;
                     }
                     Ok(vec![])
                 });
@@ -398,7 +420,17 @@ fn library_case<T: Float>(g: &Runtime, cfg: &Config, r: &mut Rng) {
                 let lab = Tensor1::from_vec(rt, labels.clone(), [rows]).unwrap();
                 let mut loss = Tensor1::<f32>::full(rt, [rows], f32::NAN).unwrap();
                 let (x, mut dx) = (view2(&x[0], lx), view2_mut(&mut dx[0], ly));
-                cross_entropy::launch_with(rt, cfg, &x, &lab, &mut loss, &mut dx, -100, 0.1, 0.5)?;
+                cross_entropy::launch_with(
+                    rt,
+                    &project(cfg, &cross_entropy::SPEC),
+                    &x,
+                    &lab,
+                    &mut loss,
+                    &mut dx,
+                    -100,
+                    0.1,
+                    0.5,
+                )?;
                 Ok(f64s(&loss.to_vec().unwrap()))
             });
             // In place: the logits are written into the (NaN-poisoned) view first.
@@ -414,7 +446,14 @@ fn library_case<T: Float>(g: &Runtime, cfg: &Config, r: &mut Rng) {
                 let mut loss = Tensor1::<f32>::full(rt, [rows], f32::NAN).unwrap();
                 let mut x = view2_mut(&mut x[0], ly);
                 cross_entropy_inplace::launch_with(
-                    rt, cfg, &mut x, &lab, &mut loss, -100, 0.1, 1.0,
+                    rt,
+                    &project(cfg, &cross_entropy_inplace::SPEC),
+                    &mut x,
+                    &lab,
+                    &mut loss,
+                    -100,
+                    0.1,
+                    1.0,
                 )?;
                 Ok(f64s(&loss.to_vec().unwrap()))
             });
@@ -428,7 +467,8 @@ fn gpu_wide_row_kernels_every_misalignment() {
     let g = gpu();
     let mut r = rng("gpu unaligned wide rows");
     // The declared default and the run-45 best with every dtype; the softmax family and
-    // cross-entropy share one space.
+    // cross-entropy share BLOCK and WARPS (log_softmax alone declares MIN_BLOCKS: each
+    // launch takes the parameters its kernel declares, `project`).
     let mut cases: Vec<(Config, DType)> = Vec::new();
     let space = &log_softmax::SPEC.kernel().unwrap().space;
     for cfg in [
