@@ -708,7 +708,7 @@ mod tests {
             0.7978845608028654,
             1e-5,
             f64::MIN_POSITIVE,
-            123456789.123456789,
+            123_456_789.123_456_79,
         ] {
             let s = serde_json::to_string(&Literal::Float(v)).unwrap();
             let back: Literal = serde_json::from_str(&s).unwrap();
