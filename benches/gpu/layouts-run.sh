@@ -151,17 +151,21 @@ tune-train)
   # Shipped entries for issue 13's kernels: `tilekit tune` of their representative problems
   # (kernels-lib/src/representative.rs), most important first, each cut off after
   # TUNE_EACH_S seconds, all stopped TUNE_TOTAL_S seconds in, then the cache exported.
+  # TUNE_PROBLEMS="kernel shape;kernel shape;.." tunes those instead.
   TK=.gpu/bin/tilekit
   export TILEKIT_TUNE_CACHE=/tmp/tune-train.sled TILEKIT_CACHE_DIR=/tmp/tkc-train
   start=$(date +%s)
-  for p in "log_softmax 4096x50257" "cross_entropy 8192x50304" "layernorm 32768x4096" \
+  problems=()
+  if [ -n "${TUNE_PROBLEMS:-}" ]; then IFS=';' read -r -a problems <<< "$TUNE_PROBLEMS"; fi
+  [ ${#problems[@]} -eq 0 ] && problems=("log_softmax 4096x50257" "cross_entropy 8192x50304" "layernorm 32768x4096" \
            "layernorm_bwd 32768x4096x264" "rmsnorm_bwd 32768x4096x264" "swiglu 16384x11008" \
            "rmsnorm_residual 32768x4096" "log_softmax 32768x4096" "partial_sum 264x4096" \
            "cross_entropy_inplace 8192x50304" "swiglu_bwd 16384x11008" "softmax_online 4096x50257" \
            "softmax_bwd 32768x4096" "softmax_bwd 4096x50257" "log_softmax_bwd 4096x50257" \
            "gelu 16384x11008" "gelu_bwd 16384x11008" "bias_gelu 16384x11008" "silu 16384x11008" \
            "silu_bwd 16384x11008" "bias_add 16384x11008" "residual_add 16384x11008" \
-           "scale 16384x11008" "layernorm_f32 32768x4096"; do
+           "scale 16384x11008" "layernorm_f32 32768x4096")
+  for p in "${problems[@]}"; do
     set -- $p
     kern=$1 shape=$2 dt=bf16
     [ "$kern" = layernorm_f32 ] && kern=layernorm dt=f32

@@ -18,9 +18,10 @@ use tilekit::prelude::*;
 /// assert!((dx[0] + 1.0).abs() < 1e-6 && (dx[1] - 1.0).abs() < 1e-6);
 /// ```
 #[kernel(grid = [y.rows()])]
-// Default BLOCK=1024, WARPS=16: the fastest on 4096 x 50257 bf16 rows, whose rows are not
-// 16-byte aligned (runs 45, 48: 1918-1933 GB/s against 706-724 at 2048/8).
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [16, 8, 4, 32])]
+// Default BLOCK=2048, WARPS=32: the fastest on 4096 x 50257 bf16 rows (not 16-byte
+// aligned) since `General` variants load 4-byte groups: runs 70 and 75, 2197-2207 GB/s
+// against 1955-1967 at the earlier default 1024/16 (the fastest in runs 45-48).
+#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [32, 16, 8, 4])]
 #[shapes(y = [M, N], dy = [M, N], dx = [M, N])]
 #[cost(flops = 4 * M * N)]
 pub fn log_softmax_bwd<T: Float>(y: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T>) {

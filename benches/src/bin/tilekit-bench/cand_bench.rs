@@ -159,7 +159,16 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let mut mean = Tensor1::<f32>::zeros(rt, [lm])?;
     let mut rstd = Tensor1::<f32>::zeros(rt, [lm])?;
     k::layernorm::launch(rt, &lx[0], &lw, &lb, &mut ly, &mut mean, &mut rstd, 1e-5)?;
-    let p = k::partial_rows(rt, lm);
+    // `CAND_LNB_PER_SM=k`: k programs (partial rows) per SM instead of `partial_rows`'s 2,
+    // so that a MIN_BLOCKS=k configuration gets k rows in flight per SM.
+    let p = match std::env::var("CAND_LNB_PER_SM")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        Some(k) => rt.device().map_or(64, |d| k * d.sm_count as usize).min(lm),
+        None => k::partial_rows(rt, lm),
+    };
+    println!("cand layernorm_bwd: {p} programs (partial rows)");
     let mut pw = Tensor2::<f32>::zeros(rt, [p, ln])?;
     let mut pb = Tensor2::<f32>::zeros(rt, [p, ln])?;
     let (mut dw, mut db) = (
