@@ -4,13 +4,16 @@
 //!
 //! - `cross_entropy_plain`: without the `.evict_first()` cache hints of the second pass
 //!   (ncu measured 1.36x the minimum DRAM bytes without them, run 53; the hints gained 16%,
-//!   run 54): the before of an A/B. (`log_softmax_plain` and `log_softmax_mb`, the same
-//!   for log-softmax and its `MIN_BLOCKS` version, +7% and +1.7%, were removed after
-//!   run 55; layernorm_bwd spilled at MIN_BLOCKS=2: 1300 GB/s against 1830.)
-//! - `layernorm_bwd_mb`: the library's with `MIN_BLOCKS` in the space. Run 71: best
-//!   2209 GB/s (BLOCK=4096, WARPS=8, MIN_BLOCKS=2) against the library's 2191-2201: within
-//!   the noise, not taken. (The same request on `log_softmax` gained 3%, run 71: the
-//!   library's `log_softmax` declares `MIN_BLOCKS = [2, 1]` since.)
+//!   run 54): the before of an A/B. (`log_softmax_plain`, the same for log-softmax, +7%,
+//!   and `log_softmax_mb`, its `MIN_BLOCKS` version, were removed in session 10: the
+//!   library's `log_softmax` has the hints and declares `MIN_BLOCKS` since run 71.)
+//! - `layernorm_bwd_mb`: the library's with `MIN_BLOCKS` in the space. Run 72: best
+//!   2206-2216 GB/s (BLOCK=4096, WARPS=8, MIN_BLOCKS=2) against the library's 2194-2199:
+//!   within the noise, not taken. (The same request on `log_softmax` gained 3%, run 71.
+//!   Before run 59's lean body, layernorm_bwd spilled at MIN_BLOCKS=2: 1300 GB/s.)
+//! - `layernorm_bwd_ahead`: the library's with the next row's x and dy loaded before this
+//!   row's work (two rows in flight per program). Run 72: 2010 GB/s against 2194-2199 (171
+//!   registers, one program per SM; 128 with spills under MIN_BLOCKS=2): not taken.
 //! - `log_softmax_hold`: the library's with the first pass's last whole trip (4 x BLOCK
 //!   elements) held in registers, in `T`, so the second pass re-reads only the rest of the
 //!   row from L2. Slower (session 10, run 68: best 1964-1968 GB/s at BLOCK=1024, WARPS=16,

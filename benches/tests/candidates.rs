@@ -1,11 +1,14 @@
 //! The issue-13 candidates of `tilekit_benches::candidates` (kernels timed beside the
 //! library's by `tilekit-bench --only cand`): where their layouts put per-row inputs, and
-//! `layernorm_bwd_rows` (the backward over `[ROWS, BLOCK]` tiles) on the CPU backend against
-//! the library's `layernorm_bwd` at awkward shapes. Outputs start as NaN, so an element that
-//! is not written fails.
+//! each on the CPU backend against the library kernel it stands for at awkward shapes
+//! (`layernorm_bwd_rows`, `_mb`, `_ahead` against `layernorm_bwd`; `log_softmax_hold`
+//! against `log_softmax`; `rmsnorm_early_w` against `rmsnorm`). Outputs start as NaN, so an
+//! element that is not written fails.
 
 use tilekit::prelude::*;
-use tilekit_benches::candidates::{layernorm_bwd_ahead, layernorm_bwd_rows};
+use tilekit_benches::candidates::{
+    layernorm_bwd_ahead, layernorm_bwd_mb, layernorm_bwd_rows, log_softmax_hold,
+};
 use tilekit_kernels as k;
 
 mod common;
@@ -18,7 +21,7 @@ fn per_row_inputs_load_into_the_rows_slice() {
     use tilekit_codegen::{dump, Stage};
     let kernel = layernorm_bwd_rows::SPEC.kernel().expect("kernel IR");
     let text = dump(kernel, None, Stage::Layouts).expect("layouts");
-    // Lines 297-298 of candidates.rs: `expand_dims(load_tile(mean, [r0], [ROWS]), 1)`.
+    // `layernorm_bwd_rows` in candidates.rs: `expand_dims(load_tile(mean, [r0], [ROWS]), 1)`.
     let mean_lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("f32[ROWS]") && l.contains("rows0"))
@@ -34,9 +37,9 @@ fn per_row_inputs_load_into_the_rows_slice() {
     }
 }
 
-/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` (at every ROWS) and of
-/// `layernorm_bwd_ahead` (the next row loaded early; a configuration without `MIN_BLOCKS`,
-/// which is then 1) equal the library's within f32 reassociation (rows not a multiple of
+/// dx and the dw, db partials (summed) of `layernorm_bwd_rows` (at every ROWS), of
+/// `layernorm_bwd_mb` (MIN_BLOCKS=2) and of `layernorm_bwd_ahead` (the next row loaded
+/// early; a configuration without `MIN_BLOCKS`, which is then 1) equal the library's within f32 reassociation (rows not a multiple of
 /// ROWS, more programs than rows, included).
 #[test]
 fn cpu_layernorm_bwd_candidates_match_the_library() {
@@ -69,6 +72,18 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
             match which {
                 "library" => k::layernorm_bwd::launch(
                     &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
+                ),
+                "mb" => layernorm_bwd_mb::launch_with(
+                    &rt,
+                    &cfg("BLOCK=4096,WARPS=8,MIN_BLOCKS=2"),
+                    &x,
+                    &w,
+                    &mean,
+                    &rstd,
+                    &dy,
+                    &mut dx,
+                    &mut pw,
+                    &mut pb,
                 ),
                 "ahead" => layernorm_bwd_ahead::launch_with(
                     &rt,
@@ -106,7 +121,7 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
             (dx, sum(&pw), sum(&pb))
         };
         let want = run("library");
-        for which in ["1", "2", "4", "ahead"] {
+        for which in ["1", "2", "4", "mb", "ahead"] {
             let got = run(which);
             for (what, g, w) in [
                 ("dx", &got.0, &want.0),
@@ -151,5 +166,29 @@ fn cpu_rmsnorm_early_w_equals_the_library() {
     for (m, n) in [(1, 1), (3, 17), (2, 4097)] {
         case::<f32>(&rt, m, n);
         case::<half::bf16>(&rt, m, n);
+    }
+}
+
+/// `log_softmax_hold` against the library's `log_softmax` at BLOCK=1024: rows wider than
+/// BLOCK with no whole trip (the held chunks all masked off), exactly one whole trip (all
+/// of the row held), a loop trip before the held one and a ragged tail, and a row that fits
+/// BLOCK. The same per-lane arithmetic in the same order: equal within f32 rounding.
+#[test]
+fn cpu_log_softmax_hold_matches_the_library() {
+    let rt = Runtime::cpu();
+    let cfg = tilekit::Config::parse("BLOCK=1024,WARPS=16").expect("config");
+    for (m, n) in [(2, 1500), (3, 4096), (2, 5000), (1, 9000), (2, 300)] {
+        let x = Tensor2::<f32>::from_vec(&rt, random(m * n, 7, 4.0), [m, n]).unwrap();
+        let mut want = Tensor2::<f32>::full(&rt, [m, n], f32::NAN).unwrap();
+        let mut got = Tensor2::<f32>::full(&rt, [m, n], f32::NAN).unwrap();
+        k::log_softmax::launch_with(&rt, &cfg, &x, &mut want).unwrap();
+        log_softmax_hold::launch_with(&rt, &cfg, &x, &mut got).unwrap();
+        let (want, got) = (want.to_vec().unwrap(), got.to_vec().unwrap());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                "{m}x{n} [{i}]: {g} vs {w}"
+            );
+        }
     }
 }

@@ -393,7 +393,7 @@ fn library_case<T: Float>(g: &Runtime, cfg: &Config, r: &mut Rng) {
                     if log {
                         log_softmax_bwd::launch_with(
                             rt,
-                            &project(cfg, &softmax_bwd::SPEC),
+                            &project(cfg, &log_softmax_bwd::SPEC),
                             &y,
                             &dy,
                             &mut dx,
@@ -466,13 +466,21 @@ fn library_case<T: Float>(g: &Runtime, cfg: &Config, r: &mut Rng) {
 fn gpu_wide_row_kernels_every_misalignment() {
     let g = gpu();
     let mut r = rng("gpu unaligned wide rows");
-    // The declared default and the run-45 best with every dtype; the softmax family and
-    // cross-entropy share BLOCK and WARPS (log_softmax alone declares MIN_BLOCKS: each
-    // launch takes the parameters its kernel declares, `project`).
+    // log_softmax's declared default (4096/8 with MIN_BLOCKS=2), log_softmax_bwd's
+    // (2048/32), the run-45 best (1024/16, the other kernels' default) and 8192/32, with
+    // every dtype; the softmax family and cross-entropy share BLOCK and WARPS (log_softmax
+    // alone declares MIN_BLOCKS: each launch takes the parameters its kernel declares,
+    // `project`, so the others run 4096/8 there).
     let mut cases: Vec<(Config, DType)> = Vec::new();
     let space = &log_softmax::SPEC.kernel().unwrap().space;
+    let bwd_default = log_softmax_bwd::SPEC
+        .kernel()
+        .unwrap()
+        .space
+        .default_config();
     for cfg in [
         space.default_config(),
+        bwd_default,
         Config::parse("BLOCK=1024,WARPS=16").unwrap(),
         Config::parse("BLOCK=8192,WARPS=32").unwrap(),
     ] {
