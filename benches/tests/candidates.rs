@@ -69,45 +69,25 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
             let mut pw = Tensor2::<f32>::full(&rt, [parts, n], f32::NAN).unwrap();
             let mut pb = Tensor2::<f32>::full(&rt, [parts, n], f32::NAN).unwrap();
             let cfg = |t: &str| tilekit::Config::parse(t).expect("config");
+            // The candidates take the library's arguments; only the kernel and its
+            // configuration differ.
+            macro_rules! with {
+                ($m:path, $c:expr) => {{
+                    use $m as m;
+                    m::launch_with(
+                        &rt, &$c, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
+                    )
+                }};
+            }
             match which {
                 "library" => k::layernorm_bwd::launch(
                     &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
                 ),
-                "mb" => layernorm_bwd_mb::launch_with(
-                    &rt,
-                    &cfg("BLOCK=4096,WARPS=8,MIN_BLOCKS=2"),
-                    &x,
-                    &w,
-                    &mean,
-                    &rstd,
-                    &dy,
-                    &mut dx,
-                    &mut pw,
-                    &mut pb,
-                ),
-                "ahead" => layernorm_bwd_ahead::launch_with(
-                    &rt,
-                    &cfg("BLOCK=4096,WARPS=8"),
-                    &x,
-                    &w,
-                    &mean,
-                    &rstd,
-                    &dy,
-                    &mut dx,
-                    &mut pw,
-                    &mut pb,
-                ),
-                rows => layernorm_bwd_rows::launch_with(
-                    &rt,
-                    &cfg(&format!("ROWS={rows},BLOCK=4096,WARPS=8")),
-                    &x,
-                    &w,
-                    &mean,
-                    &rstd,
-                    &dy,
-                    &mut dx,
-                    &mut pw,
-                    &mut pb,
+                "mb" => with!(layernorm_bwd_mb, cfg("BLOCK=4096,WARPS=8,MIN_BLOCKS=2")),
+                "ahead" => with!(layernorm_bwd_ahead, cfg("BLOCK=4096,WARPS=8")),
+                rows => with!(
+                    layernorm_bwd_rows,
+                    cfg(&format!("ROWS={rows},BLOCK=4096,WARPS=8"))
                 ),
             }
             .unwrap_or_else(|e| panic!("{m}x{n} {which}: {e}"));

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 use std::time::Instant;
 use tilekit::ir::{Bindings, DType};
 use tilekit::prelude::*;
-use tilekit::KernelSpec;
+use tilekit::{Config, KernelSpec};
 use tilekit_benches::candidates as c;
 use tilekit_kernels as k;
 
@@ -106,6 +106,28 @@ fn wanted(kernel: &str) -> bool {
             .map(str::trim)
             .any(|k| !k.is_empty() && kernel.starts_with(k)),
     }
+}
+
+/// One round of `kernel`'s versions: each swept in turn (`run(version index, config)`,
+/// `None` for its `launch`), then the round's line.
+#[allow(clippy::too_many_arguments)]
+fn versions_round(
+    rt: &Runtime,
+    group: &str,
+    kernel: &str,
+    round: usize,
+    versions: &[(&str, &KernelSpec)],
+    bytes: f64,
+    ceiling: f64,
+    mut run: impl FnMut(usize, Option<&Config>) -> Result<()>,
+) -> Result<Value> {
+    let mut r = Vec::new();
+    for (vi, (label, spec)) in versions.iter().enumerate() {
+        let name = format!("{kernel} {label}");
+        let s = sweep(rt, group, &name, spec, bytes, ceiling, |cf| run(vi, cf))?;
+        r.push((*label, s));
+    }
+    Ok(round_line(kernel, round, &r))
 }
 
 /// One round's line for a kernel: each version's default and best GB/s.
@@ -197,14 +219,19 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let mut rounds = Vec::new();
     for round in 1..=2 {
         if wanted("log_softmax") {
-            let mut r = Vec::new();
-            let versions: [(&str, &KernelSpec); 2] = [
+            let versions = [
                 ("library", &k::log_softmax::SPEC),
                 ("hold", &c::log_softmax_hold::SPEC),
             ];
-            for (vi, (label, spec)) in versions.into_iter().enumerate() {
-                let name = format!("log_softmax {label}");
-                let s = sweep(rt, g, &name, spec, ls_bytes, ceiling, |cf| {
+            let line = versions_round(
+                rt,
+                g,
+                "log_softmax",
+                round,
+                &versions,
+                ls_bytes,
+                ceiling,
+                |vi, cf| {
                     i += 1;
                     let x = &xs[i % 2];
                     match vi {
@@ -212,67 +239,55 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
                         _ => run!(c::log_softmax_hold, rt, cf, x, &mut y)?,
                     }
                     Ok(())
-                })?;
-                r.push((label, s));
-            }
-            rounds.push(round_line("log_softmax", round, &r));
+                },
+            )?;
+            rounds.push(line);
         }
-
         if wanted("cross_entropy") {
-            let mut r = Vec::new();
-            let versions: [(&str, &KernelSpec); 2] = [
+            let versions = [
                 ("plain", &c::cross_entropy_plain::SPEC),
                 ("library", &k::cross_entropy::SPEC),
             ];
-            for (vi, (label, spec)) in versions.into_iter().enumerate() {
-                let name = format!("cross_entropy {label}");
-                let s = sweep(rt, g, &name, spec, ce_bytes, ceiling, |cf| {
+            let line = versions_round(
+                rt,
+                g,
+                "cross_entropy",
+                round,
+                &versions,
+                ce_bytes,
+                ceiling,
+                |vi, cf| {
                     i += 1;
                     let x = &ls[i % 2];
-                    if vi == 0 {
-                        run!(
-                            c::cross_entropy_plain,
-                            rt,
-                            cf,
-                            x,
-                            &lab,
-                            &mut loss,
-                            &mut dx,
-                            -100,
-                            0.0,
-                            inv
-                        )?;
-                    } else {
-                        run!(
-                            k::cross_entropy,
-                            rt,
-                            cf,
-                            x,
-                            &lab,
-                            &mut loss,
-                            &mut dx,
-                            -100,
-                            0.0,
-                            inv
-                        )?;
+                    macro_rules! ce {
+                        ($m:path) => {
+                            run!($m, rt, cf, x, &lab, &mut loss, &mut dx, -100, 0.0, inv)?
+                        };
+                    }
+                    match vi {
+                        0 => ce!(c::cross_entropy_plain),
+                        _ => ce!(k::cross_entropy),
                     }
                     Ok(())
-                })?;
-                r.push((label, s));
-            }
-            rounds.push(round_line("cross_entropy", round, &r));
+                },
+            )?;
+            rounds.push(line);
         }
-
         if wanted("layernorm_bwd") {
-            let mut r = Vec::new();
-            let versions: [(&str, &KernelSpec); 3] = [
+            let versions = [
                 ("library", &k::layernorm_bwd::SPEC),
                 ("min_blocks", &c::layernorm_bwd_mb::SPEC),
                 ("ahead", &c::layernorm_bwd_ahead::SPEC),
             ];
-            for (vi, (label, spec)) in versions.into_iter().enumerate() {
-                let name = format!("layernorm_bwd {label}");
-                let s = sweep(rt, g, &name, spec, lb_bytes, ceiling, |cf| {
+            let line = versions_round(
+                rt,
+                g,
+                "layernorm_bwd",
+                round,
+                &versions,
+                lb_bytes,
+                ceiling,
+                |vi, cf| {
                     i += 1;
                     let (x, dy) = (&lx[i % 2], &ldy[i % 2]);
                     macro_rules! lnb {
@@ -287,33 +302,34 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
                     }
                     k::partial_sum::launch(rt, &pw, &mut dw)?;
                     Ok(k::partial_sum::launch(rt, &pb, &mut db)?)
-                })?;
-                r.push((label, s));
-            }
-            rounds.push(round_line("layernorm_bwd", round, &r));
+                },
+            )?;
+            rounds.push(line);
         }
-
         if wanted("rmsnorm") {
-            let mut r = Vec::new();
-            let versions: [(&str, &KernelSpec); 2] = [
+            let versions = [
                 ("library", &k::rmsnorm::SPEC),
                 ("early_w", &c::rmsnorm_early_w::SPEC),
             ];
-            for (vi, (label, spec)) in versions.into_iter().enumerate() {
-                let name = format!("rmsnorm {label}");
-                let s = sweep(rt, g, &name, spec, rms_bytes, ceiling, |cf| {
+            let line = versions_round(
+                rt,
+                g,
+                "rmsnorm",
+                round,
+                &versions,
+                rms_bytes,
+                ceiling,
+                |vi, cf| {
                     i += 1;
                     let x = &rx[i % 2];
-                    if vi == 0 {
-                        run!(k::rmsnorm, rt, cf, x, &rw, &mut ry, 1e-5)?;
-                    } else {
-                        run!(c::rmsnorm_early_w, rt, cf, x, &rw, &mut ry, 1e-5)?;
+                    match vi {
+                        0 => run!(k::rmsnorm, rt, cf, x, &rw, &mut ry, 1e-5)?,
+                        _ => run!(c::rmsnorm_early_w, rt, cf, x, &rw, &mut ry, 1e-5)?,
                     }
                     Ok(())
-                })?;
-                r.push((label, s));
-            }
-            rounds.push(round_line("rmsnorm", round, &r));
+                },
+            )?;
+            rounds.push(line);
         }
     }
     out.insert("rounds".into(), Value::Array(rounds));
