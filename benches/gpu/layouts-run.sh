@@ -148,32 +148,21 @@ tune-all)
   t $TK cache export "$OUT/h100.json"
   ;;
 tune-train)
-  # Shipped entries for issue 13's kernels: `tilekit tune` of their representative problems
-  # (kernels-lib/src/representative.rs), most important first, each cut off after
-  # TUNE_EACH_S seconds, all stopped TUNE_TOTAL_S seconds in, then the cache exported.
-  # TUNE_PROBLEMS="kernel shape;kernel shape;.." tunes those instead.
+  # Shipped entries for issue 13's kernels: `tilekit tune --all --kernel K` (each kernel's
+  # representative problems, kernels-lib/src/representative.rs: the one list of shapes),
+  # most important kernel first, each cut off after TUNE_EACH_S seconds, all stopped
+  # TUNE_TOTAL_S seconds in, then the cache exported. TUNE_KERNELS="a b .." tunes those.
   TK=.gpu/bin/tilekit
   export TILEKIT_TUNE_CACHE=/tmp/tune-train.sled TILEKIT_CACHE_DIR=/tmp/tkc-train
   start=$(date +%s)
-  problems=()
-  if [ -n "${TUNE_PROBLEMS:-}" ]; then IFS=';' read -r -a problems <<< "$TUNE_PROBLEMS"; fi
-  [ ${#problems[@]} -eq 0 ] && problems=("log_softmax 4096x50257" "cross_entropy 8192x50304" "layernorm 32768x4096" \
-           "layernorm_bwd 32768x4096x264" "rmsnorm_bwd 32768x4096x264" "swiglu 16384x11008" \
-           "rmsnorm_residual 32768x4096" "log_softmax 32768x4096" "partial_sum 264x4096" \
-           "cross_entropy_inplace 8192x50304" "swiglu_bwd 16384x11008" "softmax_online 4096x50257" \
-           "softmax_bwd 32768x4096" "softmax_bwd 4096x50257" "log_softmax_bwd 4096x50257" \
-           "gelu 16384x11008" "gelu_bwd 16384x11008" "bias_gelu 16384x11008" "silu 16384x11008" \
-           "silu_bwd 16384x11008" "bias_add 16384x11008" "residual_add 16384x11008" \
-           "scale 16384x11008" "layernorm_f32 32768x4096")
-  for p in "${problems[@]}"; do
-    set -- $p
-    kern=$1 shape=$2 dt=bf16
-    [ "$kern" = layernorm_f32 ] && kern=layernorm dt=f32
+  for kern in ${TUNE_KERNELS:-log_softmax cross_entropy layernorm layernorm_bwd rmsnorm_bwd swiglu \
+                rmsnorm_residual partial_sum cross_entropy_inplace swiglu_bwd softmax_online softmax_bwd \
+                log_softmax_bwd gelu gelu_bwd bias_gelu silu silu_bwd bias_add residual_add scale}; do
     left=$(( ${TUNE_TOTAL_S:-480} - ($(date +%s) - start) ))
-    [ "$left" -lt 20 ] && { echo "tune-train: time box reached before $kern $shape $dt"; break; }
+    [ "$left" -lt 20 ] && { echo "tune-train: time box reached before $kern"; break; }
     each=${TUNE_EACH_S:-150}
     [ "$each" -gt "$left" ] && each=$left
-    t timeout "$each" $TK tune --kernel "$kern" --shape "$shape" --dtype "$dt" --quiet 2>&1 | tail -n 3 | tee -a "$OUT/tune-train.log"
+    t timeout "$each" $TK tune --all --kernel "$kern" --quiet 2>&1 | tail -n 3 | tee -a "$OUT/tune-train.log"
   done
   t $TK cache export "$OUT/h100-train.json" 2>&1 | tail -n 3 | tee -a "$OUT/tune-train.log"
   ;;
