@@ -585,6 +585,35 @@ impl Op {
         }
     }
 
+    /// True for an op computed in each thread's registers alone: no memory access, no
+    /// block scope, no control flow (the code generator may move such ops across loads).
+    ///
+    /// ```
+    /// use tilekit_ir::Op;
+    /// assert!(Op::ProgramId { axis: 0 }.is_register_only());
+    /// ```
+    pub fn is_register_only(&self) -> bool {
+        matches!(
+            self,
+            Op::ProgramId { .. }
+                | Op::NumPrograms { .. }
+                | Op::Arange { .. }
+                | Op::Lit(_)
+                | Op::TuneValue { .. }
+                | Op::ScalarParam { .. }
+                | Op::TensorParam { .. }
+                | Op::TensorDim { .. }
+                | Op::Row { .. }
+                | Op::Unary { .. }
+                | Op::Binary { .. }
+                | Op::Cmp { .. }
+                | Op::Select { .. }
+                | Op::Cast { .. }
+                | Op::ExpandDims { .. }
+                | Op::Full { .. }
+        )
+    }
+
     /// Operand values (not including nested blocks).
     pub fn operands(&self) -> Vec<ValueId> {
         match self {

@@ -467,7 +467,9 @@ fn layer_precedence() {
 }
 
 /// Every shipped entry (kernels-lib/tuned/h100.json) names a current spec hash and lies in
-/// its kernel's space, for the GPU in its key: a kernel change that makes a shipped result
+/// its kernel's space, for the GPU in its key, and names the code generator's current
+/// template of its kernel (a lookup's key holds it: an entry tuned on an older template
+/// would never be found): a kernel or code-generator change that makes a shipped result
 /// stale fails here, so the file is re-tuned or pruned with the change.
 #[test]
 fn shipped_entries_match_current_kernels() {
@@ -480,6 +482,17 @@ fn shipped_entries_match_current_kernels() {
         if let Err(r) = tilekit_tuner::cache::validate(e, tilekit_kernels::ALL) {
             panic!("shipped entry {} is not valid: {r}", e.key);
         }
+        let spec = tilekit_kernels::ALL
+            .iter()
+            .find(|s| s.name == e.key.kernel)
+            .expect("validated entries name a library kernel");
+        assert_eq!(
+            e.key.codegen,
+            tilekit_codegen::codegen_id(spec.cuda_template),
+            "shipped entry {} was tuned on another template of `{}`",
+            e.key,
+            spec.name
+        );
         assert_eq!(e.value.provenance.origin, Origin::Shipped);
     }
 }

@@ -10,6 +10,7 @@
 mod control;
 mod fuse;
 mod inst;
+mod load_group;
 mod pipeline;
 mod values;
 mod writer;
@@ -417,6 +418,11 @@ impl<'k> Emitter<'k> {
     fn block(&mut self, b: &'k Block) -> Result<(), CodegenError> {
         let mut i = 0;
         while i < b.insts.len() {
+            let grouped = self.grouped_prefix_loads(&b.insts[i..])?;
+            if grouped > 0 {
+                i += grouped;
+                continue;
+            }
             if self.fused_reductions(&b.insts[i..])? {
                 i += 2;
                 continue;

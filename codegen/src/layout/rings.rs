@@ -66,24 +66,14 @@ fn visit(a: &Analysis, b: &Block, out: &mut Layouts) {
     }
 }
 
-/// Ops a producer slice may repeat: scalar, side-effect free, no block scope.
+/// Ops a producer slice may repeat: scalar, side-effect free, no block scope (register-only
+/// ops but those that make tiles).
 fn sliceable(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::ProgramId { .. }
-            | Op::NumPrograms { .. }
-            | Op::Lit(_)
-            | Op::TuneValue { .. }
-            | Op::ScalarParam { .. }
-            | Op::TensorParam { .. }
-            | Op::TensorDim { .. }
-            | Op::Row { .. }
-            | Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::Cmp { .. }
-            | Op::Select { .. }
-            | Op::Cast { .. }
-    )
+    op.is_register_only()
+        && !matches!(
+            op,
+            Op::Arange { .. } | Op::ExpandDims { .. } | Op::Full { .. }
+        )
 }
 
 fn pipelined(a: &Analysis, for_inst: &Inst, body: &Block, stages: &Dim, out: &mut Layouts) {

@@ -31,6 +31,19 @@ template <class T, class S, class L> struct rt {
     }
 };
 
+/// Two results of one call (`reduce_all2`, `load_prefix2`).
+template <class A, class B> struct pair {
+    A first;
+    B second;
+};
+
+/// Three results of one call (`load_prefix3`).
+template <class A, class B, class C> struct triple {
+    A first;
+    B second;
+    C third;
+};
+
 /// `is_tile<X>::value`: X is an `rt`.
 template <class X> struct is_tile { static constexpr bool value = false; };
 template <class T, class S, class L> struct is_tile<rt<T, S, L>> { static constexpr bool value = true; };

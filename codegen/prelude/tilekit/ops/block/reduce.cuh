@@ -64,12 +64,6 @@ template <class R, class T, class S, class L> TK_DEVICE T reduce_all(const rt<T,
     return cast<T>(total);
 }
 
-/// The two results of `reduce_all2`.
-template <class A, class B> struct pair {
-    A first;
-    B second;
-};
-
 /// Two independent whole-tile reductions (`sum(x, 0)` and `max(y, 0)`, say) in one round:
 /// the same thread-local, shuffle and per-warp steps as two `reduce_all` calls (so the same
 /// results, bit for bit), the two shuffle chains interleaved and both partials through

@@ -126,6 +126,34 @@ TK_DEVICE rt<T, S, L> load_prefix(const view<T, 1>& v, long long base, long long
     return load_contig<ALIGNED, S, L, CP>(v, base, arange_lt<S, L>(base, limit), other);
 }
 
+/// Two `load_prefix` of tiles of one shape with the same `base` and `limit` behind one
+/// bounds test, so that both tiles' vector loads issue before either is waited for. (Two
+/// separate tests are two branches whose paths join per element: for 16-bit elements the
+/// unmasked path unpacks its loaded registers before the join, a wait on the first load
+/// before the second one issues; SASS of LayerNorm backward in bf16.)
+template <bool AL1, int CP1, bool AL2, int CP2, class S, class L, class T1, class O1, class T2, class O2>
+TK_DEVICE pair<rt<T1, S, L>, rt<T2, S, L>> load_prefix2(const view<T1, 1>& v1, const O1& o1, const view<T2, 1>& v2,
+                                                         const O2& o2, long long base, long long limit) {
+    if (limit - base >= (long long)S::size)
+        return {load_contig<AL1, S, L, CP1>(v1, base, no_mask{}, o1), load_contig<AL2, S, L, CP2>(v2, base, no_mask{}, o2)};
+    const auto m = arange_lt<S, L>(base, limit);
+    return {load_contig<AL1, S, L, CP1>(v1, base, m, o1), load_contig<AL2, S, L, CP2>(v2, base, m, o2)};
+}
+
+/// Three `load_prefix` behind one bounds test (see `load_prefix2`).
+template <bool AL1, int CP1, bool AL2, int CP2, bool AL3, int CP3, class S, class L, class T1, class O1, class T2,
+          class O2, class T3, class O3>
+TK_DEVICE triple<rt<T1, S, L>, rt<T2, S, L>, rt<T3, S, L>>
+load_prefix3(const view<T1, 1>& v1, const O1& o1, const view<T2, 1>& v2, const O2& o2, const view<T3, 1>& v3,
+             const O3& o3, long long base, long long limit) {
+    if (limit - base >= (long long)S::size)
+        return {load_contig<AL1, S, L, CP1>(v1, base, no_mask{}, o1), load_contig<AL2, S, L, CP2>(v2, base, no_mask{}, o2),
+                load_contig<AL3, S, L, CP3>(v3, base, no_mask{}, o3)};
+    const auto m = arange_lt<S, L>(base, limit);
+    return {load_contig<AL1, S, L, CP1>(v1, base, m, o1), load_contig<AL2, S, L, CP2>(v2, base, m, o2),
+            load_contig<AL3, S, L, CP3>(v3, base, m, o3)};
+}
+
 /// `store(view, base + arange(S), value, arange(S) + base < limit)`: see `load_prefix`.
 template <bool ALIGNED, class S, class L, int CP = CACHE_NORMAL, class T, class X>
 TK_DEVICE void store_prefix(const view<T, 1>& v, long long base, const X& value, long long limit) {
