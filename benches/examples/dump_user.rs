@@ -16,7 +16,10 @@
 //!
 //! Stages: `ir`, `layouts`, `smem`, `cuda` (the template's printer output), `full` (the
 //! variant's complete NVRTC source, wrapper included), or `resources` (compiled with NVRTC
-//! for sm_90a: registers, spills, threads, as `tilekit show --resources` reports them).
+//! for sm_90a: registers, spills, threads, as `tilekit show --resources` reports them), or
+//! `cubin` (that compilation's cubin written to the path in `TK_CUBIN_OUT`, default
+//! `kernel.cubin`, for `cuobjdump -sass` where the GPU machine is not at hand; with
+//! `TK_SOURCE_IN=path` it compiles that file, an edited `full` printout, instead).
 use anyhow::{anyhow, Context, Result};
 use tilekit_codegen::{dump, Access, Stage, Target, Variant};
 
@@ -96,6 +99,30 @@ fn main() -> Result<()> {
         println!(
             "{name} {}: {} registers, {} B spill stores, {} B local, {} threads, {} B dynamic smem",
             v.config, r.registers, r.spill_bytes, r.local_bytes, r.threads, r.smem_dynamic_bytes
+        );
+    } else if stage == "cubin" {
+        // `TK_SOURCE_IN`: compile that file (an edited `full` printout) instead.
+        let source = match std::env::var("TK_SOURCE_IN") {
+            Ok(path) => {
+                std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?
+            }
+            Err(_) => tilekit_codegen::variant_source(k, spec.cuda_template, &v)?,
+        };
+        let opts = tilekit_runtime::nvrtc::CompileOptions::new(v.target.arch())?;
+        let cubin = tilekit_runtime::nvrtc::compile_cubin(
+            &source,
+            &format!("{}.cu", spec.name),
+            tilekit_codegen::prelude_headers(),
+            &opts,
+        )?;
+        let path = std::env::var("TK_CUBIN_OUT").unwrap_or_else(|_| "kernel.cubin".into());
+        std::fs::write(&path, &cubin.bytes).with_context(|| format!("writing {path}"))?;
+        println!(
+            "{name} {}: {} bytes of cubin in {path}, {} registers, {} B spill stores",
+            v.config,
+            cubin.bytes.len(),
+            cubin.registers.unwrap_or(0),
+            cubin.spill_bytes.unwrap_or(0)
         );
     } else if stage == "full" {
         print!(

@@ -3,7 +3,7 @@
 # after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
 #   PART: matmul-tests | pad-tests | pad-ncu | tune-awkward | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
-#         cand (issue 13 candidates beside the library's kernels, interleaved) |
+#         cand (issue 13 candidates beside the library's kernels, interleaved) | lnb-ncu | lnb-sass | issue13-table |
 #         tune-train (shipped entries for issue 13's kernels) |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
@@ -170,6 +170,19 @@ train)
   # Issue 13 in one call: GPU tests, the bench, the peers, ncu's DRAM bytes, roofline plots.
   bash "$0" train-tests train-bench train-peers train-ncu train-plots
   ;;
+issue13-table)
+  # Issue 13's "resolve only with" table in one call (< 10 min; run 75's three commands):
+  # the tilekit bench of copy, the x*2 chain, the norms and the training kernels, the
+  # peers of the same workloads (torch eager, torch.compile, Triton), and ncu's DRAM bytes
+  # of the wide-row kernels and the LayerNorm backward.
+  BENCH_ONLY=copy,chain,norms,train bash "$0" bench
+  t python3 benches/peers/peers.py --quick --only copy,chain,norms,train --out "$OUT/peers.json" 2>&1 \
+    | tail -n 60 | tee -a "$OUT/peers.log"
+  t bash benches/gpu/train-ncu.sh log_softmax cross_entropy layernorm_bwd 2>&1 | tail -n 4
+  # Keep the summary ($OUT/train-ncu.log); the per-kernel files would crowd out the rest of
+  # what the device call returns.
+  rm -f "$OUT"/ncu-*
+  ;;
 train-tests-quick)
   # The activations and the misaligned-rows tests (without the 8-minute gpu_training_kernels).
   for b in .gpu/tests/gpu_activations-* .gpu/tests/gpu_unaligned_rows-*; do
@@ -191,6 +204,31 @@ cand)
   # Issue 13 candidates (benches/src/candidates.rs) beside the library's kernels: cache
   # hints for the wide-row kernels, a LayerNorm variant; two interleaved rounds.
   t .gpu/bin/tilekit-bench --only cand --out "$OUT/cand.json" 2>&1 | grep -v "^  " | tee -a "$OUT/cand.log"
+  ;;
+lnb-ncu)
+  # LayerNorm backward, where its time goes: ncu's sections (SpeedOfLight, memory,
+  # warp stalls, scheduler, occupancy) for the library's layernorm_bwd, the
+  # layernorm_bwd_pair candidate and torch.compile's main kernel of the same backward
+  # (benches/peers/inductor_lnb.py, which also prints inductor's kernel times and config).
+  t env NCU_SECTIONS=1 bash benches/gpu/train-ncu.sh layernorm_bwd layernorm_bwd_pair 2>&1 | tail -n 4
+  NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
+  t python3 benches/peers/inductor_lnb.py > "$OUT/inductor-lnb.txt" 2>&1
+  t "$NCU" --print-units base -k regex:triton_per --launch-skip 3 --launch-count 1 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section SchedulerStats --section Occupancy --section LaunchStats \
+    python3 benches/peers/inductor_lnb.py > "$OUT/ncu-inductor-lnb-sections.txt" 2>&1
+  ;;
+lnb-sass)
+  # Per-SASS-instruction warp stall samples (ncu's source page) of the library's
+  # layernorm_bwd and of torch.compile's main LayerNorm-backward kernel, gzipped CSV.
+  NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
+  .gpu/bin/tilekit-bench ncu-target layernorm_bwd > /dev/null 2>&1
+  t "$NCU" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+    -k regex:tilekit_kernel --launch-skip 2 --launch-count 1 .gpu/bin/tilekit-bench ncu-target layernorm_bwd \
+    2> "$OUT/lnb-sass.err" | gzip > "$OUT/lnb-sass.csv.gz"
+  t "$NCU" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+    -k regex:triton_per --launch-skip 3 --launch-count 1 python3 benches/peers/inductor_lnb.py \
+    2> "$OUT/ind-sass.err" | gzip > "$OUT/ind-sass.csv.gz"
   ;;
 train-peers)
   t python3 benches/peers/peers.py --quick --only train --out "$OUT/train-peers.json" 2>&1 | tail -n 40 | tee -a "$OUT/train-peers.log"

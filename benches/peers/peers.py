@@ -61,7 +61,7 @@ enough buffers that the working set is >= 4x the L2 when one call touches less. 
 measurement or provider is recorded as {"error": ...} and the run goes on; the JSON is
 rewritten after every measurement, so a run cut short keeps what it has.
 """
-import argparse, datetime, functools, gc, json, math, platform, re, statistics, subprocess, sys, time, traceback
+import argparse, datetime, functools, gc, json, math, os, platform, re, statistics, subprocess, sys, time, traceback
 
 try:
     import torch
@@ -791,7 +791,11 @@ def first(out):
 
 def m_train(b, ctx):
     res = {}
+    # PEERS_TRAIN_CASES=a,b: only those cases (e.g. layernorm_bwd), for a short device call.
+    keep = [c for c in os.environ.get("PEERS_TRAIN_CASES", "").split(",") if c]
     for name, (M, N), nbytes_of, make, provs in train_cases():
+        if keep and name not in keep:
+            continue
         res[name] = {}
         for dt_name, dt in (("bf16", torch.bfloat16),) + ((("fp32", torch.float32),) if name == "layernorm" else ()):
             es = torch.finfo(dt).bits // 8

@@ -11,9 +11,18 @@
 //!   2206-2216 GB/s (BLOCK=4096, WARPS=8, MIN_BLOCKS=2) against the library's 2194-2199:
 //!   within the noise, not taken. (The same request on `log_softmax` gained 3%, run 71.
 //!   Before run 59's lean body, layernorm_bwd spilled at MIN_BLOCKS=2: 1300 GB/s.)
-//! - `layernorm_bwd_ahead`: the library's with the next row's x and dy loaded before this
-//!   row's work (two rows in flight per program). Run 72: 2010 GB/s against 2194-2199 (171
-//!   registers, one program per SM; 128 with spills under MIN_BLOCKS=2): not taken.
+//! - `layernorm_bwd_ahead` (removed in session 11): the library's with the next row's x
+//!   and dy loaded before this row's work. Run 72: 2010 GB/s against 2194-2199 (171
+//!   registers, one program per SM; 128 with spills under MIN_BLOCKS=2).
+//! - `layernorm_bwd_pair`: the library's with its two row sums adjacent in the source, so
+//!   that they are one `tk::reduce_all2` round (one barrier pair per row instead of two).
+//!   Runs 80, 85: within 0.5% of the library (2218 vs 2209-2214 before the grouped loads,
+//!   2592-2607 vs 2591-2600 after): the barriers are not what limits it; not taken.
+//! - `layernorm_bwd_chunk`: `_pair` with each program's rows one contiguous chunk (the
+//!   order of torch.compile's kernel, 16 consecutive rows per program). Runs 81, 85:
+//!   2194-2209 and 2493-2517 against the library's 2218-2224 and 2591-2600: the row order is
+//!   not what made inductor's kernel faster (that was the load grouping, BENCHMARKS run
+//!   82); not taken.
 //! - `log_softmax_hold`: the library's with the first pass's last whole trip (4 x BLOCK
 //!   elements) held in registers, in `T`, so the second pass re-reads only the rest of the
 //!   row from L2. Slower (session 10, run 68: best 1964-1968 GB/s at BLOCK=1024, WARPS=16,
@@ -216,7 +225,8 @@ pub const ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm_early_w::SPEC,
     &log_softmax_hold::SPEC,
     &layernorm_bwd_mb::SPEC,
-    &layernorm_bwd_ahead::SPEC,
+    &layernorm_bwd_pair::SPEC,
+    &layernorm_bwd_chunk::SPEC,
 ];
 
 /// `log_softmax` with the last whole trip of the first pass held in registers for the
@@ -395,14 +405,15 @@ pub fn layernorm_bwd_mb<T: Float>(
     store(db_partial.row(pid), cols, acc_b, mask);
 }
 
-/// `layernorm_bwd` loading the next row's x and dy (in `T`) before working on this one:
-/// two rows in flight per program where the library has one.
+/// `layernorm_bwd` with its two row sums adjacent in the source (`g * xh` computed before
+/// them), so that the code generator emits them as one `tk::reduce_all2` round: one pair of
+/// barriers per row where the library's order (the product between the sums) takes two.
 #[kernel(grid = [dw_partial.rows()])]
-#[tune(BLOCK = [4096], WARPS = [8, 16, 32], MIN_BLOCKS = [2, 1])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 32, 4], MIN_BLOCKS = [1, 2])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
 #[cost(flops = 11 * M * N)]
-pub fn layernorm_bwd_ahead<T: Float>(
+pub fn layernorm_bwd_pair<T: Float>(
     x: &Tensor2<T>,
     w: &Tensor1<T>,
     mean: &Tensor1<f32>,
@@ -418,25 +429,18 @@ pub fn layernorm_bwd_ahead<T: Float>(
     let cols = arange::<BLOCK>();
     let rn = 1.0 / x.cols().to_f32();
     let mask = cols < x.cols();
-    // w stays in T (half the registers of f32) and is widened where it is used.
     let wt = load(w, cols, mask, 0.0);
     let mut acc_w = zeros::<f32, BLOCK>();
     let mut acc_b = zeros::<f32, BLOCK>();
-    // The program's first row, then each trip loads the next one (in T) before working on
-    // this one: two rows of x and dy in flight per program.
-    let first = pid < rows;
-    let mut xt = load(x.row(pid), cols, mask & first, 0.0);
-    let mut dt = load(dy.row(pid), cols, mask & first, 0.0);
     for row in (pid..rows).step_by(step) {
-        let more = row + step < rows;
-        let xn = load(x.row(row + step), cols, mask & more, 0.0);
-        let dn = load(dy.row(row + step), cols, mask & more, 0.0);
+        let xt = load(x.row(row), cols, mask, 0.0);
+        let dt = load(dy.row(row), cols, mask, 0.0);
         let mu = load(mean, row, true, 0.0);
         let inv = load(rstd, row, true, 0.0);
         let g0 = dt.to_f32() * wt.to_f32();
-        let xh0 = (xt.to_f32() - mu) * inv;
+        let gx0 = g0 * ((xt.to_f32() - mu) * inv);
         let s1 = sum(g0, 0);
-        let s2 = sum(g0 * xh0, 0);
+        let s2 = sum(gx0, 0);
         let a = inv * rn;
         let d = dt.to_f32();
         let xh = (xt.to_f32() - mu) * inv;
@@ -449,8 +453,62 @@ pub fn layernorm_bwd_ahead<T: Float>(
         );
         acc_w = acc_w + d * xh;
         acc_b = acc_b + d;
-        xt = xn;
-        dt = dn;
+    }
+    store(dw_partial.row(pid), cols, acc_w, mask);
+    store(db_partial.row(pid), cols, acc_b, mask);
+}
+
+/// `layernorm_bwd_pair` with each program's rows one contiguous chunk (program `p` of `P`
+/// takes rows `p * C .. (p + 1) * C`, `C = ceil(M / P)`) instead of every `P`-th row: the
+/// order of torch.compile's LayerNorm backward (2048 programs of 16 consecutive rows),
+/// whose main kernel moves 2.6 TB/s in ncu at the same occupancy as ours.
+#[kernel(grid = [dw_partial.rows()])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 32, 4], MIN_BLOCKS = [1, 2])]
+#[constraint(x.cols() <= BLOCK)]
+#[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
+#[cost(flops = 11 * M * N)]
+pub fn layernorm_bwd_chunk<T: Float>(
+    x: &Tensor2<T>,
+    w: &Tensor1<T>,
+    mean: &Tensor1<f32>,
+    rstd: &Tensor1<f32>,
+    dy: &Tensor2<T>,
+    dx: &mut Tensor2<T>,
+    dw_partial: &mut Tensor2<f32>,
+    db_partial: &mut Tensor2<f32>,
+) {
+    let pid = program_id(0);
+    let rows = x.rows();
+    let chunk = (rows + num_programs(0) - 1) / num_programs(0);
+    let first = pid * chunk;
+    let end = minimum(first + chunk, rows);
+    let cols = arange::<BLOCK>();
+    let rn = 1.0 / x.cols().to_f32();
+    let mask = cols < x.cols();
+    let wt = load(w, cols, mask, 0.0);
+    let mut acc_w = zeros::<f32, BLOCK>();
+    let mut acc_b = zeros::<f32, BLOCK>();
+    for row in first..end {
+        let xt = load(x.row(row), cols, mask, 0.0);
+        let dt = load(dy.row(row), cols, mask, 0.0);
+        let mu = load(mean, row, true, 0.0);
+        let inv = load(rstd, row, true, 0.0);
+        let g0 = dt.to_f32() * wt.to_f32();
+        let gx0 = g0 * ((xt.to_f32() - mu) * inv);
+        let s1 = sum(g0, 0);
+        let s2 = sum(gx0, 0);
+        let a = inv * rn;
+        let d = dt.to_f32();
+        let xh = (xt.to_f32() - mu) * inv;
+        let g = d * wt.to_f32();
+        store(
+            dx.row(row),
+            cols,
+            (inv * g - s1 * a - xh * (s2 * a)).cast::<T>(),
+            mask,
+        );
+        acc_w = acc_w + d * xh;
+        acc_b = acc_b + d;
     }
     store(dw_partial.row(pid), cols, acc_w, mask);
     store(db_partial.row(pid), cols, acc_b, mask);

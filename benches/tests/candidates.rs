@@ -1,13 +1,13 @@
 //! The issue-13 candidates of `tilekit_benches::candidates` (kernels timed beside the
 //! library's by `tilekit-bench --only cand`): where their layouts put per-row inputs, and
 //! each on the CPU backend against the library kernel it stands for at awkward shapes
-//! (`layernorm_bwd_rows`, `_mb`, `_ahead` against `layernorm_bwd`; `log_softmax_hold`
+//! (`layernorm_bwd_rows`, `_mb`, `_pair`, `_chunk` against `layernorm_bwd`; `log_softmax_hold`
 //! against `log_softmax`; `rmsnorm_early_w` against `rmsnorm`). Outputs start as NaN, so an
 //! element that is not written fails.
 
 use tilekit::prelude::*;
 use tilekit_benches::candidates::{
-    layernorm_bwd_ahead, layernorm_bwd_mb, layernorm_bwd_rows, log_softmax_hold,
+    layernorm_bwd_chunk, layernorm_bwd_mb, layernorm_bwd_pair, layernorm_bwd_rows, log_softmax_hold,
 };
 use tilekit_kernels as k;
 
@@ -38,9 +38,11 @@ fn per_row_inputs_load_into_the_rows_slice() {
 }
 
 /// dx and the dw, db partials (summed) of `layernorm_bwd_rows` (at every ROWS), of
-/// `layernorm_bwd_mb` (MIN_BLOCKS=2) and of `layernorm_bwd_ahead` (the next row loaded
-/// early; a configuration without `MIN_BLOCKS`, which is then 1) equal the library's within f32 reassociation (rows not a multiple of
-/// ROWS, more programs than rows, included).
+/// `layernorm_bwd_mb` (MIN_BLOCKS=2), of `layernorm_bwd_pair` (its two row sums adjacent)
+/// and of `layernorm_bwd_chunk` (each program's rows one chunk; the last programs may have
+/// none) equal the library's within f32 reassociation (rows not a multiple of ROWS, more
+/// programs than rows, included). `pair` and `chunk` run a configuration without
+/// `MIN_BLOCKS`, which is then 1.
 #[test]
 fn cpu_layernorm_bwd_candidates_match_the_library() {
     let rt = Runtime::cpu();
@@ -84,7 +86,8 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
                     &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
                 ),
                 "mb" => with!(layernorm_bwd_mb, cfg("BLOCK=4096,WARPS=8,MIN_BLOCKS=2")),
-                "ahead" => with!(layernorm_bwd_ahead, cfg("BLOCK=4096,WARPS=8")),
+                "pair" => with!(layernorm_bwd_pair, cfg("BLOCK=4096,WARPS=8")),
+                "chunk" => with!(layernorm_bwd_chunk, cfg("BLOCK=4096,WARPS=8")),
                 rows => with!(
                     layernorm_bwd_rows,
                     cfg(&format!("ROWS={rows},BLOCK=4096,WARPS=8"))
@@ -101,7 +104,7 @@ fn cpu_layernorm_bwd_candidates_match_the_library() {
             (dx, sum(&pw), sum(&pb))
         };
         let want = run("library");
-        for which in ["1", "2", "4", "mb", "ahead"] {
+        for which in ["1", "2", "4", "mb", "pair", "chunk"] {
             let got = run(which);
             for (what, g, w) in [
                 ("dx", &got.0, &want.0),

@@ -3,8 +3,8 @@
 //! workloads and byte counts (`train_bench.rs`): `log_softmax` (4096x50257) as in the
 //! library and with a trip held in registers; `cross_entropy` (8192x50304) without the
 //! hints and as in the library; `layernorm_bwd` (32768x4096, the whole two-stage call) as
-//! in the library, with `MIN_BLOCKS` and with the next row loaded early
-//! (`CAND_LNB_PER_SM=k`: k programs per SM instead of 2); `rmsnorm` as in the library and
+//! in the library, with each program's rows one contiguous chunk and with its two row sums
+//! adjacent (`CAND_LNB_PER_SM=k`: k programs per SM instead of 2); `rmsnorm` as in the library and
 //! with `w` loaded early. `CAND_ONLY=a,b` keeps only the kernels with those prefixes. Every
 //! configuration is compiled in parallel first; then two rounds, each timing the versions
 //! in turn (the `sweep`: `launch` and every configuration, median of 30 after warm-up,
@@ -57,8 +57,8 @@ fn precompile(rt: &Runtime) -> Result<Value> {
         (&c::cross_entropy_plain::SPEC, true),
         (&k::cross_entropy::SPEC, true),
         (&k::layernorm_bwd::SPEC, true),
-        (&c::layernorm_bwd_mb::SPEC, true),
-        (&c::layernorm_bwd_ahead::SPEC, true),
+        (&c::layernorm_bwd_chunk::SPEC, true),
+        (&c::layernorm_bwd_pair::SPEC, true),
         (&k::rmsnorm::SPEC, true),
         (&c::rmsnorm_early_w::SPEC, true),
     ];
@@ -276,8 +276,8 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         if wanted("layernorm_bwd") {
             let versions = [
                 ("library", &k::layernorm_bwd::SPEC),
-                ("min_blocks", &c::layernorm_bwd_mb::SPEC),
-                ("ahead", &c::layernorm_bwd_ahead::SPEC),
+                ("chunk", &c::layernorm_bwd_chunk::SPEC),
+                ("pair", &c::layernorm_bwd_pair::SPEC),
             ];
             let line = versions_round(
                 rt,
@@ -297,8 +297,8 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
                     }
                     match vi {
                         0 => lnb!(k::layernorm_bwd),
-                        1 => lnb!(c::layernorm_bwd_mb),
-                        _ => lnb!(c::layernorm_bwd_ahead),
+                        1 => lnb!(c::layernorm_bwd_chunk),
+                        _ => lnb!(c::layernorm_bwd_pair),
                     }
                     k::partial_sum::launch(rt, &pw, &mut dw)?;
                     Ok(k::partial_sum::launch(rt, &pb, &mut db)?)
@@ -361,7 +361,7 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         let l: Vec<u32> = loss.to_vec()?.iter().map(|x| x.to_bits()).collect();
         ce_out.push((bits(&dx)?, l));
     }
-    // layernorm_bwd with a register cap and with the next row loaded early: dx and the
+    // layernorm_bwd with contiguous row chunks and with adjacent row sums: dx and the
     // summed partials against the library's, relative to the largest magnitude (each
     // program's own rows in the same order: 0 expected where the warps agree).
     let mut lb_out = Vec::new();
@@ -374,10 +374,10 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
             0 => k::layernorm_bwd::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
-            1 => c::layernorm_bwd_mb::launch(
+            1 => c::layernorm_bwd_chunk::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
-            _ => c::layernorm_bwd_ahead::launch(
+            _ => c::layernorm_bwd_pair::launch(
                 rt, &lx[0], &lw, &mean, &rstd, &ldy[0], &mut ldx, &mut pw, &mut pb,
             )?,
         }
@@ -399,7 +399,7 @@ pub(crate) fn cand_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
             .fold(0f64, f64::max)
     };
     if let [lib, rest @ ..] = &lb_out[..] {
-        for (label, v) in ["min_blocks", "ahead"].iter().zip(rest) {
+        for (label, v) in ["chunk", "pair"].iter().zip(rest) {
             let (dx_rel, dw_rel) = (rel(&v.0, &lib.0), rel(&v.1, &lib.1));
             println!("cand layernorm_bwd {label} vs library: max |dx diff| / max |dx| {dx_rel:.2e}, dw {dw_rel:.2e}");
             out.insert(
