@@ -80,6 +80,9 @@
 //! `flag = true`) or the range (`eps = 1e-6..1e-4`) it is given; see [`ir::InputGen`] for
 //! what parameters not given get.
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub use half::{bf16, f16};
 pub use tilekit_ir as ir;
 pub use tilekit_ir::Config;

@@ -35,6 +35,9 @@
 //! shared by ops and [`Launch`]), `launch` ([`Launch`]), `runtimes` (one runtime per
 //! device), [`ops`] (the library kernels).
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod dtype;
 mod error;
 mod launch;

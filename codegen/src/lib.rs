@@ -31,6 +31,9 @@
 //! uses (checked by a `static_assert` in every variant); generated code never names
 //! `threadIdx` (only the prelude does).
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod abi;
 pub mod access;
 mod analyze;

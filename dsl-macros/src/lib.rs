@@ -11,6 +11,9 @@
 //! module with the launchers' signatures is still emitted so callers keep type-checking.
 //! The macro never panics: a panic would be a tilekit bug, and is caught and reported.
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;

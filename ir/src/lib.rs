@@ -20,6 +20,9 @@
 //! assert_eq!(DType::BF16.size_bytes(), 2);
 //! ```
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod affine;
 pub mod builder;
 pub mod cost;

@@ -15,6 +15,9 @@
 //! assert!((y[3] - 1.0 / 3.0).abs() < 1e-6);
 //! ```
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod activation;
 mod backward;
 pub mod helpers;

@@ -17,6 +17,9 @@
 //!   ([`Runtime::prepare_variant`]) and the `registers()` / `spills()` constraint check.
 //! - `nvrtc`: compiling generated CUDA to CUBIN with NVRTC.
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod cpu;
 pub mod cuda;
 pub mod element;

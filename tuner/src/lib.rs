@@ -12,6 +12,9 @@
 //!   `tilekit` binary, package `tilekit-cli`, runs it over the kernel library; a user's binary
 //!   over its own kernels).
 
+// No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod cache;
 pub mod cli;
 pub mod resources;
