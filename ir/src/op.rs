@@ -585,8 +585,11 @@ impl Op {
         }
     }
 
-    /// True for an op computed in each thread's registers alone: no memory access, no
-    /// block scope, no control flow (the code generator may move such ops across loads).
+    /// True for an op computed in registers: no memory access to tensors, no reduction, no
+    /// control flow. The code generator may move such ops across loads within one block;
+    /// an elementwise op whose operand needs another layout still converts it through
+    /// shared memory (a self-contained `tk::relayout` between two barriers), so such an op
+    /// must never move into or out of a branch or a loop.
     ///
     /// ```
     /// use tilekit_ir::Op;

@@ -97,7 +97,7 @@ impl<'k> Emitter<'k> {
                 };
                 if !body.insts.iter().any(|i| heavy(&i.op)) {
                     let pure = !body.insts.iter().any(|i| touches_memory_or_block(&i.op));
-                    let reduces = body.insts.iter().any(|i| matches!(i.op, Op::Reduce { .. }));
+                    let reduces = body.insts.iter().any(reduces_in_trip);
                     self.w.line(if pure {
                         "#pragma unroll 32"
                     } else if reduces {
@@ -188,5 +188,23 @@ impl<'k> Emitter<'k> {
             }
             _ => self.op(inst),
         }
+    }
+}
+
+/// Whether `inst` is a reduction or an `if` with one in either arm (a loop's trip then holds
+/// a block-scope round).
+fn reduces_in_trip(inst: &tilekit_ir::Inst) -> bool {
+    match &inst.op {
+        Op::Reduce { .. } => true,
+        Op::If {
+            then_block,
+            else_block,
+            ..
+        } => then_block
+            .insts
+            .iter()
+            .chain(&else_block.insts)
+            .any(reduces_in_trip),
+        _ => false,
     }
 }

@@ -12,7 +12,8 @@
 //! two more).
 //!
 //! The group is taken from a window of the block that starts at a prefix load: later prefix
-//! loads with the same base, limit and tile shape join it, and the instructions between
+//! loads with the same base, limit and tile shape join it (the same values: two masks
+//! `cols < x.cols()` written out twice read two `x.cols()` values and are not grouped), and the instructions between
 //! them may only compute in registers or load scalars; the window runs on to the last
 //! group member or scalar load before anything else (a store, a reduction, a loop). The
 //! window's register work that reads none of the group's results and its scalar loads are
@@ -111,16 +112,27 @@ impl<'k> Emitter<'k> {
         let Some(first) = insts.first() else {
             return Ok(0);
         };
-        // A load whose tile is carried to the next trip (a row loaded ahead, its result a
-        // `yield` or loop-initial value) stays alone: it is meant to be in flight across
-        // this trip's work, and grouped, its registers were moved at once (a wait; the
-        // RMSNorm backward's loads two rows ahead: 2014 GB/s grouped, 2435 alone).
+        // A load whose tile is carried to the next trip (a row loaded ahead: its result, or
+        // a cast of it, a `yield` or loop-initial value) stays alone: it is meant to be in
+        // flight across this trip's work, and grouped, its registers were moved at once (a
+        // wait; the RMSNorm backward's loads two rows ahead: 2014 GB/s grouped, 2435
+        // alone). Values merely computed from it (an accumulator `acc + dy`) do not count.
+        // Conservative: the `yield` of an `if` arm counts too.
         let carried = |inst: &Inst| {
-            inst.results.iter().any(|r| {
-                insts.iter().any(|i| {
-                    matches!(i.op, Op::Yield { .. } | Op::For { .. }) && i.op.operands().contains(r)
-                })
-            })
+            let mut derived: Vec<ValueId> = inst.results.clone();
+            for i in insts {
+                let reads = i.op.operands().iter().any(|v| derived.contains(v));
+                if !reads {
+                    continue;
+                }
+                if matches!(i.op, Op::Yield { .. } | Op::For { .. }) {
+                    return true;
+                }
+                if matches!(i.op, Op::Cast { .. }) {
+                    derived.extend(i.results.iter().copied());
+                }
+            }
+            false
         };
         let Some(key) = self.prefix_key(first).filter(|_| !carried(first)) else {
             return Ok(0);
@@ -134,7 +146,7 @@ impl<'k> Emitter<'k> {
                 break;
             }
             let reads_group = inst.op.operands().iter().any(|v| produced.contains(v));
-            if !reads_group && !carried(inst) && self.prefix_key(inst).as_ref() == Some(&key) {
+            if !reads_group && self.prefix_key(inst).as_ref() == Some(&key) && !carried(inst) {
                 group.push(inst);
                 produced.extend(inst.results.iter().copied());
                 end = j + 1;

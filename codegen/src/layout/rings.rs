@@ -66,14 +66,24 @@ fn visit(a: &Analysis, b: &Block, out: &mut Layouts) {
     }
 }
 
-/// Ops a producer slice may repeat: scalar, side-effect free, no block scope (register-only
-/// ops but those that make tiles).
+/// Ops a producer slice may repeat: scalar, side-effect free, no block scope.
 fn sliceable(op: &Op) -> bool {
-    op.is_register_only()
-        && !matches!(
-            op,
-            Op::Arange { .. } | Op::ExpandDims { .. } | Op::Full { .. }
-        )
+    matches!(
+        op,
+        Op::ProgramId { .. }
+            | Op::NumPrograms { .. }
+            | Op::Lit(_)
+            | Op::TuneValue { .. }
+            | Op::ScalarParam { .. }
+            | Op::TensorParam { .. }
+            | Op::TensorDim { .. }
+            | Op::Row { .. }
+            | Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Cmp { .. }
+            | Op::Select { .. }
+            | Op::Cast { .. }
+    )
 }
 
 fn pipelined(a: &Analysis, for_inst: &Inst, body: &Block, stages: &Dim, out: &mut Layouts) {
