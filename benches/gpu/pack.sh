@@ -17,6 +17,17 @@ targets=(
   -p tilekit-benches --test user2d --test attention
   -p tilekit-tuner --test tune_gpu
 )
+# PACK_TESTS="gpu_kernels tune_gpu": only those test targets (the full set is over the
+# device's 64 MiB with the working tree).
+if [[ -n "${PACK_TESTS:-}" ]]; then
+  kept=() pkg=""
+  for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    flag=${targets[i]} val=${targets[i+1]}
+    if [[ $flag == -p ]]; then pkg=$val; continue; fi
+    if [[ " $PACK_TESTS " == *" $val "* ]]; then kept+=(-p "$pkg" --test "$val"); fi
+  done
+  targets=("${kept[@]}")
+fi
 cargo test --release "${targets[@]}" --no-run --message-format=json \
   | python3 -c '
 import json, sys
