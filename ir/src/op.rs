@@ -585,22 +585,19 @@ impl Op {
         }
     }
 
-    /// True for an op computed in registers: no memory access to tensors, no reduction, no
-    /// control flow. The code generator may move such ops across loads within one block;
-    /// an elementwise op whose operand needs another layout still converts it through
-    /// shared memory (a self-contained `tk::relayout` between two barriers), so such an op
-    /// must never move into or out of a branch or a loop.
+    /// True for program ids, literals, tuning values, parameters, tensor dimensions, row
+    /// views and elementwise arithmetic: pure ops that create no tile of their own (the
+    /// ops a ring's producer slice may repeat).
     ///
     /// ```
     /// use tilekit_ir::Op;
-    /// assert!(Op::ProgramId { axis: 0 }.is_register_only());
+    /// assert!(Op::ProgramId { axis: 0 }.is_pure_computation());
     /// ```
-    pub fn is_register_only(&self) -> bool {
+    pub fn is_pure_computation(&self) -> bool {
         matches!(
             self,
             Op::ProgramId { .. }
                 | Op::NumPrograms { .. }
-                | Op::Arange { .. }
                 | Op::Lit(_)
                 | Op::TuneValue { .. }
                 | Op::ScalarParam { .. }
@@ -612,9 +609,26 @@ impl Op {
                 | Op::Cmp { .. }
                 | Op::Select { .. }
                 | Op::Cast { .. }
-                | Op::ExpandDims { .. }
-                | Op::Full { .. }
         )
+    }
+
+    /// True for an op computed in registers: the pure computations and the ops that make a
+    /// tile from nothing or from a scalar (`arange`, `full`, `expand_dims`); no memory access
+    /// to tensors, no reduction, no control flow. The code generator may move such ops
+    /// across loads within one block; an elementwise op whose operand needs another layout
+    /// still converts it through shared memory (a self-contained `tk::relayout` between two
+    /// barriers), so such an op must never move into or out of a branch or a loop.
+    ///
+    /// ```
+    /// use tilekit_ir::Op;
+    /// assert!(Op::ProgramId { axis: 0 }.is_register_only());
+    /// ```
+    pub fn is_register_only(&self) -> bool {
+        self.is_pure_computation()
+            || matches!(
+                self,
+                Op::Arange { .. } | Op::ExpandDims { .. } | Op::Full { .. }
+            )
     }
 
     /// Operand values (not including nested blocks).

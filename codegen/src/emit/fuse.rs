@@ -57,10 +57,7 @@ impl<'k> Emitter<'k> {
             self.smem.scratch_offset(u, 1),
         );
         for inst in [first, second] {
-            if inst.loc.line != 0 && inst.loc.line != self.last_line {
-                self.last_line = inst.loc.line;
-                self.w.line(&format!("// {}:{}", self.file, inst.loc.line));
-            }
+            self.source_line(inst);
         }
         self.w.line(&format!(
             "// [block] {n1} and {n2} over axis 0, one round: interleaved warp shuffles + one partial per warp each in shared memory, one barrier pair"

@@ -742,11 +742,19 @@ impl<'k> Emitter<'k> {
 
 /// The trailing template argument of a hinted `load`/`store` (`, tk::EVICT_FIRST`), else
 /// nothing (the prelude's default, `tk::CACHE_NORMAL`).
-fn cache_arg(cache: CachePolicy) -> &'static str {
+fn cache_arg(cache: CachePolicy) -> String {
     match cache {
-        CachePolicy::Normal => "",
-        CachePolicy::EvictFirst => ", tk::EVICT_FIRST",
-        CachePolicy::EvictLast => ", tk::EVICT_LAST",
+        CachePolicy::Normal => String::new(),
+        hint => format!(", {}", cache_policy(hint)),
+    }
+}
+
+/// The prelude's `cache_policy` value of a hint (`tk::CACHE_NORMAL` for none).
+pub(super) fn cache_policy(cache: CachePolicy) -> &'static str {
+    match cache {
+        CachePolicy::Normal => "tk::CACHE_NORMAL",
+        CachePolicy::EvictFirst => "tk::EVICT_FIRST",
+        CachePolicy::EvictLast => "tk::EVICT_LAST",
     }
 }
 

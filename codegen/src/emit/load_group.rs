@@ -21,22 +21,22 @@
 //! (`.to_f32()` of a loaded tile). Loads have no side effects, no store lies in the window,
 //! and every thread reorders alike, so the reordering is invisible.
 
+use super::inst::cache_policy;
+use super::values::PrefixBound;
 use super::Emitter;
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{elem_ctype, shape_type};
-use tilekit_ir::{CachePolicy, CmpOp, Inst, Op, Shape, Ty, ValueId};
+use tilekit_ir::{CachePolicy, Inst, Op, Shape, Ty, ValueId};
 
 /// The most loads one bounds test covers (`tk::load_prefix3`).
 const MAX_GROUP: usize = 3;
 
-/// What two prefix loads must share to be grouped: the offsets' base (`None`: a bare
-/// `arange`), the limit value and comparison of the bounds mask, and the tile shape.
+/// What two prefix loads must share to be grouped: their bounds mask (the offsets' base,
+/// the limit value and comparison) and the tile shape.
 #[derive(Clone, Debug, PartialEq)]
 struct PrefixKey {
-    base: Option<ValueId>,
-    limit: ValueId,
-    inclusive: bool,
+    bound: PrefixBound,
     shape: Shape,
 }
 
@@ -50,13 +50,16 @@ struct Member<'k> {
 }
 
 impl<'k> Emitter<'k> {
-    /// The grouping key of `inst` when it is a rank-1 contiguous load masked by the bounds
-    /// mask of its own offsets (what `load` prints as `tk::load_prefix`), blocked.
-    fn prefix_key(&self, inst: &Inst) -> Option<PrefixKey> {
+    /// The grouping key and the parts of `inst` when it is a rank-1 contiguous load masked
+    /// by the bounds mask of its own offsets (what `load` prints as `tk::load_prefix`),
+    /// blocked.
+    fn prefix_load(&self, inst: &'k Inst) -> Option<(PrefixKey, Member<'k>)> {
         let Op::Load {
+            view,
             offsets,
             mask: Some(mask),
-            ..
+            other,
+            cache,
         } = &inst.op
         else {
             return None;
@@ -66,25 +69,17 @@ impl<'k> Emitter<'k> {
         if shape.rank() != 1 || self.layout(result) != Layout::Blocked {
             return None;
         }
-        let base = self.contiguous_base(*offsets)?;
-        let Some(Op::Cmp { op, a, b }) = self.defs.get(mask.index()).copied().flatten() else {
-            return None;
-        };
-        let inclusive = match op {
-            CmpOp::Lt => false,
-            CmpOp::Le => true,
-            _ => return None,
-        };
-        let mask_rank1 =
-            matches!(self.types.of(*mask), Ty::Tile { shape, .. } if shape.rank() == 1);
-        (mask_rank1 && self.is_int_scalar(*b) && self.contiguous_base(*a) == Some(base)).then_some(
-            PrefixKey {
-                base,
-                limit: *b,
-                inclusive,
-                shape,
+        let bound = self.prefix_bound(*mask)?;
+        (self.contiguous_base(*offsets)? == bound.base).then_some((
+            PrefixKey { bound, shape },
+            Member {
+                inst,
+                view: *view,
+                other: *other,
+                cache: *cache,
+                result,
             },
-        )
+        ))
     }
 
     /// Whether `inst` loads a scalar (a saved mean, a label): one access, no branch.
@@ -134,10 +129,10 @@ impl<'k> Emitter<'k> {
             }
             false
         };
-        let Some(key) = self.prefix_key(first).filter(|_| !carried(first)) else {
+        let Some((key, lead)) = self.prefix_load(first).filter(|_| !carried(first)) else {
             return Ok(0);
         };
-        let mut group = vec![first];
+        let mut group = vec![lead];
         let mut produced: Vec<ValueId> = first.results.clone();
         let (mut ahead, mut after) = (Vec::new(), Vec::new());
         let mut end = 1;
@@ -146,8 +141,12 @@ impl<'k> Emitter<'k> {
                 break;
             }
             let reads_group = inst.op.operands().iter().any(|v| produced.contains(v));
-            if !reads_group && self.prefix_key(inst).as_ref() == Some(&key) && !carried(inst) {
-                group.push(inst);
+            let member = match self.prefix_load(inst) {
+                Some((k, m)) if !reads_group && k == key && !carried(inst) => Some(m),
+                _ => None,
+            };
+            if let Some(m) = member {
+                group.push(m);
                 produced.extend(inst.results.iter().copied());
                 end = j + 1;
             } else if inst.op.is_register_only() {
@@ -170,45 +169,17 @@ impl<'k> Emitter<'k> {
         for &j in ahead.iter().filter(|&&j| j < end) {
             self.inst(&insts[j])?;
         }
-        let members = group
-            .iter()
-            .map(|inst| match &inst.op {
-                Op::Load {
-                    view, other, cache, ..
-                } => Ok(Member {
-                    inst,
-                    view: *view,
-                    other: *other,
-                    cache: *cache,
-                    result: Self::group_result(inst)?,
-                }),
-                _ => Err(CodegenError::Unsupported(
-                    "a grouped load that is not a load".into(),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.print_group(&key, &members)?;
+        self.print_group(&key, &group)?;
         for &j in after.iter().filter(|&&j| j < end) {
             self.inst(&insts[j])?;
         }
         Ok(end)
     }
 
-    fn group_result(inst: &Inst) -> Result<ValueId, CodegenError> {
-        inst.results
-            .first()
-            .copied()
-            .ok_or_else(|| CodegenError::Unsupported("a load without a result value".into()))
-    }
-
     /// `const auto a_b = tk::load_prefix2<..>(..); const auto a = a_b.first; ..`.
     fn print_group(&mut self, key: &PrefixKey, members: &[Member<'k>]) -> Result<(), CodegenError> {
         for m in members {
-            if m.inst.loc.line != 0 && m.inst.loc.line != self.last_line {
-                self.last_line = m.inst.loc.line;
-                self.w
-                    .line(&format!("// {}:{}", self.file, m.inst.loc.line));
-            }
+            self.source_line(m.inst);
         }
         let mut flags = Vec::new();
         let mut args = Vec::new();
@@ -221,20 +192,15 @@ impl<'k> Emitter<'k> {
             flags.push(format!(
                 "{}, {}",
                 self.aligned_flag(m.view),
-                cache_value(m.cache)
+                cache_policy(m.cache)
             ));
             args.push(format!("{v}, {o}"));
         }
-        let base = match key.base {
+        let base = match key.bound.base {
             Some(b) => self.index(b)?,
             None => "0LL".to_string(),
         };
-        let limit = self.index(key.limit)?;
-        let limit = if key.inclusive {
-            format!("({limit}) + 1LL")
-        } else {
-            limit
-        };
+        let limit = self.bound_limit(&key.bound)?;
         let names: Vec<String> = members.iter().map(|m| self.cname(m.result)).collect();
         let group = names.join("_");
         self.w.line(&format!(
@@ -253,14 +219,5 @@ impl<'k> Emitter<'k> {
             self.w.line(&format!("const auto {n} = {group}.{field};"));
         }
         Ok(())
-    }
-}
-
-/// The prelude's `cache_policy` value of a hint.
-fn cache_value(cache: CachePolicy) -> &'static str {
-    match cache {
-        CachePolicy::Normal => "tk::CACHE_NORMAL",
-        CachePolicy::EvictFirst => "tk::EVICT_FIRST",
-        CachePolicy::EvictLast => "tk::EVICT_LAST",
     }
 }

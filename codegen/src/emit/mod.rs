@@ -433,11 +433,16 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    fn inst(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+    /// `// file:line` of `inst`'s source line, unless the last comment named it already.
+    fn source_line(&mut self, inst: &Inst) {
         if inst.loc.line != 0 && inst.loc.line != self.last_line {
             self.last_line = inst.loc.line;
             self.w.line(&format!("// {}:{}", self.file, inst.loc.line));
         }
+    }
+
+    fn inst(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        self.source_line(inst);
         match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::Yield { .. } => self.control(inst),
             _ => self.op(inst),

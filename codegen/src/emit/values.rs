@@ -276,6 +276,36 @@ impl Emitter<'_> {
         None
     }
 
+    /// A bounds mask `arange (+ base) < limit` / `<= limit` over a rank-1 tile, by value:
+    /// its offsets' base (`None` for a bare `arange`), the limit, and whether it is `<=`.
+    pub(super) fn prefix_bound(&self, mask: ValueId) -> Option<PrefixBound> {
+        let Some(Op::Cmp { op, a, b }) = self.defs.get(mask.index()).copied().flatten() else {
+            return None;
+        };
+        let rank1 = matches!(self.types.of(mask), Ty::Tile { shape, .. } if shape.rank() == 1);
+        let inclusive = match op {
+            CmpOp::Lt => false,
+            CmpOp::Le => true,
+            _ => return None,
+        };
+        let base = self.contiguous_base(*a)?;
+        (self.is_int_scalar(*b) && rank1).then_some(PrefixBound {
+            base,
+            limit: *b,
+            inclusive,
+        })
+    }
+
+    /// The limit of a [`PrefixBound`] as a C++ expression (`limit + 1` for `<=`).
+    pub(super) fn bound_limit(&self, bound: &PrefixBound) -> Result<String, CodegenError> {
+        let limit = self.index(bound.limit)?;
+        Ok(if bound.inclusive {
+            format!("({limit}) + 1LL")
+        } else {
+            limit
+        })
+    }
+
     /// A bounds mask `arange (+ base) < limit` / `<= limit` over a rank-1 tile: the base
     /// (`None` for a bare `arange`) and the limit as a C++ expression (`limit + 1` for
     /// `<=`). The emitter computes such masks with `tk::arange_lt`, and a load or store
@@ -284,21 +314,20 @@ impl Emitter<'_> {
         &self,
         mask: ValueId,
     ) -> Result<Option<(Option<ValueId>, String)>, CodegenError> {
-        let Some(Op::Cmp { op, a, b }) = self.defs.get(mask.index()).copied().flatten() else {
-            return Ok(None);
-        };
-        let rank1 = matches!(self.types.of(mask), Ty::Tile { shape, .. } if shape.rank() == 1);
-        let (Some(base), true, true, CmpOp::Lt | CmpOp::Le) =
-            (self.contiguous_base(*a), self.is_int_scalar(*b), rank1, *op)
-        else {
-            return Ok(None);
-        };
-        let limit = self.index(*b)?;
-        let limit = if *op == CmpOp::Le {
-            format!("({limit}) + 1LL")
-        } else {
-            limit
-        };
-        Ok(Some((base, limit)))
+        match self.prefix_bound(mask) {
+            Some(bound) => Ok(Some((bound.base, self.bound_limit(&bound)?))),
+            None => Ok(None),
+        }
     }
+}
+
+/// A bounds mask `arange (+ base) < limit` (or `<=`) by value ([`Emitter::prefix_bound`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct PrefixBound {
+    /// The offsets' base (`None`: a bare `arange`).
+    pub base: Option<ValueId>,
+    /// The integer scalar the offsets are compared with.
+    pub limit: ValueId,
+    /// `<=` rather than `<`.
+    pub inclusive: bool,
 }

@@ -66,26 +66,6 @@ fn visit(a: &Analysis, b: &Block, out: &mut Layouts) {
     }
 }
 
-/// Ops a producer slice may repeat: scalar, side-effect free, no block scope.
-fn sliceable(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::ProgramId { .. }
-            | Op::NumPrograms { .. }
-            | Op::Lit(_)
-            | Op::TuneValue { .. }
-            | Op::ScalarParam { .. }
-            | Op::TensorParam { .. }
-            | Op::TensorDim { .. }
-            | Op::Row { .. }
-            | Op::Unary { .. }
-            | Op::Binary { .. }
-            | Op::Cmp { .. }
-            | Op::Select { .. }
-            | Op::Cast { .. }
-    )
-}
-
 fn pipelined(a: &Analysis, for_inst: &Inst, body: &Block, stages: &Dim, out: &mut Layouts) {
     let Some((&iv, carried)) = body.args.split_first() else {
         return;
@@ -111,7 +91,8 @@ fn pipelined(a: &Analysis, for_inst: &Inst, body: &Block, stages: &Dim, out: &mu
             }
             let Some(&i) = local.get(&v) else { continue };
             let op = &body.insts[i].op;
-            if !sliceable(op) || a.is_tile(v) {
+            // A producer slice repeats only pure computations of scalars.
+            if !op.is_pure_computation() || a.is_tile(v) {
                 return None;
             }
             idx.push(i);
