@@ -3,6 +3,9 @@
 //! references) and `nvrtc_variants.rs` (every kernel variant, or a pairwise covering
 //! subset, compiled by NVRTC for sm_80 and sm_90a).
 
+// No `unwrap()` or `expect()` outside tests: errors are values.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod support {
     //! Shared by the integration tests.
 

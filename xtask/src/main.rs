@@ -15,6 +15,9 @@
 //!   `xtask test`; the same steps as `.ci/run`.
 //! - `cargo xtask compile-all`: NVRTC-compiles every valid variant of every library kernel.
 
+// No `unwrap()` or `expect()` outside tests: errors are values.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod candle;
 mod cuda;
 mod steps;

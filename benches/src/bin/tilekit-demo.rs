@@ -5,6 +5,9 @@
 //! prints a table: kernel, problem, dtype, time (first launch, including compilation on
 //! CUDA), max relative error.
 
+// No `unwrap()` or `expect()` outside tests: errors are values.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use anyhow::{Context, Result};
 use std::time::Instant;
 use tilekit::prelude::*;

@@ -35,6 +35,9 @@
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
 
+// No `unwrap()` or `expect()` outside tests: errors are values.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use std::sync::Arc;
