@@ -14,6 +14,8 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 export TILEKIT_CUDA_ROOT=/usr/local/cuda
 export TILEKIT_CACHE_DIR=${TILEKIT_CACHE_DIR:-/tmp/tkc}
 export PYTHONUNBUFFERED=1
+# Nsight Compute, for the parts that profile (benches/gpu/train-ncu.sh finds it the same way).
+NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
 
 t() {
   local s e rc
@@ -124,7 +126,6 @@ pad-ncu)
   # (copy of A, copy of B, the GEMM), duration, DRAM bytes, SM and memory throughput.
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export TILEKIT_CUDA_ROOT=${TILEKIT_CUDA_ROOT:-/usr/local/cuda} TILEKIT_CACHE_DIR=/tmp/tkc-ncu
-  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
   .gpu/bin/tilekit-bench ncu-target pad64 > "$OUT/ncu-pad64.app.log" 2>&1
   t "$NCU" --csv --print-units base --launch-skip 6 --launch-count 3 \
     --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size,launch__registers_per_thread \
@@ -211,7 +212,6 @@ lnb-ncu)
   # layernorm_bwd_pair candidate and torch.compile's main kernel of the same backward
   # (benches/peers/inductor_lnb.py, which also prints inductor's kernel times and config).
   t env NCU_SECTIONS=1 bash benches/gpu/train-ncu.sh layernorm_bwd layernorm_bwd_pair 2>&1 | tail -n 4
-  NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
   t python3 benches/peers/inductor_lnb.py > "$OUT/inductor-lnb.txt" 2>&1
   t "$NCU" --print-units base -k regex:triton_per --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
@@ -221,7 +221,6 @@ lnb-ncu)
 lnb-sass)
   # Per-SASS-instruction warp stall samples (ncu's source page) of the library's
   # layernorm_bwd and of torch.compile's main LayerNorm-backward kernel, gzipped CSV.
-  NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)}
   .gpu/bin/tilekit-bench ncu-target layernorm_bwd > /dev/null 2>&1
   t "$NCU" --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
     -k regex:tilekit_kernel --launch-skip 2 --launch-count 1 .gpu/bin/tilekit-bench ncu-target layernorm_bwd \
