@@ -24,6 +24,8 @@
 //!   of space, every variant compiled in parallel first;
 //! - `cand` (only by name): issue 13 candidates beside the library's kernels, interleaved
 //!   (`cand_bench.rs`: cache hints for the wide-row kernels, a LayerNorm variant);
+//! - `switch` (only by name): log_softmax's two fastest configurations timed in the
+//!   tuner's patterns and with raw events, idle or unbroken stream (`switch_bench.rs`);
 //! - `attention`: the flash-attention kernel a user wrote (`attention_bench.rs`), 32768
 //!   queries x 4096 keys, D = 64 and 128, bf16, launch() and best of space;
 //! - `epilogue`: the fused GEMM epilogue `matmul_bias_act` (bias + GELU tanh) in bf16 at
@@ -55,6 +57,7 @@ mod launch_bench;
 mod matmul_bench;
 mod pad_bench;
 mod sweep;
+mod switch_bench;
 mod train_bench;
 use attention_bench::attention_record;
 use epilogue_bench::epilogue_record;
@@ -683,6 +686,13 @@ fn main() -> Result<()> {
         .is_some_and(|o| o.split(',').any(|x| x == "cand"))
     {
         record("cand", cand_bench::cand_record(&rt, ceiling));
+    }
+    // Only by name: the tuner's timing patterns (`switch_bench.rs`).
+    if only
+        .as_ref()
+        .is_some_and(|o| o.split(',').any(|x| x == "switch"))
+    {
+        record("switch", switch_bench::switch_record(&rt));
     }
     if want("launch") {
         record("launch", launch_overhead(&rt));
