@@ -278,3 +278,5 @@ mod tests_load_group;
 mod tests_subtiles;
 #[cfg(test)]
 mod tests_tile_fn;
+#[cfg(test)]
+mod tests_unroll;

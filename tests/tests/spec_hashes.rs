@@ -4,8 +4,8 @@
 //! Change a value here only with the shipped layer.
 
 use tilekit_kernels::{
-    cross_entropy, layernorm, layernorm_bwd, matmul, partial_sum, rmsnorm, rmsnorm_bwd,
-    rmsnorm_residual, softmax, swiglu, swiglu_bwd,
+    cross_entropy, layernorm, layernorm_bwd, log_softmax, matmul, partial_sum, rmsnorm,
+    rmsnorm_bwd, rmsnorm_residual, softmax, swiglu, swiglu_bwd,
 };
 
 #[test]
@@ -26,6 +26,8 @@ fn shipped_kernels_keep_their_spec_hashes() {
         (&rmsnorm_residual::SPEC, 5638863344215919133),
         (&swiglu::SPEC, 1886325335831584143),
         (&swiglu_bwd::SPEC, 8166710515269368852),
+        // Shipped since session 12 (run 92: the tuner's interleaved pick at 4096x50257).
+        (&log_softmax::SPEC, 25370768187943653),
     ] {
         assert_eq!(spec.spec_hash, hash, "spec hash of `{}`", spec.name);
         // The hash is the IR's, recomputed from the embedded JSON.

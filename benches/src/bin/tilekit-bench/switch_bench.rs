@@ -93,24 +93,25 @@ pub(crate) fn switch_record(rt: &Runtime) -> Result<Value> {
     // Events around each launch, synchronized after it; `order` picks the configuration of
     // sample i, `lead` the memset queued first (0: none, 1: 1 MB, 2: 256 MB), `swap` the
     // input set (the first only, or alternating).
-    let mut timed = |order: &dyn Fn(usize) -> usize, lead: u8, swap: bool| -> Result<[Vec<f64>; 2]> {
-        let mut out = [Vec::new(), Vec::new()];
-        let (e0, e1) = (event()?, event()?);
-        for i in 0..2 * SAMPLES {
-            let which = order(i);
-            match lead {
-                1 => s.memset_zeros(&mut small)?,
-                2 => s.memset_zeros(&mut big)?,
-                _ => {}
+    let mut timed =
+        |order: &dyn Fn(usize) -> usize, lead: u8, swap: bool| -> Result<[Vec<f64>; 2]> {
+            let mut out = [Vec::new(), Vec::new()];
+            let (e0, e1) = (event()?, event()?);
+            for i in 0..2 * SAMPLES {
+                let which = order(i);
+                match lead {
+                    1 => s.memset_zeros(&mut small)?,
+                    2 => s.memset_zeros(&mut big)?,
+                    _ => {}
+                }
+                e0.record(&s)?;
+                launch(&configs[which], if swap { i % 2 } else { 0 })?;
+                e1.record(&s)?;
+                e1.synchronize()?;
+                out[which].push(f64::from(e0.elapsed_ms(&e1)?));
             }
-            e0.record(&s)?;
-            launch(&configs[which], if swap { i % 2 } else { 0 })?;
-            e1.record(&s)?;
-            e1.synchronize()?;
-            out[which].push(f64::from(e0.elapsed_ms(&e1)?));
-        }
-        Ok(out)
-    };
+            Ok(out)
+        };
     let in_a_row = |i: usize| usize::from(i >= SAMPLES);
     let alternate = |i: usize| i % 2;
     for (name, order, lead, swap) in [
@@ -127,7 +128,9 @@ pub(crate) fn switch_record(rt: &Runtime) -> Result<Value> {
 
     // An unbroken stream: events between consecutive launches, one synchronization at the end.
     let mut unbroken = |order: &dyn Fn(usize) -> usize| -> Result<[Vec<f64>; 2]> {
-        let events = (0..=2 * SAMPLES).map(|_| event()).collect::<Result<Vec<_>, _>>()?;
+        let events = (0..=2 * SAMPLES)
+            .map(|_| event())
+            .collect::<Result<Vec<_>, _>>()?;
         rt.synchronize()?;
         events[0].record(&s)?;
         for i in 0..2 * SAMPLES {
@@ -146,9 +149,15 @@ pub(crate) fn switch_record(rt: &Runtime) -> Result<Value> {
     let t = unbroken(&alternate)?;
     rows.push(("stream-alternate".into(), med(&t[0]), med(&t[1])));
 
-    println!("switch  log_softmax 4096x50257 bf16, median ms of {SAMPLES}: A = {}, B = {}", CONFIGS[0], CONFIGS[1]);
+    println!(
+        "switch  log_softmax 4096x50257 bf16, median ms of {SAMPLES}: A = {}, B = {}",
+        CONFIGS[0], CONFIGS[1]
+    );
     for (name, ta, tb) in &rows {
-        println!("switch  {name:<24} A {ta:>8.4}  B {tb:>8.4}  A/B {:>6.3}", ta / tb);
+        println!(
+            "switch  {name:<24} A {ta:>8.4}  B {tb:>8.4}  A/B {:>6.3}",
+            ta / tb
+        );
     }
     Ok(json!({
         "configs": CONFIGS,

@@ -1,0 +1,104 @@
+//! The code generator's unroll rule for `for` loops (`codegen/src/emit/control.rs`): pure
+//! register arithmetic by 32, a body with a reduction (also inside an `if`) not at all,
+//! other bodies (memory, no nested loop or `dot`) by 4. A rule by the elements a trip
+//! moves per thread (fewer unrolled trips for large bodies, to shrink the code) was
+//! measured and not taken: BENCHMARKS run 91.
+
+use super::{compile, stage_codegen};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The CUDA template of a kernel over the rows of `x` (and `y` written).
+fn cuda(body: TokenStream) -> String {
+    let c = compile(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [1024], WARPS = [4])]
+            pub fn k<T: Float>(x: &Tensor2<T>, w: &Tensor1<f32>, y: &mut Tensor2<T>) { #body }
+        },
+    );
+    assert!(c.errors.is_empty(), "{:#?}", c.errors);
+    stage_codegen(&c.kernel.expect("kernel")).expect("codegen")
+}
+
+/// Every `#pragma unroll` line, trimmed, in source order.
+fn pragmas(src: &str) -> Vec<&str> {
+    src.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("#pragma unroll"))
+        .collect()
+}
+
+#[test]
+fn a_streaming_loop_unrolls_by_4_whatever_it_moves() {
+    let src = cuda(quote! {
+        let row = program_id(0);
+        let n = x.cols();
+        let cols = arange::<BLOCK>();
+        for start in (0..n).step_by(2 * BLOCK) {
+            let a = load(x.row(row), start + cols);
+            let b = load(x.row(row), start + BLOCK + cols);
+            store(y.row(row), start + cols, a + b);
+        }
+    });
+    assert_eq!(pragmas(&src), ["#pragma unroll 4"], "{src}");
+}
+
+#[test]
+fn a_loop_whose_memory_is_in_an_if_streams() {
+    let src = cuda(quote! {
+        let row = program_id(0);
+        let n = x.cols();
+        let cols = arange::<BLOCK>();
+        for start in (0..n).step_by(BLOCK) {
+            let s = load(w, start);
+            if start > 0 {
+                store(y.row(row), start + cols, load(x.row(row), start + cols) * s.cast::<T>());
+            }
+        }
+    });
+    assert_eq!(pragmas(&src), ["#pragma unroll 4"], "{src}");
+}
+
+#[test]
+fn register_loops_unroll_by_32_and_reducing_loops_not_at_all() {
+    let src = cuda(quote! {
+        let row = program_id(0);
+        let n = x.cols();
+        let cols = arange::<BLOCK>();
+        let mut v = load(x.row(row), cols, cols < n, 0.0).to_f32();
+        for _i in 0..n {
+            v = v * 2.0;
+        }
+        let mut total = 0.0f32;
+        for start in (0..n).step_by(BLOCK) {
+            let offs = start + cols;
+            total = total + sum(load(x.row(row), offs, offs < n, 0.0).to_f32(), 0);
+        }
+        store(y.row(row), cols, (v * total).cast::<T>(), cols < n);
+    });
+    assert_eq!(
+        pragmas(&src),
+        ["#pragma unroll 32", "#pragma unroll 1"],
+        "{src}"
+    );
+}
+
+#[test]
+fn a_reduction_inside_an_if_of_the_body_stops_unrolling() {
+    let src = cuda(quote! {
+        let row = program_id(0);
+        let n = x.cols();
+        let cols = arange::<BLOCK>();
+        let mut total = 0.0f32;
+        for start in (0..n).step_by(BLOCK) {
+            let offs = start + cols;
+            let v = load(x.row(row), offs, offs < n, 0.0).to_f32();
+            if start > 0 {
+                total = total + sum(v, 0);
+            }
+        }
+        store(y.row(row), cols, (total + 0.0 * cols.to_f32()).cast::<T>(), cols < n);
+    });
+    assert_eq!(pragmas(&src), ["#pragma unroll 1"], "{src}");
+}
