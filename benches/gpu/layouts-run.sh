@@ -4,7 +4,7 @@
 #   PART: matmul-tests | pad-tests | pad-ncu | tune-awkward | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
 #         cand (issue 13 candidates beside the library's kernels, interleaved) | lnb-ncu | lnb-sass | issue13-table |
-#         tune-train (shipped entries for issue 13's kernels) |
+#         tune-train (shipped entries for issue 13's kernels) | norms-rounds |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
@@ -183,6 +183,24 @@ issue13-table)
   # Keep the summary ($OUT/train-ncu.log); the per-kernel files would crowd out the rest of
   # what the device call returns.
   rm -f "$OUT"/ncu-*
+  ;;
+norms-rounds)
+  # Softmax and RMSNorm forward against the peers in interleaved rounds (issue 13's first
+  # row asks for medians of interleaved rounds): ROUNDS (default 5) times the tilekit bench
+  # of the norms, then the peers' script of the same workloads, alternately; the medians
+  # over rounds and their ratios in $OUT/norms-rounds.log and .json (benches/gpu/norms_rounds.py).
+  # NORMS_IDLE=1: each round also times tilekit with the stream idle before each launch.
+  mkdir -p "$OUT/nr"
+  for i in $(seq 1 "${ROUNDS:-5}"); do
+    t .gpu/bin/tilekit-bench --only norms --out "$OUT/nr/tilekit-$i.json" > /dev/null 2>&1
+    [ "${NORMS_IDLE:-0}" = 1 ] && t env TILEKIT_BENCH_IDLE=1 .gpu/bin/tilekit-bench --only norms \
+      --out "$OUT/nr/tilekit-idle-$i.json" > /dev/null 2>&1
+    t python3 benches/peers/peers.py --quick --only norms --out "$OUT/nr/peers-$i.json" > /dev/null 2>&1
+  done
+  python3 benches/gpu/norms_rounds.py "$OUT/nr" 2>&1 | tee -a "$OUT/norms-rounds.log"
+  mv "$OUT/nr/norms-rounds.json" "$OUT/" 2>/dev/null
+  # The rounds' own files would crowd out what the call returns.
+  rm -rf "$OUT/nr"
   ;;
 train-tests-quick)
   # The activations and the misaligned-rows tests (without the 8-minute gpu_training_kernels).

@@ -2,8 +2,9 @@
 //! stdout. Run on the GPU machine in the same device call as `benches/peers/peers.py`, so
 //! that ratios to the peers and to the copy ceiling are honest.
 //!
-//! Timing: CUDA events around each launch on the runtime's stream, after warm-up; the
-//! median of the repeats. Every input is random (never zeros) and at least 256 MB, so it
+//! Timing: CUDA events around each launch on the runtime's stream, after warm-up, the
+//! launches queued back to back (`time_ms`: the GPU's time, as the peers' script measures);
+//! the median of the repeats. Every input is random (never zeros) and at least 256 MB, so it
 //! does not fit the 50 MB L2. Measurements:
 //! - `copy`: device-to-device copy of 2 GiB (the ceiling, bytes read + written);
 //! - `chain`: the x*2 chain over 1 GiB f32 for R = 0, 1, 4, 16, 64, 256;
@@ -75,6 +76,13 @@ fn stream(rt: &Runtime) -> Result<Arc<CudaStream>> {
 }
 
 /// Median milliseconds of `f` over `reps` event-timed runs after `warmup` runs.
+///
+/// The runs are queued back to back, an event before and after each and one
+/// synchronization at the end, so a run's start event fires when the previous run ends and
+/// the host's launch work overlaps the GPU's: the times are the GPU's, measured as the
+/// peers' script (`benches/peers/peers.py`) and `triton.testing.do_bench` measure theirs.
+/// With `TILEKIT_BENCH_IDLE=1` each run is synchronized instead (the stream idle at every
+/// start event, the host's launch latency counted: this binary's method up to run 94).
 pub(crate) fn time_ms(
     rt: &Runtime,
     warmup: usize,
@@ -87,19 +95,30 @@ pub(crate) fn time_ms(
     }
     rt.synchronize()?;
     let ctx = s.context().clone();
-    let mut times = Vec::with_capacity(reps);
+    // `None` would create events with timing disabled.
+    let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+    let idle = std::env::var("TILEKIT_BENCH_IDLE").is_ok_and(|v| v == "1");
+    let mut pairs = Vec::with_capacity(reps);
     for _ in 0..reps {
-        // `None` would create events with timing disabled.
-        let a = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        let b = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let (a, b) = (event()?, event()?);
         a.record(&s)?;
         f()?;
         b.record(&s)?;
-        b.synchronize()?;
-        times.push(f64::from(a.elapsed_ms(&b)?));
+        if idle {
+            b.synchronize()?;
+        }
+        pairs.push((a, b));
     }
+    rt.synchronize()?;
+    let mut times = pairs
+        .iter()
+        .map(|(a, b)| a.elapsed_ms(b).map(f64::from))
+        .collect::<Result<Vec<_>, _>>()?;
     times.sort_by(|x, y| x.total_cmp(y));
-    Ok(times[times.len() / 2])
+    times
+        .get(times.len() / 2)
+        .copied()
+        .ok_or_else(|| anyhow!("no timed run (reps = 0)"))
 }
 
 pub(crate) fn random<T: Element>(n: usize, seed: u64) -> Vec<T> {
@@ -191,15 +210,19 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
     for (name, spec) in [("softmax", &softmax::SPEC), ("rmsnorm", &rmsnorm::SPEC)] {
         // `launch` runs the declared default, or the first declared configuration whose
         // per-launch constraints hold for this shape (here BLOCK >= 4096).
-        let def = if name == "softmax" {
-            time_ms(rt, 3, 30, || {
-                softmax::launch(rt, &x, &mut y).map_err(Into::into)
-            })?
-        } else {
-            time_ms(rt, 3, 30, || {
-                rmsnorm::launch(rt, &x, &w, &mut y, 1e-5).map_err(Into::into)
-            })?
+        let time_launch = |y: &mut Tensor2<T>| {
+            if name == "softmax" {
+                time_ms(rt, 3, 30, || softmax::launch(rt, &x, y).map_err(Into::into))
+            } else {
+                time_ms(rt, 3, 30, || {
+                    rmsnorm::launch(rt, &x, &w, y, 1e-5).map_err(Into::into)
+                })
+            }
         };
+        // Timed before the sweep and again after it: the first is also the process's first
+        // timing of this kernel (run 96: softmax bf16's was 0.209 ms in 3 of 5 processes,
+        // 0.183 in the others, while every sweep time was steady).
+        let def_first = time_launch(&mut y)?;
         let mut results = Vec::new();
         let mut invalid = Vec::new();
         for cfg in spec.space()?.enumerate() {
@@ -218,10 +241,11 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
                 Err(e) => return Err(e.context(format!("{name} {cfg}"))),
             }
         }
+        let def = time_launch(&mut y)?;
         let best = results.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned();
         let (bc, bms) = best.unwrap_or_default();
         println!(
-            "norms   {name:<8} {dtype:<5}  launch() {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best of space {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc})",
+            "norms   {name:<8} {dtype:<5}  launch() {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best of space {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc}) | first launch() {def_first:.4} ms",
             gbps(bytes, def),
             100.0 * gbps(bytes, def) / ceiling,
             gbps(bytes, bms),
@@ -231,6 +255,7 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
             name.to_string(),
             json!({
                 "launch_default": {"ms": def, "gbps": gbps(bytes, def), "pct_copy": 100.0 * gbps(bytes, def) / ceiling},
+                "launch_first_ms": def_first,
                 "best": {"config": bc, "ms": bms, "gbps": gbps(bytes, bms), "pct_copy": 100.0 * gbps(bytes, bms) / ceiling},
                 "all": results.iter().map(|(c, ms)| json!({"config": c, "ms": ms})).collect::<Vec<_>>(),
                 "not_valid_for_shape": invalid,
