@@ -4,8 +4,9 @@
 //! Change a value here only with the shipped layer.
 
 use tilekit_kernels::{
-    cross_entropy, layernorm, layernorm_bwd, log_softmax, matmul, partial_sum, rmsnorm,
-    rmsnorm_bwd, rmsnorm_residual, softmax, swiglu, swiglu_bwd,
+    bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd, log_softmax,
+    matmul, partial_sum, residual_add, rmsnorm, rmsnorm_bwd, rmsnorm_residual, scale, silu,
+    silu_bwd, softmax, softmax_bwd, softmax_online, swiglu, swiglu_bwd,
 };
 
 #[test]
@@ -28,6 +29,17 @@ fn shipped_kernels_keep_their_spec_hashes() {
         (&swiglu_bwd::SPEC, 8166710515269368852),
         // Shipped since session 12 (run 92: the tuner's interleaved pick at 4096x50257).
         (&log_softmax::SPEC, 25370768187943653),
+        // Shipped since session 12 (run 99).
+        (&bias_add::SPEC, 13487590494380270955),
+        (&bias_gelu::SPEC, 14531250517151980389),
+        (&gelu::SPEC, 5866610834745780382),
+        (&gelu_bwd::SPEC, 1561815061998414176),
+        (&residual_add::SPEC, 7306065695423924662),
+        (&scale::SPEC, 7854543370153988630),
+        (&silu::SPEC, 12799112643053282984),
+        (&silu_bwd::SPEC, 5480797594212328150),
+        (&softmax_bwd::SPEC, 3623749855525076257),
+        (&softmax_online::SPEC, 18009048203658584636),
     ] {
         assert_eq!(spec.spec_hash, hash, "spec hash of `{}`", spec.name);
         // The hash is the IR's, recomputed from the embedded JSON.
