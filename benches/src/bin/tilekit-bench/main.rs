@@ -207,61 +207,38 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
     let mut y = Tensor2::<T>::zeros(rt, [m, n])?;
     let bytes = 2.0 * (m * n * std::mem::size_of::<T>()) as f64;
     let mut out = serde_json::Map::new();
-    for (name, spec) in [("softmax", &softmax::SPEC), ("rmsnorm", &rmsnorm::SPEC)] {
-        // `launch` runs the declared default, or the first declared configuration whose
-        // per-launch constraints hold for this shape (here BLOCK >= 4096).
-        let time_launch = |y: &mut Tensor2<T>| {
-            if name == "softmax" {
-                time_ms(rt, 3, 30, || softmax::launch(rt, &x, y).map_err(Into::into))
-            } else {
-                time_ms(rt, 3, 30, || {
-                    rmsnorm::launch(rt, &x, &w, y, 1e-5).map_err(Into::into)
-                })
-            }
-        };
-        // Timed before the sweep and again after it: the first is also the process's first
-        // timing of this kernel (run 96: softmax bf16's was 0.209 ms in 3 of 5 processes,
-        // 0.183 in the others, while every sweep time was steady).
-        let def_first = time_launch(&mut y)?;
-        let mut results = Vec::new();
-        let mut invalid = Vec::new();
-        for cfg in spec.space()?.enumerate() {
-            let ms = if name == "softmax" {
-                time_ms(rt, 3, 30, || {
-                    softmax::launch_with(rt, &cfg, &x, &mut y).map_err(Into::into)
-                })
-            } else {
-                time_ms(rt, 3, 30, || {
-                    rmsnorm::launch_with(rt, &cfg, &x, &w, &mut y, 1e-5).map_err(Into::into)
-                })
-            };
-            match ms {
-                Ok(ms) => results.push((cfg.to_string(), ms)),
-                Err(e) if e.to_string().contains("constraint") => invalid.push(cfg.to_string()),
-                Err(e) => return Err(e.context(format!("{name} {cfg}"))),
-            }
-        }
-        let def = time_launch(&mut y)?;
-        let best = results.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned();
-        let (bc, bms) = best.unwrap_or_default();
-        println!(
-            "norms   {name:<8} {dtype:<5}  launch() {def:>8.4} ms {:>6.0} GB/s {:>5.1}% | best of space {bms:>8.4} ms {:>6.0} GB/s {:>5.1}% ({bc}) | first launch() {def_first:.4} ms",
-            gbps(bytes, def),
-            100.0 * gbps(bytes, def) / ceiling,
-            gbps(bytes, bms),
-            100.0 * gbps(bytes, bms) / ceiling
-        );
-        out.insert(
-            name.to_string(),
-            json!({
-                "launch_default": {"ms": def, "gbps": gbps(bytes, def), "pct_copy": 100.0 * gbps(bytes, def) / ceiling},
-                "launch_first_ms": def_first,
-                "best": {"config": bc, "ms": bms, "gbps": gbps(bytes, bms), "pct_copy": 100.0 * gbps(bytes, bms) / ceiling},
-                "all": results.iter().map(|(c, ms)| json!({"config": c, "ms": ms})).collect::<Vec<_>>(),
-                "not_valid_for_shape": invalid,
-            }),
-        );
-    }
+    // `launch` runs the declared default, or the first declared configuration whose
+    // per-launch constraints hold for this shape (here BLOCK >= 4096).
+    let r = sweep(
+        rt,
+        "norms",
+        &format!("softmax {dtype}"),
+        &softmax::SPEC,
+        bytes,
+        ceiling,
+        |c| {
+            Ok(match c {
+                None => softmax::launch(rt, &x, &mut y),
+                Some(c) => softmax::launch_with(rt, c, &x, &mut y),
+            }?)
+        },
+    )?;
+    out.insert("softmax".into(), r);
+    let r = sweep(
+        rt,
+        "norms",
+        &format!("rmsnorm {dtype}"),
+        &rmsnorm::SPEC,
+        bytes,
+        ceiling,
+        |c| {
+            Ok(match c {
+                None => rmsnorm::launch(rt, &x, &w, &mut y, 1e-5),
+                Some(c) => rmsnorm::launch_with(rt, c, &x, &w, &mut y, 1e-5),
+            }?)
+        },
+    )?;
+    out.insert("rmsnorm".into(), r);
     Ok(Value::Object(out))
 }
 
