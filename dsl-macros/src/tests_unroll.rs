@@ -8,13 +8,19 @@ use super::{compile, stage_codegen};
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// The CUDA template of a kernel over the rows of `x` (and `y` written).
+/// The CUDA template of a kernel over the rows of `x` (and `y` written); `body` starts
+/// with `row`, `n` (the row length) and `cols` (`arange::<BLOCK>()`) defined.
 fn cuda(body: TokenStream) -> String {
     let c = compile(
         quote!(grid = [x.rows()]),
         quote! {
             #[tune(BLOCK = [1024], WARPS = [4])]
-            pub fn k<T: Float>(x: &Tensor2<T>, w: &Tensor1<f32>, y: &mut Tensor2<T>) { #body }
+            pub fn k<T: Float>(x: &Tensor2<T>, w: &Tensor1<f32>, y: &mut Tensor2<T>) {
+                let row = program_id(0);
+                let n = x.cols();
+                let cols = arange::<BLOCK>();
+                #body
+            }
         },
     );
     assert!(c.errors.is_empty(), "{:#?}", c.errors);
@@ -32,9 +38,6 @@ fn pragmas(src: &str) -> Vec<&str> {
 #[test]
 fn a_streaming_loop_unrolls_by_4_whatever_it_moves() {
     let src = cuda(quote! {
-        let row = program_id(0);
-        let n = x.cols();
-        let cols = arange::<BLOCK>();
         for start in (0..n).step_by(2 * BLOCK) {
             let a = load(x.row(row), start + cols);
             let b = load(x.row(row), start + BLOCK + cols);
@@ -47,9 +50,6 @@ fn a_streaming_loop_unrolls_by_4_whatever_it_moves() {
 #[test]
 fn a_loop_whose_memory_is_in_an_if_streams() {
     let src = cuda(quote! {
-        let row = program_id(0);
-        let n = x.cols();
-        let cols = arange::<BLOCK>();
         for start in (0..n).step_by(BLOCK) {
             let s = load(w, start);
             if start > 0 {
@@ -63,9 +63,6 @@ fn a_loop_whose_memory_is_in_an_if_streams() {
 #[test]
 fn register_loops_unroll_by_32_and_reducing_loops_not_at_all() {
     let src = cuda(quote! {
-        let row = program_id(0);
-        let n = x.cols();
-        let cols = arange::<BLOCK>();
         let mut v = load(x.row(row), cols, cols < n, 0.0).to_f32();
         for _i in 0..n {
             v = v * 2.0;
@@ -87,9 +84,6 @@ fn register_loops_unroll_by_32_and_reducing_loops_not_at_all() {
 #[test]
 fn a_reduction_inside_an_if_of_the_body_stops_unrolling() {
     let src = cuda(quote! {
-        let row = program_id(0);
-        let n = x.cols();
-        let cols = arange::<BLOCK>();
         let mut total = 0.0f32;
         for start in (0..n).step_by(BLOCK) {
             let offs = start + cols;
