@@ -37,6 +37,16 @@ type B = half::bf16;
 const SAMPLES: usize = 15;
 const CONFIGS: [&str; 2] = ["BLOCK=4096,WARPS=8,MIN_BLOCKS=2", "BLOCK=1024,WARPS=16"];
 
+/// What is queued before a timed launch's start event.
+#[derive(Clone, Copy)]
+enum Lead {
+    Nothing,
+    /// A 1 MB memset: another kernel first, L2 mostly kept.
+    Small,
+    /// A 256 MB memset: another kernel first, L2's contents replaced.
+    Big,
+}
+
 fn med(v: &[f64]) -> f64 {
     median(v).unwrap_or(f64::NAN)
 }
@@ -91,18 +101,18 @@ pub(crate) fn switch_record(rt: &Runtime) -> Result<Value> {
     let mut small = s.alloc_zeros::<u8>(1 << 20)?;
 
     // Events around each launch, synchronized after it; `order` picks the configuration of
-    // sample i, `lead` the memset queued first (0: none, 1: 1 MB, 2: 256 MB), `swap` the
-    // input set (the first only, or alternating).
+    // sample i, `lead` what is queued first, `swap` the input set (the first only, or
+    // alternating).
     let mut timed =
-        |order: &dyn Fn(usize) -> usize, lead: u8, swap: bool| -> Result<[Vec<f64>; 2]> {
+        |order: &dyn Fn(usize) -> usize, lead: Lead, swap: bool| -> Result<[Vec<f64>; 2]> {
             let mut out = [Vec::new(), Vec::new()];
             let (e0, e1) = (event()?, event()?);
             for i in 0..2 * SAMPLES {
                 let which = order(i);
                 match lead {
-                    1 => s.memset_zeros(&mut small)?,
-                    2 => s.memset_zeros(&mut big)?,
-                    _ => {}
+                    Lead::Small => s.memset_zeros(&mut small)?,
+                    Lead::Big => s.memset_zeros(&mut big)?,
+                    Lead::Nothing => {}
                 }
                 e0.record(&s)?;
                 launch(&configs[which], if swap { i % 2 } else { 0 })?;
@@ -115,12 +125,17 @@ pub(crate) fn switch_record(rt: &Runtime) -> Result<Value> {
     let in_a_row = |i: usize| usize::from(i >= SAMPLES);
     let alternate = |i: usize| i % 2;
     for (name, order, lead, swap) in [
-        ("idle-each", &in_a_row as &dyn Fn(usize) -> usize, 0, false),
-        ("idle-alternate", &alternate, 0, false),
-        ("busy-each", &in_a_row, 2, false),
-        ("busy-alternate", &alternate, 2, false),
-        ("small-lead-each", &in_a_row, 1, false),
-        ("other-inputs-each", &in_a_row, 0, true),
+        (
+            "idle-each",
+            &in_a_row as &dyn Fn(usize) -> usize,
+            Lead::Nothing,
+            false,
+        ),
+        ("idle-alternate", &alternate, Lead::Nothing, false),
+        ("busy-each", &in_a_row, Lead::Big, false),
+        ("busy-alternate", &alternate, Lead::Big, false),
+        ("small-lead-each", &in_a_row, Lead::Small, false),
+        ("other-inputs-each", &in_a_row, Lead::Nothing, true),
     ] {
         let t = timed(order, lead, swap)?;
         rows.push((name.into(), med(&t[0]), med(&t[1])));
