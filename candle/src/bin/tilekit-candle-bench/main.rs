@@ -12,6 +12,9 @@
 //! Usage: `tilekit-candle-bench [--json PATH] [--quick]` (or `$TILEKIT_CANDLE_BENCH_JSON`);
 //! prints a table and writes the results as JSON. Exit status 1 if a check fails.
 
+// No `unwrap()` or `expect()` outside tests: errors are values.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod mlp;
 mod overhead;
 mod timing;
