@@ -22,12 +22,9 @@ pub enum RuntimeError {
         /// What the loader found, or that it found nothing.
         reason: String,
     },
-    /// NVRTC could not be loaded.
-    #[error(
-        "NVRTC (libnvrtc.so.13) could not be loaded: {source}; set TILEKIT_CUDA_ROOT (or CUDA_HOME) \
-         to a CUDA 13 install or to the `nvidia/cu13` folder of the nvidia-cuda-nvrtc wheel \
-         (`cargo xtask cuda-setup`)"
-    )]
+    /// NVRTC could not be loaded. The source says what was searched, what each CUDA root
+    /// variable that is set holds and why it is unusable, and what to do.
+    #[error("NVRTC (libnvrtc.so.13) could not be loaded: {source}")]
     NoNvrtc {
         /// The loader's error.
         source: NvrtcError,
@@ -174,6 +171,23 @@ pub enum TensorError {
         /// The view's strides.
         strides: Vec<usize>,
     },
+    /// Host memory for a tensor's elements (its storage on the CPU backend, or a host copy:
+    /// [`crate::Tensor::to_vec`], a download, a clone) could not be allocated. Allocation is
+    /// fallible: a request the system refuses is this error, never an abort.
+    #[error(
+        "could not allocate {bytes} bytes of host memory for {what} ({elements} elements of \
+         {elem_bytes} bytes)"
+    )]
+    HostAlloc {
+        /// What the memory was for (`"a tensor's storage"`, `"a copy of a view"`, ...).
+        what: &'static str,
+        /// Elements asked for.
+        elements: usize,
+        /// Bytes per element.
+        elem_bytes: usize,
+        /// Bytes asked for (`elements * elem_bytes`, exact).
+        bytes: u128,
+    },
     /// A CUDA driver call failed while allocating, copying or freeing device memory.
     #[error("CUDA {what} failed: {message}")]
     Device {
@@ -247,6 +261,21 @@ pub enum LaunchError {
         expected: String,
         /// What was passed.
         found: String,
+    },
+    /// A scalar argument of the right type whose value the kernel cannot receive: a `usize`
+    /// above `i64::MAX` (kernels take `usize` scalars as `i64`).
+    #[error(
+        "kernel `{kernel}`, parameter `{param}`: the value {value} is out of range: {message}"
+    )]
+    ScalarRange {
+        /// Kernel name.
+        kernel: String,
+        /// Parameter name.
+        param: String,
+        /// The value passed, as written in Rust.
+        value: String,
+        /// The range the parameter takes.
+        message: String,
     },
     /// A tensor the kernel writes addresses some element twice (a stride of 0, rows that
     /// overlap), or its memory meets another argument's: programs would race, or read what

@@ -1,6 +1,7 @@
 //! A file named `libnvrtc.so.13` that is not NVRTC (the issue's recipe: a copy of
 //! `libm.so.6`) is refused with a typed error; nothing panics inside cudarc. Its own test
-//! binary: the NVRTC search runs once per process.
+//! binary: the NVRTC search runs once per process. The message names what
+//! `TILEKIT_CUDA_ROOT` holds and why it is unusable (issue 32, item 9).
 
 use tilekit_runtime::nvrtc::{self, compile_cubin, CompileOptions, NvrtcError};
 
@@ -37,6 +38,23 @@ fn a_bogus_libnvrtc_is_a_typed_error_not_a_panic() {
     assert!(matches!(err, NvrtcError::LibraryNotFound { .. }), "{err:?}");
     assert!(err.to_string().contains("not NVRTC"), "{err}");
     assert!(err.to_string().contains("nvrtcVersion"), "{err}");
+    // Issue 32, item 9: TILEKIT_CUDA_ROOT is set, so the message says what was found there
+    // and why it is unusable, and does not ask the user to set it.
+    let text = err.to_string();
+    let named = format!("TILEKIT_CUDA_ROOT={}", root.display());
+    assert!(
+        text.contains(&format!(
+            "{named}: found {}",
+            lib.join("libnvrtc.so.13").display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("which is unusable"), "{text}");
+    assert!(
+        text.contains(&format!("fix: {named} is set but holds no usable NVRTC")),
+        "{text}"
+    );
+    assert!(!text.contains("export TILEKIT_CUDA_ROOT=$PWD"), "{text}");
     assert!(nvrtc::nvrtc_version().is_err());
     let compiled = compile_cubin(
         "extern \"C\" __global__ void k() {}",

@@ -38,10 +38,14 @@ pub(crate) fn execute(
         let name = names.get(i).map(String::as_str).unwrap_or("?");
         let data = match arg {
             Arg::Tensor(t) => t.data.map(|d| (d.len(), None)),
-            Arg::TensorMut(t) => t
-                .data
-                .as_ref()
-                .map(|d| (d.as_ref().len(), Some(Scratch::copy_of(d.as_ref())))),
+            Arg::TensorMut(t) => match t.data.as_ref() {
+                Some(d) => {
+                    let copy = Scratch::copy_of(d.as_ref())
+                        .map_err(|e| setup(format!("tensor `{name}`: {e}")))?;
+                    Some((d.as_ref().len(), Some(copy)))
+                }
+                None => None,
+            },
             Arg::Scalar(_) => {
                 scratch.push(None);
                 views.push(None);

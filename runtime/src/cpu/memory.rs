@@ -31,22 +31,29 @@ pub(crate) enum Scratch {
     I64(Vec<AtomicI64>),
 }
 
+/// `v` mapped through `f` into a vector reserved fallibly; `Err` names the bytes asked for.
+fn try_map<S, A>(v: &[S], f: impl Fn(&S) -> A) -> Result<Vec<A>, String> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(v.len()).map_err(|_| {
+        format!(
+            "could not allocate {} bytes of host memory for its scratch copy",
+            v.len() as u128 * std::mem::size_of::<A>() as u128
+        )
+    })?;
+    out.extend(v.iter().map(f));
+    Ok(out)
+}
+
 impl Scratch {
-    /// A copy of `s`.
-    pub(crate) fn copy_of(s: HostSlice<'_>) -> Scratch {
-        match s {
-            HostSlice::F32(v) => {
-                Scratch::F32(v.iter().map(|x| AtomicU32::new(x.to_bits())).collect())
-            }
-            HostSlice::F16(v) => {
-                Scratch::F16(v.iter().map(|x| AtomicU16::new(x.to_bits())).collect())
-            }
-            HostSlice::BF16(v) => {
-                Scratch::BF16(v.iter().map(|x| AtomicU16::new(x.to_bits())).collect())
-            }
-            HostSlice::I32(v) => Scratch::I32(v.iter().map(|x| AtomicI32::new(*x)).collect()),
-            HostSlice::I64(v) => Scratch::I64(v.iter().map(|x| AtomicI64::new(*x)).collect()),
-        }
+    /// A copy of `s`, allocated fallibly (`Err` says how many bytes were refused).
+    pub(crate) fn copy_of(s: HostSlice<'_>) -> Result<Scratch, String> {
+        Ok(match s {
+            HostSlice::F32(v) => Scratch::F32(try_map(v, |x| AtomicU32::new(x.to_bits()))?),
+            HostSlice::F16(v) => Scratch::F16(try_map(v, |x| AtomicU16::new(x.to_bits()))?),
+            HostSlice::BF16(v) => Scratch::BF16(try_map(v, |x| AtomicU16::new(x.to_bits()))?),
+            HostSlice::I32(v) => Scratch::I32(try_map(v, |x| AtomicI32::new(*x))?),
+            HostSlice::I64(v) => Scratch::I64(try_map(v, |x| AtomicI64::new(*x))?),
+        })
     }
 
     /// Copies the scratch contents back into the tensor it was made from.

@@ -288,6 +288,20 @@ pub(crate) fn check<'k>(
         };
         match (&p.kind, arg) {
             (ParamKind::Scalar { dtype }, Arg::Scalar(s)) => {
+                if let (DType::I64, ScalarValue::Usize(v)) = (dtype, s) {
+                    if i64::try_from(*v).is_err() {
+                        return Err(LaunchError::ScalarRange {
+                            kernel: name(),
+                            param: p.name.clone(),
+                            value: s.value_text(),
+                            message: format!(
+                                "a usize argument reaches the kernel as an i64, so it must be \
+                                 at most {} (i64::MAX)",
+                                i64::MAX
+                            ),
+                        });
+                    }
+                }
                 if s.dtype() != Some(*dtype) {
                     let expected = if *dtype == DType::I64 {
                         "an i64 or usize scalar".into()

@@ -15,17 +15,20 @@ pub enum NvrtcError {
         "NVRTC could not be loaded.\n\
          searched: {searched}\n\
          {details}\
-         fix: run `cargo xtask cuda-setup` (it runs `python3 -m pip install --target .cuda-wheels \
-         nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85`), then \
-         `export TILEKIT_CUDA_ROOT=$PWD/.cuda-wheels/nvidia/cu13`; or point TILEKIT_CUDA_ROOT / \
-         CUDA_HOME at a CUDA 13 install, or add the directory holding libnvrtc.so.13 to LD_LIBRARY_PATH"
+         fix: {fix}"
     )]
     LibraryNotFound {
         /// What was searched, in order: library names handed to the dynamic loader (with
         /// the `LD_LIBRARY_PATH` in effect) and directories derived from the environment.
         searched: String,
-        /// Loader errors met on the way (one per line, each ending in a newline), or empty.
+        /// Loader errors met on the way, and what each CUDA root variable that is set
+        /// (`TILEKIT_CUDA_ROOT`, ...) holds and why it is unusable (one per line, each
+        /// ending in a newline), or empty.
         details: String,
+        /// What to do: where a CUDA root variable is set, to point it elsewhere (it is
+        /// set already); otherwise how to install NVRTC and set one
+        /// ([`crate::nvrtc::locate::fix_advice`]).
+        fix: String,
     },
     /// No directory with the CUDA headers (`cuda_bf16.h`) was found.
     #[error(

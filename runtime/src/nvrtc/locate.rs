@@ -270,16 +270,20 @@ pub fn ensure_loaded() -> Result<(), NvrtcError> {
     let found = FOUND.get_or_init(search);
     let mut errors = found.notes.clone();
     errors.extend(outcome.errors.iter().cloned());
+    let roots = root_findings(found);
     if let Some(lib) = &found.library {
+        let mut details: String = errors
+            .iter()
+            .map(|e| format!("loader error: {e}\n"))
+            .collect();
+        details.extend(roots.lines.iter().map(|l| format!("{l}\n")));
         return Err(NvrtcError::LibraryNotFound {
             searched: format!(
                 "{} (found, but it could not be loaded as NVRTC)",
                 lib.path.display()
             ),
-            details: errors
-                .iter()
-                .map(|e| format!("loader error: {e}\n"))
-                .collect(),
+            details,
+            fix: fix_advice(roots.culprit.as_deref()),
         });
     }
     if PROBED.get().is_some() {
@@ -311,17 +315,111 @@ pub fn ensure_loaded() -> Result<(), NvrtcError> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let details = errors
+    let mut details = errors
         .iter()
         .map(|e| format!("loader error: {e}\n"))
         .collect::<String>();
+    details.extend(roots.lines.iter().map(|l| format!("{l}\n")));
     Err(NvrtcError::LibraryNotFound {
         searched: format!(
             "{dirs}; then the names {PROBE_NAMES:?} through the dynamic loader \
              (LD_LIBRARY_PATH={ld_path:?})"
         ),
         details,
+        fix: fix_advice(roots.culprit.as_deref()),
     })
+}
+
+/// What the CUDA root variables that are set hold ([`root_findings`]).
+struct RootFindings {
+    /// One line per variable that is set: where NVRTC was looked for under it and what was
+    /// found there.
+    lines: Vec<String>,
+    /// `VAR=root` of the variable to blame: the one whose directory holds the library that
+    /// failed to load, or, when none was found, the first one set.
+    culprit: Option<String>,
+}
+
+/// For each of [`CUDA_ROOT_VARS`] that is set, what its `lib` and `lib64` hold: the library
+/// that was found there (and failed to load: the loader error says why), a
+/// `libnvrtc.so.13` passed over (no builtins beside it, unreadable), or nothing, so a
+/// message never tells the user to set a variable that is set without saying what is
+/// wrong with its value.
+fn root_findings(found: &Found) -> RootFindings {
+    let mut out = RootFindings {
+        lines: Vec::new(),
+        culprit: None,
+    };
+    for var in CUDA_ROOT_VARS {
+        let Some(root) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let root = PathBuf::from(root);
+        let named = format!("{var}={}", root.display());
+        let dirs = [root.join("lib"), root.join("lib64")];
+        let chosen = found
+            .library
+            .as_ref()
+            .filter(|l| l.path.parent().is_some_and(|p| dirs.iter().any(|d| d == p)));
+        let line = if let Some(lib) = chosen {
+            out.culprit = Some(named.clone());
+            format!(
+                "{named}: found {}, which is unusable (the loader error above)",
+                lib.path.display()
+            )
+        } else if let Some(path) = dirs
+            .iter()
+            .map(|d| d.join(NVRTC_SONAME))
+            .find(|p| p.is_file())
+        {
+            format!(
+                "{named}: {} exists but was passed over (see above)",
+                path.display()
+            )
+        } else if !root.is_dir() {
+            format!("{named}: no such directory")
+        } else {
+            format!(
+                "{named}: neither {} nor {} holds {NVRTC_SONAME}",
+                dirs[0].display(),
+                dirs[1].display()
+            )
+        };
+        if found.library.is_none() && out.culprit.is_none() {
+            out.culprit = Some(named);
+        }
+        out.lines.push(line);
+    }
+    out
+}
+
+/// The `fix:` line of [`NvrtcError::LibraryNotFound`]. `culprit` (`VAR=root`, from
+/// [`root_findings`]): a CUDA root variable that is set and names no usable NVRTC, which
+/// must be pointed elsewhere (telling the user to set it would be no help); `None`: how to
+/// install NVRTC and point `TILEKIT_CUDA_ROOT` at it.
+///
+/// ```
+/// use tilekit_runtime::nvrtc::locate::fix_advice;
+/// assert!(fix_advice(None).contains("export TILEKIT_CUDA_ROOT"));
+/// let f = fix_advice(Some("TILEKIT_CUDA_ROOT=/opt/x"));
+/// assert!(f.starts_with("TILEKIT_CUDA_ROOT=/opt/x is set but holds no usable NVRTC"), "{f}");
+/// ```
+pub fn fix_advice(culprit: Option<&str>) -> String {
+    const INSTALL: &str = "`cargo xtask cuda-setup` (it runs `python3 -m pip install --target \
+         .cuda-wheels nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 \
+         nvidia-cuda-cccl==13.0.85`)";
+    match culprit {
+        Some(var) => format!(
+            "{var} is set but holds no usable NVRTC (see above): point it at a CUDA 13 \
+             install or at the `nvidia/cu13` folder of the nvidia-cuda-nvrtc wheel (`cargo \
+             xtask cuda-setup` installs one in .cuda-wheels/nvidia/cu13), or unset it"
+        ),
+        None => format!(
+            "run {INSTALL}, then `export TILEKIT_CUDA_ROOT=$PWD/.cuda-wheels/nvidia/cu13`; or \
+             point TILEKIT_CUDA_ROOT / CUDA_HOME at a CUDA 13 install, or add the directory \
+             holding libnvrtc.so.13 to LD_LIBRARY_PATH"
+        ),
+    }
 }
 
 /// The error when the NVRTC in use reports another version than the one recorded for the
@@ -340,6 +438,7 @@ pub fn shadowed(lib: &NvrtcLibrary, in_use: (u32, u32)) -> NvrtcError {
                   `libnvrtc.so` earlier on LD_LIBRARY_PATH?), or the `nvrtc-*.version` file \
                   in the CUBIN cache directory is wrong (delete it)\n"
             .to_string(),
+        fix: fix_advice(None),
     }
 }
 
@@ -435,6 +534,7 @@ fn cudarc_reaches_nvrtc() -> Result<(), NvrtcError> {
     checked.clone().map_err(|e| NvrtcError::LibraryNotFound {
         searched: "the NVRTC library cudarc loads by name".to_string(),
         details: format!("loader error: {e}\n"),
+        fix: fix_advice(None),
     })
 }
 

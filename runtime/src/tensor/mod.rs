@@ -29,7 +29,7 @@ use crate::element::Element;
 use crate::error::TensorError;
 use crate::runtime::Runtime;
 use geometry::check_shape;
-use storage::{device_error, upload, DeviceBuf, Owner, Storage};
+use storage::{device_error, host_filled, host_vec, upload, DeviceBuf, Owner, Storage};
 
 /// An n-d array of `T` with `R` axes (1 to 3).
 ///
@@ -146,7 +146,7 @@ impl<T: Element, const R: usize> Tensor<T, R> {
         mut f: impl FnMut([usize; R]) -> T,
     ) -> Result<Self, TensorError> {
         let n = check_shape(&shape)?;
-        let mut data = Vec::with_capacity(n);
+        let mut data = host_vec(n, "a tensor's storage")?;
         let mut idx = [0usize; R];
         for _ in 0..n {
             data.push(f(idx));
@@ -162,6 +162,14 @@ impl<T: Element, const R: usize> Tensor<T, R> {
     }
 
     /// A contiguous tensor of zeros (allocated and zeroed on the device on a CUDA runtime).
+    /// Host memory is allocated fallibly: a size the system cannot provide is
+    /// [`TensorError::HostAlloc`] naming the bytes, never an abort.
+    ///
+    /// ```
+    /// use tilekit_runtime::{Runtime, Tensor1, TensorError};
+    /// let e = Tensor1::<f32>::zeros(&Runtime::cpu(), [1 << 60]).unwrap_err();
+    /// assert!(matches!(e, TensorError::HostAlloc { bytes, .. } if bytes == 4 << 60));
+    /// ```
     pub fn zeros(rt: &Runtime, shape: [usize; R]) -> Result<Self, TensorError> {
         let Some(dev) = rt.cuda_device() else {
             return Self::full(rt, shape, T::default());
@@ -191,7 +199,7 @@ impl<T: Element, const R: usize> Tensor<T, R> {
     /// ```
     pub fn full(rt: &Runtime, shape: [usize; R], value: T) -> Result<Self, TensorError> {
         let n = check_shape(&shape)?;
-        Self::from_vec(rt, vec![value; n], shape)
+        Self::from_vec(rt, host_filled(n, value, "a tensor's storage")?, shape)
     }
 
     fn store_on(rt: &Runtime, data: Vec<T>) -> Result<Storage<T>, TensorError> {
@@ -260,6 +268,41 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// Issue 32, item 5: sizes the system cannot provide are typed errors naming the bytes,
+    /// not an abort (`memory allocation of .. bytes failed`, exit 134). 4 TiB and 1 TiB are
+    /// beyond any machine's memory plus swap here (the allocator refuses them up front).
+    #[test]
+    fn huge_host_allocations_are_errors() {
+        let rt = Runtime::cpu();
+        let e = Tensor1::<f32>::zeros(&rt, [1 << 40]).unwrap_err();
+        assert_eq!(
+            e,
+            TensorError::HostAlloc {
+                what: "a tensor's storage",
+                elements: 1 << 40,
+                elem_bytes: 4,
+                bytes: 1 << 42,
+            }
+        );
+        assert!(e.to_string().contains("4398046511104 bytes"), "{e}");
+        assert!(Tensor1::full(&rt, [1 << 40], 1.0f32).is_err());
+        assert!(Tensor1::from_fn(&rt, [1 << 40], |_| 0i64).is_err());
+
+        // A legal broadcast view of 2^38 elements over 4: its copy is 1 TiB.
+        let b = Tensor2::from_vec_strided(&rt, vec![1f32; 4], [1 << 36, 4], [0, 1], 0).unwrap();
+        assert_eq!(b.numel(), 1 << 38);
+        let e = b.to_vec().unwrap_err();
+        assert!(
+            matches!(e, TensorError::HostAlloc { bytes, .. } if bytes == 1 << 40),
+            "{e:?}"
+        );
+        let e = b.view().t().to_vec().unwrap_err();
+        assert!(matches!(e, TensorError::HostAlloc { .. }), "{e:?}");
+        // Still usable afterwards, and small copies work.
+        assert_eq!(b.narrow(0, 0, 2).unwrap().to_vec().unwrap(), vec![1.0; 8]);
+        assert_eq!(b.try_clone().unwrap().numel(), 1 << 38);
     }
 
     #[test]

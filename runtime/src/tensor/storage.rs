@@ -75,6 +75,42 @@ impl<T> DeviceBuf<T> {
     }
 }
 
+/// An empty vector with room for exactly `n` elements of `T`, reserved fallibly: a request
+/// the allocator refuses is [`TensorError::HostAlloc`] naming the bytes asked for (exact, in
+/// `u128`), never an abort of the process. `what` says what the memory is for.
+pub(crate) fn host_vec<T>(n: usize, what: &'static str) -> Result<Vec<T>, TensorError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        let elem_bytes = std::mem::size_of::<T>();
+        TensorError::HostAlloc {
+            what,
+            elements: n,
+            elem_bytes,
+            // Exact: both factors are below 2^64.
+            bytes: n as u128 * elem_bytes as u128,
+        }
+    })?;
+    Ok(v)
+}
+
+/// `n` copies of `value` in a vector allocated fallibly (see [`host_vec`]).
+pub(crate) fn host_filled<T: Clone>(
+    n: usize,
+    value: T,
+    what: &'static str,
+) -> Result<Vec<T>, TensorError> {
+    let mut v = host_vec(n, what)?;
+    v.resize(n, value);
+    Ok(v)
+}
+
+/// A copy of `data` in a vector allocated fallibly (see [`host_vec`]).
+fn host_copy<T: Copy>(data: &[T], what: &'static str) -> Result<Vec<T>, TensorError> {
+    let mut v = host_vec(data.len(), what)?;
+    v.extend_from_slice(data);
+    Ok(v)
+}
+
 /// Uploads `data` to a new allocation on `stream` (one element for empty data, so that
 /// every device tensor has a valid address).
 pub(crate) fn upload<T: Element>(
@@ -111,9 +147,9 @@ impl<T: Element> Storage<T> {
     /// A deep copy of the whole storage (a borrowed device buffer becomes an owned one).
     pub fn try_clone(&self) -> Result<Storage<T>, TensorError> {
         Ok(match self {
-            Storage::Host(d) => Storage::Host(d.clone()),
+            Storage::Host(d) => Storage::Host(host_copy(d, "a clone of a tensor")?),
             Storage::Cuda(b) => {
-                let mut all = vec![T::default(); b.len];
+                let mut all = host_filled(b.len, T::default(), "a download of a tensor")?;
                 crate::cuda::download(&b.stream, b.ptr, &mut all)
                     .map_err(device_error("download"))?;
                 Storage::Cuda(upload(&b.stream, b.ordinal, &all)?)
@@ -131,7 +167,7 @@ impl<T: Element> Storage<T> {
             Storage::Host(d) => (Cow::Borrowed(d.as_slice()), 0),
             Storage::Cuda(b) => {
                 let lo = g.offset;
-                let mut buf = vec![T::default(); last + 1 - lo];
+                let mut buf = host_filled(last + 1 - lo, T::default(), "a download of a view")?;
                 crate::cuda::download(&b.stream, b.address_of(lo), &mut buf)
                     .map_err(device_error("download"))?;
                 (Cow::Owned(buf), lo)
@@ -140,10 +176,10 @@ impl<T: Element> Storage<T> {
         let n = g.numel();
         if g.is_contiguous() {
             if let Some(s) = data.get(g.offset - base..g.offset - base + n) {
-                return Ok(s.to_vec());
+                return host_copy(s, "a copy of a view");
             }
         }
-        let mut out = Vec::with_capacity(n);
+        let mut out = host_vec(n, "a copy of a view")?;
         let mut idx = [0usize; R];
         for _ in 0..n {
             // Geometries are checked to stay inside their storage.

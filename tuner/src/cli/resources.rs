@@ -46,11 +46,10 @@ pub fn run(
     target: Target,
     access: Access,
 ) -> anyhow::Result<ExitCode> {
-    if !tilekit_runtime::nvrtc::nvrtc_available() {
-        anyhow::bail!(
-            "--resources compiles with NVRTC, which is not available (set TILEKIT_CUDA_ROOT, \
-             or run `cargo xtask cuda-setup`)"
-        );
+    // The loader's own error: what was searched, what TILEKIT_CUDA_ROOT (when set) holds
+    // and why it is unusable, and the fix for that case.
+    if let Err(e) = tilekit_runtime::nvrtc::locate::ensure_loaded() {
+        anyhow::bail!("--resources compiles with NVRTC: {e}");
     }
     let variants = chosen(kernel, config, bindings, target, access);
     let results: Vec<Result<CompiledResources, String>> = variants

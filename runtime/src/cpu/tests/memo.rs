@@ -253,7 +253,14 @@ fn unread_scalars_share_an_entry() {
         &mut [Arg::from(&x), Arg::from(&mut y), Arg::from(usize::MAX)],
     )
     .unwrap_err();
-    assert!(matches!(e, LaunchError::ArgKind { .. }), "{e}");
+    assert!(matches!(e, LaunchError::ScalarRange { .. }), "{e}");
+    // Issue 32, item 9: the message says the value is out of range (it used to read
+    // "expected an i64 or usize scalar, found a usize scalar").
+    let msg = e.to_string();
+    assert!(
+        msg.contains("18446744073709551615 is out of range") && msg.contains("9223372036854775807"),
+        "{msg}"
+    );
     assert_eq!(stats(&rt).hits, 2);
 }
 
