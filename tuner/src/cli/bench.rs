@@ -479,7 +479,7 @@ pub fn run(
     // same device (`attach_tuned_from`, keeping the layers to name the one that answered).
     let (shipped_entries, unreadable) = super::catalog().shipped_entries();
     for r in &unreadable {
-        eprintln!("tilekit bench: shipped tuning entry ignored: {r}");
+        errln!("tilekit bench: shipped tuning entry ignored: {r}");
     }
     let (source, mut attach) = TunedConfigs::load(
         cache,

@@ -141,7 +141,7 @@ fn import(cache: &TuneCache, file: &Path, mode: ImportMode) -> anyhow::Result<Ex
             ImportAction::Added => {}
             ImportAction::Replaced { .. } | ImportAction::Kept { .. } => outln!("{o}"),
             ImportAction::Refused(_) => {
-                eprintln!("tilekit: error: {o}");
+                errln!("tilekit: error: {o}");
                 refused += 1;
             }
         }

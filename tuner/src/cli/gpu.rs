@@ -13,7 +13,7 @@ fn need_gpu(what: &str, ordinal: usize) -> Result<Runtime, ExitCode> {
     match Runtime::cuda(ordinal) {
         Ok(rt) => Ok(rt),
         Err(e) => {
-            eprintln!(
+            errln!(
                 "tilekit {what}: needs a CUDA GPU, and CUDA device {ordinal} is not available: {e}\n\
                  (`tilekit list`, `tilekit show` and `tilekit cache` work without a GPU)"
             );
@@ -57,7 +57,7 @@ pub fn bench(
     // An unreadable cache leaves only the shipped layer (said in the report).
     let cache = super::cache::open(cache_path);
     if let Err(e) = &cache {
-        eprintln!(
+        errln!(
             "tilekit bench: tuning cache not read ({}): shipped configurations only",
             super::error_chain(e)
         );

@@ -33,8 +33,16 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` with control characters escaped (see [`escape`]).
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod bench;
 mod cache;
+mod escape;
 mod gpu;
 mod list;
 mod paths;
@@ -144,7 +152,7 @@ pub fn cli_main_with(catalog: Catalog) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("tilekit: error: {}", error_chain(&e));
+            errln!("tilekit: error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
@@ -165,17 +173,31 @@ pub(crate) fn error_chain(e: &anyhow::Error) -> String {
     out
 }
 
-/// Writes to standard output; a reader that has gone (broken pipe) ends the process
-/// quietly with status 0, any other failure with a message and status 1.
+/// Writes to standard output, control characters but newlines and tabs escaped
+/// ([`escape::escape_stream`]: stored data never reaches the terminal as an escape
+/// sequence); a reader that has gone (broken pipe) ends the process quietly with status 0,
+/// any other failure with a message and status 1.
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
-    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+    let text = args.to_string();
+    let text = escape::escape_stream(&text);
+    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("tilekit: error: writing to standard output: {e}");
+        errln!("tilekit: error: writing to standard output: {e}");
         std::process::exit(1);
     }
+}
+
+/// Writes to standard error, control characters but newlines and tabs escaped (as
+/// [`write_stdout`]); a failure is ignored, as `eprint!` would panic instead.
+pub(crate) fn write_stderr(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let text = args.to_string();
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(escape::escape_stream(&text).as_bytes());
 }
 
 /// The environment variable holding a tracing filter for the CLI's messages.
@@ -194,7 +216,7 @@ fn install_logging(quiet: bool, verbose: u8) {
     };
     let filter = match std::env::var(LOG_ENV) {
         Ok(s) if !s.trim().is_empty() => EnvFilter::try_new(&s).unwrap_or_else(|e| {
-            eprintln!("tilekit: warning: ${LOG_ENV} is not a filter ({e}); using `{level}`");
+            errln!("tilekit: warning: ${LOG_ENV} is not a filter ({e}); using `{level}`");
             EnvFilter::new(level)
         }),
         _ => EnvFilter::new(level),
@@ -202,7 +224,7 @@ fn install_logging(quiet: bool, verbose: u8) {
     // Fails only when a subscriber is already set (never, in this binary).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| escape::Escaping(std::io::stderr()))
         .without_time()
         .with_target(false)
         .with_ansi(false)

@@ -1,6 +1,7 @@
 //! Progress bars (indicatif) for long steps: one bar over the jobs of a command, one over
 //! the current phase of a tune. Hidden when output is JSON or not a terminal.
 
+use super::escape::{escape_cell, escape_stream};
 use crate::tune::Event;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -52,15 +53,15 @@ impl Bars {
         if self.jobs.position() > 0 || !self.jobs.message().is_empty() {
             self.jobs.inc(1);
         }
-        self.jobs.set_message(what.to_string());
+        self.jobs.set_message(escape_cell(what).into_owned());
         if !self.visible || self.multi.is_hidden() {
-            eprintln!("tilekit bench: {what}");
+            errln!("tilekit bench: {what}");
         }
     }
 
     /// A job starts.
     pub fn start_job(&self, what: &str) {
-        self.jobs.set_message(what.to_string());
+        self.jobs.set_message(escape_cell(what).into_owned());
     }
 
     /// A job ended.
@@ -72,9 +73,9 @@ impl Bars {
     pub fn println(&self, line: &str) {
         // Hidden bars (JSON output, or stderr not a terminal) print nothing: plain lines.
         if self.visible && !self.multi.is_hidden() {
-            let _ = self.multi.println(line);
+            let _ = self.multi.println(escape_stream(line));
         } else {
-            eprintln!("{line}");
+            errln!("{line}");
         }
     }
 
@@ -82,14 +83,14 @@ impl Bars {
     pub fn event(&self, e: &Event) {
         match e {
             Event::Phase { name, total } => {
-                self.phase.set_prefix(name.to_string());
+                self.phase.set_prefix(escape_cell(name).into_owned());
                 self.phase.set_length(*total as u64);
                 self.phase.set_position(0);
                 self.phase.reset_elapsed();
             }
             Event::Advance { done, detail, .. } => {
                 self.phase.set_position(*done as u64);
-                self.phase.set_message(detail.clone());
+                self.phase.set_message(escape_cell(detail).into_owned());
             }
             Event::Note(s) => self.println(s),
         }

@@ -211,7 +211,7 @@ pub fn run(args: &ShowArgs) -> anyhow::Result<ExitCode> {
     if let Some(stage) = &args.stage {
         let st = tilekit_codegen::Stage::parse(stage)
             .ok_or_else(|| anyhow::anyhow!("unknown stage `{stage}` (ir, layouts, smem, cuda)"))?;
-        print!("{}", tilekit_codegen::dump(kernel, Some(&variant), st)?);
+        out!("{}", tilekit_codegen::dump(kernel, Some(&variant), st)?);
         return Ok(ExitCode::SUCCESS);
     }
     let source = tilekit_codegen::variant_source(kernel, spec.cuda_template, &variant)?;

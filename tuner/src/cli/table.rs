@@ -1,5 +1,8 @@
 //! Plain aligned text tables.
 
+use super::escape::escape_cell;
+use std::borrow::Cow;
+
 /// A table: a header row and rows of cells, printed with columns padded to their widest
 /// cell.
 pub struct Table {
@@ -11,14 +14,24 @@ impl Table {
     /// A table with these column titles.
     pub fn new(header: &[&str]) -> Table {
         Table {
-            header: header.iter().map(|s| s.to_string()).collect(),
+            header: header.iter().map(|s| escape_cell(s).into_owned()).collect(),
             rows: Vec::new(),
         }
     }
 
-    /// Appends a row.
+    /// Appends a row. Each cell is kept with its control characters and invisible
+    /// reordering marks escaped ([`escape_cell`]: a GPU name holding `ESC[2J` prints as
+    /// `\u{1b}[2J`), so a table never writes an escape sequence or breaks its own rows.
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows.push(
+            cells
+                .into_iter()
+                .map(|c| match escape_cell(&c) {
+                    Cow::Borrowed(_) => c,
+                    Cow::Owned(e) => e,
+                })
+                .collect(),
+        );
     }
 
     /// The table as text, one line per row, under a rule.

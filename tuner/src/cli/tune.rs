@@ -119,7 +119,7 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
             Ok(e) => e,
             Err(e) => {
                 // Still tune, but say that nothing can be skipped.
-                eprintln!(
+                errln!(
                     "tilekit tune: the tuning cache could not be read ({e}); \
                      nothing is skipped as already tuned"
                 );
