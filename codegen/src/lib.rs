@@ -39,6 +39,7 @@ pub mod access;
 mod analyze;
 mod dump;
 mod emit;
+pub mod engine;
 pub mod error;
 pub mod layout;
 mod names;
@@ -84,7 +85,7 @@ pub fn codegen_id(template: &str) -> String {
 pub use access::{valid_accesses, Access, AccessClass};
 pub use emit::{cols_operands, general_operands, generate};
 pub use error::CodegenError;
-pub use plan::{launch_plan, LaunchPlan, ResourceEnv, DEFAULT_THREADS};
+pub use plan::{launch_plan, variant_plan, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS};
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};
 pub use target::{Target, TargetLimits};
 pub use variant::{variant_source, Variant};

@@ -68,8 +68,57 @@ pub struct LaunchPlan {
     pub smem_bytes: u64,
 }
 
-/// The launch plan of `kernel` under `config` and `bindings`. The configuration must be a
-/// point of the kernel's space.
+/// The launch of one compiled variant: its [`LaunchPlan`] and, on the Hopper engine
+/// ([`crate::engine`]), the tensor maps it takes after its parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct VariantPlan {
+    /// Threads (the producer warpgroup included) and dynamic shared memory.
+    pub launch: LaunchPlan,
+    /// The tensor maps to encode and pass, in order (Hopper engine only).
+    pub tma: Option<[crate::engine::TmaOperand; 2]>,
+}
+
+/// The launch of variant `v` of `kernel`: [`launch_plan`] on the mma.sync engine; on the
+/// Hopper engine ([`crate::engine::engine`]) the consumer threads plus the producer
+/// warpgroup, the engine's shared memory and its tensor maps. [`crate::variant_source`]
+/// makes the same choice and `static_assert`s these numbers.
+///
+/// ```
+/// # use tilekit_codegen::{variant_plan, launch_plan, Access, Target, Variant};
+/// # use tilekit_ir::{Bindings, Config};
+/// let mut b = tilekit_ir::KernelBuilder::new("empty");
+/// b.kernel_mut().grid = vec![tilekit_ir::Expr::Int(1)];
+/// let k = b.into_kernel();
+/// let v = Variant { config: Config { values: vec![] }, bindings: Bindings::default(), access: Access::ROWS, target: Target::Sm90a };
+/// let p = variant_plan(&k, &v).unwrap();
+/// assert_eq!(p.launch, launch_plan(&k, &v.config, &v.bindings).unwrap());
+/// assert!(p.tma.is_none());
+/// ```
+pub fn variant_plan(
+    kernel: &Kernel,
+    v: &crate::variant::Variant,
+) -> Result<VariantPlan, CodegenError> {
+    let config = kernel.space.validate(&v.config)?.for_codegen();
+    check_bindings(kernel, &v.bindings)?;
+    if let Some((plan, lowered, smem_bytes)) = crate::emit::hopper_lowering(kernel, v)? {
+        let threads = lowered.threads.eval(&config)? + crate::engine::PRODUCER_THREADS;
+        return Ok(VariantPlan {
+            launch: LaunchPlan {
+                threads,
+                smem_bytes,
+            },
+            tma: Some(plan.tma),
+        });
+    }
+    Ok(VariantPlan {
+        launch: launch_plan(kernel, &config, &v.bindings)?,
+        tma: None,
+    })
+}
+
+/// The launch plan of `kernel` under `config` and `bindings` on the mma.sync engine (what
+/// launch constraints such as `smem_bytes()` read). The configuration must be a point of
+/// the kernel's space.
 pub fn launch_plan(
     kernel: &Kernel,
     config: &Config,

@@ -42,6 +42,9 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/mma/mma.cuh",
     "tilekit/ops/mma/acc_io.cuh",
     "tilekit/ops/mma/acc_reduce.cuh",
+    "tilekit/ops/hopper/sm90.cuh",
+    "tilekit/ops/hopper/wgmma_ops.cuh",
+    "tilekit/ops/hopper/engine.cuh",
     "tilekit/arch/arch.cuh",
 ];
 

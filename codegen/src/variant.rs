@@ -74,7 +74,18 @@ pub fn variant_source(
     if !template.contains(&format!("struct {sname} {{")) {
         return Err(CodegenError::TemplateMismatch(kernel.name.clone()));
     }
-    let lowered = lower(kernel)?;
+    // The Hopper engine re-lowers the kernel for this variant (its loop, accumulator and
+    // rings differ); every other variant instantiates the kernel's one template.
+    let hopper = crate::emit::hopper_lowering(kernel, v)?;
+    let is_hopper = hopper.is_some();
+    let hopper_template;
+    let (lowered, template) = match hopper {
+        Some((_, lowered, _)) => {
+            hopper_template = lowered.template.clone();
+            (lowered, hopper_template.as_str())
+        }
+        None => (lower(kernel)?, template),
+    };
     let threads = lowered.threads.eval(&config)?;
     let limits = v.target.limits();
     if threads > limits.max_threads {
@@ -106,6 +117,14 @@ pub fn variant_source(
         names.push(format!("p{i}"));
     }
     names.push("reinterpret_cast<char*>(tk_smem)".into());
+    if is_hopper {
+        for m in 0..2 {
+            params.push(format!(
+                "const __grid_constant__ tk::sm90::tensor_map tk_map{m}"
+            ));
+            names.push(format!("&tk_map{m}"));
+        }
+    }
 
     let mut out = String::with_capacity(template.len() + 1024);
     out.push_str(template);
@@ -127,19 +146,27 @@ pub fn variant_source(
         "static_assert(tilekit_variant::SMEM_BYTES == {smem}LL, \"shared memory differs from the launch plan\");\n"
     ));
     for (k, acc) in lowered.layouts.accs.iter().enumerate() {
-        let wm = acc
-            .grid(
-                eval_dim(&acc.m, &config)?,
-                eval_dim(&acc.n, &config)?,
-                threads / 32,
-            )
-            .map_or(0, |g| g.wm);
+        let (m, n) = (eval_dim(&acc.m, &config)?, eval_dim(&acc.n, &config)?);
+        // The Hopper engine's accumulators take the rows policy (wgmma's order).
+        let grid = if is_hopper {
+            crate::layout::warp_grid_rows(m, n, threads / 32)
+        } else {
+            acc.grid(m, n, threads / 32)
+        };
+        let wm = grid.map_or(0, |g| g.wm);
         out.push_str(&format!(
             "static_assert(tilekit_variant::TK_GRID{k}::WM == {wm}, \"acc{k}: warp arrangement differs from the code generator's\");\n"
         ));
     }
     // `MIN_BLOCKS`: the fewest blocks per SM ptxas must fit (it caps registers per thread).
     let bounds = match config.int("MIN_BLOCKS") {
+        _ if is_hopper => {
+            let launch = threads + crate::engine::PRODUCER_THREADS;
+            out.push_str(&format!(
+                "static_assert(tilekit_variant::TK_LAUNCH_THREADS == {launch}, \"Hopper engine: consumers plus the producer warpgroup\");\n"
+            ));
+            format!("{launch}, 1")
+        }
         Some(mb) if mb > 1 => format!("{threads}, {mb}"),
         _ => threads.to_string(),
     };
@@ -147,7 +174,11 @@ pub fn variant_source(
         "extern \"C\" __global__ void __launch_bounds__({bounds}) {ENTRY_POINT}({}) {{\n",
         params.join(", ")
     ));
-    out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
+    out.push_str(if is_hopper {
+        "    extern __shared__ __align__(1024) unsigned char tk_smem[];\n"
+    } else {
+        "    extern __shared__ __align__(128) unsigned char tk_smem[];\n"
+    });
     out.push_str(&format!(
         "    tilekit_variant::run({});\n}}\n",
         names.join(", ")

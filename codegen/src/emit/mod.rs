@@ -17,6 +17,7 @@ mod writer;
 
 use crate::abi::param_ctype;
 use crate::analyze::Analysis;
+use crate::engine::{HopperPlan, PRODUCER_THREADS};
 use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
 use crate::names::{dim_expr, elem_ctype, sanitize};
@@ -26,6 +27,31 @@ use crate::prelude::PRELUDE_ENTRY;
 use crate::smem::{Factor, SmemKind, SmemPlan};
 use tilekit_ir::{Block, Inst, Kernel, Op, Shape, Types};
 pub(crate) use values::Val;
+
+/// The Hopper lowering of variant `v`, when `crate::engine` chooses it and its shared memory
+/// fits the target (else the variant keeps the mma.sync engine): the plan and the lowered
+/// template with its shared-memory total.
+pub(crate) fn hopper_lowering(
+    kernel: &Kernel,
+    v: &crate::variant::Variant,
+) -> Result<Option<(HopperPlan, Lowered, u64)>, CodegenError> {
+    let crate::engine::Engine::Hopper(plan) = crate::engine::engine(kernel, v)? else {
+        return Ok(None);
+    };
+    let config = kernel.space.validate(&v.config)?.for_codegen();
+    let lowered = lower_with(kernel, Some(&plan))?;
+    let threads = lowered.threads.eval(&config)?;
+    let smem = lowered.smem.total(&crate::smem::SizeEnv {
+        config: &config,
+        bindings: &v.bindings,
+        threads,
+        kind: SmemKind::of(kernel, &config)?,
+    })?;
+    if smem > v.target.limits().max_dynamic_smem {
+        return Ok(None);
+    }
+    Ok(Some((plan, lowered, smem)))
+}
 use writer::Writer;
 
 /// The result of lowering a kernel.
@@ -62,6 +88,8 @@ pub(crate) struct Emitter<'k> {
     /// Inside a ring loop's consumer: the resident tiles defined before the loop (made
     /// visible by the pipeline's barrier, never rewritten during it).
     settled: Option<Vec<tilekit_ir::ValueId>>,
+    /// The Hopper lowering of this variant's pipelined loop (`crate::engine`), if chosen.
+    hopper: Option<&'k HopperPlan>,
 }
 
 /// The C++ struct name of a kernel's template.
@@ -121,8 +149,17 @@ fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
     }
 }
 
-/// Runs the stages and lowers a kernel.
+/// Runs the stages and lowers a kernel (the mma.sync engine).
 pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
+    lower_with(kernel, None)
+}
+
+/// Runs the stages and lowers a kernel; with `hopper`, its pipelined loop on the Hopper
+/// engine (`crate::engine`: TMA ring, warp-specialized wgmma).
+pub(crate) fn lower_with<'k>(
+    kernel: &'k Kernel,
+    hopper: Option<&'k HopperPlan>,
+) -> Result<Lowered, CodegenError> {
     let analysis = Analysis::of(kernel)?;
     let layouts = layout::assign(&analysis)?;
     let tparams = declaration(kernel, layouts.cols, layouts.general)?;
@@ -148,9 +185,16 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         yield_targets: Vec::new(),
         ring_offsets: Vec::new(),
         settled: None,
+        hopper,
         layouts,
     };
+    if hopper.is_some() {
+        e.add_hopper_pipe();
+    }
     for (r, ring) in e.layouts.rings.clone().iter().enumerate() {
+        if hopper.is_some() {
+            break;
+        }
         let off = e.smem.add_persistent(
             format!(
                 "ring{r}: {} stages of [{}, {}] {} (line {})",
@@ -185,6 +229,10 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         params.push(format!("{ct} {}", param_name(i, &p.name)));
     }
     params.push("char* smem".to_string());
+    if hopper.is_some() {
+        params.push("const tk::sm90::tensor_map* tk_map0".to_string());
+        params.push("const tk::sm90::tensor_map* tk_map1".to_string());
+    }
 
     let mut w = Writer::at(0);
     w.line(&format!(
@@ -206,6 +254,14 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         "static constexpr int TK_THREADS = {};",
         threads.expr()
     ));
+    if hopper.is_some() {
+        w.line(&format!(
+            "/// Hopper engine: TK_THREADS consumer threads (TK_THREADS / 128 warpgroups) run the kernel; a producer warpgroup of {PRODUCER_THREADS} more issues the TMA loads of the pipelined loop and leaves after it."
+        ));
+        w.line(&format!(
+            "static constexpr int TK_LAUNCH_THREADS = TK_THREADS + {PRODUCER_THREADS};"
+        ));
+    }
     w.line("/// The blocked layout.");
     w.line("using TK_L = tk::blocked<TK_VEC, TK_THREADS>;");
     w.line("/// The shared-memory tile layout (`SMEM`, or automatic).");
@@ -214,12 +270,24 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
     w.line(&format!("static constexpr int TK_GROUP = {group};"));
     for (k, acc) in e.layouts.accs.iter().enumerate() {
         w.line(&format!(
-            "/// acc{k}: the [{}, {}] accumulator of the dot at line {}: mma.sync fragments when a warp arrangement fits, else TK_L.",
-            acc.m, acc.n, acc.line
+            "/// acc{k}: the [{}, {}] accumulator of the dot at line {}: {}.",
+            acc.m,
+            acc.n,
+            acc.line,
+            if hopper.is_some() {
+                "wgmma m64nN fragments (one warp per 16 rows)"
+            } else {
+                "mma.sync fragments when a warp arrangement fits, else TK_L"
+            }
         ));
         // The `rows` policy is a trailing template argument, so other accumulators'
         // text (and their templates' hashes in the tuning-cache key) stay as they were.
-        let policy = if acc.rows { ", 1" } else { "" };
+        // The Hopper engine's accumulator is wgmma's: one warp per 16 rows (policy 1).
+        let policy = if acc.rows || hopper.is_some() {
+            ", 1"
+        } else {
+            ""
+        };
         w.line(&format!(
             "using TK_ACC{k} = typename tk::acc_layout<{}, {}, TK_THREADS / 32, TK_L{policy}>::type;",
             dim_expr(&acc.m),
@@ -255,6 +323,21 @@ pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
         ));
     }
     for (r, ring) in e.layouts.rings.iter().enumerate() {
+        if hopper.is_some() {
+            w.line(&format!(
+                "/// ring{r}: TMA ring of the load_tile at line {} ({} stages, 128-byte swizzled panels).",
+                ring.line,
+                dim_expr(&ring.stages)
+            ));
+            w.line(&format!(
+                "using TK_RING{r} = tk::sm90::tma_ring<{}, {}, {}, {}>;",
+                elem_ctype(&ring.elem),
+                dim_expr(&ring.rows),
+                dim_expr(&ring.cols),
+                dim_expr(&ring.stages)
+            ));
+            continue;
+        }
         let cols = e.cols_flag(ring.tensor);
         w.line(&format!(
             "/// ring{r}: cp.async ring of the load_tile at line {} ({} stages){}.",

@@ -29,6 +29,128 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
+    /// The Hopper engine's persistent shared memory (`tk::sm90::ws_pipeline`): 1024 bytes
+    /// of slack to align the rings to the 128-byte swizzle's 1024-byte atom, every ring's
+    /// STAGES slots back to back, then a full and an empty mbarrier per stage.
+    pub(super) fn add_hopper_pipe(&mut self) {
+        let rings = self.layouts.rings.clone();
+        let mut parts = vec![vec![Factor::Dim(Dim::Const(1024))]];
+        for r in &rings {
+            parts.push(vec![
+                Factor::Dim(r.stages.clone()),
+                Factor::Dim(r.rows.clone()),
+                Factor::Dim(r.cols.clone()),
+                Factor::SizeOf(r.elem.clone()),
+            ]);
+        }
+        if let Some(r) = rings.first() {
+            parts.push(vec![
+                Factor::Dim(Dim::Const(16)),
+                Factor::Dim(r.stages.clone()),
+            ]);
+        }
+        let off = self.smem.add_persistent(
+            format!(
+                "Hopper pipeline: alignment slack, {} TMA ring(s), 2 mbarriers per stage",
+                rings.len()
+            ),
+            parts,
+        );
+        self.ring_offsets = vec![off; rings.len()];
+    }
+
+    /// A `pipelined` loop on the Hopper engine (see `crate::engine` and the prelude's
+    /// `ops/hopper/engine.cuh`): the producer lambda repeats the loop's producer slice and
+    /// issues one TMA load per ring tile; the consumer lambda is the body, where each ring
+    /// load is the slot's tile and the dot runs on wgmma.
+    fn pipelined_hopper(
+        &mut self,
+        body: &'k Block,
+        stages: &str,
+        rl: &RingLoop,
+        (s, e, st): (&str, &str, &str),
+    ) -> Result<(), CodegenError> {
+        let ivn = self.cname(rl.iv);
+        self.w.line(&format!(
+            "// [block] pipelined(stages = {stages}): Hopper engine, {} TMA ring(s) filled by a producer warpgroup, wgmma on TK_THREADS / 128 consumer warpgroups",
+            rl.rings.len()
+        ));
+        self.w.line("{");
+        self.w.open_indent();
+        let off = self
+            .ring_offsets
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "0".into());
+        self.w.line(&format!(
+            "char* const tk_pipe = tk::sm90::align1024(smem + {off});"
+        ));
+        let mut at = "tk_pipe".to_string();
+        let mut stage_bytes = Vec::new();
+        for &r in &rl.rings {
+            self.w
+                .line(&format!("const TK_RING{r} tk_ring{r}{{{at}}};"));
+            at = format!("{at} + TK_RING{r}::BYTES");
+            stage_bytes.push(format!("TK_RING{r}::SLOT"));
+        }
+        self.w.line(&format!(
+            "unsigned long long* const tk_bars = reinterpret_cast<unsigned long long*>({at});"
+        ));
+        self.w.open(&format!(
+            "tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}>({s}, {e}, {st}, tk_bars, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
+            stage_bytes.join(" + ")
+        ));
+        self.w
+            .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
+        for &i in &rl.producer {
+            if let Some(inst) = body.insts.get(i) {
+                self.inst(inst)?;
+            }
+        }
+        for (k, &r) in rl.rings.iter().enumerate() {
+            let o = self.origin(self.ring_origin(r)?)?;
+            self.w.line(&format!(
+                "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
+            ));
+        }
+        self.consumer(&ivn, body)
+    }
+
+    /// The origin of ring `r`'s `load_tile`.
+    fn ring_origin(&self, r: usize) -> Result<&'k [ValueId], CodegenError> {
+        let load = self.layouts.rings.get(r).map(|g| g.load);
+        match load.and_then(|l| self.defs[l.index()]) {
+            Some(Op::LoadTile { origin, .. }) => Ok(origin),
+            _ => Err(CodegenError::Unsupported(format!(
+                "ring{r} is not a load_tile"
+            ))),
+        }
+    }
+
+    /// Closes a pipeline's producer lambda and emits its consumer lambda (`ivn` bound to
+    /// the consumed iteration, the loop body with the resident tiles settled), then closes
+    /// the pipeline call and its block.
+    fn consumer(&mut self, ivn: &str, body: &'k Block) -> Result<(), CodegenError> {
+        self.w
+            .close("}, [&](const long long tk_iv_consume, const int tk_slot) {");
+        self.w.open_indent();
+        self.w
+            .line(&format!("const long long {ivn} = tk_iv_consume;"));
+        self.w.line(&format!("(void){ivn};"));
+        self.last_line = 0;
+        let settled: Vec<ValueId> = (0..self.vals.len())
+            .map(|i| ValueId(i as u32))
+            .filter(|v| self.layout(*v) == Layout::Resident && self.vals[v.index()].is_some())
+            .collect();
+        let outer = self.settled.replace(settled);
+        let r = self.block(body);
+        self.settled = outer;
+        r?;
+        self.w.close("});");
+        self.w.close("}");
+        Ok(())
+    }
+
     /// A `pipelined` loop with rings (the `for` header's values already evaluated).
     pub(super) fn pipelined(
         &mut self,
@@ -38,8 +160,11 @@ impl<'k> Emitter<'k> {
         rl: &RingLoop,
         (s, e, st): (&str, &str, &str),
     ) -> Result<(), CodegenError> {
-        let ivn = self.cname(rl.iv);
         let stages = dim_expr(stages);
+        if self.hopper.is_some_and(|h| h.loop_iv == rl.iv) {
+            return self.pipelined_hopper(body, &stages, rl, (s, e, st));
+        }
+        let ivn = self.cname(rl.iv);
         self.w.line(&format!(
             "// [block] pipelined(stages = {stages}): {} cp.async ring(s), {stages} - 1 iterations in flight",
             rl.rings.len()
@@ -67,11 +192,7 @@ impl<'k> Emitter<'k> {
         }
         for &r in &rl.rings {
             let ring = self.layouts.rings[r].clone();
-            let Some(Op::LoadTile { origin, .. }) = self.defs[ring.load.index()] else {
-                return Err(CodegenError::Unsupported(format!(
-                    "ring{r} is not a load_tile"
-                )));
-            };
+            let origin = self.ring_origin(r)?;
             let (t, _, rank) = self.view(ring.tensor)?;
             if rank != 2 {
                 return Err(CodegenError::Unsupported(format!(
@@ -84,24 +205,7 @@ impl<'k> Emitter<'k> {
                 "tk::copy_tile_async<{al}, TK_THREADS>(tk_ring{r}.slot(tk_slot), {t}, {o});"
             ));
         }
-        self.w
-            .close("}, [&](const long long tk_iv_consume, const int tk_slot) {");
-        self.w.open_indent();
-        self.w
-            .line(&format!("const long long {ivn} = tk_iv_consume;"));
-        self.w.line(&format!("(void){ivn};"));
-        self.last_line = 0;
-        let settled: Vec<ValueId> = (0..self.vals.len())
-            .map(|i| ValueId(i as u32))
-            .filter(|v| self.layout(*v) == Layout::Resident && self.vals[v.index()].is_some())
-            .collect();
-        let outer = self.settled.replace(settled);
-        let r = self.block(body);
-        self.settled = outer;
-        r?;
-        self.w.close("});");
-        self.w.close("}");
-        Ok(())
+        self.consumer(&ivn, body)
     }
 
     /// `dot(a, b, acc)`: from ring slots (`tk::mma_dot`), or from registers staged through
@@ -123,7 +227,11 @@ impl<'k> Emitter<'k> {
         let l = self.layout(r);
         let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc, l)?;
         let tf32 = precision == Precision::Tf32;
-        let engine = "tensor cores (mma.sync) for bf16/f16 and dot_tf32, FMA for exact f32";
+        let engine = if self.hopper.is_some() {
+            "wgmma from the TMA ring slots (Hopper engine)"
+        } else {
+            "tensor cores (mma.sync) for bf16/f16 and dot_tf32, FMA for exact f32"
+        };
         let bt = self.layouts.fused_trans.contains(&b);
         // In a ring loop's consumer, ring slots and resident tiles from before the loop are
         // visible (the pipeline's barrier) and stay put: the dot reads them in place, no

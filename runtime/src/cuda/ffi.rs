@@ -53,7 +53,7 @@ unsafe impl DeviceRepr for TensorAbi {}
 /// Every driver entry point the runtime reaches through cudarc (directly or through its
 /// safe API). cudarc resolves each at its first call and panics when one is missing, so
 /// [`check_culib`] resolves them all before any driver call.
-pub(crate) const DRIVER_SYMBOLS: [&str; 43] = [
+pub(crate) const DRIVER_SYMBOLS: [&str; 44] = [
     "cuInit",
     "cuDriverGetVersion",
     "cuGetErrorString",
@@ -97,6 +97,7 @@ pub(crate) const DRIVER_SYMBOLS: [&str; 43] = [
     "cuGraphDestroy",
     "cuGraphExecDestroy",
     "cuGraphUpload",
+    "cuTensorMapEncodeTiled",
 ];
 
 /// Whether libcuda can be loaded *and* is the driver: the library cudarc will use (the first
@@ -165,6 +166,7 @@ pub(crate) fn param_pointers(grid: &GridAbi, params: &[Slot], out: &mut [*mut c_
 /// launch, and its event bookkeeping is off for this runtime's slices anyway (tensors are
 /// passed by address). The parameter pointers live in a stack array for up to
 /// [`INLINE_ARGS`] parameters.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     stream: &CudaStream,
     func: &CudaFunction,
@@ -173,11 +175,12 @@ pub(crate) fn launch(
     smem: u32,
     grid: &GridAbi,
     params: &[Slot],
+    maps: &[TensorMap],
 ) -> Result<(), DriverError> {
     stream.context().bind_to_thread()?;
-    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS + 1];
+    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS + 3];
     let mut heap = Vec::new();
-    let n = params.len() + 1;
+    let n = params.len() + 1 + maps.len();
     let ptrs: &mut [*mut c_void] = if n <= inline.len() {
         &mut inline[..n]
     } else {
@@ -185,6 +188,9 @@ pub(crate) fn launch(
         &mut heap
     };
     param_pointers(grid, params, ptrs);
+    for (p, m) in ptrs[params.len() + 1..].iter_mut().zip(maps) {
+        *p = (m as *const TensorMap).cast_mut().cast();
+    }
     // SAFETY: `func` is the `tilekit_kernel` entry of a variant generated for exactly this
     // parameter list (the launch was checked against the kernel's IR, directly or through
     // a memo entry whose key holds everything the check reads): its parameters are
@@ -193,7 +199,9 @@ pub(crate) fn launch(
     // size and layout, see `DeviceRepr` above), then to each slot, whose first bytes
     // `abi::pack_args` wrote as that parameter's type lays them out (a `tk::TensorArg` as
     // `TensorAbi`'s seven fields in order; an f32 or i32 in the first 4 bytes, an i64 in
-    // 8, native byte order). The driver reads only the parameter's size from each pointer,
+    // 8, native byte order), then, for a Hopper-engine variant, to each tensor map (a
+    // `CUtensorMap`, 128 bytes and 64-byte aligned, as its `__grid_constant__
+    // tk::sm90::tensor_map` parameters are; `maps` is empty otherwise). The driver reads only the parameter's size from each pointer,
     // and copies the values before returning (`grid` and `params` outlive this call).
     // Every tensor address points into a live device allocation of this context that
     // holds the whole view (tensor constructors check the view's reach; the allocation
@@ -258,5 +266,60 @@ pub(crate) fn abandon_capture(stream: &CudaStream) -> Result<(), DriverError> {
         // An invalidated capture: ended, no graph to destroy.
         Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+/// `CUtensorMap`: a TMA descriptor, passed by value as a Hopper-engine variant's
+/// `tk::sm90::tensor_map` parameter.
+pub(crate) type TensorMap = sys::CUtensorMap;
+
+/// Encodes the 2-D tensor map of a row-major tensor (`abi`: address, extents, pitch in
+/// elements; unit last stride) of `elem_bytes`-byte `dtype` elements for boxes of
+/// `box_cols` x `box_rows` elements, 128-byte swizzle, zero fill outside the tensor. A
+/// tensor with an empty extent gets an all-zero map, which the kernel never reads (an
+/// empty K loop issues no load; an empty M or N gives an empty grid).
+pub(crate) fn encode_tensor_map_2d(
+    dtype: sys::CUtensorMapDataType,
+    elem_bytes: u64,
+    abi: &TensorAbi,
+    box_cols: u32,
+    box_rows: u32,
+) -> Result<TensorMap, DriverError> {
+    if abi.shape[0] <= 0 || abi.shape[1] <= 0 {
+        // SAFETY: `CUtensorMap` is 16 plain u64 words; all zeros is a valid value of it
+        // (not a valid descriptor, and never used as one: an empty tensor has no tile to
+        // load, so the kernel issues no TMA load with it).
+        return Ok(unsafe { std::mem::zeroed() });
+    }
+    let dim = |v: i64| u64::try_from(v).unwrap_or(1);
+    let dims = [dim(abi.shape[1]), dim(abi.shape[0])];
+    let strides = [u64::try_from(abi.stride[0])
+        .unwrap_or(0)
+        .saturating_mul(elem_bytes)];
+    let boxes = [box_cols, box_rows];
+    let element_strides = [1u32, 1u32];
+    let mut map = std::mem::MaybeUninit::<TensorMap>::uninit();
+    // SAFETY: libcuda is loaded with this symbol (`check_culib` checks it among
+    // DRIVER_SYMBOLS before any driver call); every pointer is to a live local array of the
+    // length the rank (2) asks for (`strides`: rank - 1), and `map` is a valid out-pointer
+    // the call fills on success (read only then). The call only encodes a descriptor on
+    // the host: it reads no device memory.
+    unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            dtype,
+            2,
+            abi.data as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()?;
+        Ok(map.assume_init())
     }
 }

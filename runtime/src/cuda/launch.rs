@@ -191,10 +191,17 @@ impl LaunchBackend for CudaDevice {
             &mut heap
         };
         pack_args(&kernel.params, args, params).map_err(&cuda_err)?;
-        if let Some(plan) = &resolved.pad {
-            self.run_pads(plan, args, params).map_err(&cuda_err)?;
-        }
-        self.launch_loaded(loaded, *blocks, grid, params, "cuLaunchKernel")
+        let padded = match &resolved.pad {
+            Some(plan) => self.run_pads(plan, args, params).map_err(&cuda_err)?,
+            None => Vec::new(),
+        };
+        let maps = match &loaded.tma {
+            Some(ops) => {
+                super::tma::encode(ops, &kernel.params, args, &padded).map_err(&cuda_err)?
+            }
+            None => Vec::new(),
+        };
+        self.launch_loaded(loaded, *blocks, grid, params, &maps, "cuLaunchKernel")
             .map_err(cuda_err)?;
         Ok(true)
     }
@@ -210,13 +217,15 @@ fn capable(spec: &KernelSpec, analyzed: &Analyzed) -> Capable {
 }
 
 impl CudaDevice {
-    /// Launches a loaded variant on the runtime's stream (`call` names it in an error).
+    /// Launches a loaded variant on the runtime's stream, with the tensor maps of a
+    /// Hopper-engine variant after its parameters (`call` names it in an error).
     pub(super) fn launch_loaded(
         &self,
         loaded: &Loaded,
         blocks: u32,
         grid: &ffi::GridAbi,
         params: &[Slot],
+        maps: &[ffi::TensorMap],
         call: &'static str,
     ) -> Result<(), CudaLaunchError> {
         ffi::launch(
@@ -227,6 +236,7 @@ impl CudaDevice {
             loaded.smem,
             grid,
             params,
+            maps,
         )
         .map_err(|e| CudaLaunchError::Driver {
             call,

@@ -49,6 +49,7 @@ mod launch;
 mod libraries;
 pub(crate) mod pad;
 mod timings;
+mod tma;
 mod variants;
 
 pub use cache::{CacheStats, CACHE_DIR_VAR};

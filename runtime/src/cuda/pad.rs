@@ -396,8 +396,9 @@ impl CudaDevice {
         plan: &PadPlan,
         args: &[Arg<'_>],
         params: &mut [Slot],
-    ) -> Result<(), CudaLaunchError> {
+    ) -> Result<Vec<(usize, super::ffi::TensorAbi)>, CudaLaunchError> {
         let mut used = Vec::with_capacity(plan.steps.len());
+        let mut replaced = Vec::with_capacity(plan.steps.len());
         for step in &plan.steps {
             let src = match args.get(step.param) {
                 Some(Arg::Tensor(t)) => t,
@@ -421,21 +422,27 @@ impl CudaDevice {
                         w.write(v);
                     }
                 }
-                self.launch_loaded(loaded, *blocks, grid, &slots, "cuLaunchKernel (PAD64 copy)")?;
+                self.launch_loaded(
+                    loaded,
+                    *blocks,
+                    grid,
+                    &slots,
+                    &[],
+                    "cuLaunchKernel (PAD64 copy)",
+                )?;
             }
             if let Some(slot) = params.get_mut(step.param) {
-                for (w, v) in slot
-                    .iter_mut()
-                    .zip(tensor_abi(ptr, &step.pad.layout).words())
-                {
+                let abi = tensor_abi(ptr, &step.pad.layout);
+                for (w, v) in slot.iter_mut().zip(abi.words()) {
                     w.write(v);
                 }
+                replaced.push((step.param, abi));
             }
         }
         if self.capturing.load(std::sync::atomic::Ordering::Acquire) {
             self.retain_for_capture(&used);
         }
-        Ok(())
+        Ok(replaced)
     }
 }
 

@@ -16,8 +16,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 use tilekit_codegen::abi::ENTRY_POINT;
+use tilekit_codegen::engine::TmaOperand;
 use tilekit_codegen::{
-    launch_plan, prelude_headers, variant_source, Access, CodegenError, LaunchPlan, Variant,
+    launch_plan, prelude_headers, variant_plan, variant_source, Access, CodegenError, LaunchPlan,
+    Variant,
 };
 use tilekit_ir::{Bindings, Config, Kernel};
 
@@ -29,6 +31,8 @@ const DEFAULT_SMEM_LIMIT: u64 = 48 * 1024;
 pub(super) struct Loaded {
     pub func: CudaFunction,
     pub plan: LaunchPlan,
+    /// The tensor maps a Hopper-engine variant takes after its parameters.
+    pub tma: Option<[TmaOperand; 2]>,
     pub smem: u32,
     /// Seconds NVRTC took, when this runtime compiled the variant (not a disk-cache hit).
     pub compile_seconds: Option<f64>,
@@ -125,13 +129,16 @@ impl CudaDevice {
             });
         }
         let t = Instant::now();
-        let plan = self.plan(id, kernel, config, bindings)?;
         let variant = Variant {
             config: config.clone(),
             bindings: bindings.clone(),
             access,
             target: self.info.target,
         };
+        // The engine (and so threads, shared memory and tensor maps) depends on the target
+        // and the access classes: the plan of this variant, not `plan`'s.
+        let vplan = variant_plan(kernel, &variant)?;
+        let (plan, tma) = (vplan.launch, vplan.tma);
         let source = variant_source(kernel, spec.cuda_template, &variant)?;
         let codegen = t.elapsed();
         let t = Instant::now();
@@ -145,7 +152,7 @@ impl CudaDevice {
         let disk_read = t.elapsed();
         let t = Instant::now();
         let from_disk = match lookup {
-            Some(Lookup::Hit(bytes)) => match self.load(bytes, plan) {
+            Some(Lookup::Hit(bytes)) => match self.load(bytes, plan, tma) {
                 Ok(l) => {
                     Counters::bump(&self.counters.disk_hits);
                     Some(l)
@@ -178,7 +185,7 @@ impl CudaDevice {
                 }
                 compile = t.elapsed();
                 let t = Instant::now();
-                let mut l = self.load(cubin.bytes, plan)?;
+                let mut l = self.load(cubin.bytes, plan, tma)?;
                 module_load += t.elapsed();
                 l.compile_seconds = Some(compile.as_secs_f64());
                 l
@@ -232,7 +239,12 @@ impl CudaDevice {
     }
 
     /// Loads a CUBIN and opts its entry point into the plan's dynamic shared memory.
-    fn load(&self, cubin: Vec<u8>, plan: LaunchPlan) -> Result<Loaded, CudaLaunchError> {
+    fn load(
+        &self,
+        cubin: Vec<u8>,
+        plan: LaunchPlan,
+        tma: Option<[TmaOperand; 2]>,
+    ) -> Result<Loaded, CudaLaunchError> {
         let err = |call: &'static str| {
             move |e: DriverError| CudaLaunchError::Driver {
                 call,
@@ -267,6 +279,7 @@ impl CudaDevice {
         Ok(Loaded {
             func,
             plan,
+            tma,
             smem,
             compile_seconds: None,
         })

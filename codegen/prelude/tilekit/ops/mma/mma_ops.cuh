@@ -4,3 +4,4 @@
 #include "tilekit/ops/mma/mma.cuh"
 #include "tilekit/ops/mma/acc_io.cuh"
 #include "tilekit/ops/mma/acc_reduce.cuh"
+#include "tilekit/ops/hopper/engine.cuh"

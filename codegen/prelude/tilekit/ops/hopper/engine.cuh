@@ -1,0 +1,153 @@
+// tilekit/ops/hopper/engine.cuh: the Hopper engine of a `pipelined` loop whose two ring
+// loads feed one `dot` (scope: block; sm_90a only, chosen by the code generator, see
+// codegen/src/engine.rs).
+//
+// Warp specialization: threads [0, CONSUMERS * 128) are the consumer warpgroups (the
+// kernel's TK_THREADS: everything outside the loop runs on them), threads [CONSUMERS * 128,
+// CONSUMERS * 128 + 128) are the producer warpgroup, whose first thread issues one TMA load
+// per ring tile (`tma_load_tile`) into a STAGES-deep ring and which leaves the kernel after
+// the loop (`exit`), so the code after the loop (the epilogue) runs on the consumers alone.
+// Every stage has a `full` mbarrier (one arrival with the stage's transaction bytes: the
+// TMA loads complete it) and an `empty` one (one arrival per consumer warpgroup after its
+// wgmma group on the stage has retired). Waits are raw parity waits: the i-th use of a
+// stage waits for phase parity (i / STAGES) & 1.
+//
+// Ring tiles (`tma_tile`) hold a ROWS x COLS tile as COLS * sizeof(T) / 128 panels of ROWS
+// rows x 128 bytes in TMA's 128-byte swizzle (sm90.cuh), each panel one TMA box of
+// (128 / sizeof(T)) x ROWS elements. `mma_dot` on two ring tiles is one warpgroup-wide
+// `wgmma.mma_async.m64nBNk16` per k16 step for each consumer warpgroup (its 64 rows of A),
+// A K-major, B N-major, into the accumulator registers: the `mma_acc` layout with one warp
+// per 16 rows (`mma_grid<BM, BN, WARPS, 1>` with WM = WARPS), which is exactly wgmma's
+// m64nN accumulator order, so every accumulator op after the loop runs unchanged.
+#pragma once
+#include "tilekit/ops/hopper/sm90.cuh"
+#include "tilekit/ops/hopper/wgmma_ops.cuh"
+#include "tilekit/types/tile.cuh"
+#include "tilekit/types/view.cuh"
+#include "tilekit/types/mma_layout.cuh"
+#include "tilekit/ops/memory/tile_io.cuh"
+
+namespace tk {
+namespace sm90 {
+
+/// Rounds a shared-memory pointer up to a multiple of 1024 bytes (the 128-byte swizzle
+/// atom); the shared-memory plan reserves 1024 bytes of slack for it.
+TK_DEVICE char* align1024(char* p) {
+    const unsigned a = saddr(p);
+    return p + ((1024u - (a & 1023u)) & 1023u);
+}
+
+/// One slot of a TMA ring (see the header comment).
+template <class T, long long ROWS, long long COLS> struct tma_tile {
+    using elem = T;
+    static constexpr long long rows = ROWS;
+    static constexpr long long cols = COLS;
+    /// Elements per 128-byte panel row.
+    static constexpr int PANEL_COLS = 128 / (int)sizeof(T);
+    /// Panels (TMA boxes) per tile.
+    static constexpr int PANELS = (int)(COLS / PANEL_COLS);
+    /// Bytes of the tile.
+    static constexpr long long BYTES = ROWS * COLS * (long long)sizeof(T);
+    static_assert(COLS % PANEL_COLS == 0, "tk::sm90::tma_tile: whole 128-byte panels");
+    static_assert(ROWS % 8 == 0 && ROWS <= 256, "tk::sm90::tma_tile: 8 to 256 rows in steps of 8");
+    char* base;
+};
+
+/// STAGES slots of one ring load.
+template <class T, long long ROWS, long long COLS, int STAGES> struct tma_ring {
+    using tile = tma_tile<T, ROWS, COLS>;
+    /// Bytes between slots (a multiple of 1024: ROWS is a multiple of 8).
+    static constexpr long long SLOT = tile::BYTES;
+    /// Bytes of the ring.
+    static constexpr long long BYTES = SLOT * STAGES;
+    char* base;
+    /// Slot `s`.
+    TK_DEVICE tile slot(int s) const { return tile{base + (long long)s * SLOT}; }
+};
+
+/// Issues the TMA loads of the tile of `map`'s tensor at origin `o` (row o.c[0], column
+/// o.c[1]; zero-filled outside the tensor) into `t`, completing on `full`. Called by one
+/// thread; the stage's expected bytes were announced by `ws_pipeline`.
+template <class T, long long R, long long C>
+TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, unsigned long long* full, const coord& o) {
+#pragma unroll
+    for (int p = 0; p < tma_tile<T, R, C>::PANELS; ++p)
+        tma_load_2d(t.base + (long long)p * R * 128, map, full, (int)(o.c[1] + (long long)p * tma_tile<T, R, C>::PANEL_COLS),
+                    (int)o.c[0]);
+}
+
+/// The warp-specialized software pipeline (see the header comment): `produce(iv, slot,
+/// full)` issues the TMA loads of iteration `iv` into `slot` (producer thread only),
+/// `consume(iv, slot)` runs the loop body on the consumers. `bars` is 2 * STAGES mbarriers
+/// in shared memory. Returns on the consumers only, with every stage consumed.
+template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class P, class C>
+TK_DEVICE void ws_pipeline(long long start, long long end, long long step, unsigned long long* bars, P&& produce, C&& consume) {
+    static_assert(STAGES >= 1 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline: 1 or 2 consumer warpgroups");
+    unsigned long long* full = bars;
+    unsigned long long* empty = bars + STAGES;
+    const int t = thread_rank();
+    if (t == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CONSUMERS);
+        }
+        fence_barrier_init();
+    }
+    sync();
+    if (t >= CONSUMERS * 128) {
+        setmaxnreg_dec<40>();
+        if (t == CONSUMERS * 128) {
+            int it = 0;
+            for (long long iv = start; iv < end; iv += step, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                mbar_arrive_expect_tx(&full[s], (unsigned)STAGE_BYTES);
+                produce(iv, s, &full[s]);
+            }
+        }
+        // The producer warpgroup takes no part in what follows the loop.
+#if TK_SM90A
+        asm volatile("exit;\n" ::: "memory");
+#endif
+        return;
+    }
+    setmaxnreg_inc<232>();
+    int it = 0;
+    for (long long iv = start; iv < end; iv += step, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        consume(iv, s);
+        // `mma_dot` on ring tiles returns after its wgmma group retired: the stage is free.
+        if (t % 128 == 0) mbar_arrive(&empty[s]);
+    }
+}
+
+/// acc + A @ B from two TMA ring tiles on wgmma (see the header comment).
+template <bool TF32, class T, long long BM, long long BK, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, const tma_tile<T, BK, BN>& sb,
+                                                const rt<float, shape<BM, BN>, L>& acc) {
+    static_assert(is_mma_acc<L>::value, "tk::sm90::mma_dot: an MMA accumulator");
+    using G = typename L::grid;
+    static_assert(G::WN == 1 && G::WTM == 16 && G::MI == 1, "tk::sm90::mma_dot: one warp per 16 accumulator rows");
+    static_assert(BK * (long long)sizeof(T) == 128, "tk::sm90::mma_dot: one 128-byte panel of K");
+    static_assert(BM == 16LL * L::warps, "tk::sm90::mma_dot: 64 rows per consumer warpgroup");
+    rt<float, shape<BM, BN>, L> r = acc;
+    const int wg = thread_rank() / 128;
+    const char* a = sa.base + (long long)wg * 64 * 128;
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < (int)(BK / 16); ++kk) {
+        const unsigned long long da = smem_desc_sw128(a + kk * 32, 16, 1024);
+        const unsigned long long db = smem_desc_sw128(sb.base + kk * 2048, (unsigned)(BK * 128), 1024);
+        wgmma_n<(int)BN, T>::template run<0, 1>(r.v, da, db, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    return r;
+}
+
+} // namespace sm90
+
+using sm90::mma_dot;
+
+} // namespace tk

@@ -1,0 +1,151 @@
+// tilekit/ops/hopper/sm90.cuh: the Hopper (sm_90a) primitives the Hopper engine is built
+// from: tensor-map descriptors, mbarriers with parity waits, TMA tile loads, wgmma
+// shared-memory descriptors and group control, and register reallocation.
+//
+// Every function here compiles only for sm_90a (`tk::arch == 90`); on other targets the
+// bodies are empty and the code generator never selects the engine (the header still
+// parses, so one prelude serves every target).
+//
+// Shared-memory operand layouts (PTX ISA, "Shared Memory Matrix Layout"): a TMA box whose
+// inner extent is 128 bytes, loaded with CU_TENSOR_MAP_SWIZZLE_128B, lands as rows of 128
+// bytes with the 16-byte chunks of row r XOR-ed by r % 8; that is the 128-byte swizzle
+// atom of wgmma (8 rows x 128 bytes = 1024 bytes; a stage must start 1024-byte aligned).
+//   K-major operand (A [M, K] row-major, one 64-element K panel): rows are M, the 16-element
+//   k-step s starts at byte 32 * s of the panel; SBO = 1024 (8 rows), LBO unused.
+//   MN-major operand (B [K, N] row-major): panels of 64 N-columns, each [BK rows][128 bytes];
+//   the k-step s starts at byte 2048 * s (16 rows); SBO = 1024 (8 K-rows), LBO = the panel
+//   stride in bytes (BK * 128).
+#pragma once
+#include "tilekit/common/base.cuh"
+#include "tilekit/arch/arch.cuh"
+
+/// True in device code compiled for sm_90a (the arch-specific features: wgmma, setmaxnreg).
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TK_SM90A 1
+#else
+#define TK_SM90A 0
+#endif
+
+namespace tk {
+namespace sm90 {
+
+/// A CUDA tensor map (`CUtensorMap`: 128 bytes, 64-byte aligned), encoded on the host by
+/// `cuTensorMapEncodeTiled` and passed as a `const __grid_constant__` kernel parameter.
+/// NVRTC has no <cuda.h>, so it is declared here with the driver's size and alignment.
+struct alignas(64) tensor_map {
+    unsigned long long opaque[16];
+};
+
+/// The shared-state-space address of a generic pointer into shared memory.
+TK_DEVICE unsigned saddr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+/// Initialises the mbarrier at `bar` for `count` arrivals per phase.
+TK_DEVICE void mbar_init(unsigned long long* bar, unsigned count) {
+#if TK_SM90A
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(saddr(bar)), "r"(count) : "memory");
+#endif
+}
+
+/// Makes mbarrier initialisation visible to the async proxy (TMA) and the cluster.
+TK_DEVICE void fence_barrier_init() {
+#if TK_SM90A
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+/// One arrival on `bar` that also expects `bytes` more of transaction (a TMA load's size).
+TK_DEVICE void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
+#if TK_SM90A
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(saddr(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+/// One arrival on `bar`.
+TK_DEVICE void mbar_arrive(unsigned long long* bar) {
+#if TK_SM90A
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(saddr(bar)) : "memory");
+#endif
+}
+
+/// Waits until the phase of `bar` with parity `parity` has completed (raw parity wait:
+/// `try_wait` in a loop, no arrival token).
+TK_DEVICE void mbar_wait(unsigned long long* bar, unsigned parity) {
+#if TK_SM90A
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "TK_MBAR_WAIT:\n"
+        "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra TK_MBAR_WAIT;\n"
+        "}\n" ::"r"(saddr(bar)),
+        "r"(parity)
+        : "memory");
+#endif
+}
+
+/// TMA: the box of `map` at coordinates (c0 innermost, c1) into shared memory at `dst`,
+/// completing as `bytes` of transaction on `bar`. Zero-filled past the tensor's extents.
+TK_DEVICE void tma_load_2d(void* dst, const tensor_map* map, unsigned long long* bar, int c0, int c1) {
+#if TK_SM90A
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+            saddr(dst)),
+        "l"(map), "r"(saddr(bar)), "r"(c0), "r"(c1)
+        : "memory");
+#endif
+}
+
+/// A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets
+/// (multiples of 16), 128-byte swizzle.
+TK_DEVICE unsigned long long smem_desc_sw128(const void* p, unsigned lbo, unsigned sbo) {
+    unsigned long long d = 0;
+    d |= (unsigned long long)((saddr(p) & 0x3FFFF) >> 4);
+    d |= (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16;
+    d |= (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
+    d |= 1ull << 62;
+    return d;
+}
+
+/// Orders register and shared-memory accesses before the next wgmma (warpgroup-wide).
+TK_DEVICE void wgmma_fence() {
+#if TK_SM90A
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+/// Closes the group of wgmma issued since the last commit.
+TK_DEVICE void wgmma_commit() {
+#if TK_SM90A
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+/// Waits until at most N committed wgmma groups of this warpgroup are pending.
+template <int N> TK_DEVICE void wgmma_wait() {
+#if TK_SM90A
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+/// Keeps the compiler from moving accumulator reads or writes across a wgmma boundary.
+TK_DEVICE void fence_regs(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+/// Lowers (DEC) or raises this warpgroup's register budget to REGS per thread.
+template <int REGS> TK_DEVICE void setmaxnreg_dec() {
+#if TK_SM90A
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+#endif
+}
+/// Raises this warpgroup's register budget to REGS per thread.
+template <int REGS> TK_DEVICE void setmaxnreg_inc() {
+#if TK_SM90A
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+#endif
+}
+
+/// A named barrier over `threads` threads (ids 1..15; 0 is `__syncthreads`).
+TK_DEVICE void named_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+} // namespace sm90
+} // namespace tk

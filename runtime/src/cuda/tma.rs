@@ -1,0 +1,72 @@
+//! Tensor maps of a Hopper-engine launch (`tilekit_codegen::engine`): one TMA descriptor per
+//! ring operand, encoded on the host from the tensor the launch passes (after `PAD64`'s
+//! copy, where it made one) and passed by value after the kernel's parameters.
+
+use super::abi::tensor_abi;
+use super::ffi::{self, TensorAbi, TensorMap};
+use crate::error::CudaLaunchError;
+use crate::launch::Arg;
+use cudarc::driver::sys::CUtensorMapDataType;
+use tilekit_codegen::engine::TmaOperand;
+use tilekit_ir::{DType, Param};
+
+/// The tensor maps of `ops`, in order: each from its parameter's tensor in `args`, or from
+/// the padded copy `padded` names for that parameter. An encoding error names the tensor.
+pub(super) fn encode(
+    ops: &[TmaOperand; 2],
+    params: &[Param],
+    args: &[Arg<'_>],
+    padded: &[(usize, TensorAbi)],
+) -> Result<Vec<TensorMap>, CudaLaunchError> {
+    let mut maps = Vec::with_capacity(ops.len());
+    for op in ops {
+        let i = op.param as usize;
+        let name = || {
+            params
+                .get(i)
+                .map_or_else(|| format!("#{i}"), |p| p.name.clone())
+        };
+        let abi = match padded.iter().find(|(p, _)| *p == i) {
+            Some((_, abi)) => *abi,
+            None => match args.get(i) {
+                Some(Arg::Tensor(t)) => tensor_abi(
+                    t.device
+                        .ok_or_else(|| CudaLaunchError::NoDevicePointer { param: name() })?,
+                    &t.layout,
+                ),
+                Some(Arg::TensorMut(t)) => tensor_abi(
+                    t.device
+                        .ok_or_else(|| CudaLaunchError::NoDevicePointer { param: name() })?,
+                    &t.layout,
+                ),
+                _ => return Err(CudaLaunchError::NoDevicePointer { param: name() }),
+            },
+        };
+        let (dtype, bytes) = match op.dtype {
+            DType::BF16 => (CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
+            DType::F16 => (CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
+            other => {
+                return Err(CudaLaunchError::Driver {
+                    call: "cuTensorMapEncodeTiled",
+                    message: format!("tensor `{}`: no tensor map for {other}", name()),
+                })
+            }
+        };
+        let map = ffi::encode_tensor_map_2d(dtype, bytes, &abi, op.box_cols, op.box_rows).map_err(
+            |e| CudaLaunchError::Driver {
+                call: "cuTensorMapEncodeTiled",
+                message: format!(
+                    "tensor `{}` ([{}, {}], pitch {} elements, box {}x{}): {e}",
+                    name(),
+                    abi.shape[0],
+                    abi.shape[1],
+                    abi.stride[0],
+                    op.box_rows,
+                    op.box_cols
+                ),
+            },
+        )?;
+        maps.push(map);
+    }
+    Ok(maps)
+}

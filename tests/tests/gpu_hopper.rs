@@ -1,0 +1,310 @@
+//! GPU tests of the Hopper engine (TMA ring + warp-specialized wgmma, `tilekit_codegen::engine`)
+//! on an sm_90 device: the library's `matmul` and `matmul_bias_act` and a user's GEMM with a
+//! fused epilogue, bitwise against the CPU backend in exact mode (small integers keep every
+//! f32 partial sum exact), with C a view inside a sentinel-filled buffer (nothing outside
+//! it changes), at boundary shapes (M, N around the tiles; K in {0, 8, BK - 8, BK + 8,
+//! STAGES * BK + 8, 4096}), tile counts below, at and above the SM count, a permutation
+//! matrix, 20 repeats bitwise identical, and the SASS (HGMMA and UTMALDG present, no
+//! local memory). Shapes keep A's and B's rows 16-byte aligned (TMA's rule); the others run
+//! the mma.sync engine and are covered by `gpu_matmul`.
+//!
+//! Run on a GPU machine: `gpu_hopper-* --ignored --test-threads=1`.
+
+use half::{bf16, f16};
+use tilekit::prelude::*;
+use tilekit::{Config, Element};
+use tilekit_codegen::Access;
+use tilekit_kernels::{matmul, matmul_bias_act};
+use tilekit_tests::support::Rng;
+
+#[path = "common/matmul.rs"]
+mod matmul_common;
+use matmul_common::{assert_bitwise, cfg, gpu, small_ints};
+
+/// Hopper-engine configurations of the library GEMMs (`BK` = 64, `BM` = 16 x `WARPS`).
+const HOPPER: [&str; 3] = [
+    "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
+    "BM=64,BN=128,BK=64,STAGES=5,WARPS=4,SMEM=Padded",
+    "BM=128,BN=64,BK=64,STAGES=3,WARPS=8,SMEM=Padded",
+];
+
+/// `s` over the declared defaults of `spec` (a complete configuration).
+fn full(spec: &tilekit::KernelSpec, s: &str) -> Config {
+    let given = cfg(s);
+    let mut config = spec.default_config().expect("default");
+    for (name, value) in &mut config.values {
+        if let Some(v) = given.get(name) {
+            *value = v.clone();
+        }
+    }
+    config
+}
+
+fn is_sm90(g: &Runtime) -> bool {
+    g.device().expect("device").compute_capability.0 == 9
+}
+
+/// Asserts that `config` runs on the Hopper engine for aligned `T` operands: its variant
+/// has the producer warpgroup's 128 extra threads.
+fn assert_hopper<T: Element>(g: &Runtime, spec: &tilekit::KernelSpec, config: &Config) {
+    let bindings = tilekit::ir::Bindings::single("T", T::DTYPE);
+    let res = g
+        .prepare_variant(spec, config, &bindings, Access::ROWS)
+        .unwrap_or_else(|e| panic!("{config}: {e}"));
+    let warps = config.int("WARPS").expect("WARPS") as u32;
+    assert_eq!(
+        res.threads,
+        32 * warps + 128,
+        "{config}: not the Hopper engine"
+    );
+}
+
+/// C = A @ B (+ bias, act) on the GPU into a view inside a sentinel-filled buffer and on the
+/// CPU backend; the view bitwise equal, the guard bands untouched.
+#[allow(clippy::too_many_arguments)]
+fn exact<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
+    g: &Runtime,
+    r: &mut Rng,
+    config: &Config,
+    epilogue: Option<i32>,
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    let c = Runtime::cpu();
+    let what = format!("{m}x{k}x{n} {:?} {config} epilogue {epilogue:?}", T::DTYPE);
+    let a = small_ints::<T>(r, m * k);
+    let b = small_ints::<T>(r, k * n);
+    let bias = small_ints::<T>(r, n);
+    let ac = Tensor2::from_vec(&c, a.clone(), [m, k]).unwrap();
+    let bc = Tensor2::from_vec(&c, b.clone(), [k, n]).unwrap();
+    let biasc = Tensor1::from_vec(&c, bias.clone(), [n]).unwrap();
+    let mut cc = Tensor2::full(&c, [m, n], T::from_f64(f64::NAN)).unwrap();
+    let ag = Tensor2::from_vec(g, a, [m, k]).unwrap();
+    let bg = Tensor2::from_vec(g, b, [k, n]).unwrap();
+    let biasg = Tensor1::from_vec(g, bias, [n]).unwrap();
+    let sentinel = T::from_f64(-12345.0);
+    let pitch = n + 16;
+    let total = (m + 8) * pitch;
+    let mut cg =
+        Tensor2::from_vec_strided(g, vec![sentinel; total], [m, n], [pitch, 1], 3 * pitch + 8)
+            .unwrap();
+    match epilogue {
+        None => {
+            matmul::launch_with(&c, config, &ac, &bc, &mut cc).unwrap();
+            matmul::launch_with(g, config, &ag, &bg, &mut cg)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+        Some(act) => {
+            matmul_bias_act::launch_with(&c, config, &ac, &bc, &biasc, &mut cc, act).unwrap();
+            matmul_bias_act::launch_with(g, config, &ag, &bg, &biasg, &mut cg, act)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        }
+    }
+    let s = cg.as_cuda_slice().expect("device tensor");
+    g.synchronize().unwrap();
+    let buf: Vec<T> = g.cuda_stream().expect("stream").clone_dtoh(s).unwrap();
+    for (i, v) in buf.iter().enumerate() {
+        let (row, col) = (i / pitch, i % pitch);
+        let inside = (3..3 + m).contains(&row) && (8..8 + n).contains(&col);
+        if !inside {
+            assert_eq!(
+                v.to_f64().to_bits(),
+                sentinel.to_f64().to_bits(),
+                "{what}: guard element (row {row}, col {col}) overwritten"
+            );
+        }
+    }
+    let got = cg.to_vec().unwrap();
+    let want = cc.to_vec().unwrap();
+    if epilogue.is_some_and(|a| a != 0) {
+        // An activation rounds differently on the two backends' math libraries: compare
+        // with a tolerance of a few ulps of T.
+        for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+            let (x, y) = (x.to_f64(), y.to_f64());
+            assert!(
+                (x - y).abs() <= 1e-2 * (1.0 + y.abs()),
+                "{what}: [{i}] got {x} want {y}"
+            );
+        }
+    } else {
+        assert_bitwise(&what, &got, &want);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_matmul_exact_bitwise_boundary_shapes() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-exact");
+    for c in HOPPER.iter().map(|s| full(&matmul::SPEC, s)) {
+        assert_hopper::<bf16>(&g, &matmul::SPEC, &c);
+        assert_hopper::<f16>(&g, &matmul::SPEC, &c);
+        let (bm, bn) = (c.int("BM").unwrap() as usize, c.int("BN").unwrap() as usize);
+        let st = c.int("STAGES").unwrap() as usize * 64;
+        for &(m, n) in &[
+            (1, 8),
+            (bm - 1, bn + 8),
+            (bm + 1, bn - 8),
+            (200, 136),
+            (65, 64),
+        ] {
+            for &k in &[0usize, 8, 56, 72, st + 8, 1000] {
+                exact::<bf16>(&g, &mut r, &c, None, m, k, n);
+            }
+            exact::<f16>(&g, &mut r, &c, None, m, 4096, n);
+        }
+        // Tile counts below, at and above 132 SMs.
+        for &(m, n) in &[(bm * 11, bn * 12), (bm * 12, bn * 11 + 8), (2048, 2048)] {
+            exact::<bf16>(&g, &mut r, &c, None, m, 128, n);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_matmul_bias_act_every_activation() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-epilogue");
+    for c in HOPPER.iter().map(|s| full(&matmul_bias_act::SPEC, s)) {
+        assert_hopper::<bf16>(&g, &matmul_bias_act::SPEC, &c);
+        for act in 0..4 {
+            exact::<bf16>(&g, &mut r, &c, Some(act), 200, 264, 136);
+            exact::<f16>(&g, &mut r, &c, Some(act), 129, 72, 264);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_permutation_and_repeats() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-perm");
+    let (m, k, n) = (256usize, 256usize, 512usize);
+    let mut perm: Vec<usize> = (0..k).collect();
+    for i in (1..k).rev() {
+        perm.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let mut a = vec![bf16::from_f32(0.0); m * k];
+    for i in 0..m {
+        a[i * k + perm[i % k]] = bf16::from_f32(1.0);
+    }
+    let b: Vec<bf16> = r.vec(k * n, 3.0);
+    let ag = Tensor2::from_vec(&g, a, [m, k]).unwrap();
+    let bg = Tensor2::from_vec(&g, b.clone(), [k, n]).unwrap();
+    for c in HOPPER.iter().map(|s| full(&matmul::SPEC, s)) {
+        let mut cg = Tensor2::full(&g, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        matmul::launch_with(&g, &c, &ag, &bg, &mut cg).unwrap();
+        let got = cg.to_vec().unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                assert_eq!(
+                    got[i * n + j].to_bits(),
+                    b[perm[i % k] * n + j].to_bits(),
+                    "permutation [{c}]: C[{i},{j}]"
+                );
+            }
+        }
+    }
+    let (m, k, n) = (1000usize, 1536usize, 1104usize);
+    let a: Vec<bf16> = r.vec(m * k, 1.0);
+    let b: Vec<bf16> = r.vec(k * n, 1.0);
+    let ag = Tensor2::from_vec(&g, a, [m, k]).unwrap();
+    let bg = Tensor2::from_vec(&g, b, [k, n]).unwrap();
+    let c = full(&matmul::SPEC, HOPPER[0]);
+    let mut first: Option<Vec<u16>> = None;
+    for rep in 0..20 {
+        let mut cg = Tensor2::full(&g, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        matmul::launch_with(&g, &c, &ag, &bg, &mut cg).unwrap();
+        let now: Vec<u16> = cg.to_vec().unwrap().iter().map(|x| x.to_bits()).collect();
+        match &first {
+            None => first = Some(now),
+            Some(f) => assert!(f == &now, "repeat {rep} differs from the first"),
+        }
+    }
+}
+
+/// A small run for compute-sanitizer (memcheck, racecheck, synccheck) on the
+/// warp-specialized GEMM.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_sanitizer_small() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-sanitizer");
+    for s in HOPPER {
+        exact::<bf16>(&g, &mut r, &full(&matmul::SPEC, s), None, 136, 200, 264);
+        exact::<bf16>(
+            &g,
+            &mut r,
+            &full(&matmul_bias_act::SPEC, s),
+            Some(1),
+            72,
+            72,
+            136,
+        );
+    }
+}
+
+/// The Hopper variant's SASS: wgmma (HGMMA) and TMA loads (UTMALDG), no local memory.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_sass_has_hgmma_and_utmaldg_and_no_local_memory() {
+    use tilekit_codegen::{prelude_headers, variant_source, Target, Variant};
+    use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
+    let spec = &matmul::SPEC;
+    let kernel = spec.kernel().unwrap();
+    let v = Variant {
+        config: full(spec, HOPPER[0]),
+        bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
+        access: Access::ROWS,
+        target: Target::Sm90a,
+    };
+    let src = variant_source(kernel, spec.cuda_template, &v).unwrap();
+    let cubin = compile_cubin(
+        &src,
+        "matmul.cu",
+        prelude_headers(),
+        &CompileOptions::new("sm_90a").unwrap(),
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("tk-hopper-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("matmul.cubin");
+    std::fs::write(&path, &cubin.bytes).unwrap();
+    let out = std::process::Command::new("/usr/local/cuda/bin/cuobjdump")
+        .arg("-sass")
+        .arg(&path)
+        .output()
+        .expect("cuobjdump");
+    let sass = String::from_utf8_lossy(&out.stdout);
+    let count = |op: &str| sass.matches(op).count();
+    eprintln!(
+        "Hopper matmul bf16 {}: HGMMA {}, UTMALDG {}, SYNCS {}, LDL {}, STL {}, registers {:?}",
+        v.config,
+        count("HGMMA"),
+        count("UTMALDG"),
+        count("SYNCS"),
+        count("LDL"),
+        count("STL"),
+        cubin.registers
+    );
+    assert!(count("HGMMA") > 0, "no HGMMA");
+    assert!(count("UTMALDG") > 0, "no TMA load");
+    assert_eq!(count("LDL") + count("STL"), 0, "local-memory traffic");
+}
