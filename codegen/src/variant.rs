@@ -174,14 +174,27 @@ pub fn variant_source(
         "extern \"C\" __global__ void __launch_bounds__({bounds}) {ENTRY_POINT}({}) {{\n",
         params.join(", ")
     ));
-    out.push_str(if is_hopper {
-        "    extern __shared__ __align__(1024) unsigned char tk_smem[];\n"
+    if is_hopper {
+        // Persistent: the runtime launches min(tiles, SMs) blocks; each runs its tiles in
+        // turn with the TMA ring's phase carried across them.
+        out.push_str("    extern __shared__ __align__(1024) unsigned char tk_smem[];\n");
+        out.push_str("    tk::sm90::pipe_state tk_state;\n");
+        out.push_str(
+            "    const unsigned tk_tiles = (unsigned)(grid.n[0] * grid.n[1] * grid.n[2]);\n",
+        );
+        out.push_str(
+            "    for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
+        );
+        out.push_str(&format!(
+            "        tilekit_variant::run({}, tk_state, tk_block);\n}}\n",
+            names.join(", ")
+        ));
     } else {
-        "    extern __shared__ __align__(128) unsigned char tk_smem[];\n"
-    });
-    out.push_str(&format!(
-        "    tilekit_variant::run({});\n}}\n",
-        names.join(", ")
-    ));
+        out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
+        out.push_str(&format!(
+            "    tilekit_variant::run({});\n}}\n",
+            names.join(", ")
+        ));
+    }
     Ok(out)
 }

@@ -239,7 +239,8 @@ fn gpu_matmul_sanitizer_small() {
 }
 
 /// The default bf16 variant, compiled for this GPU's architecture, runs on tensor cores
-/// (HMMA, LDSM, LDGSTS in the SASS) with no local-memory traffic (no LDL/STL). Needs
+/// (sm_90a: the Hopper engine, HGMMA and UTMALDG; sm_80: HMMA, LDSM, LDGSTS in the SASS)
+/// with no local-memory traffic (no LDL/STL). Needs
 /// `cuobjdump` (the CUDA toolkit on the GPU machine: `$TILEKIT_CUDA_ROOT/bin` or
 /// /usr/local/cuda/bin).
 #[test]
@@ -284,8 +285,10 @@ fn gpu_matmul_default_variant_sass_has_hmma_and_no_local_memory() {
     let sass = String::from_utf8_lossy(&out.stdout);
     let count = |op: &str| sass.matches(op).count();
     eprintln!(
-        "default matmul bf16 {}: HMMA {}, LDSM {}, LDGSTS {}, LDL {}, STL {}, registers {:?}",
+        "default matmul bf16 {}: HGMMA {}, UTMALDG {}, HMMA {}, LDSM {}, LDGSTS {}, LDL {}, STL {}, registers {:?}",
         v.config,
+        count("HGMMA"),
+        count("UTMALDG"),
         count("HMMA"),
         count("LDSM"),
         count("LDGSTS"),
@@ -293,12 +296,21 @@ fn gpu_matmul_default_variant_sass_has_hmma_and_no_local_memory() {
         count("STL"),
         cubin.registers
     );
-    assert!(count("HMMA") > 0, "no HMMA in the default bf16 variant");
-    assert!(count("LDSM") > 0, "no ldmatrix in the default bf16 variant");
-    assert!(
-        count("LDGSTS") > 0,
-        "no cp.async in the default bf16 variant"
-    );
+    if target == Target::Sm90a {
+        // The default is a Hopper-engine configuration: wgmma from TMA-filled rings.
+        assert!(count("HGMMA") > 0, "no HGMMA in the default bf16 variant");
+        assert!(
+            count("UTMALDG") > 0,
+            "no TMA load in the default bf16 variant"
+        );
+    } else {
+        assert!(count("HMMA") > 0, "no HMMA in the default bf16 variant");
+        assert!(count("LDSM") > 0, "no ldmatrix in the default bf16 variant");
+        assert!(
+            count("LDGSTS") > 0,
+            "no cp.async in the default bf16 variant"
+        );
+    }
     assert_eq!(count("LDL") + count("STL"), 0, "local-memory traffic");
 }
 

@@ -107,8 +107,14 @@ impl<'k> Emitter<'k> {
             Op::ProgramId { axis } => self.assign(
                 Self::result(inst)?,
                 &format!(
-                    "tk::program_id<{}, {axis}, TK_GROUP>(grid)",
-                    self.kernel.grid.len()
+                    "tk::program_id<{}, {axis}, TK_GROUP>(grid{})",
+                    self.kernel.grid.len(),
+                    // A persistent (Hopper-engine) program runs the tile it is given.
+                    if self.hopper.is_some() {
+                        ", tk_block"
+                    } else {
+                        ""
+                    }
                 ),
             ),
             Op::NumPrograms { axis } => self.assign(

@@ -232,6 +232,8 @@ pub(crate) fn lower_with<'k>(
     if hopper.is_some() {
         params.push("const tk::sm90::tensor_map* tk_map0".to_string());
         params.push("const tk::sm90::tensor_map* tk_map1".to_string());
+        params.push("tk::sm90::pipe_state& tk_state".to_string());
+        params.push("const unsigned tk_block".to_string());
     }
 
     let mut w = Writer::at(0);
@@ -256,7 +258,7 @@ pub(crate) fn lower_with<'k>(
     ));
     if hopper.is_some() {
         w.line(&format!(
-            "/// Hopper engine: TK_THREADS consumer threads (TK_THREADS / 128 warpgroups) run the kernel; a producer warpgroup of {PRODUCER_THREADS} more issues the TMA loads of the pipelined loop and leaves after it."
+            "/// Hopper engine: TK_THREADS consumer threads (TK_THREADS / 128 warpgroups) run the kernel; a producer warpgroup of {PRODUCER_THREADS} more issues the TMA loads of the pipelined loop and skips the rest. Persistent: `run` is called once per tile `tk_block` of the program."
         ));
         w.line(&format!(
             "static constexpr int TK_LAUNCH_THREADS = TK_THREADS + {PRODUCER_THREADS};"

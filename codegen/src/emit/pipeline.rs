@@ -96,8 +96,10 @@ impl<'k> Emitter<'k> {
         self.w.line(&format!(
             "unsigned long long* const tk_bars = reinterpret_cast<unsigned long long*>({at});"
         ));
+        self.w
+            .line("// The producer warpgroup gets false and skips the rest of this tile.");
         self.w.open(&format!(
-            "tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}>({s}, {e}, {st}, tk_bars, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
+            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
             stage_bytes.join(" + ")
         ));
         self.w
@@ -113,7 +115,7 @@ impl<'k> Emitter<'k> {
                 "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
             ));
         }
-        self.consumer(&ivn, body)
+        self.consumer(&ivn, body, "})) return;")
     }
 
     /// The origin of ring `r`'s `load_tile`.
@@ -129,8 +131,8 @@ impl<'k> Emitter<'k> {
 
     /// Closes a pipeline's producer lambda and emits its consumer lambda (`ivn` bound to
     /// the consumed iteration, the loop body with the resident tiles settled), then closes
-    /// the pipeline call and its block.
-    fn consumer(&mut self, ivn: &str, body: &'k Block) -> Result<(), CodegenError> {
+    /// the pipeline call with `end` and its block.
+    fn consumer(&mut self, ivn: &str, body: &'k Block, end: &str) -> Result<(), CodegenError> {
         self.w
             .close("}, [&](const long long tk_iv_consume, const int tk_slot) {");
         self.w.open_indent();
@@ -146,7 +148,7 @@ impl<'k> Emitter<'k> {
         let r = self.block(body);
         self.settled = outer;
         r?;
-        self.w.close("});");
+        self.w.close(end);
         self.w.close("}");
         Ok(())
     }
@@ -205,7 +207,7 @@ impl<'k> Emitter<'k> {
                 "tk::copy_tile_async<{al}, TK_THREADS>(tk_ring{r}.slot(tk_slot), {t}, {o});"
             ));
         }
-        self.consumer(&ivn, body)
+        self.consumer(&ivn, body, "});")
     }
 
     /// `dot(a, b, acc)`: from ring slots (`tk::mma_dot`), or from registers staged through

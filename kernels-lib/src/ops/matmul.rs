@@ -1,16 +1,20 @@
 use tilekit::prelude::*;
 
 /// C = A @ B with an f32 accumulator: one program per BM x BN output tile, a loop over K in
-/// BK steps. The compiler puts `ta` and `tb` in STAGES-deep cp.async rings in shared
-/// memory (layout `SMEM`) and runs `dot` on tensor cores (`mma.sync` m16n8k16 for bf16 and
-/// f16; exact f32 runs on FMA units); `tilekit show matmul --stage layouts` shows it. The
-/// default (128 x 128 x 32, 5 stages, 4 warps: two programs and 8 warps per SM) ran at
-/// 426 TFLOP/s on bf16 8192^3 on the H100 (BENCHMARKS.md run 27).
+/// BK steps. On sm_90a (H100, H200) a variant whose operands are 16-byte aligned row-major
+/// bf16/f16 with BK = 64 and BM = 16 x WARPS runs on the Hopper engine: TMA loads into a
+/// STAGES-deep mbarrier ring from a producer warpgroup, `wgmma` on one or two consumer
+/// warpgroups, persistent programs. Everywhere else the compiler puts `ta` and `tb` in
+/// STAGES-deep cp.async rings (layout `SMEM`) and runs `dot` on `mma.sync` m16n8k16 (exact
+/// f32 on FMA units). `tilekit show matmul --stage layouts` names the engine. The default
+/// (128 x 256 x 64, 3 stages, 8 warps) is a Hopper-engine configuration (BENCHMARKS.md,
+/// "Hopper engine"); where it does not fit (sm_80's shared memory), the first declared
+/// configuration that does runs.
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
 // SMEM has no RowMajor: its ldmatrix reads conflict 8 ways, 123-126 TFLOP/s where the
 // other layouts run 258-400 (BENCHMARKS runs 23, 27), and it cost a third of the variants.
-#[tune(BM = [128, 64, 256], BN = [128, 256, 64], BK = [32, 64], STAGES = [5, 4, 3, 2],
-       WARPS = [4, 8], SMEM = [Swizzle128, Padded], PAD64 = [false, true])]
+#[tune(BM = [128, 64, 256], BN = [256, 128, 64], BK = [64, 32], STAGES = [3, 4, 5, 2],
+       WARPS = [8, 4], SMEM = [Swizzle128, Padded], PAD64 = [false, true])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

@@ -150,6 +150,13 @@ impl LaunchBackend for CudaDevice {
         let loaded = self
             .function(spec, kernel, &checked.config, &checked.bindings, access)
             .map_err(cuda_err(&kernel.name))?;
+        // A Hopper-engine variant is persistent: at most one block per SM, each looping
+        // over its share of the tiles.
+        let blocks = if loaded.tma.is_some() {
+            blocks.min(self.info.sm_count.max(1))
+        } else {
+            blocks
+        };
         let mut grid = ffi::GridAbi { n: [1; 3] };
         for (a, &g) in checked.grid.iter().enumerate().take(3) {
             grid.n[a] = g;

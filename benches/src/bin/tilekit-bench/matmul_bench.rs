@@ -1,4 +1,4 @@
-//! `tilekit-bench --only matmul`: the tensor-core matmul at bf16 8192^3 / 4096^3 and f16
+//! `tilekit-bench --only matmul`: the tensor-core matmul at bf16 1000^3 / 8192^3 / 4096^3 and f16
 //! 4096^3 (the default and a sweep of configurations), bf16 4096^3 with column-major
 //! operands (the Cols variants), and the user-written TF32 matmul.
 
@@ -21,6 +21,11 @@ pub(crate) const MATMUL_CONFIGS: &[&str] = &[
     "BM=128,BN=128,BK=64,STAGES=4,WARPS=4,SMEM=Swizzle128",
     "BM=128,BN=128,BK=32,STAGES=3,WARPS=4,SMEM=Swizzle128",
     "BM=128,BN=256,BK=32,STAGES=4,WARPS=8,SMEM=Padded",
+    // Hopper-engine configurations (sm_90a: BK = 64, BM = 16 x WARPS).
+    "BM=128,BN=256,BK=64,STAGES=2,WARPS=8,SMEM=Swizzle128",
+    "BM=128,BN=128,BK=64,STAGES=5,WARPS=8,SMEM=Swizzle128",
+    "BM=64,BN=256,BK=64,STAGES=5,WARPS=4,SMEM=Swizzle128",
+    "BM=64,BN=128,BK=64,STAGES=5,WARPS=4,SMEM=Swizzle128",
 ];
 
 /// One matmul shape: the default configuration and [`MATMUL_CONFIGS`], median of 10.
@@ -181,6 +186,10 @@ fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
 /// matmul at 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3 bf16 only).
 pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
     let mut v = serde_json::Map::new();
+    v.insert(
+        "bf16_1000".into(),
+        matmul_shape::<half::bf16>(rt, "bf16", 1000, 1000, 1000)?,
+    );
     let rows = matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?;
     let best = rows["best_config"].as_str().unwrap_or_default().to_string();
     v.insert("bf16_4096".into(), rows);

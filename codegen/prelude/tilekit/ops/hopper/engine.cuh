@@ -5,8 +5,11 @@
 // Warp specialization: threads [0, CONSUMERS * 128) are the consumer warpgroups (the
 // kernel's TK_THREADS: everything outside the loop runs on them), threads [CONSUMERS * 128,
 // CONSUMERS * 128 + 128) are the producer warpgroup, whose first thread issues one TMA load
-// per ring tile (`tma_load_tile`) into a STAGES-deep ring and which leaves the kernel after
-// the loop (`exit`), so the code after the loop (the epilogue) runs on the consumers alone.
+// per ring tile (`tma_load_tile`) into a STAGES-deep ring and which skips the code after
+// the loop (the epilogue runs on the consumers alone). Programs are persistent: the
+// variant launches min(tiles, SMs) blocks, each running `run` for tiles blockIdx.x,
+// blockIdx.x + gridDim.x, ... with the ring's phase carried across them (`pipe_state`), so
+// the producer fills the ring for a block's next tile while its consumers finish this one.
 // Every stage has a `full` mbarrier (one arrival with the stage's transaction bytes: the
 // TMA loads complete it) and an `empty` one (one arrival per consumer warpgroup after its
 // wgmma group on the stage has retired). Waits are raw parity waits: the i-th use of a
@@ -76,50 +79,65 @@ TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, 
                     (int)o.c[0]);
 }
 
+/// A persistent program's pipeline state, one per thread, carried across the tiles it
+/// runs (the wrapper loops `run` over tiles `blockIdx.x`, `+ gridDim.x`, ...): how many
+/// iterations this thread has produced or consumed (the ring's phase) and whether the
+/// barriers and registers are set up.
+struct pipe_state {
+    int it = 0;
+    bool ready = false;
+};
+
 /// The warp-specialized software pipeline (see the header comment): `produce(iv, slot,
 /// full)` issues the TMA loads of iteration `iv` into `slot` (producer thread only),
 /// `consume(iv, slot)` runs the loop body on the consumers. `bars` is 2 * STAGES mbarriers
-/// in shared memory. Returns on the consumers only, with every stage consumed.
+/// in shared memory, initialised (and the warpgroups' registers reallocated) on a
+/// program's first tile. Returns false on the producer warpgroup, which then skips the
+/// rest of the tile (the wrapper moves it on to its next tile, so its loads for that tile
+/// overlap the consumers' epilogue of this one), and true on the consumers once every
+/// stage of this tile is consumed.
 template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class P, class C>
-TK_DEVICE void ws_pipeline(long long start, long long end, long long step, unsigned long long* bars, P&& produce, C&& consume) {
+TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
+                           P&& produce, C&& consume) {
     static_assert(STAGES >= 1 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline: 1 or 2 consumer warpgroups");
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     const int t = thread_rank();
-    if (t == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], CONSUMERS);
+    const bool producer = t >= CONSUMERS * 128;
+    if (!st.ready) {
+        if (t == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(&full[s], 1);
+                mbar_init(&empty[s], CONSUMERS);
+            }
+            fence_barrier_init();
         }
-        fence_barrier_init();
+        sync();
+        if (producer)
+            setmaxnreg_dec<40>();
+        else
+            setmaxnreg_inc<232>();
+        st.ready = true;
     }
-    sync();
-    if (t >= CONSUMERS * 128) {
-        setmaxnreg_dec<40>();
+    if (producer) {
         if (t == CONSUMERS * 128) {
-            int it = 0;
-            for (long long iv = start; iv < end; iv += step, ++it) {
-                const int s = it % STAGES;
-                mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+            for (long long iv = start; iv < end; iv += step, ++st.it) {
+                const int s = st.it % STAGES;
+                mbar_wait(&empty[s], ((st.it / STAGES) & 1) ^ 1);
                 mbar_arrive_expect_tx(&full[s], (unsigned)STAGE_BYTES);
                 produce(iv, s, &full[s]);
             }
         }
-        // The producer warpgroup takes no part in what follows the loop.
-#if TK_SM90A
-        asm volatile("exit;\n" ::: "memory");
-#endif
-        return;
+        return false;
     }
-    setmaxnreg_inc<232>();
-    int it = 0;
-    for (long long iv = start; iv < end; iv += step, ++it) {
-        const int s = it % STAGES;
-        mbar_wait(&full[s], (it / STAGES) & 1);
+    for (long long iv = start; iv < end; iv += step, ++st.it) {
+        const int s = st.it % STAGES;
+        mbar_wait(&full[s], (st.it / STAGES) & 1);
         consume(iv, s);
         // `mma_dot` on ring tiles returns after its wgmma group retired: the stage is free.
         if (t % 128 == 0) mbar_arrive(&empty[s]);
     }
+    return true;
 }
 
 /// acc + A @ B from two TMA ring tiles on wgmma (see the header comment).

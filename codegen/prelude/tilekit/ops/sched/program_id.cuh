@@ -12,11 +12,11 @@ namespace tk {
 /// `program_id(AXIS)` of the calling block in a grid of `RANK` axes. The runtime launches at
 /// most 2^31 - 1 blocks, so the decomposition is done in 32-bit unsigned arithmetic (a
 /// 64-bit `%` is a long software routine per thread); a 1-d grid needs none at all.
-template <int RANK, int AXIS, int GROUP = 1> TK_DEVICE long long program_id(const Grid& g) {
+/// `lin` is the program's linear index: blockIdx.x, or the tile a persistent program runs.
+template <int RANK, int AXIS, int GROUP = 1> TK_DEVICE long long program_id(const Grid& g, unsigned lin) {
     static_assert(RANK >= 1 && RANK <= 3, "tk::program_id: grids have 1 to 3 axes");
     static_assert(AXIS >= 0 && AXIS < RANK, "tk::program_id: axis out of range");
     static_assert(GROUP >= 1, "tk::program_id: GROUP_M must be positive");
-    const unsigned lin = blockIdx.x;
     if constexpr (RANK == 1) {
         return (long long)lin;
     } else if constexpr (RANK == 2 && GROUP > 1) {
@@ -35,6 +35,11 @@ template <int RANK, int AXIS, int GROUP = 1> TK_DEVICE long long program_id(cons
         if constexpr (AXIS == 1) return (long long)((lin / n0) % n1);
         return (long long)(lin / (n0 * n1));
     }
+}
+
+/// `program_id(AXIS)` of the calling block (one program per block).
+template <int RANK, int AXIS, int GROUP = 1> TK_DEVICE long long program_id(const Grid& g) {
+    return program_id<RANK, AXIS, GROUP>(g, blockIdx.x);
 }
 
 /// `num_programs(axis)`.
