@@ -114,13 +114,17 @@ pub fn dump(
                 check_bindings(kernel, &v.bindings)?;
                 let warps = ThreadsRule::of(kernel).eval(&config)? / 32;
                 let _ = writeln!(s, "for {config} [{}]:", v.bindings);
+                let chosen = crate::engine::engine(kernel, v)?;
+                let hopper = matches!(chosen, crate::engine::Engine::Hopper(_));
                 let mut grids = Vec::new();
                 for acc in &l.accs {
-                    grids.push(acc.grid(
-                        eval_dim(&acc.m, &config)?,
-                        eval_dim(&acc.n, &config)?,
-                        warps,
-                    ));
+                    let (m, n) = (eval_dim(&acc.m, &config)?, eval_dim(&acc.n, &config)?);
+                    // The Hopper engine's accumulators take the rows policy (wgmma's order).
+                    grids.push(if hopper {
+                        layout::warp_grid_rows(m, n, warps)
+                    } else {
+                        acc.grid(m, n, warps)
+                    });
                 }
                 for (k, acc) in l.accs.iter().enumerate() {
                     let g = grids[k];
@@ -140,7 +144,11 @@ pub fn dump(
                             s,
                             "  dot at line {}: {}",
                             d.line,
-                            engine(&d.elem, d.precision, v, g.is_some())
+                            if hopper {
+                                "wgmma m64nNk16 from the TMA ring (Hopper engine, f32 accumulation)"
+                            } else {
+                                engine(&d.elem, d.precision, v, g.is_some())
+                            }
                         );
                         if let Some(ka) = d.a_from_acc {
                             let _ = writeln!(
@@ -197,11 +205,33 @@ pub fn dump(
                     }
                 }
                 let _ = writeln!(s, "  shared-memory tiles: {kind:?} (resolved per tile)");
+                if !l.loops.is_empty() {
+                    let _ = match chosen {
+                        crate::engine::Engine::Hopper(p) => writeln!(
+                            s,
+                            "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs",
+                            v.target, p.consumers
+                        ),
+                        crate::engine::Engine::MmaSync(why) => writeln!(
+                            s,
+                            "  engine ({}): cp.async rings and mma.sync (not the Hopper engine: {why})",
+                            v.target
+                        ),
+                    };
+                }
             }
             Ok(s)
         }
         Stage::Smem => {
-            let lowered = lower(kernel)?;
+            // A Hopper-engine variant has its own plan (the TMA rings and mbarriers).
+            let hopper = match variant {
+                Some(v) => crate::emit::hopper_lowering(kernel, v)?.map(|(_, l, _)| l),
+                None => None,
+            };
+            let lowered = match hopper {
+                Some(l) => l,
+                None => lower(kernel)?,
+            };
             match variant {
                 Some(v) => {
                     let config = kernel.space.validate(&v.config)?;

@@ -184,3 +184,35 @@ fn hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
         );
     }
 }
+
+#[test]
+fn show_names_the_engine_and_its_shared_memory() {
+    let spec = &tilekit_kernels::matmul::SPEC;
+    let k = spec.kernel().expect("IR");
+    let v = variant(
+        k,
+        "BM=128,BN=256,BK=64,STAGES=3,WARPS=8",
+        DType::BF16,
+        Access::ROWS,
+        Target::Sm90a,
+    );
+    let layouts =
+        tilekit_codegen::dump(k, Some(&v), tilekit_codegen::Stage::Layouts).expect("layouts");
+    assert!(layouts.contains("engine (sm_90a): Hopper"), "{layouts}");
+    assert!(layouts.contains("wgmma m64nNk16"), "{layouts}");
+    let smem = tilekit_codegen::dump(k, Some(&v), tilekit_codegen::Stage::Smem).expect("smem");
+    assert!(smem.contains("Hopper pipeline"), "{smem}");
+    let v80 = variant(
+        k,
+        "BM=128,BN=256,BK=64,STAGES=3,WARPS=8",
+        DType::BF16,
+        Access::ROWS,
+        Target::Sm80,
+    );
+    let layouts =
+        tilekit_codegen::dump(k, Some(&v80), tilekit_codegen::Stage::Layouts).expect("layouts");
+    assert!(
+        layouts.contains("not the Hopper engine: target sm_80 has no wgmma"),
+        "{layouts}"
+    );
+}
