@@ -74,7 +74,9 @@
 //! ```
 //!
 //! The attributes: `#[tune(NAME = [values..])]` declares the tuning space,
-//! `#[constraint(expr)]` restricts it, `#[cost(flops = ..)]` counts the work, and
+//! `#[constraint(expr)]` restricts it, `#[check(expr)]` validates the arguments alone
+//! (`eps > 0.0 && eps.is_finite()`; not part of the spec hash), `#[cost(flops = ..)]`
+//! counts the work, and
 //! `#[shapes(..)]` describes the problem the tuner generates: each tensor's dimension names
 //! (`x = [M, N]`), and for a scalar parameter the value (`eps = 1e-5`, `repeats = 64`,
 //! `flag = true`) or the range (`eps = 1e-6..1e-4`) it is given; see [`ir::InputGen`] for
@@ -88,7 +90,7 @@ pub use tilekit_ir as ir;
 pub use tilekit_ir::Config;
 #[doc(hidden)]
 pub use tilekit_macros::__tile_fn_chain;
-pub use tilekit_macros::{constraint, cost, kernel, shapes, tile_fn, tune};
+pub use tilekit_macros::{check, constraint, cost, kernel, shapes, tile_fn, tune};
 pub use tilekit_runtime::{
     chosen_access, launch, launch_with, time_median, Access, AccessClass, Arg, Element, Float,
     KernelSpec, LaunchError, ReadTensor, Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorError,
@@ -127,8 +129,8 @@ pub use tilekit_tuner::cli::{cli_main, cli_main_with, Catalog};
 /// What a kernel file needs: `use tilekit::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        bf16, constraint, cost, f16, kernel, shapes, tile_fn, tune, Config, Float, ReadTensor,
-        Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
+        bf16, check, constraint, cost, f16, kernel, shapes, tile_fn, tune, Config, Float,
+        ReadTensor, Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
     };
 }
 

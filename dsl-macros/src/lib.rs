@@ -88,6 +88,16 @@ pub fn constraint(_attr: TokenStream, _item: TokenStream) -> TokenStream {
     misplaced("constraint")
 }
 
+/// Declares an argument check of a kernel (`#[check(eps > 0.0 && eps.is_finite())]`,
+/// `#[check(act >= 0 && act <= 3)]`): a condition on the arguments alone (shapes, scalar
+/// values, named dimensions), refused at launch as a whole, naming the arguments it reads.
+/// Unlike a `#[constraint]` it may not read a tuning parameter or a resource, and it is
+/// not part of the spec hash; read by `#[kernel]`.
+#[proc_macro_attribute]
+pub fn check(_attr: TokenStream, _item: TokenStream) -> TokenStream {
+    misplaced("check")
+}
+
 /// Names a kernel's tensor dimensions and gives its scalar parameters the values the tuner
 /// passes (`#[shapes(x = [M, N], y = [M, N], eps = 1e-5)]`; a range `eps = 1e-6..1e-4` is
 /// sampled uniformly; see `tilekit_ir::InputGen` for scalars not given); read by `#[kernel]`.

@@ -600,6 +600,67 @@ fn float_literals_and_float_scalars_in_launch_constraints() {
 }
 
 #[test]
+fn argument_checks_are_kept_apart_and_left_out_of_the_spec_hash() {
+    let body = quote! {
+        pub fn k(x: &Tensor2<f32>, y: &mut Tensor2<f32>, eps: f32) {
+            let cols = arange::<BLOCK>();
+            let v = load(x.row(program_id(0)), cols, cols < x.cols(), 0.0);
+            store(y.row(program_id(0)), cols, v + eps, cols < x.cols());
+        }
+    };
+    let plain = ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            #[constraint(x.cols() <= BLOCK)]
+            #body
+        },
+    );
+    let checked = ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            #[constraint(x.cols() <= BLOCK)]
+            #[check(eps > 0.0 && eps.is_finite())]
+            #[check(is_finite(eps) || x.rows() == 0)]
+            #body
+        },
+    );
+    assert_eq!(checked.constraints, plain.constraints);
+    assert_eq!(checked.checks.len(), 2);
+    assert_eq!(
+        checked.checks[0].expr.to_string(),
+        "((arg2 > 0.0) && is_finite(arg2))"
+    );
+    assert_eq!(
+        checked.checks[1].expr.to_string(),
+        "(is_finite(arg2) || (arg0.dim(0) == 0))"
+    );
+    assert_eq!(
+        tilekit_ir::hash::spec_hash(&checked),
+        tilekit_ir::hash::spec_hash(&plain)
+    );
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            #[check(x.cols() <= BLOCK)]
+            #[check(true)]
+            pub fn k(x: &Tensor2<f32>, eps: f32) {}
+        },
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("reads the tuning parameter `BLOCK`")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("reads no argument")),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn the_reserved_names_are_one_list_in_code_and_docs() {
     let docs = include_str!("../../docs/semantics.md");
     let rows: Vec<&str> = docs

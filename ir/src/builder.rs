@@ -34,6 +34,7 @@ impl KernelBuilder {
                 grid: Vec::new(),
                 space: Space::default(),
                 constraints: Vec::new(),
+                checks: Vec::new(),
                 problem: Problem::default(),
                 body: Block::default(),
                 value_names: Vec::new(),

@@ -214,6 +214,9 @@ impl fmt::Display for Kernel {
         for c in &self.constraints {
             writeln!(out, "  constraint {} ({:?})", c.expr, c.phase())?;
         }
+        for c in &self.checks {
+            writeln!(out, "  check {}", c.expr)?;
+        }
         let shapes: Vec<String> = self
             .params
             .iter()

@@ -77,6 +77,10 @@ pub enum Func {
     Registers,
     /// `spills()`: spill bytes, known after compilation.
     Spills,
+    /// `is_finite(x)` (or `x.is_finite()` on a scalar argument): whether a number is
+    /// neither infinite nor NaN (an integer always is). With a comparison it bounds a float
+    /// scalar: `eps > 0.0 && eps.is_finite()`.
+    IsFinite,
 }
 
 impl Func {
@@ -91,6 +95,7 @@ impl Func {
             "threads" => Func::Threads,
             "registers" => Func::Registers,
             "spills" => Func::Spills,
+            "is_finite" => Func::IsFinite,
             _ => return None,
         })
     }
@@ -106,6 +111,7 @@ impl Func {
             Func::Threads => "threads",
             Func::Registers => "registers",
             Func::Spills => "spills",
+            Func::IsFinite => "is_finite",
         }
     }
 
@@ -113,6 +119,7 @@ impl Func {
     pub fn arity(self) -> usize {
         match self {
             Func::Cdiv | Func::Min | Func::Max => 2,
+            Func::IsFinite => 1,
             _ => 0,
         }
     }
@@ -303,8 +310,8 @@ impl Expr {
     ///
     /// Floats: `+ - * /` and comparisons mix integers and floats (the integer is converted);
     /// a comparison (`==`, `!=`, `<`, ..) with a NaN operand is false, so a constraint such
-    /// as `eps > 0.0` or `eps != 0.0` refuses NaN. `%`, `cdiv`, `min`, `max` and grids take
-    /// integers only.
+    /// as `eps > 0.0` or `eps != 0.0` refuses NaN; `is_finite(eps)` refuses both infinities
+    /// and NaN. `%`, `cdiv`, `min`, `max` and grids take integers only.
     ///
     /// ```
     /// use tilekit_ir::{EvalValue, Expr, ExprEnv, ExprOp, Func};
@@ -357,6 +364,16 @@ impl Expr {
                         _ => a.max(b),
                     })
                 }
+                Func::IsFinite => {
+                    let a = args
+                        .first()
+                        .ok_or_else(|| EvalError::Type("missing argument".into()))?;
+                    match a.eval(env)? {
+                        Int(_) => Bool(true),
+                        Float(v) => Bool(v.0.is_finite()),
+                        v => return Err(EvalError::Type(format!("`is_finite` applied to {v}"))),
+                    }
+                }
                 other => Int(env
                     .resource(*other)
                     .ok_or_else(|| unavailable(format!("{}()", other.name())))?),
@@ -401,7 +418,7 @@ impl Expr {
         match self {
             Expr::Tune(_) => true,
             Expr::Call(f, args) => {
-                !matches!(f, Func::Cdiv | Func::Min | Func::Max)
+                !matches!(f, Func::Cdiv | Func::Min | Func::Max | Func::IsFinite)
                     || args.iter().any(Expr::reads_config)
             }
             Expr::Bin(_, a, b) => a.reads_config() || b.reads_config(),
@@ -571,5 +588,33 @@ mod tests {
         assert_eq!(mixed.eval_bool(&Eps(-0.75)), Ok(true));
         let rem = Expr::bin(ExprOp::Rem, Expr::Scalar(0), Expr::Int(2));
         assert!(matches!(rem.eval(&Eps(1.0)), Err(EvalError::Type(_))));
+    }
+
+    #[test]
+    fn is_finite_refuses_infinities_and_nan() {
+        struct Eps(f64);
+        impl ExprEnv for Eps {
+            fn scalar(&self, _: usize) -> Option<EvalValue> {
+                Some(EvalValue::Float(HostFloat(self.0)))
+            }
+        }
+        let e = Expr::bin(
+            ExprOp::And,
+            Expr::bin(ExprOp::Gt, Expr::Scalar(0), Expr::Float(HostFloat(0.0))),
+            Expr::Call(Func::IsFinite, vec![Expr::Scalar(0)]),
+        );
+        assert_eq!(e.to_string(), "((arg0 > 0.0) && is_finite(arg0))");
+        assert_eq!(e.phase(), Phase::Launch);
+        assert!(!e.reads_config());
+        assert_eq!(e.eval_bool(&Eps(1e-5)), Ok(true));
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 0.0] {
+            assert_eq!(e.eval_bool(&Eps(bad)), Ok(false), "{bad}");
+        }
+        assert_eq!(Func::parse("is_finite"), Some(Func::IsFinite));
+        assert_eq!(Func::IsFinite.arity(), 1);
+        let int = Expr::Call(Func::IsFinite, vec![Expr::Int(3)]);
+        assert_eq!(int.eval_bool(&Eps(0.0)), Ok(true));
+        let b = Expr::Call(Func::IsFinite, vec![Expr::Bool(true)]);
+        assert!(matches!(b.eval(&Eps(0.0)), Err(EvalError::Type(_))));
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! Source locations, file names and debug names are removed before hashing, so moving a
 //! kernel in its file or renaming a local does not invalidate tuned results; any change to
-//! the computation, the space, the constraints or the grid does.
+//! the computation, the space, the constraints or the grid does. Argument checks
+//! (`#[check]`, [`Kernel::checks`]) are left out: they read no tuning parameter and no
+//! resource, so they only refuse launches outright and never change which configuration
+//! runs or how fast; adding one to a kernel keeps its tuned (and shipped) results.
 
 use crate::kernel::Kernel;
 use crate::op::{Block, Loc, Op};
@@ -42,6 +45,7 @@ pub fn normalized(kernel: &Kernel) -> Kernel {
         c.loc = Loc::default();
         c.text.clear();
     }
+    k.checks.clear();
     strip(&mut k.body);
     k
 }
@@ -69,4 +73,40 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 /// ```
 pub fn spec_hash(kernel: &Kernel) -> u64 {
     fnv1a64(normalized(kernel).to_json().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{Expr, ExprOp, HostFloat};
+    use crate::kernel::{Constraint, Param, ParamKind};
+    use crate::DType;
+
+    /// A kernel with an `f32` scalar `eps`; its JSON and hash as before checks existed.
+    #[test]
+    fn argument_checks_leave_the_spec_hash_alone() {
+        let mut b = crate::KernelBuilder::new("k");
+        b.kernel_mut().params.push(Param {
+            name: "eps".into(),
+            kind: ParamKind::Scalar { dtype: DType::F32 },
+            loc: Loc::default(),
+        });
+        b.finish_body();
+        let k = b.into_kernel();
+        assert!(!k.to_json().contains("checks"), "{}", k.to_json());
+        let mut checked = k.clone();
+        checked.checks.push(Constraint {
+            expr: Expr::bin(ExprOp::Gt, Expr::Scalar(0), Expr::Float(HostFloat(0.0))),
+            text: "eps > 0.0".into(),
+            loc: Loc::default(),
+        });
+        assert_eq!(spec_hash(&checked), spec_hash(&k));
+        // The check travels in the embedded JSON (the runtime evaluates it).
+        let back = Kernel::from_json(&checked.to_json()).unwrap();
+        assert_eq!(back.checks, checked.checks);
+        // A constraint is hashed.
+        let mut constrained = k.clone();
+        constrained.constraints = checked.checks.clone();
+        assert_ne!(spec_hash(&constrained), spec_hash(&k));
+    }
 }

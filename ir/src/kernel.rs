@@ -47,7 +47,8 @@ impl Param {
     }
 }
 
-/// A `#[constraint(..)]` over tuning parameters, shapes and resources.
+/// A `#[constraint(..)]` over tuning parameters, shapes and resources, or a `#[check(..)]`
+/// over the arguments alone ([`Kernel::checks`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Constraint {
     /// The condition that must hold.
@@ -152,6 +153,14 @@ pub struct Kernel {
     pub space: Space,
     /// Constraints.
     pub constraints: Vec<Constraint>,
+    /// Argument checks (`#[check(..)]`): conditions on the arguments alone (shapes, scalar
+    /// values, named dimensions; never a tuning parameter or a variant's resource), checked
+    /// on every launch before any configuration is considered and refused as a whole
+    /// (`LaunchError::ArgConstraint`). They cannot change which configuration runs or how
+    /// fast, so they are left out of the spec hash (`hash::normalized`): adding one keeps
+    /// a kernel's tuned results. Omitted from the JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Constraint>,
     /// Problem description.
     pub problem: Problem,
     /// The body.

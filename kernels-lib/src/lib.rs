@@ -24,7 +24,7 @@ pub mod helpers;
 mod loss;
 mod ops;
 
-pub use activation::Activation;
+pub use activation::{matmul_bias_activation, Activation};
 pub use helpers::welford;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};

@@ -558,8 +558,9 @@ impl<V: Clone> Memo<V> {
     }
 }
 
-/// Per parameter: whether a constraint or a grid expression reads the value of that scalar
-/// (`Expr::Scalar`). Other scalars' values cannot change what `check` decides.
+/// Per parameter: whether a constraint, an argument check (`#[check]`) or a grid expression
+/// reads the value of that scalar (`Expr::Scalar`). Other scalars' values cannot change
+/// what `check` decides.
 pub(crate) fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
     // Exhaustive on purpose: a new expression form must say whether it reads a scalar.
     fn mark(e: &Expr, out: &mut [bool]) {
@@ -586,7 +587,7 @@ pub(crate) fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
         }
     }
     let mut out = vec![false; kernel.params.len()];
-    for c in &kernel.constraints {
+    for c in kernel.constraints.iter().chain(&kernel.checks) {
         mark(&c.expr, &mut out);
     }
     for g in &kernel.grid {

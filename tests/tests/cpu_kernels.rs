@@ -194,10 +194,16 @@ fn rmsnorm_refuses_a_non_positive_or_nan_eps_naming_it() {
             rmsnorm::launch(&rt, &x, &w, &mut y, eps).unwrap_err(),
             rmsnorm::launch_with(&rt, &cfg, &x, &w, &mut y, eps).unwrap_err(),
         ];
+        // `eps > 0.0` is a constraint, its finiteness an argument check (checked first).
+        let violated = if eps.is_nan() {
+            "eps.is_finite()"
+        } else {
+            "eps > 0.0"
+        };
         for e in errs {
             assert!(
                 matches!(&e, LaunchError::ArgConstraint { constraint, arguments, .. }
-                    if constraint == "eps > 0.0" && *arguments == format!("`eps` = {eps:?}")),
+                    if constraint == violated && *arguments == format!("`eps` = {eps:?}")),
                 "{eps}: {e}"
             );
         }

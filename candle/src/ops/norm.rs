@@ -232,7 +232,7 @@ fn layer_norm_bwd(
 /// let x = Tensor::new(&[[1f32, 3.0]], &Device::Cpu).unwrap();
 /// let w = Tensor::new(&[1f32, 1.0], &Device::Cpu).unwrap();
 /// let b = Tensor::new(&[0f32, 10.0], &Device::Cpu).unwrap();
-/// let y = tilekit_candle::layer_norm(&x, &w, &b, 0.0).unwrap().to_vec2::<f32>().unwrap();
+/// let y = tilekit_candle::layer_norm(&x, &w, &b, 1e-12).unwrap().to_vec2::<f32>().unwrap();
 /// assert_eq!(y, vec![vec![-1.0, 11.0]]);
 /// ```
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor, eps: f32) -> Result<Tensor> {

@@ -115,6 +115,19 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 .get_ident()
                 .map(|i| i.to_string())
                 .unwrap_or_default();
+            if let Some((param, ParamKind::Scalar { .. })) = s.param(&name) {
+                if m.method == "is_finite" && m.args.is_empty() {
+                    return Some(HExpr::Call(Func::IsFinite, vec![HExpr::Scalar(param)]));
+                }
+                cx.error(
+                    m.method.span(),
+                    format!(
+                        "unknown method `.{}()` of the scalar `{name}`; expected is_finite()",
+                        m.method
+                    ),
+                );
+                return None;
+            }
             let Some((param, ParamKind::Tensor { rank, .. })) = s.param(&name) else {
                 cx.error(recv.span(), format!("`{name}` is not a tensor parameter"));
                 return None;
@@ -159,7 +172,7 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 cx.error_help(
                     c.func.span(),
                     format!("unknown function `{fname}` in a host expression"),
-                    "available: cdiv, min, max, smem_bytes, max_smem, threads, registers, spills",
+                    "available: cdiv, min, max, is_finite, smem_bytes, max_smem, threads, registers, spills",
                 );
                 return None;
             };
@@ -209,7 +222,7 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
             Some(HExpr::bin(op, l?, r?))
         }
         _ => {
-            cx.error(e.span(), "unsupported host expression; use integers, floats (against float scalars), tuning parameters, shape queries, arithmetic, comparisons and cdiv/min/max/smem_bytes/max_smem");
+            cx.error(e.span(), "unsupported host expression; use integers, floats (against float scalars), tuning parameters, shape queries, arithmetic, comparisons and cdiv/min/max/is_finite/smem_bytes/max_smem");
             None
         }
     }

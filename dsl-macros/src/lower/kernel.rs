@@ -544,6 +544,48 @@ fn control_locs(b: &tilekit_ir::Block) -> HashSet<u32> {
     out
 }
 
+/// The `#[check(..)]` conditions as [`Kernel::checks`](tilekit_ir::Kernel::checks). A check
+/// reads the arguments alone: one that reads a tuning parameter or a resource (which would
+/// make it a `#[constraint]`, and would have to enter the spec hash) or no argument at all
+/// (it would refuse every launch or none) is an error at its expression.
+fn checks(exprs: &[syn::Expr], scope: &HostScope, cx: &mut Ctxt) -> Vec<Constraint> {
+    let mut out = Vec::new();
+    for c in exprs {
+        let Some(expr) = host::lower(c, scope, cx) else {
+            continue;
+        };
+        if expr.reads_config() {
+            let mut tuned = Vec::new();
+            expr.tune_params(&mut tuned);
+            let what = if tuned.is_empty() {
+                "a variant's resource".to_string()
+            } else {
+                format!("the tuning parameter `{}`", tuned.join("`, `"))
+            };
+            cx.error_help(
+                c.span(),
+                format!("a `#[check]` reads the arguments only, and this one reads {what}"),
+                "a condition on the configuration is a `#[constraint(..)]`",
+            );
+            continue;
+        }
+        if expr.phase() != tilekit_ir::Phase::Launch {
+            cx.error_help(
+                c.span(),
+                "this `#[check]` reads no argument: it would hold for every launch or for none",
+                "a check reads a tensor's shape (`x.cols()`), a scalar (`eps`) or a named dimension",
+            );
+            continue;
+        }
+        out.push(Constraint {
+            expr,
+            text: quote::quote!(#c).to_string(),
+            loc: cx.loc(c.span()),
+        });
+    }
+    out
+}
+
 /// Builds and validates the kernel. Returns it even when errors were reported (the caller
 /// checks `cx`).
 pub fn build(
@@ -610,6 +652,7 @@ pub fn build(
             });
         }
     }
+    let checks = checks(&attrs.checks, &scope, cx);
     let mut flops = None;
     for c in &attrs.costs {
         if c.key == "flops" {
@@ -628,6 +671,7 @@ pub fn build(
         let k = b.kernel_mut();
         k.grid = grid;
         k.constraints = constraints;
+        k.checks = checks;
         k.problem.flops = flops;
     }
 

@@ -1,5 +1,5 @@
 //! The kernel's attributes: `#[kernel(grid = [..])]`, `#[tune(..)]`, `#[constraint(..)]`,
-//! `#[shapes(..)]` and `#[cost(..)]`.
+//! `#[check(..)]`, `#[shapes(..)]` and `#[cost(..)]`.
 
 use crate::ctxt::Ctxt;
 use proc_macro2::{Span, TokenStream};
@@ -191,6 +191,8 @@ impl Parse for CostEntry {
 pub struct KernelAttrs {
     pub tune: Vec<TuneEntry>,
     pub constraints: Vec<Expr>,
+    /// `#[check(..)]`: conditions on the arguments alone (`Kernel::checks`).
+    pub checks: Vec<Expr>,
     pub shapes: Vec<ShapeEntry>,
     pub costs: Vec<CostEntry>,
     /// Attributes passed through to the generated module (docs, lints).
@@ -222,6 +224,10 @@ pub fn collect(attrs: &[Attribute], cx: &mut Ctxt) -> KernelAttrs {
             }
             Some("constraint") => match a.parse_args::<Expr>() {
                 Ok(e) => out.constraints.push(e),
+                Err(e) => cx.syn_error(e),
+            },
+            Some("check") => match a.parse_args::<Expr>() {
+                Ok(e) => out.checks.push(e),
                 Err(e) => cx.syn_error(e),
             },
             Some("shapes") => {

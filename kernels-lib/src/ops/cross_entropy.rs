@@ -37,6 +37,8 @@ use tilekit::prelude::*;
 // loads and the gradient's stores marked `.evict_first()` (run 54: 2382 GB/s against 2040
 // without the hints, whose second pass read 1.68x the logits from DRAM in ncu, run 53).
 #[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [16, 8, 4, 32])]
+#[check(label_smoothing >= 0.0 && label_smoothing <= 1.0)]
+#[check(grad_scale.is_finite())]
 #[shapes(logits = [M, V], labels = [M], loss = [M], dlogits = [M, V], ignore_index = -100, label_smoothing = 0.1, grad_scale = 1.0)]
 #[cost(flops = 9 * M * V)]
 pub fn cross_entropy<T: Float>(

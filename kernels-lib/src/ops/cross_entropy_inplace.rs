@@ -17,6 +17,8 @@ use tilekit::prelude::*;
 #[kernel(grid = [logits.rows()])]
 // Default BLOCK=2048, WARPS=16, as `cross_entropy` (same traffic, same cache hints).
 #[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [16, 8, 4, 32])]
+#[check(label_smoothing >= 0.0 && label_smoothing <= 1.0)]
+#[check(grad_scale.is_finite())]
 #[shapes(logits = [M, V], labels = [M], loss = [M], ignore_index = -100, label_smoothing = 0.1, grad_scale = 1.0)]
 #[cost(flops = 9 * M * V)]
 pub fn cross_entropy_inplace<T: Float>(

@@ -17,7 +17,7 @@ use tilekit::prelude::*;
 /// let mut y = Tensor2::<f32>::zeros(&rt, [1, 2]).unwrap();
 /// let mut mean = Tensor1::<f32>::zeros(&rt, [1]).unwrap();
 /// let mut rstd = Tensor1::<f32>::zeros(&rt, [1]).unwrap();
-/// tilekit_kernels::layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 0.0).unwrap();
+/// tilekit_kernels::layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 1e-12).unwrap();
 /// assert_eq!(mean.to_vec().unwrap(), vec![2.0]);
 /// assert_eq!(rstd.to_vec().unwrap(), vec![1.0]);
 /// assert_eq!(y.to_vec().unwrap(), vec![-1.0, 2.5]);
@@ -28,6 +28,7 @@ use tilekit::prelude::*;
 // per thread, 25% occupancy in ncu) at its best, WARPS=4 (run 54).
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
 #[constraint(x.cols() <= BLOCK)]
+#[check(eps > 0.0 && eps.is_finite())]
 #[shapes(x = [M, N], w = [N], b = [N], y = [M, N], mean = [M], rstd = [M], eps = 1e-5)]
 #[cost(flops = 8 * M * N)]
 pub fn layernorm<T: Float>(

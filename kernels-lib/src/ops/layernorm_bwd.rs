@@ -20,6 +20,7 @@ use tilekit::prelude::*;
 #[kernel(grid = [dw_partial.rows()])]
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 32, 4])]
 #[constraint(x.cols() <= BLOCK)]
+#[check(dw_partial.rows() > 0 || x.rows() == 0)]
 #[shapes(x = [M, N], w = [N], mean = [M], rstd = [M], dy = [M, N], dx = [M, N], dw_partial = [P, N], db_partial = [P, N])]
 #[cost(flops = 11 * M * N)]
 pub fn layernorm_bwd<T: Float>(

@@ -3,10 +3,13 @@ use tilekit::prelude::*;
 /// C = act(A @ B + bias) with an f32 accumulator and the epilogue fused on it: the bias (a
 /// `[N]` row vector, added in f32), then the activation chosen by `act` (see
 /// [`Activation`](crate::Activation): 0 none, 1 GELU tanh form, 2 GELU erf form, 3 SiLU),
-/// then one rounding to `T`. The main loop is [`matmul`](crate::matmul)'s (cp.async rings,
-/// `mma.sync`); the epilogue runs on the accumulator's registers: the bias is loaded in the
-/// accumulator's column-slice layout and broadcast from registers, the activation is
-/// elementwise on the fragments (`tilekit show matmul_bias_act --stage layouts`).
+/// then one rounding to `T`; a code outside `0..=3` is refused at launch. The typed
+/// launcher [`matmul_bias_activation`](crate::matmul_bias_activation) takes an
+/// [`Activation`](crate::Activation) instead of the code. The main loop is
+/// [`matmul`](crate::matmul)'s (cp.async rings, `mma.sync`); the epilogue runs on the
+/// accumulator's registers: the bias is loaded in the accumulator's column-slice layout and
+/// broadcast from registers, the activation is elementwise on the fragments (`tilekit show
+/// matmul_bias_act --stage layouts`).
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -27,6 +30,7 @@ use tilekit::prelude::*;
        WARPS = [4, 8], SMEM = [Swizzle128, Padded], PAD64 = [false, true])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
+#[check(act >= 0 && act <= 3)]
 #[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N], act = 1)]
 #[cost(flops = 2 * M * N * K + 8 * M * N)]
 pub fn matmul_bias_act<T: Float>(

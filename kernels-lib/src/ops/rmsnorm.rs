@@ -5,6 +5,7 @@ use tilekit::prelude::*;
 #[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 16])]
 #[constraint(x.cols() <= BLOCK)]
 #[constraint(eps > 0.0)]
+#[check(eps.is_finite())]
 #[shapes(x = [M, N], w = [N], y = [M, N], eps = 1e-5)]
 #[cost(flops = 4 * M * N)]
 pub fn rmsnorm<T: Float>(x: &Tensor2<T>, w: &Tensor1<T>, y: &mut Tensor2<T>, eps: f32) {

@@ -13,6 +13,8 @@ use tilekit::prelude::*;
 #[kernel(grid = [dw_partial.rows()])]
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 32, 8])]
 #[constraint(x.cols() <= BLOCK)]
+#[check(eps > 0.0 && eps.is_finite())]
+#[check(dw_partial.rows() > 0 || x.rows() == 0)]
 #[shapes(x = [M, N], w = [N], dy = [M, N], dx = [M, N], dw_partial = [P, N], eps = 1e-5)]
 #[cost(flops = 9 * M * N)]
 pub fn rmsnorm_bwd<T: Float>(

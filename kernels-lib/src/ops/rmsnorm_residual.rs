@@ -12,7 +12,7 @@ use tilekit::prelude::*;
 /// let w = Tensor1::<f32>::from_vec(&rt, vec![1.0, 0.5], [2]).unwrap();
 /// let mut h = Tensor2::<f32>::zeros(&rt, [1, 2]).unwrap();
 /// let mut y = Tensor2::<f32>::zeros(&rt, [1, 2]).unwrap();
-/// tilekit_kernels::rmsnorm_residual::launch(&rt, &x, &r, &w, &mut h, &mut y, 0.0).unwrap();
+/// tilekit_kernels::rmsnorm_residual::launch(&rt, &x, &r, &w, &mut h, &mut y, 1e-6).unwrap();
 /// assert_eq!(h.to_vec().unwrap(), vec![3.0, -4.0]);
 /// // rms(h) = sqrt((9 + 16) / 2)
 /// let s = (12.5f32).sqrt();
@@ -22,6 +22,7 @@ use tilekit::prelude::*;
 #[kernel(grid = [x.rows()])]
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
 #[constraint(x.cols() <= BLOCK)]
+#[check(eps > 0.0 && eps.is_finite())]
 #[shapes(x = [M, N], r = [M, N], w = [N], h = [M, N], y = [M, N], eps = 1e-5)]
 #[cost(flops = 5 * M * N)]
 pub fn rmsnorm_residual<T: Float>(

@@ -13,6 +13,7 @@ use tilekit::prelude::*;
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
 #[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
+#[check(s.is_finite())]
 #[shapes(x = [M, N], y = [M, N], s = 0.5)]
 #[cost(flops = M * N)]
 pub fn scale<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>, s: f32) {

@@ -1,6 +1,6 @@
 //! Validation of a launch against the kernel's IR: configuration, bindings, argument kinds,
-//! ranks and element types, the shape contract, `#[constraint]`s (three-valued where a
-//! backend cannot know a resource) and the grid. The result, [`Checked`], is what a backend
+//! ranks and element types, the shape contract, `#[check]`s (the arguments alone),
+//! `#[constraint]`s (three-valued where a backend cannot know a resource) and the grid. The result, [`Checked`], is what a backend
 //! runs.
 
 use super::args::{Arg, ScalarValue};
@@ -10,8 +10,8 @@ use crate::runtime::Backend;
 use std::collections::HashMap;
 use tilekit_codegen::ResourceEnv;
 use tilekit_ir::{
-    limits, Bindings, Config, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func,
-    Kernel, ParamKind, Types,
+    limits, Bindings, Config, Constraint, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp,
+    Func, Kernel, ParamKind, Types,
 };
 
 /// A launch that passed every check: what a backend needs to run it.
@@ -125,6 +125,32 @@ pub(crate) fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool
             Err(EvalError::Unavailable(_)) => Ok(None),
             Err(err) => Err(err),
         },
+    }
+}
+
+/// Evaluates a constraint or an argument check under `env`: a failure that reads no tuning
+/// parameter or resource is the arguments' ([`LaunchError::ArgConstraint`]), any other the
+/// configuration's ([`LaunchError::Constraint`]); unknown parts pass (three-valued, see
+/// [`eval_constraint`]).
+fn judge(kernel: &Kernel, c: &Constraint, env: &LaunchEnv<'_>) -> Result<(), LaunchError> {
+    match eval_constraint(&c.expr, env) {
+        Ok(Some(true)) | Ok(None) => Ok(()),
+        Ok(Some(false)) if !c.expr.reads_config() => Err(LaunchError::ArgConstraint {
+            kernel: kernel.name.clone(),
+            constraint: c.text.clone(),
+            arguments: env.describe_reads(kernel, &c.expr),
+        }),
+        Ok(Some(false)) => Err(LaunchError::Constraint {
+            kernel: kernel.name.clone(),
+            constraint: c.text.clone(),
+            config: env.config.to_string(),
+            arguments: env.describe_reads(kernel, &c.expr),
+        }),
+        Err(source) => Err(LaunchError::ConstraintEval {
+            kernel: kernel.name.clone(),
+            constraint: c.text.clone(),
+            source,
+        }),
     }
 }
 
@@ -392,44 +418,26 @@ pub(crate) fn check<'k>(
         }
     }
 
-    let resources = match resources {
-        Some(f) => Some(f(&config)?),
-        None => None,
-    };
-    let env = LaunchEnv {
+    let mut env = LaunchEnv {
         config: &config,
         bindings,
         shapes,
         scalars: scalars.clone(),
         dims,
-        resources,
+        resources: None,
+    };
+    // Argument checks (`#[check]`): the arguments alone, before anything about the
+    // configuration is computed (on CUDA, before a variant is compiled for it). A check
+    // reads no tuning parameter, so its failure is the arguments' (`ArgConstraint`).
+    for c in &kernel.checks {
+        judge(kernel, c, &env)?;
+    }
+    env.resources = match resources {
+        Some(f) => Some(f(&config)?),
+        None => None,
     };
     for c in &kernel.constraints {
-        match eval_constraint(&c.expr, &env) {
-            Ok(Some(true)) | Ok(None) => {}
-            Ok(Some(false)) if !c.expr.reads_config() => {
-                return Err(LaunchError::ArgConstraint {
-                    kernel: name(),
-                    constraint: c.text.clone(),
-                    arguments: env.describe_reads(kernel, &c.expr),
-                })
-            }
-            Ok(Some(false)) => {
-                return Err(LaunchError::Constraint {
-                    kernel: name(),
-                    constraint: c.text.clone(),
-                    config: config.to_string(),
-                    arguments: env.describe_reads(kernel, &c.expr),
-                })
-            }
-            Err(source) => {
-                return Err(LaunchError::ConstraintEval {
-                    kernel: name(),
-                    constraint: c.text.clone(),
-                    source,
-                })
-            }
-        }
+        judge(kernel, c, &env)?;
     }
 
     // PAD64 = true copies misaligned read-only tensors; where there is none it would time

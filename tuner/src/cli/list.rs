@@ -83,6 +83,7 @@ fn kernel_json(spec: &KernelSpec, kernel: &Kernel) -> serde_json::Value {
             "text": c.text,
             "phase": phase_name(c.phase()),
         })).collect::<Vec<_>>(),
+        "checks": kernel.checks.iter().map(|c| c.text.as_str()).collect::<Vec<_>>(),
         "implicit_constraints": [
             {"text": "threads() <= max_threads (1024)", "phase": "target"},
             {"text": "smem_bytes() <= max dynamic shared memory of the target", "phase": "target"},
@@ -163,6 +164,9 @@ pub fn run(json_out: bool) -> anyhow::Result<ExitCode> {
         }
         for c in &k.constraints {
             outln!("  constraint   [{}] {}", phase_name(c.phase()), c.text);
+        }
+        for c in &k.checks {
+            outln!("  check        [launch] {}", c.text);
         }
         outln!("  implicit     [target] threads() <= 1024; [target] smem_bytes() <= the target's limit");
         let counts: Vec<String> = valid_counts(k)
