@@ -5,7 +5,9 @@
 //! the computation, the space, the constraints or the grid does. Argument checks
 //! (`#[check]`, [`Kernel::checks`]) are left out: they read no tuning parameter and no
 //! resource, so they only refuse launches outright and never change which configuration
-//! runs or how fast; adding one to a kernel keeps its tuned (and shipped) results.
+//! runs or how fast; adding one to a kernel keeps its spec hash (the tuning key's template
+//! hash too, as long as the kernel's `fn` stays on its source line: the template quotes
+//! source lines).
 
 use crate::kernel::Kernel;
 use crate::op::{Block, Loc, Op};

@@ -72,7 +72,7 @@ pub fn rmsnorm_backward<T: Float>(
 /// let mut y = Tensor2::<f32>::zeros(&rt, [2, 2]).unwrap();
 /// let mut mean = Tensor1::<f32>::zeros(&rt, [2]).unwrap();
 /// let mut rstd = Tensor1::<f32>::zeros(&rt, [2]).unwrap();
-/// tilekit_kernels::layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 1e-12).unwrap();
+/// tilekit_kernels::layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, 1e-9).unwrap();
 /// let dy = Tensor2::<f32>::from_vec(&rt, vec![1.0, 1.0, 1.0, 1.0], [2, 2]).unwrap();
 /// let mut dx = Tensor2::<f32>::zeros(&rt, [2, 2]).unwrap();
 /// let (mut dw, mut db) = (Tensor1::<f32>::zeros(&rt, [2]).unwrap(), Tensor1::<f32>::zeros(&rt, [2]).unwrap());

@@ -1,9 +1,7 @@
 use tilekit::prelude::*;
-
-/// [`cross_entropy`](crate::cross_entropy) with the gradient written over the logits
-/// (the one `&mut logits` parameter): same loss, same gradient, no second `[M, V]`
-/// buffer. Each element is read before the program stores over it (a wide row's second
-/// pass reads a chunk, then writes it), so nothing reads back its own store.
+/// [`cross_entropy`](crate::cross_entropy) writing the gradient over the logits (its one
+/// `&mut` parameter): same loss and gradient, no second `[M, V]` buffer. Each element is read
+/// before its program stores over it, so nothing reads back its own store.
 ///
 /// ```
 /// use tilekit::prelude::*;

@@ -15,8 +15,7 @@ use tilekit::prelude::*;
 /// nothing loads ahead (the other resident program hides the latency). An earlier version
 /// loaded two rows ahead and held w in f32: 223 registers, one program per SM, 1812-1831
 /// GB/s on 32768x4096 bf16 against 2196-2209 for this one (BENCHMARKS runs 54-59). Both
-/// row sums sit next to each other so that they share one round of shared memory and
-/// barriers.
+/// row sums sit next to each other, sharing one round of shared memory and barriers.
 #[kernel(grid = [dw_partial.rows()])]
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 32, 4])]
 #[constraint(x.cols() <= BLOCK)]

@@ -1,15 +1,11 @@
 use tilekit::prelude::*;
 
-/// C = act(A @ B + bias) with an f32 accumulator and the epilogue fused on it: the bias (a
-/// `[N]` row vector, added in f32), then the activation chosen by `act` (see
-/// [`Activation`](crate::Activation): 0 none, 1 GELU tanh form, 2 GELU erf form, 3 SiLU),
-/// then one rounding to `T`; a code outside `0..=3` is refused at launch. The typed
-/// launcher [`matmul_bias_activation`](crate::matmul_bias_activation) takes an
-/// [`Activation`](crate::Activation) instead of the code. The main loop is
-/// [`matmul`](crate::matmul)'s (cp.async rings, `mma.sync`); the epilogue runs on the
-/// accumulator's registers: the bias is loaded in the accumulator's column-slice layout and
-/// broadcast from registers, the activation is elementwise on the fragments (`tilekit show
-/// matmul_bias_act --stage layouts`).
+/// C = act(A @ B + bias), f32 accumulator, the epilogue fused on it: the bias (`[N]`, added
+/// in f32), then the activation `act` (0 none, 1 GELU tanh, 2 GELU erf, 3 SiLU; any other
+/// code is refused; [`matmul_bias_activation`](crate::matmul_bias_activation) takes an
+/// [`Activation`](crate::Activation)), then one rounding to `T`. The main loop is
+/// [`matmul`](crate::matmul)'s; the epilogue runs on the accumulator's registers (bias in
+/// its column-slice layout, activation on the fragments: `tilekit show .. --stage layouts`).
 ///
 /// ```
 /// use tilekit::prelude::*;

@@ -1,5 +1,4 @@
 use tilekit::prelude::*;
-
 /// y = x / sqrt(mean(x^2) + eps) * w along rows (RMSNorm forward), statistics in f32.
 #[kernel(grid = [x.rows()])]
 #[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 16])]

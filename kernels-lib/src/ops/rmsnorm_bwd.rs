@@ -1,5 +1,4 @@
 use tilekit::prelude::*;
-
 /// RMSNorm backward, first stage: dx, and per-program partial sums of dgamma.
 ///
 /// With `rstd = 1 / sqrt(mean(x^2) + eps)` (recomputed from the row, which stays on chip),
@@ -8,8 +7,7 @@ use tilekit::prelude::*;
 /// them to `dw_partial[p]`; [`partial_sum`](crate::partial_sum) adds the `P` rows in a
 /// fixed order (see [`rmsnorm_backward`](crate::rmsnorm_backward), which runs both).
 /// Statistics in f32; x and dy are read once (two rows ahead of the one being written), dx
-/// written once. Written for few instructions per element, as
-/// [`layernorm_bwd`](crate::layernorm_bwd).
+/// written once; few instructions per element, as [`layernorm_bwd`](crate::layernorm_bwd).
 #[kernel(grid = [dw_partial.rows()])]
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [16, 4, 32, 8])]
 #[constraint(x.cols() <= BLOCK)]

@@ -14,8 +14,7 @@ use tilekit::prelude::*;
 /// let mut y = Tensor2::<f32>::zeros(&rt, [1, 2]).unwrap();
 /// tilekit_kernels::rmsnorm_residual::launch(&rt, &x, &r, &w, &mut h, &mut y, 1e-6).unwrap();
 /// assert_eq!(h.to_vec().unwrap(), vec![3.0, -4.0]);
-/// // rms(h) = sqrt((9 + 16) / 2)
-/// let s = (12.5f32).sqrt();
+/// let s = (12.5f32).sqrt(); // rms(h) = sqrt((9 + 16) / 2)
 /// let y = y.to_vec().unwrap();
 /// assert!((y[0] - 3.0 / s).abs() < 1e-6 && (y[1] + 2.0 / s).abs() < 1e-6);
 /// ```

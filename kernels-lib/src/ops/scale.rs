@@ -1,7 +1,6 @@
 use tilekit::prelude::*;
 
-/// `y = x * s` elementwise over `[M, N]` for a scalar `s`, in f32, rounded once to `T`.
-/// One read of `x`, one write of `y`.
+/// `y = x * s` elementwise over `[M, N]` in f32, rounded once to `T`; one read, one write.
 ///
 /// ```
 /// use tilekit::prelude::*;
