@@ -41,7 +41,11 @@ type Output = (&'static str, usize, usize, Vec<f32>);
 
 /// A row of the table: the case, the poison (`nan`, `+inf`, `-inf`), and for each output
 /// its name, where its non-finite elements are and what they hold.
-type TableRow = (&'static str, &'static str, &'static [(&'static str, At, Kind)]);
+type TableRow = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, At, Kind)],
+);
 
 const M: usize = 3;
 
