@@ -64,11 +64,16 @@ fn show_prints_a_variant_or_the_ir() {
     assert_eq!(json["config"]["BM"], 128);
     assert!(json["cuda"].as_str().unwrap().contains("tilekit_kernel"));
     // The stages of the code generator, for a library kernel.
-    let layouts = stdout(
-        tilekit(dir.path()).args(["show", "matmul", "--dtype", "bf16", "--stage", "layouts"]),
-    );
+    let layouts = stdout(tilekit(dir.path()).args([
+        "show", "matmul", "--dtype", "bf16", "--stage", "layouts", "--target", "sm_80",
+    ]));
     assert!(layouts.contains("ring0"), "{layouts}");
     assert!(layouts.contains("mma.sync m16n8k16"), "{layouts}");
+    // On sm_90a the default configuration runs on the Hopper engine, and show says so.
+    let layouts = stdout(tilekit(dir.path()).args([
+        "show", "matmul", "--dtype", "bf16", "--stage", "layouts", "--target", "sm_90a",
+    ]));
+    assert!(layouts.contains("engine (sm_90a): Hopper"), "{layouts}");
     let smem =
         stdout(tilekit(dir.path()).args(["show", "matmul", "--dtype", "bf16", "--stage", "smem"]));
     assert!(smem.contains("total:"), "{smem}");

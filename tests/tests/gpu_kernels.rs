@@ -128,12 +128,18 @@ fn both(
     gpu: impl FnOnce() -> Result<(), LaunchError>,
 ) -> bool {
     match cpu() {
-        Ok(()) => {
-            if let Err(e) = gpu() {
-                panic!("{what}: GPU launch failed: {e}");
+        Ok(()) => match gpu() {
+            Ok(()) => true,
+            // Resource constraints (`smem_bytes() <= max_smem()`) hold only where a device
+            // is: the CPU backend has no shared memory to run out of (an f32 variant of
+            // matmul's default, 128 x 256 x 64 in 3 stages, needs 288 KiB).
+            Err(LaunchError::Constraint { constraint, .. })
+                if constraint.contains("smem_bytes()") || constraint.contains("max_smem()") =>
+            {
+                false
             }
-            true
-        }
+            Err(e) => panic!("{what}: GPU launch failed: {e}"),
+        },
         Err(e) if is_constraint(&e) => {
             match gpu() {
                 Err(g) => {
