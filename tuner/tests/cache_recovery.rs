@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tilekit_tuner::cache::store::READ_WAIT;
 use tilekit_tuner::cache::{Origin, TuneCache};
@@ -43,19 +43,6 @@ fn corrupt_cache_is_moved_aside() {
     assert_eq!(aside.len(), 1, "{aside:?}");
 }
 
-/// Overwrites `len` bytes at `at` (a fraction of the written part: sled preallocates its
-/// `db` file, whose tail is zeros) of the sled database's `db` file with bytes from `fill`.
-fn damage_db(cache: &TuneCache, at: f64, len: usize, mut fill: impl FnMut() -> u8) {
-    use std::io::{Seek, SeekFrom, Write};
-    let db = cache.path().join("db");
-    let bytes = std::fs::read(&db).unwrap();
-    let written = bytes.iter().rposition(|b| *b != 0).unwrap_or(0) as f64;
-    let mut f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
-    f.seek(SeekFrom::Start((written * at) as u64)).unwrap();
-    f.write_all(&(0..len).map(|_| fill()).collect::<Vec<u8>>())
-        .unwrap();
-}
-
 /// Stores `n` local entries, `key_n(i)` taking `1 + i` us.
 fn put_local(cache: &TuneCache, n: usize) {
     for i in 0..n {
@@ -75,19 +62,23 @@ fn a_bad_page_is_rebuilt_from_the_backup() {
             &value("BLOCK=4096,WARPS=8", 7.0, Origin::Imported),
         )
         .unwrap();
-    // The backup is an export file of every entry, beside the database.
+    // The backup beside the database: a snapshot (an export file) and the journal of the
+    // writes since, holding every entry and the count.
     assert_eq!(cache.backup_path(), dir.path().join("tune.json"));
-    let (backup, _) = tilekit_tuner::cache::store::read_export(&cache.backup_path()).unwrap();
-    assert_eq!(backup.len(), 4);
+    assert_eq!(cache.journal_path(), dir.path().join("tune.journal"));
+    tilekit_tuner::cache::store::read_export(&cache.backup_path()).unwrap();
+    let backup = cache.read_backup();
+    assert_eq!((backup.entries.len(), backup.held), (4, Some(4)));
     damage_db(&cache, 0.5, 64, || 0x5A);
     let loaded = cache.load(&[softmax()]);
     let recovery = loaded.recovery.clone().expect("the damage is found");
     assert_eq!(recovery.recovered, 4, "{recovery}");
     assert!(recovery.moved_to.as_ref().unwrap().exists(), "{recovery}");
     assert!(
-        recovery.to_string().contains("recovered 4 entries"),
+        recovery.to_string().contains("recovered 4 entries of 4"),
         "{recovery}"
     );
+    assert_eq!(recovery.lost(), Some(0));
     assert_eq!(loaded.entries.len(), 4, "{loaded:#?}");
     let imported = loaded
         .entries
@@ -100,27 +91,40 @@ fn a_bad_page_is_rebuilt_from_the_backup() {
     assert_eq!((again.entries.len(), again.recovery), (4, None));
 }
 
+/// Opens the cache's database with sled directly, holding its lock (the writer's handle
+/// may release its file lock a moment after `put` returns: retry).
+fn hold(cache: &TuneCache) -> sled::Db {
+    let start = Instant::now();
+    loop {
+        match sled::open(cache.path()) {
+            Ok(db) => break db,
+            Err(_) if start.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(e) => panic!("could not open the cache to hold it: {e}"),
+        }
+    }
+}
+
 #[test]
-fn locked_reader_gives_up_within_the_bound() {
+fn locked_reader_reads_the_backup_or_gives_up_within_the_bound() {
     let dir = tempfile::tempdir().unwrap();
     let cache = cache_in(dir.path());
     cache
         .put(&key_n(1), &value("BLOCK=2048,WARPS=4", 1.0, Origin::Local))
         .unwrap();
-    // The writer's handle may release its file lock a moment after `put` returns: retry.
-    let held = {
-        let start = Instant::now();
-        loop {
-            match sled::open(cache.path()) {
-                Ok(db) => break db,
-                Err(e) if start.elapsed() < Duration::from_secs(5) => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => panic!("could not open the cache to hold it: {e}"),
-            }
-        }
-    };
+    let held = hold(&cache);
+    // The backup is read without the lock, at once.
+    let t = Instant::now();
+    let loaded = cache.load(&[softmax()]);
+    let took = t.elapsed();
+    assert!(loaded.unavailable.is_none(), "{:?}", loaded.unavailable);
+    assert!(loaded.from_backup);
+    assert_eq!(loaded.entries.len(), 1);
+    assert!(took < READ_WAIT + Duration::from_millis(2000), "{took:?}");
+    // Without a backup, the reader waits for the lock at most READ_WAIT, then gives up.
+    std::fs::remove_file(cache.backup_path()).unwrap();
+    std::fs::remove_file(cache.journal_path()).unwrap();
     let t = Instant::now();
     let loaded = cache.load(&[softmax()]);
     let took = t.elapsed();
@@ -131,7 +135,8 @@ fn locked_reader_gives_up_within_the_bound() {
         "{took:?}"
     );
     drop(held);
-    // Once the holder is gone the entry is readable again (allow the lock's release).
+    // Once the holder is gone the entry is readable again (allow the lock's release), and
+    // the backup is rebuilt from the database.
     let start = Instant::now();
     let mut n = cache.load(&[softmax()]).entries.len();
     while n == 0 && start.elapsed() < Duration::from_secs(5) {
@@ -139,6 +144,7 @@ fn locked_reader_gives_up_within_the_bound() {
         n = cache.load(&[softmax()]).entries.len();
     }
     assert_eq!(n, 1);
+    assert_eq!(cache.read_backup().entries.len(), 1);
 }
 
 /// Child process body for the multi-process tests (run through the test binary itself).
@@ -162,14 +168,7 @@ fn child_writer() {
 }
 
 fn spawn_writer(path: &Path, n: usize, pause_ms: u64) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_writer",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+    child("child_writer")
         .env("TK_CHILD_CACHE", path)
         .env("TK_CHILD_COUNT", n.to_string())
         .env("TK_CHILD_PAUSE_MS", pause_ms.to_string())

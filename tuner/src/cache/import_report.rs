@@ -40,7 +40,7 @@ pub(crate) fn keep_faster(old: &[u8], new: &Entry, specs: &[&KernelSpec]) -> Imp
     }
 }
 
-/// What [`TuneCache::import`] did with one entry of the file.
+/// What [`TuneCache::import`](super::TuneCache::import) did with one entry of the file.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ImportAction {
     /// Stored: the imported layer had no entry under its key.
@@ -95,8 +95,8 @@ impl fmt::Display for ImportOutcome {
     }
 }
 
-/// What [`TuneCache::import`] did, entry by entry: the unreadable entries first, then the
-/// others in the file's order.
+/// What [`TuneCache::import`](super::TuneCache::import) did, entry by entry: the
+/// unreadable entries first, then the others in the file's order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ImportReport {
     /// One outcome per entry of the file.

@@ -74,10 +74,30 @@ impl GpuId {
 }
 
 impl fmt::Display for GpuId {
+    /// The name (control characters escaped), compute capability and SM count.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (ma, mi) = self.compute_capability;
-        write!(f, "{} (sm_{ma}{mi}, {} SMs)", self.name, self.sm_count)
+        let name = escape_controls(&self.name);
+        write!(f, "{name} (sm_{ma}{mi}, {} SMs)", self.sm_count)
     }
+}
+
+/// `s` with its control characters written as `\u{..}` escapes: text read from a file
+/// never reaches a terminal as an escape sequence through a message.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return s.into();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// A class of problem shapes that share a tuned configuration.
@@ -264,6 +284,8 @@ impl CacheKey {
 }
 
 impl fmt::Display for CacheKey {
+    /// One line: kernel, element types, shape class, scalars, access classes and GPU, with
+    /// control characters escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let scalars: Vec<String> = self
             .scalars
@@ -275,8 +297,7 @@ impl fmt::Display for CacheKey {
             .iter()
             .map(|(k, v)| format!(" {k}={v}"))
             .collect();
-        write!(
-            f,
+        let text = format!(
             "{} [{}] {}{}{} on {}",
             self.kernel,
             self.bindings,
@@ -284,6 +305,7 @@ impl fmt::Display for CacheKey {
             scalars.concat(),
             access.concat(),
             self.gpu
-        )
+        );
+        f.write_str(&escape_controls(&text))
     }
 }

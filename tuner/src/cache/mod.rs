@@ -5,9 +5,11 @@
 //!   types, [`ShapeBucket`]).
 //! - [`value`]: [`TunedValue`] (configuration as names and values, every timing,
 //!   [`Provenance`]).
-//! - [`store`]: [`TuneCache`], the sled database on disk: open, write, flush and close per
-//!   entry; readers read everything into memory and close, retrying briefly while another
-//!   process holds the database; export / import / merge as a versioned JSON file.
+//! - [`store`]: [`TuneCache`], the sled database on disk and its backup beside it (a
+//!   snapshot and a write-ahead journal): open, write, flush and close per write; readers
+//!   read everything into memory and close, or read the backup while another process
+//!   holds the database; damage rebuilt and any loss counted; export / import / merge as a
+//!   versioned JSON file (what survives which fault: `docs/cache.md`).
 //! - [`layers`]: [`Layers`], the in-memory lookup: local tune, then imported, then shipped,
 //!   then the declared default.
 //! - [`source`]: [`TunedConfigs`], the layers as the runtime's configuration source, and
@@ -35,6 +37,7 @@ pub use store::{
 pub use value::{Origin, ParamValue, Provenance, Timing, TunedValue};
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::fmt;
 use tilekit_ir::cost::DimValues;
 use tilekit_ir::{Config, DType, EvalError, EvalValue, ExprEnv, Kernel, Phase, Space, TuneValue};
@@ -176,6 +179,59 @@ pub fn validate(entry: &Entry, specs: &[&KernelSpec]) -> Result<Config, Reject> 
         .kernel()
         .map_err(|_| Reject::UnknownKernel(key.kernel.clone()))?;
     validate_for_kernel(kernel, entry)
+}
+
+/// [`validate`] over many entries, each distinct question answered once: the answer
+/// depends only on the key's schema, kernel, spec hash, element types, compute capability
+/// and access classes and on the configuration (and on the timings, checked per entry), so
+/// entries that differ in shape, GPU name or SM count share it. A cache of thousands of
+/// entries holds few distinct configurations per kernel.
+pub struct Validator<'a> {
+    specs: &'a [&'a KernelSpec],
+    memo: HashMap<ValidationKey, Result<Config, Reject>>,
+}
+
+/// What a validation depends on, besides the timings.
+type ValidationKey = (
+    u32,
+    String,
+    u64,
+    ConfigMap,
+    String,
+    (u32, u32),
+    std::collections::BTreeMap<String, String>,
+);
+
+impl<'a> Validator<'a> {
+    /// A validator against `specs`.
+    pub fn new(specs: &'a [&'a KernelSpec]) -> Validator<'a> {
+        Validator {
+            specs,
+            memo: HashMap::new(),
+        }
+    }
+
+    /// [`validate`]`(entry, specs)`.
+    pub fn validate(&mut self, entry: &Entry) -> Result<Config, Reject> {
+        if check_timings(&entry.value).is_err() {
+            return validate(entry, self.specs);
+        }
+        let k = &entry.key;
+        let memo_key = (
+            k.schema,
+            k.kernel.clone(),
+            k.spec_hash,
+            entry.value.config.clone(),
+            serde_json::to_string(&k.bindings).unwrap_or_default(),
+            k.gpu.compute_capability,
+            k.access.clone(),
+        );
+        let specs = self.specs;
+        self.memo
+            .entry(memo_key)
+            .or_insert_with(|| validate(entry, specs))
+            .clone()
+    }
 }
 
 /// [`validate`] for a kernel already found (the spec hash is not checked here).
@@ -335,6 +391,25 @@ fn check_config_structure(what: &str, config: &ConfigMap) -> Result<(), Reject> 
     Ok(())
 }
 
+/// Checks a GPU name read from a file: at most 256 bytes and no control characters (a
+/// name is printed to terminals; an escape sequence in it must never reach one).
+pub fn check_gpu_name(gpu: &GpuId) -> Result<(), Reject> {
+    let name = &gpu.name;
+    if name.len() > 256 {
+        return Err(Reject::Malformed(format!(
+            "GPU name of {} bytes (at most 256)",
+            name.len()
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Reject::Malformed(format!(
+            "GPU name {} holds control characters",
+            serde_json::Value::from(name.as_str())
+        )));
+    }
+    Ok(())
+}
+
 /// The checks an entry for a kernel this process does not know can have: the schema, a
 /// kernel name and configuration names that are identifiers, values that are integers,
 /// switches or identifiers, element types of the kernel's generics named by identifiers,
@@ -352,9 +427,7 @@ pub fn check_structure(entry: &Entry) -> Result<(), Reject> {
             serde_json::Value::from(key.kernel.as_str())
         )));
     }
-    if key.gpu.name.len() > 256 || key.gpu.name.chars().any(char::is_control) {
-        return Err(Reject::Malformed("GPU name".into()));
-    }
+    check_gpu_name(&key.gpu)?;
     let cc = key.gpu.compute_capability;
     tilekit_runtime::cuda::target_for(cc).ok_or(Reject::NoTarget(cc.0, cc.1))?;
     if let Some(g) = key.bindings.0.keys().find(|g| !is_ident(g)) {

@@ -191,7 +191,8 @@ fn warn_no_location(e: &super::CacheError) {
 
 /// Makes `rt`'s launches use tuned configurations: reads the default tuning cache
 /// ([`TuneCache::open_default`]: `$TILEKIT_TUNE_CACHE` or the platform data directory;
-/// [`TuneCache::load`] waits at most ~50 ms for another process's lock), builds the layers
+/// [`TuneCache::load`] reads the backup when another process holds the database's lock,
+/// and waits at most ~50 ms for it only when that backup is missing), builds the layers
 /// with the `shipped` entries, validating everything against `specs`, and sets a
 /// [`TunedConfigs`] for the runtime's GPU as its configuration source (which clears its
 /// launch memo).
@@ -410,9 +411,14 @@ mod tests {
         );
         assert!(report.to_string().contains("1 local"), "{report}");
 
-        // While another handle holds the database's lock the read gives up (after ~50 ms):
-        // no local layer, the shipped one still used.
+        // While another handle holds the database's lock the backup is read instead.
         let held = sled::open(cache.path()).unwrap();
+        let (_, report) = TunedConfigs::load(Some(&cache), &shipped, &[softmax()], h100());
+        assert_eq!((report.local, report.unavailable), (1, None));
+        // Without a backup the read gives up (after ~50 ms): no local layer, the shipped
+        // one still used.
+        std::fs::remove_file(cache.backup_path()).unwrap();
+        std::fs::remove_file(cache.journal_path()).unwrap();
         let (src, report) = TunedConfigs::load(Some(&cache), &shipped, &[softmax()], h100());
         drop(held);
         assert!(report.unavailable.is_some(), "{report:?}");
