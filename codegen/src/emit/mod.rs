@@ -92,6 +92,9 @@ pub(crate) struct Emitter<'k> {
     hopper: Option<&'k HopperPlan>,
 }
 
+/// `TK_GROUP` of a Hopper-engine variant whose kernel declares no `GROUP_M`.
+const HOPPER_GROUP: u32 = 8;
+
 /// The C++ struct name of a kernel's template.
 pub(crate) fn struct_name(kernel: &Kernel) -> String {
     format!("tilekit_{}", sanitize(&kernel.name))
@@ -164,7 +167,13 @@ pub(crate) fn lower_with<'k>(
     let layouts = layout::assign(&analysis)?;
     let tparams = declaration(kernel, layouts.cols, layouts.general)?;
     let smem_kind = smem_kind_expr(kernel)?;
-    let group = group_expr(kernel)?;
+    let mut group = group_expr(kernel)?;
+    if hopper.is_some() && group == "1" {
+        // A persistent program's tiles are consecutive linear indices: bands of 8 programs
+        // along axis 0 keep the A panels and B panels of the SMs' tiles few (L2 reuse),
+        // unless the kernel tunes GROUP_M itself.
+        group = HOPPER_GROUP.to_string();
+    }
     let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
     let file = std::path::Path::new(&kernel.source_file)
         .file_name()
