@@ -67,6 +67,13 @@ pub use dump::{dump, Stage};
 /// variant still names a correct configuration, only perhaps no longer the fastest; the
 /// shipped layer holds no `General` entries. Bumping would have orphaned the shipped
 /// aligned entries for nothing.
+///
+/// Not bumped for the Hopper engine (session 13): it changes only variants with a `dot` in a
+/// `pipelined` loop, every one of the library's (`matmul`, `matmul_bias_act`) changed its
+/// spec hash with its new default in the same change (orphaning their old entries), and no
+/// shipped entry has a `dot`; bumping would orphan the 25 shipped memory-bound entries,
+/// whose code is unchanged. A user's own GEMM tuned before keeps its entry: a point of its
+/// space, correct on either engine, re-timed by `tilekit tune --force`.
 pub const CODEGEN_VERSION: u32 = 4;
 
 /// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>`.
