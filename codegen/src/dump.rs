@@ -114,7 +114,16 @@ pub fn dump(
                 check_bindings(kernel, &v.bindings)?;
                 let warps = ThreadsRule::of(kernel).eval(&config)? / 32;
                 let _ = writeln!(s, "for {config} [{}]:", v.bindings);
-                let chosen = crate::engine::engine(kernel, v)?;
+                let mut chosen = crate::engine::engine(kernel, v)?;
+                // What the variant really runs: the engine also needs its shared memory to
+                // fit (`hopper_lowering`, as `variant_source` and `variant_plan` decide).
+                if matches!(chosen, crate::engine::Engine::Hopper(_))
+                    && crate::emit::hopper_lowering(kernel, v)?.is_none()
+                {
+                    chosen = crate::engine::Engine::MmaSync(
+                        "the Hopper engine's shared memory does not fit the target".into(),
+                    );
+                }
                 let hopper = matches!(chosen, crate::engine::Engine::Hopper(_));
                 let mut grids = Vec::new();
                 for acc in &l.accs {

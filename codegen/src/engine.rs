@@ -155,7 +155,7 @@ fn hopper_plan(
     if (ra, rb) != (rl.rings[0], rl.rings[1]) {
         return Err("rings out of operand order".into());
     }
-    prefix_is_register_only(kernel, analysis, layouts, rl.iv)?;
+    prefix_is_register_only(kernel, layouts, rl.iv)?;
     let warps = threads / 32;
     if warps != 4 && warps != 8 {
         return Err(format!("{warps} warps (the engine takes 4 or 8)"));
@@ -200,7 +200,8 @@ fn hopper_plan(
         let inner = origin
             .get(1)
             .map_or(0, |&o| multiple_of(o, analysis, config));
-        if inner == 0 || !(inner * es).is_multiple_of(16) {
+        // 0 (a literal origin) is a multiple of everything.
+        if !inner.is_multiple_of(16 / es) {
             return Err(format!(
                 "{which}'s column origin is not provably a multiple of 16 bytes"
             ));
@@ -248,12 +249,7 @@ fn hopper_plan(
 /// be a top-level instruction, and everything before it thread-local work that touches no
 /// memory and no other thread (scalars, views, `zeros`/`full`, `arange`), so that the extra
 /// threads neither write nor wait at a barrier.
-fn prefix_is_register_only(
-    kernel: &Kernel,
-    analysis: &Analysis,
-    layouts: &Layouts,
-    iv: ValueId,
-) -> Result<(), String> {
+fn prefix_is_register_only(kernel: &Kernel, layouts: &Layouts, iv: ValueId) -> Result<(), String> {
     for inst in &kernel.body.insts {
         let ok = match &inst.op {
             Op::For { body, .. } if body.args.first() == Some(&iv) => return Ok(()),
@@ -278,7 +274,6 @@ fn prefix_is_register_only(
             _ => false,
         };
         if !ok {
-            let _ = analysis;
             return Err(format!(
                 "line {}: work before the loop that the producer warpgroup must not do",
                 inst.loc.line
@@ -289,7 +284,7 @@ fn prefix_is_register_only(
 }
 
 /// The largest factor this analysis can prove of integer scalar `v`
-/// (0: `v` is 0; 1: nothing known): literals, tuning values, products, sums, differences
+/// (0: `v` is 0, a multiple of everything; 1: nothing known): literals, tuning values, products, sums, differences
 /// and a `for` loop's induction variable (the gcd of its start and step).
 fn multiple_of(v: ValueId, a: &Analysis, config: &Config) -> u64 {
     fn gcd(a: u64, b: u64) -> u64 {

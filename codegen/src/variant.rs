@@ -127,6 +127,12 @@ pub fn variant_source(
     }
 
     let mut out = String::with_capacity(template.len() + 1024);
+    if is_hopper {
+        // Before the prelude: `tk::sync()` is a barrier of the consumer threads alone.
+        out.push_str(&format!(
+            "// Hopper engine: tk::sync() synchronizes the {threads} consumer threads (named barrier 1).\n#define TK_SYNC_THREADS {threads}\n"
+        ));
+    }
     out.push_str(template);
     out.push_str(&format!(
         "\n// Variant: {config} | {} | access {} | {} | VEC={vec}\n",
@@ -146,14 +152,9 @@ pub fn variant_source(
         "static_assert(tilekit_variant::SMEM_BYTES == {smem}LL, \"shared memory differs from the launch plan\");\n"
     ));
     for (k, acc) in lowered.layouts.accs.iter().enumerate() {
+        // (The Hopper lowering's accumulators carry the rows policy already.)
         let (m, n) = (eval_dim(&acc.m, &config)?, eval_dim(&acc.n, &config)?);
-        // The Hopper engine's accumulators take the rows policy (wgmma's order).
-        let grid = if is_hopper {
-            crate::layout::warp_grid_rows(m, n, threads / 32)
-        } else {
-            acc.grid(m, n, threads / 32)
-        };
-        let wm = grid.map_or(0, |g| g.wm);
+        let wm = acc.grid(m, n, threads / 32).map_or(0, |g| g.wm);
         out.push_str(&format!(
             "static_assert(tilekit_variant::TK_GRID{k}::WM == {wm}, \"acc{k}: warp arrangement differs from the code generator's\");\n"
         ));

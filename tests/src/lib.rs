@@ -67,3 +67,37 @@ pub mod support {
         }
     }
 }
+
+pub mod hopper_kernels {
+    //! Kernels the Hopper-engine tests share (`hopper_engine.rs` compiles them with NVRTC,
+    //! `gpu_hopper.rs` runs them): GEMMs whose code after the pipelined loop needs a
+    //! block-wide barrier, which on the engine is the consumer warpgroups' alone.
+
+    use tilekit::prelude::*;
+
+    /// C = A @ B and, per program, the column sums of its f32 accumulator tile:
+    /// `s[pm, pn * BN + j] = sum_i acc[i, j]`. The column sum reduces across the 8 warps
+    /// that split the tile's rows, through shared memory and `tk::sync()`.
+    #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+    #[tune(BM = [128, 64], BN = [128, 256], BK = [64], STAGES = [3, 4], WARPS = [8, 4])]
+    #[constraint(smem_bytes() <= max_smem())]
+    #[shapes(a = [M, K], b = [K, N], c = [M, N], s = [P, N])]
+    pub fn gemm_colsum<T: Float>(
+        a: &Tensor2<T>,
+        b: &Tensor2<T>,
+        c: &mut Tensor2<T>,
+        s: &mut Tensor2<f32>,
+    ) {
+        let (pm, pn) = (program_id(0), program_id(1));
+        let mut acc = zeros::<f32, BM, BN>();
+        for k in pipelined(0..a.cols(), BK, STAGES) {
+            acc = dot(
+                load_tile(a, [pm * BM, k], [BM, BK]),
+                load_tile(b, [k, pn * BN], [BK, BN]),
+                acc,
+            );
+        }
+        store_tile(c, [pm * BM, pn * BN], acc.cast::<T>());
+        store_tile(s, [pm, pn * BN], expand_dims(sum(acc, 0), 0));
+    }
+}

@@ -308,3 +308,52 @@ fn gpu_hopper_sass_has_hgmma_and_utmaldg_and_no_local_memory() {
     assert!(count("UTMALDG") > 0, "no TMA load");
     assert_eq!(count("LDL") + count("STL"), 0, "local-memory traffic");
 }
+
+/// A GEMM whose code after the loop needs a block-wide barrier (column sums of the
+/// accumulator across the 8 warps splitting its rows): on the engine it is the consumers'
+/// named barrier; the producer warpgroup, already loading the block's next tile, must not
+/// be waited for. Bitwise against the CPU backend (small integers: every sum exact). The
+/// last shape has more tiles than SMs (every block runs several) and more K steps than
+/// stages (the producer blocks on a full ring if the consumers wait for it).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_epilogue_with_a_block_barrier() {
+    use tilekit_tests::hopper_kernels::gemm_colsum;
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let c = Runtime::cpu();
+    let mut r = tilekit_tests::support::seeded_rng("hopper-colsum");
+    for text in [
+        "BM=128,BN=128,BK=64,STAGES=3,WARPS=8",
+        "BM=64,BN=256,BK=64,STAGES=4,WARPS=4",
+    ] {
+        let cfg = full(&gemm_colsum::SPEC, text);
+        assert_hopper::<bf16>(&g, &gemm_colsum::SPEC, &cfg);
+        let bm = cfg.int("BM").unwrap() as usize;
+        for &(m, k, n) in &[
+            (256usize, 200usize, 264usize),
+            (2048, 72, 2056),
+            (2048, 512, 2056),
+        ] {
+            let a = small_ints::<bf16>(&mut r, m * k);
+            let b = small_ints::<bf16>(&mut r, k * n);
+            let p = m.div_ceil(bm);
+            let mut out = Vec::new();
+            for rt in [&c, &g] {
+                let ta = Tensor2::from_vec(rt, a.clone(), [m, k]).unwrap();
+                let tb = Tensor2::from_vec(rt, b.clone(), [k, n]).unwrap();
+                let mut tc = Tensor2::full(rt, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+                let mut ts = Tensor2::full(rt, [p, n], f32::NAN).unwrap();
+                gemm_colsum::launch_with(rt, &cfg, &ta, &tb, &mut tc, &mut ts)
+                    .unwrap_or_else(|e| panic!("{text} {m}x{k}x{n}: {e}"));
+                out.push((tc.to_vec().unwrap(), ts.to_vec().unwrap()));
+            }
+            let what = format!("colsum {text} {m}x{k}x{n}");
+            assert_bitwise(&format!("{what}: C"), &out[1].0, &out[0].0);
+            assert_bitwise(&format!("{what}: column sums"), &out[1].1, &out[0].1);
+        }
+    }
+}

@@ -69,6 +69,10 @@ fn hopper_cases() -> Vec<(&'static tilekit::KernelSpec, &'static str)> {
             &user_gemm_bias_gelu::SPEC,
             "BM=128,BN=256,BK=64,STAGES=4,WARPS=8",
         ),
+        (
+            &tilekit_tests::hopper_kernels::gemm_colsum::SPEC,
+            "BM=128,BN=128,BK=64,STAGES=3,WARPS=8",
+        ),
     ]
 }
 
@@ -89,6 +93,14 @@ fn eligible_variants_take_the_hopper_engine_with_a_producer_warpgroup_and_two_te
             let src = variant_source(k, spec.cuda_template, &v).expect("source");
             assert!(src.contains("tk::sm90::ws_pipeline<"), "{src}");
             assert!(src.contains("__grid_constant__ tk::sm90::tensor_map tk_map1"));
+            // tk::sync() is the consumers' barrier, defined before the prelude.
+            let define = format!("#define TK_SYNC_THREADS {}", 32 * warps);
+            let (at_define, at_prelude) = (src.find(&define), src.find("#include"));
+            assert!(
+                at_define.is_some() && at_define < at_prelude,
+                "{} {c}: no consumer barrier before the prelude",
+                k.name
+            );
             assert!(src.contains(&format!("__launch_bounds__({}, 1)", plan.launch.threads)));
         }
     }
@@ -168,9 +180,24 @@ fn hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
             k.name,
             cubin.log
         );
-        // The plain GEMM spills nothing; a fused GELU over a 128 x 256 accumulator (128
-        // registers of it per thread) may spill a few bytes in the epilogue.
-        let allowed = if k.name == "matmul" { 0 } else { 16 };
+        // The plain GEMM spills nothing and keeps its register reallocation; a fused GELU
+        // over a 128 x 256 accumulator (128 registers of it per thread) may spill a few
+        // bytes in the epilogue.
+        // gemm_colsum: ptxas keeps the consumers at the launch's 168 registers there
+        // (C7507, "setmaxnreg ignored"), and its column sums spill a little.
+        let allowed = match k.name.as_str() {
+            "matmul" => 0,
+            "gemm_colsum" => 32,
+            _ => 16,
+        };
+        if k.name == "matmul" {
+            assert!(
+                !log.contains("c7507"),
+                "{} {c}: setmaxnreg ignored\n{}",
+                k.name,
+                cubin.log
+            );
+        }
         assert!(
             cubin.spill_bytes.is_some_and(|b| b <= allowed),
             "{} {c}: {:?} bytes spilled\n{}",

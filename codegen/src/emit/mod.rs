@@ -164,7 +164,14 @@ pub(crate) fn lower_with<'k>(
     hopper: Option<&'k HopperPlan>,
 ) -> Result<Lowered, CodegenError> {
     let analysis = Analysis::of(kernel)?;
-    let layouts = layout::assign(&analysis)?;
+    let mut layouts = layout::assign(&analysis)?;
+    if hopper.is_some() {
+        // wgmma's accumulator order is the rows policy's arrangement (one warp per 16
+        // rows): every accumulator, its aliases, grids and reduction scratch take it.
+        for acc in &mut layouts.accs {
+            acc.rows = true;
+        }
+    }
     let tparams = declaration(kernel, layouts.cols, layouts.general)?;
     let smem_kind = smem_kind_expr(kernel)?;
     let mut group = group_expr(kernel)?;

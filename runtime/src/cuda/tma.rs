@@ -28,19 +28,17 @@ pub(super) fn encode(
         };
         let abi = match padded.iter().find(|(p, _)| *p == i) {
             Some((_, abi)) => *abi,
-            None => match args.get(i) {
-                Some(Arg::Tensor(t)) => tensor_abi(
-                    t.device
-                        .ok_or_else(|| CudaLaunchError::NoDevicePointer { param: name() })?,
-                    &t.layout,
-                ),
-                Some(Arg::TensorMut(t)) => tensor_abi(
-                    t.device
-                        .ok_or_else(|| CudaLaunchError::NoDevicePointer { param: name() })?,
-                    &t.layout,
-                ),
-                _ => return Err(CudaLaunchError::NoDevicePointer { param: name() }),
-            },
+            None => {
+                let tensor = match args.get(i) {
+                    Some(Arg::Tensor(t)) => Some((&t.layout, t.device)),
+                    Some(Arg::TensorMut(t)) => Some((&t.layout, t.device)),
+                    _ => None,
+                };
+                let Some((layout, Some(base))) = tensor else {
+                    return Err(CudaLaunchError::NoDevicePointer { param: name() });
+                };
+                tensor_abi(base, layout)
+            }
         };
         let (dtype, bytes) = match op.dtype {
             DType::BF16 => (CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),

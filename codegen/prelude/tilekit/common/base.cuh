@@ -42,7 +42,16 @@ TK_HD long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 /// The calling thread's rank in the block. Generated kernels never name threadIdx; only
 /// the prelude does, through this function.
 TK_DEVICE int thread_rank() { return (int)threadIdx.x; }
-/// Block-wide barrier.
-TK_DEVICE void sync() { __syncthreads(); }
+/// Block-wide barrier: the threads that run the kernel's code. A Hopper-engine variant
+/// defines TK_SYNC_THREADS (its consumer threads) before this header: its producer
+/// warpgroup does not run the code after the pipelined loop, so the barrier is named
+/// barrier 1 over the consumers alone (barrier 0 would wait for the producer).
+TK_DEVICE void sync() {
+#ifdef TK_SYNC_THREADS
+    asm volatile("bar.sync 1, %0;\n" ::"n"(TK_SYNC_THREADS) : "memory");
+#else
+    __syncthreads();
+#endif
+}
 
 } // namespace tk

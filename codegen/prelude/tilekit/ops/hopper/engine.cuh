@@ -91,8 +91,7 @@ struct pipe_state {
 /// The warp-specialized software pipeline (see the header comment): `produce(iv, slot,
 /// full)` issues the TMA loads of iteration `iv` into `slot` (producer thread only),
 /// `consume(iv, slot)` runs the loop body on the consumers. `bars` is 2 * STAGES mbarriers
-/// in shared memory, initialised (and the warpgroups' registers reallocated) on a
-/// program's first tile. Returns false on the producer warpgroup, which then skips the
+/// in shared memory, initialised on a program's first tile. Returns false on the producer warpgroup, which then skips the
 /// rest of the tile (the wrapper moves it on to its next tile, so its loads for that tile
 /// overlap the consumers' epilogue of this one), and true on the consumers once every
 /// stage of this tile is consumed.
@@ -112,11 +111,12 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
             }
             fence_barrier_init();
         }
-        sync();
-        if (producer)
-            setmaxnreg_dec<40>();
-        else
-            setmaxnreg_inc<232>();
+        // Every thread, the producer warpgroup's too (`sync()` is the consumers' barrier).
+        __syncthreads();
+        // No `setmaxnreg` here: the producer comes back through `run` for its next tile,
+        // so its code and the consumers' share one region and ptxas would ignore a
+        // reallocation (C7507). Every thread keeps the launch's budget (168 registers at
+        // 384 threads), which holds a 64 x 256 wgmma accumulator without spilling.
         st.ready = true;
     }
     if (producer) {
@@ -152,6 +152,10 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, con
     rt<float, shape<BM, BN>, L> r = acc;
     const int wg = thread_rank() / 128;
     const char* a = sa.base + (long long)wg * 64 * 128;
+    // The accumulator registers are written asynchronously until the wait: pin every
+    // access to them on this side of the fence and the wait (CUTLASS's operand fence).
+#pragma unroll
+    for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < (int)(BK / 16); ++kk) {
@@ -161,6 +165,8 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, con
     }
     wgmma_commit();
     wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
     return r;
 }
 

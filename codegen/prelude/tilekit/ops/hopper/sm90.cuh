@@ -142,10 +142,5 @@ template <int REGS> TK_DEVICE void setmaxnreg_inc() {
 #endif
 }
 
-/// A named barrier over `threads` threads (ids 1..15; 0 is `__syncthreads`).
-TK_DEVICE void named_sync(int id, int threads) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 } // namespace sm90
 } // namespace tk
