@@ -229,6 +229,7 @@ for BM=128,BN=64,D=128,WARPS=8,STAGES=2 [T=bf16]:
     A operand: acc0's registers (pairs of n8 tiles packed into k16 fragments)
   slice(acc0, 1): reduced in registers and warp shuffles only
   shared-memory tiles: Auto (resolved per tile)
+  engine (sm_90a): cp.async rings and mma.sync (not the Hopper engine: not exactly one dot)
 ";
 
 // ---------------------------------------------------------------------------------------
