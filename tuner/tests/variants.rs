@@ -102,20 +102,22 @@ fn covering_variants_pair_each_operand_class_with_every_factor() {
     assert!(!chosen.iter().any(
         |v| v.access.cols() != 0 && v.access.class(2) == tilekit_codegen::AccessClass::General
     ));
+    // (The default, 128 x 256 x 64 in 3 stages, does not fit either target in f32: 288 KiB
+    // of shared memory. It is there for every element type and target it fits.)
     let default = k.space.default_config();
+    let valid = valid_variants(k, &TARGETS);
     for a in [
         Access::ROWS,
         Access::GENERAL,
         Access::with_cols(0b11),
         Access::with_classes(0, 0b100),
     ] {
-        assert_eq!(
-            chosen
-                .iter()
+        let count = |vs: &[tilekit_tuner::VariantKey]| {
+            vs.iter()
                 .filter(|v| v.config == default && v.access == a)
-                .count(),
-            6,
-            "{a}"
-        );
+                .count()
+        };
+        assert_eq!(count(&chosen), count(&valid), "{a}");
+        assert!(count(&chosen) >= 4, "{a}: bf16 and f16 on both targets");
     }
 }
