@@ -70,10 +70,35 @@ pub mod support {
 
 pub mod hopper_kernels {
     //! Kernels the Hopper-engine tests share (`hopper_engine.rs` compiles them with NVRTC,
-    //! `gpu_hopper.rs` runs them): GEMMs whose code after the pipelined loop needs a
-    //! block-wide barrier, which on the engine is the consumer warpgroups' alone.
+    //! `gpu_hopper.rs` runs them): a user's GEMM with a fused epilogue, and GEMMs whose code
+    //! after the pipelined loop needs a block-wide barrier, which on the engine is the
+    //! consumer warpgroups' alone.
 
     use tilekit::prelude::*;
+
+    /// A user's GEMM with a fused bias + GELU epilogue, as README.md writes one.
+    #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+    #[tune(BM = [128, 64], BN = [256, 128], BK = [64, 32], STAGES = [4, 3], WARPS = [8, 4])]
+    #[constraint(smem_bytes() <= max_smem())]
+    #[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N])]
+    pub fn user_gemm_bias_gelu<T: Float>(
+        a: &Tensor2<T>,
+        b: &Tensor2<T>,
+        bias: &Tensor1<T>,
+        c: &mut Tensor2<T>,
+    ) {
+        let (pm, pn) = (program_id(0), program_id(1));
+        let mut acc = zeros::<f32, BM, BN>();
+        for k in pipelined(0..a.cols(), BK, STAGES) {
+            acc = dot(
+                load_tile(a, [pm * BM, k], [BM, BK]),
+                load_tile(b, [k, pn * BN], [BK, BN]),
+                acc,
+            );
+        }
+        let v = acc + load_tile(bias, [pn * BN], [BN]).to_f32();
+        store_tile(c, [pm * BM, pn * BN], gelu(v).cast::<T>());
+    }
 
     /// C = A @ B and, per program, the column sums of its f32 accumulator tile:
     /// `s[pm, pn * BN + j] = sum_i acc[i, j]`. The column sum reduces across the 8 warps

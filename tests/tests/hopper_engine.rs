@@ -3,35 +3,10 @@
 //! "serialized" warning from ptxas) and no spills in the plain GEMM — for the library's GEMMs and for a
 //! user's GEMM with a fused epilogue written as in the README.
 
-use tilekit::prelude::*;
 use tilekit_codegen::engine::{engine, Engine};
 use tilekit_codegen::{prelude_headers, variant_plan, variant_source, Access, Target, Variant};
 use tilekit_ir::{Bindings, Config, DType, Kernel};
 use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
-
-/// A user's GEMM with a fused bias + GELU epilogue, as README.md writes one.
-#[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-#[tune(BM = [128, 64], BN = [256, 128], BK = [64, 32], STAGES = [4, 3], WARPS = [8, 4])]
-#[constraint(smem_bytes() <= max_smem())]
-#[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N])]
-pub fn user_gemm_bias_gelu<T: Float>(
-    a: &Tensor2<T>,
-    b: &Tensor2<T>,
-    bias: &Tensor1<T>,
-    c: &mut Tensor2<T>,
-) {
-    let (pm, pn) = (program_id(0), program_id(1));
-    let mut acc = zeros::<f32, BM, BN>();
-    for k in pipelined(0..a.cols(), BK, STAGES) {
-        acc = dot(
-            load_tile(a, [pm * BM, k], [BM, BK]),
-            load_tile(b, [k, pn * BN], [BK, BN]),
-            acc,
-        );
-    }
-    let v = acc + load_tile(bias, [pn * BN], [BN]).to_f32();
-    store_tile(c, [pm * BM, pn * BN], gelu(v).cast::<T>());
-}
 
 fn variant(kernel: &Kernel, config: &str, t: DType, access: Access, target: Target) -> Variant {
     // The declared default with the literal's values in place.
@@ -66,7 +41,7 @@ fn hopper_cases() -> Vec<(&'static tilekit::KernelSpec, &'static str)> {
             "BM=128,BN=128,BK=64,STAGES=4,WARPS=8",
         ),
         (
-            &user_gemm_bias_gelu::SPEC,
+            &tilekit_tests::hopper_kernels::user_gemm_bias_gelu::SPEC,
             "BM=128,BN=256,BK=64,STAGES=4,WARPS=8",
         ),
         (
