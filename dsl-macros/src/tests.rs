@@ -251,6 +251,8 @@ fn never_panics_on_odd_input() {
     }
 }
 
+/// Stage snapshots: the IR text of the brief's softmax and the launcher module of a kernel
+/// with a scalar parameter (payload stubbed so the snapshot shows only the generated Rust).
 #[test]
 fn snapshots_of_ir_and_launcher() {
     let k = ok(

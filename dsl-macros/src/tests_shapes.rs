@@ -248,9 +248,6 @@ fn shapes_values_are_part_of_the_spec_hash() {
     assert_ne!(given, hash(quote!(x = [x0, x1])));
 }
 
-/// Stage snapshots: the IR text of the brief's softmax and the launcher module of a kernel
-/// with a scalar parameter (payload stubbed so the snapshot shows only the generated Rust).
-
 /// A gather over a flattened batch, with the `#[shapes]` given.
 fn embed_kernel(shapes: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
     quote! {
