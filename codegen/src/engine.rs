@@ -62,32 +62,14 @@ pub enum Engine {
     Hopper(HopperPlan),
 }
 
-/// The engine of a variant: `Engine::Hopper` when every condition holds — target sm_90a;
-/// one `pipelined` loop whose two ring loads are the A and B operands of the kernel's only
-/// `dot` (not transposed, IEEE precision) with bf16 or f16 operands; both ring tensors rank-2 parameters read `Rows` (16-byte aligned
-/// base and pitch: TMA's rule); K tile = 128 bytes (`BK` = 64); `BM` = 16 x `WARPS` with 4
-/// or 8 warps (64 accumulator rows per consumer warpgroup); `BN` a multiple of 64 up to
-/// 256; the origins' column coordinates provably multiples of 16 bytes.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn select(
-    kernel: &Kernel,
-    analysis: &Analysis,
-    layouts: &Layouts,
-    config: &Config,
-    bindings: &Bindings,
-    target: Target,
-    access: Access,
-    threads: u32,
-) -> Engine {
-    match hopper_plan(
-        kernel, analysis, layouts, config, bindings, target, access, threads,
-    ) {
-        Ok(p) => Engine::Hopper(p),
-        Err(why) => Engine::MmaSync(why),
-    }
-}
-
-/// The engine of variant `v` of `kernel` (see [`select`]).
+/// The engine of variant `v` of `kernel`: `Engine::Hopper` when every condition holds —
+/// target sm_90a; one `pipelined` loop whose two ring loads are the A and B operands of the
+/// kernel's only `dot` (not transposed, IEEE precision) with bf16 or f16 operands; both ring
+/// tensors rank-2 parameters read `Rows` (16-byte aligned base and pitch: TMA's rule); K
+/// tile = 128 bytes (`BK` = 64); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
+/// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates
+/// provably multiples of 16 bytes; only register work before the loop. (The variant also
+/// needs the engine's shared memory to fit: `emit::hopper_lowering` checks that.)
 ///
 /// ```
 /// # use tilekit_codegen::{engine::{engine, Engine}, Access, Target, Variant};
@@ -104,7 +86,7 @@ pub fn engine(kernel: &Kernel, v: &Variant) -> Result<Engine, CodegenError> {
     let analysis = Analysis::of(kernel)?;
     let layouts = crate::layout::assign(&analysis)?;
     let threads = crate::plan::ThreadsRule::of(kernel).eval(&config)?;
-    Ok(select(
+    let plan = hopper_plan(
         kernel,
         &analysis,
         &layouts,
@@ -113,10 +95,14 @@ pub fn engine(kernel: &Kernel, v: &Variant) -> Result<Engine, CodegenError> {
         v.target,
         v.access,
         threads,
-    ))
+    );
+    Ok(match plan {
+        Ok(p) => Engine::Hopper(p),
+        Err(why) => Engine::MmaSync(why),
+    })
 }
 
-/// The conditions of [`select`], each failure a reason.
+/// The conditions of [`engine`], each failure a reason.
 #[allow(clippy::too_many_arguments)]
 fn hopper_plan(
     kernel: &Kernel,

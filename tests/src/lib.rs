@@ -14,6 +14,19 @@ pub mod support {
 
     static SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+    /// Whether a test that compiles with NVRTC can run: true when NVRTC is available;
+    /// otherwise false after printing `SKIPPED`, except under `CI=true`, where a missing
+    /// NVRTC fails the test (CI installs it).
+    pub fn nvrtc_or_skip() -> bool {
+        if tilekit_runtime::nvrtc::nvrtc_available() {
+            return true;
+        }
+        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED: {why}");
+        false
+    }
+
     /// A generator with a fresh seed per call, derived from `TILEKIT_TEST_SEED` (or the
     /// clock); the seed is printed with `what` so a failing run can be reproduced.
     pub fn seeded_rng(what: &str) -> Rng {

@@ -6,7 +6,7 @@
 use tilekit_codegen::engine::{engine, Engine};
 use tilekit_codegen::{prelude_headers, variant_plan, variant_source, Access, Target, Variant};
 use tilekit_ir::{Bindings, Config, DType, Kernel};
-use tilekit_runtime::nvrtc::{compile_cubin, nvrtc_available, CompileOptions};
+use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
 
 fn variant(kernel: &Kernel, config: &str, t: DType, access: Access, target: Target) -> Variant {
     // The declared default with the literal's values in place.
@@ -133,12 +133,7 @@ fn other_targets_and_ineligible_variants_keep_the_mma_sync_engine() {
 
 #[test]
 fn hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
-    if !nvrtc_available() {
-        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{why}");
-        }
-        eprintln!("SKIPPED: {why}");
+    if !tilekit_tests::support::nvrtc_or_skip() {
         return;
     }
     let opts = CompileOptions::new("sm_90a").expect("options");

@@ -20,7 +20,7 @@
 use rayon::prelude::*;
 use std::time::Instant;
 use tilekit_codegen::{prelude_headers, variant_source, Target};
-use tilekit_runtime::nvrtc::{compilation_key, compile_cubin, nvrtc_available, CompileOptions};
+use tilekit_runtime::nvrtc::{compilation_key, compile_cubin, CompileOptions};
 use tilekit_tuner::{covering_variants, valid_variants};
 
 /// Largest valid set compiled in full by default.
@@ -28,12 +28,7 @@ const FULL_SPACE_LIMIT: usize = 32;
 
 #[test]
 fn every_kernel_variant_compiles_with_nvrtc() {
-    if !nvrtc_available() {
-        let why = "NVRTC is not available (run `cargo xtask cuda-setup` and set TILEKIT_CUDA_ROOT)";
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{why}");
-        }
-        eprintln!("SKIPPED: {why}");
+    if !tilekit_tests::support::nvrtc_or_skip() {
         return;
     }
     let full = std::env::var("TILEKIT_COMPILE_ALL").as_deref() == Ok("1");
@@ -209,7 +204,7 @@ fn shard_from_env() -> (usize, usize) {
 /// one.
 #[test]
 fn the_pad64_copy_kernel_compiles_with_nvrtc() {
-    if !nvrtc_available() {
+    if !tilekit_runtime::nvrtc::nvrtc_available() {
         eprintln!("SKIPPED: NVRTC is not available");
         return;
     }
