@@ -74,6 +74,13 @@ pub use dump::{dump, Stage};
 /// shipped entry has a `dot`; bumping would orphan the 25 shipped memory-bound entries,
 /// whose code is unchanged. A user's own GEMM tuned before keeps its entry: a point of its
 /// space, correct on either engine, re-timed by `tilekit tune --force`.
+///
+/// Not bumped for the streaming-loop unroll rule (session 14, issue 33:
+/// `tk::stream_unroll(TK_STREAM_COST)` for `#pragma unroll 4`): it changes the templates (and
+/// so the identities) of the seven kernels with streaming loops, not the version; their six
+/// shipped entries were re-keyed to the new identities because their configurations unroll
+/// by 4 as before (SASS compared identical) or run no trip of the loops at their shapes
+/// (`tuner/tests/cache.rs`, `shipped_entries_keep_the_unrolling_they_were_tuned_with`).
 pub const CODEGEN_VERSION: u32 = 4;
 
 /// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>`.
@@ -92,7 +99,11 @@ pub fn codegen_id(template: &str) -> String {
 pub use access::{valid_accesses, Access, AccessClass};
 pub use emit::{cols_operands, general_operands, generate};
 pub use error::CodegenError;
-pub use plan::{launch_plan, variant_plan, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS};
+pub use plan::{
+    launch_plan, loop_tile_elems, stream_cost, stream_unroll, stream_unrolls, variant_plan,
+    LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS, MAX_LOOP_TILE_ELEMS, MAX_STREAM_COST,
+    STREAM_UNROLL_BUDGET,
+};
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};
 pub use target::{Target, TargetLimits};
 pub use variant::{variant_source, Variant};

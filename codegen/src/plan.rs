@@ -140,6 +140,107 @@ pub fn launch_plan(
     })
 }
 
+/// The largest tile a loop body may hold per thread, in elements, in a variant the tuner
+/// considers ([`loop_tile_elems`]; `tilekit_tuner::target_check` leaves larger ones out of
+/// the valid set). Above it a row loop's chunks do not fit the register file: log-softmax
+/// backward at BLOCK=8192, WARPS=4 (64 elements per thread) used 255 registers with 1.3 KB
+/// of spills and took 20.6 s of NVRTC with its loop not unrolled, 168 s unrolled by 4
+/// (issue 33); at 32 elements per thread (BLOCK=8192, WARPS=8) 6.4 s.
+pub const MAX_LOOP_TILE_ELEMS: u64 = 32;
+
+/// Streaming loops (memory, no reduction) are unrolled by 4, 2 or 1 trips, all of a kernel
+/// alike: the most that keep the unrolled code within this many tile-element operations per
+/// thread ([`stream_cost`] times the trips). `tk::stream_unroll` in the prelude applies it
+/// in the generated code. Chosen from NVRTC's seconds per variant against the unrolled cost
+/// (issue 33, the covering subset on the 2-core CI machine: under 2,000 at most 4 s, 2,000
+/// to 2,500 up to 6 s, above 2,500 up to 11 s) while every library default but
+/// log_softmax's, and every shipped configuration, keeps its 4 trips.
+pub const STREAM_UNROLL_BUDGET: u64 = 2560;
+
+/// The largest [`stream_cost`] of a variant the tuner considers: above it even one trip of
+/// each streaming loop is over the unroll budget by a fifth (`tilekit_tuner::target_check`
+/// leaves those out; cross-entropy at 32 elements per thread: 3,616, 7-10 s of NVRTC).
+pub const MAX_STREAM_COST: u64 = 3072;
+
+/// The trips `kernel`'s streaming loops unroll under `config` (4, 2 or 1; every such loop
+/// alike), `None` when it has none: [`stream_unroll`] of [`stream_cost`], as
+/// `tk::stream_unroll(TK_STREAM_COST)` computes it in the generated code.
+///
+/// ```
+/// # use tilekit_ir::Config;
+/// let mut b = tilekit_ir::KernelBuilder::new("empty");
+/// b.kernel_mut().grid = vec![tilekit_ir::Expr::Int(1)];
+/// let k = b.into_kernel();
+/// assert_eq!(tilekit_codegen::stream_unrolls(&k, &Config { values: vec![] }).unwrap(), None);
+/// ```
+pub fn stream_unrolls(kernel: &Kernel, config: &Config) -> Result<Option<u32>, CodegenError> {
+    Ok(stream_cost(kernel, config)?.map(stream_unroll))
+}
+
+/// One trip of every streaming loop of `kernel` under `config`, summed: each tile result
+/// and store counted by the elements per thread of its tile (`TK_STREAM_COST` in the
+/// generated code); `None` when the kernel has no streaming loop.
+pub fn stream_cost(kernel: &Kernel, config: &Config) -> Result<Option<u64>, CodegenError> {
+    let config = kernel.space.validate(config)?.for_codegen();
+    let lowered = lower(kernel)?;
+    if lowered.stream_loops.is_empty() {
+        return Ok(None);
+    }
+    let threads = u64::from(lowered.threads.eval(&config)?.max(1));
+    let mut cost = 0u64;
+    for (s, n) in lowered.stream_loops.iter().flatten() {
+        let mut size = 1u64;
+        for d in &s.0 {
+            size = size.saturating_mul(eval_dim(d, &config)?);
+        }
+        cost = cost.saturating_add(u64::from(*n).saturating_mul(size.div_ceil(threads)));
+    }
+    Ok(Some(cost))
+}
+
+/// `tk::stream_unroll`: 4 trips when four times `cost` fits [`STREAM_UNROLL_BUDGET`], else 2
+/// when twice does, else 1.
+///
+/// ```
+/// use tilekit_codegen::stream_unroll;
+/// assert_eq!((stream_unroll(640), stream_unroll(641), stream_unroll(1281)), (4, 2, 1));
+/// ```
+pub fn stream_unroll(cost: u64) -> u32 {
+    if cost.saturating_mul(4) <= STREAM_UNROLL_BUDGET {
+        4
+    } else if cost.saturating_mul(2) <= STREAM_UNROLL_BUDGET {
+        2
+    } else {
+        1
+    }
+}
+
+/// The most elements per thread of any tile in the body of a loop that touches memory or
+/// the block (a streaming or a reducing loop: not pure register arithmetic, no nested loop
+/// or `dot`), under `config`; 0 when there is none.
+///
+/// ```
+/// # use tilekit_ir::Config;
+/// let mut b = tilekit_ir::KernelBuilder::new("empty");
+/// b.kernel_mut().grid = vec![tilekit_ir::Expr::Int(1)];
+/// let k = b.into_kernel();
+/// assert_eq!(tilekit_codegen::loop_tile_elems(&k, &Config { values: vec![] }).unwrap(), 0);
+/// ```
+pub fn loop_tile_elems(kernel: &Kernel, config: &Config) -> Result<u64, CodegenError> {
+    let config = kernel.space.validate(config)?.for_codegen();
+    let lowered = lower(kernel)?;
+    let threads = u64::from(lowered.threads.eval(&config)?.max(1));
+    let mut most = 0;
+    for s in &lowered.loop_tiles {
+        let mut n = 1u64;
+        for d in &s.0 {
+            n = n.saturating_mul(eval_dim(d, &config)?);
+        }
+        most = most.max(n.div_ceil(threads));
+    }
+    Ok(most)
+}
+
 /// The vector width of the blocked layout for one variant: 16 bytes of the narrowest
 /// tensor element type (4 bytes in a variant that is not `aligned`), halved while every
 /// tile is smaller than one pass of the block (so that small tiles still spread over all

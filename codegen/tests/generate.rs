@@ -639,3 +639,19 @@ fn every_variant_generates() {
     }
     assert!(count > 500, "{count}");
 }
+
+/// `tk::stream_unroll` in the prelude and [`STREAM_UNROLL_BUDGET`] (what [`stream_unroll`]
+/// and the tuner read) are the same rule: the prelude's budget is the constant's value.
+#[test]
+fn the_prelude_unrolls_streaming_loops_by_the_code_generators_budget() {
+    let base = prelude_headers()
+        .iter()
+        .find(|(name, _)| name.ends_with("common/base.cuh"))
+        .map(|(_, text)| *text)
+        .expect("base.cuh");
+    let rule = format!(
+        "return cost * 4 <= {b} ? 4 : cost * 2 <= {b} ? 2 : 1;",
+        b = STREAM_UNROLL_BUDGET
+    );
+    has(base, &rule);
+}

@@ -1,8 +1,10 @@
 //! The code generator's unroll rule for `for` loops (`codegen/src/emit/control.rs`): pure
 //! register arithmetic by 32, a body with a reduction (also inside an `if`) not at all,
-//! other bodies (memory, no nested loop or `dot`) by 4. A rule by the elements a trip
-//! moves per thread (fewer unrolled trips for large bodies, to shrink the code) was
-//! measured and not taken: BENCHMARKS run 91.
+//! other bodies (memory, no nested loop or `dot`) by 4, 2 or 1 trips by the tile-element
+//! operations per thread of one trip (`tk::stream_unroll` of the count printed here: a
+//! trip's tile results and stores, each by its tile's elements per thread; issue 33, the
+//! code of a variant that moves many elements per trip). A stricter rule by the elements a
+//! trip loads and stores (run 91) was measured and not taken.
 
 use super::{compile, stage_codegen};
 use proc_macro2::TokenStream;
@@ -27,6 +29,14 @@ fn cuda(body: TokenStream) -> String {
     stage_codegen(&c.kernel.expect("kernel")).expect("codegen")
 }
 
+/// The `TK_STREAM_COST` line of the template's header, trimmed (none without a streaming
+/// loop).
+fn stream_cost(src: &str) -> Option<&str> {
+    src.lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("static constexpr long long TK_STREAM_COST"))
+}
+
 /// Every `#pragma unroll` line, trimmed, in source order.
 fn pragmas(src: &str) -> Vec<&str> {
     src.lines()
@@ -36,7 +46,7 @@ fn pragmas(src: &str) -> Vec<&str> {
 }
 
 #[test]
-fn a_streaming_loop_unrolls_by_4_whatever_it_moves() {
+fn a_streaming_loop_unrolls_by_its_tile_operations_per_thread() {
     let src = cuda(quote! {
         for start in (0..n).step_by(2 * BLOCK) {
             let a = load(x.row(row), start + cols);
@@ -44,7 +54,18 @@ fn a_streaming_loop_unrolls_by_4_whatever_it_moves() {
             store(y.row(row), start + cols, a + b);
         }
     });
-    assert_eq!(pragmas(&src), ["#pragma unroll 4"], "{src}");
+    assert_eq!(
+        pragmas(&src),
+        ["#pragma unroll (tk::stream_unroll(TK_STREAM_COST))"],
+        "{src}"
+    );
+    // Two loads, three offset tiles (one per access), the sum and the store: seven [BLOCK]
+    // operations per trip.
+    assert_eq!(
+        stream_cost(&src),
+        Some("static constexpr long long TK_STREAM_COST = 7 * tk::cdiv(tk::shape<BLOCK>::size, TK_THREADS);"),
+        "{src}"
+    );
 }
 
 #[test]
@@ -57,7 +78,12 @@ fn a_loop_whose_memory_is_in_an_if_streams() {
             }
         }
     });
-    assert_eq!(pragmas(&src), ["#pragma unroll 4"], "{src}");
+    assert_eq!(
+        pragmas(&src),
+        ["#pragma unroll (tk::stream_unroll(TK_STREAM_COST))"],
+        "{src}"
+    );
+    assert!(stream_cost(&src).is_some(), "{src}");
 }
 
 #[test]
@@ -79,6 +105,7 @@ fn register_loops_unroll_by_32_and_reducing_loops_not_at_all() {
         ["#pragma unroll 32", "#pragma unroll 1"],
         "{src}"
     );
+    assert_eq!(stream_cost(&src), None, "{src}");
 }
 
 #[test]

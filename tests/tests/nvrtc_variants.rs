@@ -16,6 +16,11 @@
 //! skipped, except under `CI=true`, where that is a failure. `TILEKIT_COMPILE_UNALIGNED=1`
 //! keeps only the variants with some tensor read `General` (element-wise accesses: to
 //! re-check those alone after a change to how they are generated).
+//!
+//! The output reports NVRTC's seconds per variant: per kernel the mean, median and slowest
+//! variant, overall the percentiles and how many took over 5 s and 15 s (issue 33's
+//! bounds); variants over 5 s are printed as they finish; `TILEKIT_COMPILE_REPORT=FILE`
+//! writes every variant's seconds as CSV.
 
 use rayon::prelude::*;
 use std::time::Instant;
@@ -32,12 +37,9 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         return;
     }
     let full = std::env::var("TILEKIT_COMPILE_ALL").as_deref() == Ok("1");
+    let dry = std::env::var("TILEKIT_COMPILE_DRY").as_deref() == Ok("1");
     let targets = [Target::Sm80, Target::Sm90a];
-    let headers = prelude_headers();
     let start = Instant::now();
-    let mut summary = Vec::new();
-    let mut total = [0usize; 2];
-    let mut total_reused = 0usize;
     let only = std::env::var("TILEKIT_COMPILE_KERNELS")
         .ok()
         .filter(|o| !o.trim().is_empty());
@@ -50,6 +52,10 @@ fn every_kernel_variant_compiles_with_nvrtc() {
     };
     let shard = shard_from_env();
     let unaligned_only = std::env::var("TILEKIT_COMPILE_UNALIGNED").as_deref() == Ok("1");
+    // Every kernel's chosen variants, then one parallel pass over all of them (a kernel with
+    // a few slow variants does not leave the other cores idle at its end).
+    let mut kernels = Vec::new();
+    let mut jobs = Vec::new();
     for spec in tilekit_kernels::ALL.iter().filter(|s| wanted(s.name)) {
         let kernel = spec.kernel().expect("library kernel IR");
         let all = valid_variants(kernel, &targets);
@@ -65,91 +71,45 @@ fn every_kernel_variant_compiles_with_nvrtc() {
             .filter(|(i, _)| i % shard.1 == shard.0)
             .map(|(_, v)| v)
             .collect();
-        if std::env::var("TILEKIT_COMPILE_DRY").as_deref() == Ok("1") {
-            summary.push(format!(
-                "  {:<12} {:>5} of {:>5} valid variants (not compiled: TILEKIT_COMPILE_DRY)",
-                spec.name,
-                chosen.len(),
-                all.len()
-            ));
-            continue;
-        }
-        let t0 = Instant::now();
-        let memo = memo_dir();
-        let reused = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<Result<(usize, f64), String>> = chosen
-            .par_iter()
-            .map(|v| {
-                let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
-                    .map_err(|e| format!("{v}: {e}"))?;
-                let opts = CompileOptions::new(v.target.arch()).map_err(|e| e.to_string())?;
-                let target = usize::from(v.target == Target::Sm90a);
-                let key = match &memo {
-                    Some(dir) => {
-                        let key = compilation_key(&src, &opts).map_err(|e| e.to_string())?;
-                        if dir.join(&key).is_file() {
-                            reused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            return Ok((target, 0.0));
-                        }
-                        Some(dir.join(key))
-                    }
-                    None => None,
-                };
-                let name = format!("{}.cu", spec.name);
-                let cubin = compile_cubin(&src, &name, headers, &opts)
-                    .map_err(|e| format!("variant {v}\n{e}"))?;
-                if let Some(path) = key {
-                    std::fs::write(&path, v.to_string())
-                        .map_err(|e| format!("{}: {e}", path.display()))?;
-                }
-                Ok((target, cubin.seconds))
-            })
-            .collect();
-        let reused = reused.into_inner();
-        total_reused += reused;
-        let slowest = results
-            .iter()
-            .zip(&chosen)
-            .filter_map(|(r, v)| r.as_ref().ok().map(|(_, s)| (*s, v)))
-            .filter(|(s, _)| *s > 0.0)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(s, v)| format!("; slowest {s:.1} s: {v}"))
-            .unwrap_or_default();
-        let mut per = [0usize; 2];
-        for r in &results {
-            match r {
-                Ok((t, _)) => per[*t] += 1,
-                Err(e) => panic!("NVRTC failed for kernel `{}`:\n{e}", spec.name),
-            }
-        }
-        total[0] += per[0];
-        total[1] += per[1];
-        let secs: f64 = results
-            .iter()
-            .filter_map(|r| r.as_ref().ok().map(|(_, s)| *s))
-            .sum();
-        let line = format!(
-            "  {:<12} {:>4} of {:>5} valid variants: sm_80 {:>3}, sm_90a {:>3}{}; {:.1} s wall, {:.2} s NVRTC per variant compiled{}",
-            spec.name,
-            chosen.len(),
-            all.len(),
-            per[0],
-            per[1],
-            if memo.is_some() {
-                format!(" ({reused} of them compiled earlier with the same key)")
-            } else {
-                String::new()
-            },
-            t0.elapsed().as_secs_f64(),
-            secs / (chosen.len() - reused).max(1) as f64,
-            slowest
-        );
-        // Printed as each kernel finishes too, so that a long run shows its progress.
-        println!("{line}");
-        summary.push(line);
+        let k = kernels.len();
+        kernels.push((*spec, all.len(), chosen.len()));
+        jobs.extend(chosen.into_iter().map(|v| (k, v)));
     }
+    if dry {
+        for (spec, all, chosen) in &kernels {
+            println!(
+                "  {:<12} {chosen:>5} of {all:>5} valid variants (not compiled: TILEKIT_COMPILE_DRY)",
+                spec.name
+            );
+        }
+        return;
+    }
+    let memo = memo_dir();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Result<Compiled, String>> = jobs
+        .par_iter()
+        .map(|(k, v)| {
+            let r = compile_one(kernels[*k].0, v, memo.as_deref());
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if let Ok(c) = &r {
+                if c.seconds > SLOW_SECONDS {
+                    println!("  slow: {:.1} s {} {v}", c.seconds, kernels[*k].0.name);
+                }
+            }
+            if n.is_multiple_of(100) {
+                println!(
+                    "  {n} of {} variants after {:.0} s",
+                    jobs.len(),
+                    start.elapsed().as_secs_f64()
+                );
+            }
+            r
+        })
+        .collect();
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    let report = report(&kernels, &jobs, &results, memo.is_some());
     println!(
-        "NVRTC variant compilation ({}; shard {}/{}):",
+        "NVRTC variant compilation ({}; shard {}/{}), seconds per variant compiled:\n{report}",
         if full {
             "every valid variant"
         } else {
@@ -158,21 +118,151 @@ fn every_kernel_variant_compiles_with_nvrtc() {
         shard.0,
         shard.1
     );
-    for s in &summary {
-        println!("{s}");
+    if let Ok(path) = std::env::var("TILEKIT_COMPILE_REPORT") {
+        let mut csv = String::from("kernel,variant,target,seconds,reused\n");
+        for ((k, v), r) in jobs.iter().zip(&results) {
+            if let Ok(c) = r {
+                csv.push_str(&format!(
+                    "{},\"{v}\",{},{:.3},{}\n",
+                    kernels[*k].0.name,
+                    v.target.arch(),
+                    c.seconds,
+                    c.reused
+                ));
+            }
+        }
+        std::fs::write(&path, csv).unwrap_or_else(|e| panic!("TILEKIT_COMPILE_REPORT={path}: {e}"));
     }
     println!(
-        "NVRTC compiled {} variants: sm_80 {}, sm_90a {} in {:.1} s{}",
-        total[0] + total[1],
-        total[0],
-        total[1],
-        start.elapsed().as_secs_f64(),
-        if total_reused > 0 {
-            format!(" ({total_reused} of them compiled earlier with the same key, TILEKIT_COMPILE_MEMO)")
-        } else {
-            String::new()
-        }
+        "NVRTC compiled {} variants in {:.1} s",
+        results.iter().filter(|r| r.is_ok()).count(),
+        start.elapsed().as_secs_f64()
     );
+    assert!(
+        failures.is_empty(),
+        "NVRTC failed for {} variants:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}
+
+/// A variant whose compilation takes longer is printed as it finishes.
+const SLOW_SECONDS: f64 = 5.0;
+
+/// One variant's compilation: NVRTC's seconds (0 when reused from the memo), its target.
+struct Compiled {
+    seconds: f64,
+    sm90a: bool,
+    reused: bool,
+}
+
+/// Generates and compiles variant `v` of `spec` (or finds it in the memo directory).
+fn compile_one(
+    spec: &tilekit_runtime::KernelSpec,
+    v: &tilekit_tuner::VariantKey,
+    memo: Option<&std::path::Path>,
+) -> Result<Compiled, String> {
+    let kernel = spec.kernel().map_err(|e| e.to_string())?;
+    let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
+        .map_err(|e| format!("`{}` {v}: {e}", spec.name))?;
+    let opts = CompileOptions::new(v.target.arch()).map_err(|e| e.to_string())?;
+    let sm90a = v.target == Target::Sm90a;
+    let key = match memo {
+        Some(dir) => {
+            let key = compilation_key(&src, &opts).map_err(|e| e.to_string())?;
+            if dir.join(&key).is_file() {
+                return Ok(Compiled {
+                    seconds: 0.0,
+                    sm90a,
+                    reused: true,
+                });
+            }
+            Some(dir.join(key))
+        }
+        None => None,
+    };
+    let name = format!("{}.cu", spec.name);
+    let cubin = compile_cubin(&src, &name, prelude_headers(), &opts)
+        .map_err(|e| format!("NVRTC failed for kernel `{}`, variant {v}\n{e}", spec.name))?;
+    if let Some(path) = key {
+        std::fs::write(&path, v.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(Compiled {
+        seconds: cubin.seconds,
+        sm90a,
+        reused: false,
+    })
+}
+
+/// The per-kernel table: variants (sm_80 / sm_90a), mean, median and slowest NVRTC seconds
+/// of the variants compiled, and the slowest variant; then the totals.
+fn report(
+    kernels: &[(&tilekit_runtime::KernelSpec, usize, usize)],
+    jobs: &[(usize, tilekit_tuner::VariantKey)],
+    results: &[Result<Compiled, String>],
+    memo: bool,
+) -> String {
+    let mut out = String::new();
+    let mut all_secs = Vec::new();
+    for (k, (spec, all, chosen)) in kernels.iter().enumerate() {
+        let mine: Vec<(&tilekit_tuner::VariantKey, &Compiled)> = jobs
+            .iter()
+            .zip(results)
+            .filter(|((j, _), _)| *j == k)
+            .filter_map(|((_, v), r)| r.as_ref().ok().map(|c| (v, c)))
+            .collect();
+        let sm90a = mine.iter().filter(|(_, c)| c.sm90a).count();
+        let reused = mine.iter().filter(|(_, c)| c.reused).count();
+        let mut secs: Vec<f64> = mine
+            .iter()
+            .filter(|(_, c)| !c.reused)
+            .map(|(_, c)| c.seconds)
+            .collect();
+        secs.sort_by(f64::total_cmp);
+        all_secs.extend(secs.iter().copied());
+        let mean = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
+        let median = secs.get(secs.len() / 2).copied().unwrap_or(0.0);
+        let slowest = mine
+            .iter()
+            .filter(|(_, c)| !c.reused)
+            .max_by(|a, b| a.1.seconds.total_cmp(&b.1.seconds))
+            .map(|(v, c)| format!("; slowest {:.1} s: {v}", c.seconds))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {:<22} {chosen:>4} of {all:>5} valid: sm_80 {:>3}, sm_90a {:>3}{}; mean {mean:.2} s, median {median:.2} s{slowest}\n",
+            spec.name,
+            mine.len() - sm90a,
+            sm90a,
+            if memo {
+                format!(" ({reused} compiled earlier with the same key)")
+            } else {
+                String::new()
+            },
+        ));
+    }
+    all_secs.sort_by(f64::total_cmp);
+    let n = all_secs.len();
+    let pct = |p: f64| {
+        all_secs
+            .get(((n as f64 * p) as usize).min(n.saturating_sub(1)))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    out.push_str(&format!(
+        "  all: {n} compiled, {:.0} s of NVRTC; mean {:.2} s, median {:.2} s, 90th percentile {:.2} s, slowest {:.1} s; over 5 s: {}, over 15 s: {}",
+        all_secs.iter().sum::<f64>(),
+        all_secs.iter().sum::<f64>() / n.max(1) as f64,
+        pct(0.5),
+        pct(0.9),
+        all_secs.last().copied().unwrap_or(0.0),
+        all_secs.iter().filter(|s| **s > 5.0).count(),
+        all_secs.iter().filter(|s| **s > 15.0).count(),
+    ));
+    out
 }
 
 /// `TILEKIT_COMPILE_MEMO`: the directory of recorded successful compilations (created).

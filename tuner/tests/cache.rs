@@ -496,6 +496,38 @@ fn shipped_entries_match_current_kernels() {
         assert_eq!(e.value.provenance.origin, Origin::Shipped);
     }
 }
+/// The shipped entries of the seven templates that the streaming-loop unroll rule changed
+/// (issue 33: `#pragma unroll (tk::stream_unroll(TK_STREAM_COST))` for `#pragma unroll 4`)
+/// were re-keyed to the new templates rather than dropped, because their code did not
+/// change: at every shipped configuration the streaming loops still unroll by 4
+/// ([`tilekit_codegen::stream_unrolls`]), or the problem's rows fit one `BLOCK` (its row
+/// loops run no trip). This keeps that true for every shipped entry.
+#[test]
+fn shipped_entries_keep_the_unrolling_they_were_tuned_with() {
+    let (entries, _) = tilekit_tuner::cache::shipped::entries(
+        tilekit_kernels::SHIPPED_TUNING,
+        tilekit_kernels::SHIPPED_TUNING_NAME,
+    );
+    assert!(!entries.is_empty());
+    for e in &entries {
+        let config = tilekit_tuner::cache::validate(e, tilekit_kernels::ALL).unwrap();
+        let spec = tilekit_kernels::ALL
+            .iter()
+            .find(|s| s.name == e.key.kernel)
+            .unwrap();
+        let unrolls = tilekit_codegen::stream_unrolls(spec.kernel().unwrap(), &config).unwrap();
+        let row = ["N", "V"].iter().find_map(|d| e.key.shape.dims.get(*d));
+        let block = config.get("BLOCK").and_then(|v| v.as_int());
+        let row_fits = matches!((row, block), (Some(&n), Some(b)) if n as i64 <= b);
+        assert!(
+            unrolls.is_none_or(|u| u == 4) || row_fits,
+            "shipped entry {}: its streaming loops now unroll by {unrolls:?} (4 when it was \
+             tuned) and its rows do not fit one BLOCK: its code changed, re-tune it",
+            e.key
+        );
+    }
+}
+
 #[test]
 fn keys_name_the_code_generator_and_integer_scalars() {
     use tilekit_tuner::tune::TuneProblem;

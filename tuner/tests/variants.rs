@@ -121,3 +121,79 @@ fn covering_variants_pair_each_operand_class_with_every_factor() {
         assert!(count(&chosen) >= 4, "{a}: bf16 and f16 on both targets");
     }
 }
+
+/// Issue 33: a configuration whose loop body holds more than `MAX_LOOP_TILE_ELEMS` elements
+/// of one tile per thread is not a valid variant (log-softmax backward at BLOCK=8192,
+/// WARPS=4: 64 per thread, 255 registers with spills, minutes of NVRTC), while the same
+/// BLOCK with more threads, and a kernel without a loop at the same configuration, stay.
+#[test]
+fn configurations_with_huge_loop_tiles_are_not_valid() {
+    let lsb = tilekit_kernels::log_softmax_bwd::SPEC.kernel().unwrap();
+    let config = |text: &str| {
+        lsb.space
+            .validate(&tilekit_ir::Config::parse(text).unwrap())
+            .unwrap()
+    };
+    let elems = |text: &str| tilekit_codegen::loop_tile_elems(lsb, &config(text)).unwrap();
+    assert_eq!(elems("BLOCK=2048,WARPS=32"), 2);
+    assert_eq!(elems("BLOCK=8192,WARPS=8"), 32);
+    assert_eq!(elems("BLOCK=8192,WARPS=4"), 64);
+    let bindings = tilekit_ir::Bindings::all_float(&lsb.generics).remove(0);
+    let check =
+        |text: &str| tilekit_tuner::target_check(lsb, &config(text), &bindings, Target::Sm90a);
+    let why = check("BLOCK=8192,WARPS=4").unwrap_err();
+    assert!(why.contains("64 elements per thread"), "{why}");
+    check("BLOCK=8192,WARPS=8").unwrap();
+    let valid = valid_variants(lsb, &TARGETS);
+    assert!(valid
+        .iter()
+        .all(|v| v.config.to_string() != "BLOCK=8192,WARPS=4"));
+    assert!(valid
+        .iter()
+        .any(|v| v.config.to_string() == "BLOCK=8192,WARPS=8"));
+    // gelu has no loop: its BLOCK=8192, WARPS=4 stays valid.
+    let gelu = tilekit_kernels::gelu::SPEC.kernel().unwrap();
+    let g = gelu
+        .space
+        .validate(&tilekit_ir::Config::parse("BLOCK=8192,WARPS=4").unwrap())
+        .unwrap();
+    assert_eq!(tilekit_codegen::loop_tile_elems(gelu, &g).unwrap(), 0);
+    let gb = tilekit_ir::Bindings::all_float(&gelu.generics).remove(0);
+    tilekit_tuner::target_check(gelu, &g, &gb, Target::Sm90a).unwrap();
+}
+
+/// Issue 33: a variant whose streaming loops cost more than `MAX_STREAM_COST` tile-element
+/// operations per thread for one trip each is not valid (cross-entropy at 32 elements per
+/// thread); the library's defaults keep their loops unrolled by 4, except log_softmax's
+/// (16 elements per thread, four loops: by 2).
+#[test]
+fn streaming_code_over_budget_is_not_valid_and_defaults_keep_their_unrolling() {
+    let config = |k: &tilekit_ir::Kernel, text: &str| {
+        k.space
+            .validate(&tilekit_ir::Config::parse(text).unwrap())
+            .unwrap()
+    };
+    let ce = tilekit_kernels::cross_entropy::SPEC.kernel().unwrap();
+    let b = tilekit_ir::Bindings::all_float(&ce.generics).remove(0);
+    let c = config(ce, "BLOCK=4096,WARPS=4");
+    assert_eq!(tilekit_codegen::stream_cost(ce, &c).unwrap(), Some(3616));
+    let why = tilekit_tuner::target_check(ce, &c, &b, Target::Sm90a).unwrap_err();
+    assert!(why.contains("3616 tile-element operations"), "{why}");
+    let c = config(ce, "BLOCK=4096,WARPS=8");
+    assert_eq!(tilekit_codegen::stream_unrolls(ce, &c).unwrap(), Some(1));
+    tilekit_tuner::target_check(ce, &c, &b, Target::Sm90a).unwrap();
+    for spec in tilekit_kernels::ALL {
+        let k = spec.kernel().unwrap();
+        let d = k.space.default_config();
+        let want = match spec.name {
+            "log_softmax" => Some(2),
+            _ => tilekit_codegen::stream_cost(k, &d).unwrap().map(|_| 4),
+        };
+        assert_eq!(
+            tilekit_codegen::stream_unrolls(k, &d).unwrap(),
+            want,
+            "default of `{}`",
+            spec.name
+        );
+    }
+}

@@ -268,8 +268,11 @@ pub fn ci() -> Result<()> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
     let mut clippy = cargo();
+    // `--release`, as `.ci/run`: the proc macros and build scripts it compiles are those the
+    // release test build reuses.
     clippy.args([
         "clippy",
+        "--release",
         "--workspace",
         "--all-targets",
         "--",

@@ -95,16 +95,29 @@ impl<'k> Emitter<'k> {
                             | Op::If { .. }
                     )
                 };
+                // Streaming bodies (memory, no reduction) are unrolled by 4, 2 or 1 trips, all
+                // alike: the most that keep the kernel's unrolled streaming code within
+                // `STREAM_UNROLL_BUDGET` tile-element operations per thread (`TK_STREAM_COST`,
+                // one trip of each such loop, summed in the template's header): a body that
+                // already moves many elements per trip gains nothing from more trips in
+                // flight, and its code (and NVRTC's time) grows with the unrolled elements
+                // (issue 33: 168 s for one log-softmax backward variant unrolled by 4).
                 if !body.insts.iter().any(|i| heavy(&i.op)) {
                     let pure = !body.insts.iter().any(|i| touches_memory_or_block(&i.op));
                     let reduces = body.insts.iter().any(reduces_in_trip);
-                    self.w.line(if pure {
-                        "#pragma unroll 32"
+                    let ops = self.body_tile_ops(body);
+                    if !pure {
+                        self.loop_tiles.extend(ops.iter().map(|(s, _)| s.clone()));
+                    }
+                    if pure {
+                        self.w.line("#pragma unroll 32");
                     } else if reduces {
-                        "#pragma unroll 1"
+                        self.w.line("#pragma unroll 1");
                     } else {
-                        "#pragma unroll 4"
-                    });
+                        self.stream_loops.push(ops);
+                        self.w
+                            .line("#pragma unroll (tk::stream_unroll(TK_STREAM_COST))");
+                    }
                 }
                 self.w.open(&format!(
                     "for (long long {ivn} = {s}; {ivn} < {e}; {ivn} += {st})"
@@ -188,6 +201,52 @@ impl<'k> Emitter<'k> {
             }
             _ => self.op(inst),
         }
+    }
+}
+
+impl Emitter<'_> {
+    /// The tiles (not scalars) of a loop body, both arms of an `if` included: each distinct
+    /// shape a value of the body has or reads (in first-use order), with how many tile
+    /// operations of that shape the body performs (its tile results, and one per store).
+    fn body_tile_ops(&self, body: &tilekit_ir::Block) -> Vec<(Shape, u32)> {
+        let mut out: Vec<(Shape, u32)> = Vec::new();
+        let mut note = |id: tilekit_ir::ValueId, op: bool| {
+            let Ok((_, shape)) = self.ty(id) else {
+                return;
+            };
+            if shape.is_scalar() {
+                return;
+            }
+            let n = u32::from(op);
+            match out.iter_mut().find(|(s, _)| *s == shape) {
+                Some((_, count)) => *count += n,
+                None => out.push((shape, n)),
+            }
+        };
+        fn walk(block: &tilekit_ir::Block, note: &mut dyn FnMut(tilekit_ir::ValueId, bool)) {
+            for inst in &block.insts {
+                for id in inst.op.operands() {
+                    note(id, false);
+                }
+                for id in &inst.results {
+                    note(*id, true);
+                }
+                match &inst.op {
+                    Op::Store { value, .. } | Op::StoreTile { value, .. } => note(*value, true),
+                    Op::If {
+                        then_block,
+                        else_block,
+                        ..
+                    } => {
+                        walk(then_block, note);
+                        walk(else_block, note);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk(body, &mut note);
+        out
     }
 }
 

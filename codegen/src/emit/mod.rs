@@ -20,7 +20,7 @@ use crate::analyze::Analysis;
 use crate::engine::{HopperPlan, PRODUCER_THREADS};
 use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
-use crate::names::{dim_expr, elem_ctype, sanitize};
+use crate::names::{dim_expr, elem_ctype, sanitize, shape_type};
 use crate::params::{aligned_param, cols_param, declaration, tune_kinds, TuneKind};
 use crate::plan::ThreadsRule;
 use crate::prelude::PRELUDE_ENTRY;
@@ -64,6 +64,12 @@ pub(crate) struct Lowered {
     pub threads: ThreadsRule,
     /// Every non-scalar tile shape of the kernel.
     pub tile_shapes: Vec<Shape>,
+    /// The shapes of the tiles in the bodies of loops that touch memory or the block,
+    /// without a nested loop or `dot` (what [`crate::plan::loop_tile_elems`] bounds).
+    pub loop_tiles: Vec<Shape>,
+    /// Each streaming loop's tile operations by shape, in source order (what its
+    /// `tk::stream_unroll` reads; [`crate::plan::stream_unrolls`]).
+    pub stream_loops: Vec<Vec<(Shape, u32)>>,
     /// The layouts stage's result.
     pub layouts: Layouts,
 }
@@ -81,6 +87,8 @@ pub(crate) struct Emitter<'k> {
     last_line: u32,
     tmp: usize,
     tile_shapes: Vec<Shape>,
+    loop_tiles: Vec<Shape>,
+    stream_loops: Vec<Vec<(Shape, u32)>>,
     /// Variables the innermost `yield` assigns: (name, element type, shape, layout).
     yield_targets: Vec<Vec<(String, tilekit_ir::Elem, Shape, Layout)>>,
     /// Ring offsets (C++ expressions), by ring index.
@@ -198,6 +206,8 @@ pub(crate) fn lower_with<'k>(
         last_line: 0,
         tmp: 0,
         tile_shapes: Vec::new(),
+        loop_tiles: Vec::new(),
+        stream_loops: Vec::new(),
         yield_targets: Vec::new(),
         ring_offsets: Vec::new(),
         settled: None,
@@ -396,6 +406,16 @@ pub(crate) fn lower_with<'k>(
         "static constexpr long long SMEM_BYTES = {};",
         e.smem.total_expr()
     ));
+    if !e.stream_loops.is_empty() {
+        w.line(
+            "/// One trip of every streaming loop (memory, no reduction): tile results and stores,",
+        );
+        w.line("/// each by its tile's elements per thread, summed; tk::stream_unroll reads it.");
+        w.line(&format!(
+            "static constexpr long long TK_STREAM_COST = {};",
+            stream_cost_expr(&e.stream_loops)
+        ));
+    }
     w.line("");
     w.open(&format!(
         "static __device__ __forceinline__ void run({})",
@@ -412,6 +432,8 @@ pub(crate) fn lower_with<'k>(
         smem: e.smem,
         threads,
         tile_shapes: e.tile_shapes,
+        loop_tiles: e.loop_tiles,
+        stream_loops: e.stream_loops,
         layouts: e.layouts,
     })
 }
@@ -548,5 +570,27 @@ impl<'k> Emitter<'k> {
             Op::For { .. } | Op::If { .. } | Op::Yield { .. } => self.control(inst),
             _ => self.op(inst),
         }
+    }
+}
+
+/// `TK_STREAM_COST`: the C++ sum over the streaming loops of each tile operation count times
+/// its tile's elements per thread (`tk::cdiv(S::size, TK_THREADS)`), shapes merged.
+fn stream_cost_expr(loops: &[Vec<(Shape, u32)>]) -> String {
+    let mut merged: Vec<(Shape, u32)> = Vec::new();
+    for (shape, n) in loops.iter().flatten() {
+        match merged.iter_mut().find(|(s, _)| s == shape) {
+            Some((_, count)) => *count += n,
+            None => merged.push((shape.clone(), *n)),
+        }
+    }
+    let terms: Vec<String> = merged
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} * tk::cdiv({}::size, TK_THREADS)", shape_type(s)))
+        .collect();
+    if terms.is_empty() {
+        "0".to_string()
+    } else {
+        terms.join(" + ")
     }
 }

@@ -35,6 +35,8 @@
 //!   at 4097^3) with `PAD64` false and true, bitwise compared (`pad_bench.rs`);
 //! - `batched`: `matmul_batched` bf16 32 x 512^3 (`pad_bench.rs`);
 //! - `graph`: per-kernel GPU time inside a replayed launch graph of 100 tiny launches;
+//! - `cold` (only by name): every representative problem's first launch on an empty CUBIN
+//!   cache, NVRTC included (`cold_bench.rs`, issue 33);
 //! - `startup`: new process (`tilekit-bench startup-child`) to first completed launch, disk
 //!   cache cold and hot, beside the bare CUDA context creation measured in the same child.
 
@@ -53,6 +55,7 @@ use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod attention_bench;
 mod cand_bench;
+mod cold_bench;
 mod epilogue_bench;
 mod launch_bench;
 mod matmul_bench;
@@ -634,6 +637,9 @@ fn main() -> Result<()> {
     if args.get(1).map(String::as_str) == Some("startup-child") {
         return startup_child(&args, main_start);
     }
+    if args.get(1).map(String::as_str) == Some("cold-child") {
+        return cold_bench::cold_child(&args[2..]);
+    }
     if args.get(1).map(String::as_str) == Some("ncu-target") {
         return train_bench::ncu_target(&args[2..]);
     }
@@ -719,6 +725,14 @@ fn main() -> Result<()> {
     }
     if want("startup") {
         record("startup", startup(&rt));
+    }
+    // Only by name: every representative problem's first launch on an empty CUBIN cache
+    // (`cold_bench.rs`; minutes of NVRTC).
+    if only
+        .as_ref()
+        .is_some_and(|o| o.split(',').any(|x| x == "cold"))
+    {
+        record("cold", cold_bench::cold_record());
     }
     let doc = json!({
         "device": dev.name, "compute_capability": format!("{}.{}", dev.compute_capability.0, dev.compute_capability.1),

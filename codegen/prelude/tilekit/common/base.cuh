@@ -38,6 +38,15 @@ TK_HD long long align16(long long x) { return (x + 15) / 16 * 16; }
 TK_HD long long align_to(long long x, long long a) { return (x + a - 1) / a * a; }
 /// Ceiling division.
 TK_HD long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+/// Trips of a kernel's streaming loops (memory, no reduction) to unroll, from the
+/// tile-element operations per thread of one trip of each, summed (`TK_STREAM_COST`): 4 while
+/// four trips stay within the budget, else 2 while two do, else 1 (`#pragma unroll
+/// (tk::stream_unroll(TK_STREAM_COST))`, a constant expression of the template's parameters).
+/// The code generator's rule, `tilekit_codegen::STREAM_UNROLL_BUDGET` (a test keeps the two
+/// equal): a body that already moves many elements per thread gains nothing from more trips
+/// in flight and multiplies its code (a log-softmax backward at 16 elements per thread: 12.7 s
+/// of NVRTC unrolled by 4, 3.2 s not; issue 33).
+TK_HD int stream_unroll(long long cost) { return cost * 4 <= 2560 ? 4 : cost * 2 <= 2560 ? 2 : 1; }
 
 /// The calling thread's rank in the block. Generated kernels never name threadIdx; only
 /// the prelude does, through this function.
