@@ -8,6 +8,8 @@
 #   nvrtc: NVRTC's seconds here for a few variants' sources;
 #   cold:  `tilekit-bench --only cold`: every representative problem's first launch on an
 #          empty CUBIN cache;
+#   cold-awkward: the same for cross_entropy and log_softmax at 8192x50257 (unaligned rows)
+#          and the awkward matmul;
 #   tests: the GPU tests of the training kernels.
 # Writes logs and JSON under $OUT (default /tmp/out).
 set -u
@@ -72,6 +74,16 @@ PY
   ;;
 cold)
   TILEKIT_CACHE_DIR=/tmp/tkc-cold .gpu/bin/tilekit-bench --only cold --out "$OUT/cold.json" 2>&1 | tee "$OUT/cold.log"
+  ;;
+cold-awkward)
+  # The issue's own first-launch target (rows of 50257 bf16 are not 16-byte aligned: the
+  # general variant), and the awkward matmul, each in a new process on an empty cache.
+  for p in "cross_entropy 8192x50257 bf16" "log_softmax 8192x50257 bf16" "matmul 8192x768x50257 bf16"; do
+    set -- $p
+    d=$(mktemp -d)
+    TILEKIT_CACHE_DIR=$d .gpu/bin/tilekit-bench cold-child "$1" "$2" "$3" 2>&1 | tee -a "$OUT/cold-awkward.log"
+    rm -rf "$d"
+  done
   ;;
 tests)
   export TILEKIT_CACHE_DIR=/tmp/tkc

@@ -217,14 +217,29 @@ fn user_kernel_variants_compile_with_nvrtc() {
         return;
     }
     let targets = [Target::Sm80, Target::Sm90a];
+    // All kernels' variants in one pass over every core; NVRTC's seconds per kernel printed.
+    let mut jobs = Vec::new();
     for spec in ALL {
         let kernel = spec.kernel().expect("kernel IR");
-        let chosen: Vec<_> = tilekit_tuner::covering_variants(kernel, &targets)
+        for v in tilekit_tuner::covering_variants(kernel, &targets) {
+            jobs.push((*spec, v.to_variant()));
+        }
+    }
+    let results = common::compile_jobs(&jobs);
+    for spec in ALL {
+        let secs: Vec<f64> = jobs
             .iter()
-            .map(|v| v.to_variant())
+            .zip(&results)
+            .filter(|((s, _), _)| s.name == spec.name)
+            .map(|(_, r)| r.2)
             .collect();
-        common::compile_variants(spec, &chosen);
-        eprintln!("{}: {} variants compiled", spec.name, chosen.len());
+        eprintln!(
+            "{}: {} variants compiled, NVRTC mean {:.2} s, slowest {:.2} s",
+            spec.name,
+            secs.len(),
+            secs.iter().sum::<f64>() / secs.len().max(1) as f64,
+            secs.iter().copied().fold(0.0, f64::max)
+        );
     }
 }
 

@@ -163,19 +163,31 @@ impl Runtime {
     /// the launch memo of handles without a configuration source, so a framework may call
     /// this per operation without compiling or resolving twice. The pair is compared by
     /// driver handle (`CUcontext`, `CUstream`), so two `Arc<CudaStream>` wrapping one stream
-    /// (candle's per-thread stream, say) share. Once every handle is dropped the state is
-    /// freed and the next call opens a fresh one.
+    /// (candle's per-thread stream, say) share. A handle that set a configuration source has
+    /// a launch memo of its own but still the same device state, so while only such handles
+    /// live, this returns the same kernel caches and counters with a new shared memo. Once
+    /// every handle is dropped the state is freed and the next call opens a fresh one.
     pub fn from_cuda_stream(stream: Arc<CudaStream>) -> Result<Runtime, RuntimeError> {
         let key = stream_key(&stream);
         let mut open = lock_streams();
         open.retain(|_, (d, _)| d.strong_count() > 0);
-        if let Some((d, m)) = open.get(&key) {
-            if let (Some(dev), Some(memo)) = (d.upgrade(), m.upgrade()) {
-                return Ok(Runtime {
-                    inner: Inner::Cuda(dev, memo),
-                    source: None,
-                });
-            }
+        if let Some(dev) = open.get(&key).and_then(|(d, _)| d.upgrade()) {
+            // The device state is alive. Its memo of handles without a configuration source
+            // may not be: the live handles may all have set a source (candle's runtimes
+            // do), which gave them memos of their own. Then this handle starts the shared
+            // memo again, on the same device state (kernel caches and counters).
+            let memo = match open.get(&key).and_then(|(_, m)| m.upgrade()) {
+                Some(memo) => memo,
+                None => {
+                    let memo: Arc<Memo<CudaResolved>> = Arc::default();
+                    open.insert(key, (Arc::downgrade(&dev), Arc::downgrade(&memo)));
+                    memo
+                }
+            };
+            return Ok(Runtime {
+                inner: Inner::Cuda(dev, memo),
+                source: None,
+            });
         }
         let dev = Arc::new(CudaDevice::on_stream(stream)?);
         let memo = Arc::default();

@@ -585,3 +585,35 @@ mod cudarc_ptr {
         p
     }
 }
+
+/// Issue 34: while any handle on a caller's stream lives, `Runtime::from_cuda_stream` on that
+/// stream returns the same device state (kernel caches, counters), also when every live
+/// handle has set a configuration source, which gives a handle a launch memo of its own (as
+/// tilekit-candle's runtimes do; that dropped the shared memo and a second state was opened,
+/// which compiled everything again).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn from_cuda_stream_shares_the_state_of_handles_with_a_config_source() {
+    let ctx = tilekit_runtime::cudarc::driver::CudaContext::new(0).expect("CUDA context");
+    let stream = ctx.new_stream().expect("a stream");
+    let mut rt = Runtime::from_cuda_stream(stream.clone()).expect("runtime on the stream");
+    rt.set_config_source(None);
+    let x = Tensor1::<f32>::from_vec(&rt, vec![1.5; 4096], [4096]).unwrap();
+    let mut y = Tensor1::<f32>::zeros(&rt, [4096]).unwrap();
+    scale_chain::launch(&rt, &x, &mut y, 3).unwrap();
+    rt.synchronize().unwrap();
+    let stats = rt.cache_stats();
+    assert!(stats.compiles + stats.disk_hits >= 1, "{stats:?}");
+    let again = Runtime::from_cuda_stream(stream.clone()).expect("runtime on the stream");
+    assert_eq!(again.cache_stats(), stats, "the same device state");
+    scale_chain::launch(&again, &x, &mut y, 3).unwrap();
+    again.synchronize().unwrap();
+    let after = again.cache_stats();
+    assert_eq!(
+        (after.compiles, after.disk_hits),
+        (stats.compiles, stats.disk_hits),
+        "the kernel loaded through the first handle is reused: {after:?}"
+    );
+    // Three repeats of the chain: (x * 2 * 0.5) * 2.
+    assert_eq!(y.to_vec().unwrap(), vec![3.0; 4096]);
+}

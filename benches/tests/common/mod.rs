@@ -54,36 +54,54 @@ pub fn compile_variants(
     spec: &tilekit::KernelSpec,
     variants: &[tilekit_codegen::Variant],
 ) -> Vec<(Option<u32>, Option<u32>)> {
+    let jobs: Vec<_> = variants.iter().map(|v| (spec, v.clone())).collect();
+    compile_jobs(&jobs)
+        .into_iter()
+        .map(|(registers, spills, _)| (registers, spills))
+        .collect()
+}
+
+/// One compiled variant: its registers, spill bytes and NVRTC seconds.
+#[allow(dead_code)]
+pub type Compiled = (Option<u32>, Option<u32>, f64);
+
+/// Compiles every (kernel, variant) of `jobs` with NVRTC, every core taking the next job as
+/// it finishes one (so that a few slow variants do not leave cores idle), panicking with
+/// NVRTC's log at a failure; returns each job's registers, spill bytes and NVRTC seconds,
+/// in order.
+#[allow(dead_code)]
+pub fn compile_jobs(jobs: &[(&tilekit::KernelSpec, tilekit_codegen::Variant)]) -> Vec<Compiled> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use tilekit_codegen::{prelude_headers, variant_source};
     use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
-    let kernel = spec.kernel().expect("kernel IR");
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let chunk = variants.len().div_ceil(workers).max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = variants
-            .chunks(chunk)
-            .map(|part| {
-                s.spawn(move || {
-                    part.iter()
-                        .map(|v| {
-                            let what = format!(
-                                "`{}` {} [{}] {:?} access={}",
-                                spec.name, v.config, v.bindings, v.target, v.access
-                            );
-                            let src = variant_source(kernel, spec.cuda_template, v)
-                                .unwrap_or_else(|e| panic!("{what}: {e}"));
-                            let opts = CompileOptions::new(v.target.arch()).expect("options");
-                            match compile_cubin(
-                                &src,
-                                &format!("{}.cu", spec.name),
-                                prelude_headers(),
-                                &opts,
-                            ) {
-                                Ok(c) => (c.registers, c.spill_bytes),
-                                Err(e) => panic!("NVRTC failed for {what}\n{e}"),
-                            }
-                        })
-                        .collect::<Vec<_>>()
+    let next = AtomicUsize::new(0);
+    let compile = |(spec, v): &(&tilekit::KernelSpec, tilekit_codegen::Variant)| {
+        let kernel = spec.kernel().expect("kernel IR");
+        let what = format!(
+            "`{}` {} [{}] {:?} access={}",
+            spec.name, v.config, v.bindings, v.target, v.access
+        );
+        let src =
+            variant_source(kernel, spec.cuda_template, v).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let opts = CompileOptions::new(v.target.arch()).expect("options");
+        match compile_cubin(&src, &format!("{}.cu", spec.name), prelude_headers(), &opts) {
+            Ok(c) => (c.registers, c.spill_bytes, c.seconds),
+            Err(e) => panic!("NVRTC failed for {what}\n{e}"),
+        }
+    };
+    let mut out: Vec<(usize, Compiled)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers.min(jobs.len().max(1)))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = jobs.get(i) else {
+                            break done;
+                        };
+                        done.push((i, compile(job)));
+                    }
                 })
             })
             .collect();
@@ -91,7 +109,9 @@ pub fn compile_variants(
             .into_iter()
             .flat_map(|h| h.join().expect("compile thread"))
             .collect()
-    })
+    });
+    out.sort_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, r)| r).collect()
 }
 
 /// CUDA device 0 (GPU tests).
