@@ -100,9 +100,9 @@ pub use access::{valid_accesses, Access, AccessClass};
 pub use emit::{cols_operands, general_operands, generate};
 pub use error::CodegenError;
 pub use plan::{
-    launch_plan, loop_tile_elems, stream_cost, stream_unroll, stream_unrolls, variant_plan,
-    LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS, MAX_LOOP_TILE_ELEMS, MAX_STREAM_COST,
-    STREAM_UNROLL_BUDGET,
+    code_size, launch_plan, loop_tile_elems, stream_cost, stream_unroll, stream_unrolls,
+    variant_plan, CodeSize, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS,
+    MAX_LOOP_TILE_ELEMS, MAX_STREAM_COST, STREAM_UNROLL_BUDGET,
 };
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};
 pub use target::{Target, TargetLimits};

@@ -163,7 +163,7 @@ pub const STREAM_UNROLL_BUDGET: u64 = 2560;
 pub const MAX_STREAM_COST: u64 = 3072;
 
 /// The trips `kernel`'s streaming loops unroll under `config` (4, 2 or 1; every such loop
-/// alike), `None` when it has none: [`stream_unroll`] of [`stream_cost`], as
+/// alike), `None` when it has none: [`stream_unroll`] of [`CodeSize::stream_cost`], as
 /// `tk::stream_unroll(TK_STREAM_COST)` computes it in the generated code.
 ///
 /// ```
@@ -174,28 +174,56 @@ pub const MAX_STREAM_COST: u64 = 3072;
 /// assert_eq!(tilekit_codegen::stream_unrolls(&k, &Config { values: vec![] }).unwrap(), None);
 /// ```
 pub fn stream_unrolls(kernel: &Kernel, config: &Config) -> Result<Option<u32>, CodegenError> {
-    Ok(stream_cost(kernel, config)?.map(stream_unroll))
+    Ok(code_size(kernel, config)?.stream_cost.map(stream_unroll))
 }
 
 /// One trip of every streaming loop of `kernel` under `config`, summed: each tile result
 /// and store counted by the elements per thread of its tile (`TK_STREAM_COST` in the
 /// generated code); `None` when the kernel has no streaming loop.
 pub fn stream_cost(kernel: &Kernel, config: &Config) -> Result<Option<u64>, CodegenError> {
+    Ok(code_size(kernel, config)?.stream_cost)
+}
+
+/// What bounds a variant's code, from one lowering of the kernel ([`code_size`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeSize {
+    /// [`stream_cost`]: one trip of every streaming loop, in tile-element operations per
+    /// thread; `None` without a streaming loop.
+    pub stream_cost: Option<u64>,
+    /// [`loop_tile_elems`]: the most elements per thread of a tile in a memory-touching
+    /// loop; 0 without one.
+    pub loop_tile_elems: u64,
+}
+
+/// [`CodeSize`] of `kernel` under `config` (what `tilekit_tuner::target_check` bounds).
+pub fn code_size(kernel: &Kernel, config: &Config) -> Result<CodeSize, CodegenError> {
     let config = kernel.space.validate(config)?.for_codegen();
     let lowered = lower(kernel)?;
-    if lowered.stream_loops.is_empty() {
-        return Ok(None);
-    }
     let threads = u64::from(lowered.threads.eval(&config)?.max(1));
-    let mut cost = 0u64;
-    for (s, n) in lowered.stream_loops.iter().flatten() {
-        let mut size = 1u64;
+    let size = |s: &Shape| -> Result<u64, CodegenError> {
+        let mut n = 1u64;
         for d in &s.0 {
-            size = size.saturating_mul(eval_dim(d, &config)?);
+            n = n.saturating_mul(eval_dim(d, &config)?);
         }
-        cost = cost.saturating_add(u64::from(*n).saturating_mul(size.div_ceil(threads)));
+        Ok(n.div_ceil(threads))
+    };
+    let mut loop_tile_elems = 0;
+    for s in &lowered.loop_tiles {
+        loop_tile_elems = loop_tile_elems.max(size(s)?);
     }
-    Ok(Some(cost))
+    let stream_cost = if lowered.stream_loops.is_empty() {
+        None
+    } else {
+        let mut cost = 0u64;
+        for (s, n) in lowered.stream_loops.iter().flatten() {
+            cost = cost.saturating_add(u64::from(*n).saturating_mul(size(s)?));
+        }
+        Some(cost)
+    };
+    Ok(CodeSize {
+        stream_cost,
+        loop_tile_elems,
+    })
 }
 
 /// `tk::stream_unroll`: 4 trips when four times `cost` fits [`STREAM_UNROLL_BUDGET`], else 2
@@ -227,18 +255,7 @@ pub fn stream_unroll(cost: u64) -> u32 {
 /// assert_eq!(tilekit_codegen::loop_tile_elems(&k, &Config { values: vec![] }).unwrap(), 0);
 /// ```
 pub fn loop_tile_elems(kernel: &Kernel, config: &Config) -> Result<u64, CodegenError> {
-    let config = kernel.space.validate(config)?.for_codegen();
-    let lowered = lower(kernel)?;
-    let threads = u64::from(lowered.threads.eval(&config)?.max(1));
-    let mut most = 0;
-    for s in &lowered.loop_tiles {
-        let mut n = 1u64;
-        for d in &s.0 {
-            n = n.saturating_mul(eval_dim(d, &config)?);
-        }
-        most = most.max(n.div_ceil(threads));
-    }
-    Ok(most)
+    Ok(code_size(kernel, config)?.loop_tile_elems)
 }
 
 /// The vector width of the blocked layout for one variant: 16 bytes of the narrowest

@@ -77,16 +77,20 @@ pub fn target_check(
             plan.smem_bytes, limits.max_dynamic_smem
         ));
     }
-    let loop_elems = tilekit_codegen::loop_tile_elems(kernel, config).map_err(|e| e.to_string())?;
-    if loop_elems > tilekit_codegen::MAX_LOOP_TILE_ELEMS {
+    // One lowering for both code bounds (issue 33).
+    let size = tilekit_codegen::code_size(kernel, config).map_err(|e| e.to_string())?;
+    if size.loop_tile_elems > tilekit_codegen::MAX_LOOP_TILE_ELEMS {
         return Err(format!(
-            "a loop body holds {loop_elems} elements per thread of one tile (more than {}): \
+            "a loop body holds {} elements per thread of one tile (more than {}): \
              its code and registers are too large to be worth compiling",
+            size.loop_tile_elems,
             tilekit_codegen::MAX_LOOP_TILE_ELEMS
         ));
     }
-    let stream = tilekit_codegen::stream_cost(kernel, config).map_err(|e| e.to_string())?;
-    if let Some(cost) = stream.filter(|c| *c > tilekit_codegen::MAX_STREAM_COST) {
+    if let Some(cost) = size
+        .stream_cost
+        .filter(|c| *c > tilekit_codegen::MAX_STREAM_COST)
+    {
         return Err(format!(
             "one trip of its streaming loops is {cost} tile-element operations per thread (more \
              than {}): its code takes too long to compile to be worth trying",
