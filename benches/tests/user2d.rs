@@ -210,6 +210,44 @@ fn add_rmsnorm_row_statistics_stay_in_registers() {
     );
 }
 
+/// Issue 33: a user's fused add + RMSNorm at 128 or 256 elements per thread of its
+/// `[ROWS, BLOCK]` tiles spilled 9-19 KB and took 15-67 s of NVRTC per variant: the tuner
+/// leaves those configurations out (with the reason), keeps 64 per thread, and an
+/// explicit launch of one still works (the CPU tests above run every configuration).
+#[test]
+fn add_rmsnorm_tiles_over_the_straight_line_bound_are_not_tuned() {
+    use tilekit_codegen::Target;
+    let k = add_rmsnorm::SPEC.kernel().unwrap();
+    let config = |text: &str| k.space.validate(&Config::parse(text).unwrap()).unwrap();
+    let elems = |text: &str| {
+        tilekit_codegen::code_size(k, &config(text))
+            .unwrap()
+            .straight_tile_elems
+    };
+    assert_eq!(elems("ROWS=4,BLOCK=8192,WARPS=4"), 256);
+    assert_eq!(elems("ROWS=2,BLOCK=8192,WARPS=4"), 128);
+    assert_eq!(elems("ROWS=1,BLOCK=8192,WARPS=4"), 64);
+    let b = tilekit::ir::Bindings::all_float(&k.generics).remove(0);
+    let why =
+        tilekit_tuner::target_check(k, &config("ROWS=4,BLOCK=8192,WARPS=4"), &b, Target::Sm90a)
+            .unwrap_err();
+    assert!(why.contains("256 elements per thread"), "{why}");
+    tilekit_tuner::target_check(k, &config("ROWS=1,BLOCK=8192,WARPS=4"), &b, Target::Sm90a)
+        .unwrap();
+    let valid = tilekit_tuner::valid_variants(k, &[Target::Sm80, Target::Sm90a]);
+    assert!(!valid.is_empty());
+    for v in &valid {
+        assert!(
+            tilekit_codegen::code_size(k, &v.config)
+                .unwrap()
+                .straight_tile_elems
+                <= 64,
+            "{}",
+            v.config
+        );
+    }
+}
+
 #[test]
 fn user_kernel_variants_compile_with_nvrtc() {
     use tilekit_codegen::Target;
@@ -227,19 +265,35 @@ fn user_kernel_variants_compile_with_nvrtc() {
     }
     let results = common::compile_jobs(&jobs);
     for spec in ALL {
-        let secs: Vec<f64> = jobs
+        let mine: Vec<(&tilekit_codegen::Variant, &common::Compiled)> = jobs
             .iter()
             .zip(&results)
             .filter(|((s, _), _)| s.name == spec.name)
-            .map(|(_, r)| r.2)
+            .map(|((_, v), r)| (v, r))
             .collect();
+        let secs: Vec<f64> = mine.iter().map(|(_, r)| r.2).collect();
+        let slowest = mine
+            .iter()
+            .max_by(|a, b| a.1 .2.total_cmp(&b.1 .2))
+            .map(|(v, r)| {
+                format!(
+                    "{:.2} s: {} [{}] {:?} {}",
+                    r.2, v.config, v.bindings, v.target, v.access
+                )
+            })
+            .unwrap_or_default();
         eprintln!(
-            "{}: {} variants compiled, NVRTC mean {:.2} s, slowest {:.2} s",
+            "{}: {} variants compiled, NVRTC mean {:.2} s; slowest {slowest}",
             spec.name,
             secs.len(),
             secs.iter().sum::<f64>() / secs.len().max(1) as f64,
-            secs.iter().copied().fold(0.0, f64::max)
         );
+        for (v, r) in mine.iter().filter(|(_, r)| r.2 > 5.0) {
+            eprintln!(
+                "  over 5 s: {:.2} s, {:?} registers, {:?} bytes spilled: {} [{}] {:?} {}",
+                r.2, r.0, r.1, v.config, v.bindings, v.target, v.access
+            );
+        }
     }
 }
 

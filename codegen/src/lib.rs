@@ -102,7 +102,7 @@ pub use error::CodegenError;
 pub use plan::{
     code_size, launch_plan, loop_tile_elems, stream_cost, stream_unroll, stream_unrolls,
     variant_plan, CodeSize, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS,
-    MAX_LOOP_TILE_ELEMS, MAX_STREAM_COST, STREAM_UNROLL_BUDGET,
+    MAX_LOOP_TILE_ELEMS, MAX_STRAIGHT_TILE_ELEMS, MAX_STREAM_COST, STREAM_UNROLL_BUDGET,
 };
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};
 pub use target::{Target, TargetLimits};

@@ -162,6 +162,16 @@ pub const STREAM_UNROLL_BUDGET: u64 = 2560;
 /// leaves those out; cross-entropy at 32 elements per thread: 3,616, 7-10 s of NVRTC).
 pub const MAX_STREAM_COST: u64 = 3072;
 
+/// The largest tile of a kernel's straight-line code (outside loops, in a kernel without
+/// `dot`), in elements per thread, in a variant the tuner considers
+/// ([`CodeSize::straight_tile_elems`]; `tilekit_tuner::target_check` leaves larger ones out).
+/// Every operation on such a tile is emitted once per element, and above it the tiles a
+/// row kernel keeps live do not fit the register file: a user's fused add + RMSNorm
+/// (`[ROWS, BLOCK]` tiles, `benches/src/user_kernels.rs`) spilled 9-19 KB per thread and
+/// took 15-67 s of NVRTC at 128 and 256 elements per thread, 6-9 s at 64 (issue 33, the
+/// 2-core CI machine). Every library variant is within it (BLOCK=8192 at 4 warps is 64).
+pub const MAX_STRAIGHT_TILE_ELEMS: u64 = 64;
+
 /// The trips `kernel`'s streaming loops unroll under `config` (4, 2 or 1; every such loop
 /// alike), `None` when it has none: [`stream_unroll`] of [`CodeSize::stream_cost`], as
 /// `tk::stream_unroll(TK_STREAM_COST)` computes it in the generated code.
@@ -193,6 +203,9 @@ pub struct CodeSize {
     /// [`loop_tile_elems`]: the most elements per thread of a tile in a memory-touching
     /// loop; 0 without one.
     pub loop_tile_elems: u64,
+    /// The most elements per thread of a tile of the kernel's straight-line code (its
+    /// top-level block, outside loops), in a kernel without `dot`; 0 otherwise.
+    pub straight_tile_elems: u64,
 }
 
 /// [`CodeSize`] of `kernel` under `config` (what `tilekit_tuner::target_check` bounds).
@@ -211,6 +224,10 @@ pub fn code_size(kernel: &Kernel, config: &Config) -> Result<CodeSize, CodegenEr
     for s in &lowered.loop_tiles {
         loop_tile_elems = loop_tile_elems.max(size(s)?);
     }
+    let mut straight_tile_elems = 0;
+    for s in &lowered.straight_tiles {
+        straight_tile_elems = straight_tile_elems.max(size(s)?);
+    }
     let stream_cost = if lowered.stream_loops.is_empty() {
         None
     } else {
@@ -223,6 +240,7 @@ pub fn code_size(kernel: &Kernel, config: &Config) -> Result<CodeSize, CodegenEr
     Ok(CodeSize {
         stream_cost,
         loop_tile_elems,
+        straight_tile_elems,
     })
 }
 

@@ -87,6 +87,15 @@ pub fn target_check(
             tilekit_codegen::MAX_LOOP_TILE_ELEMS
         ));
     }
+    if size.straight_tile_elems > tilekit_codegen::MAX_STRAIGHT_TILE_ELEMS {
+        return Err(format!(
+            "its straight-line code holds {} elements per thread of one tile (more than {}): \
+             its tiles spill out of the register file and its code takes too long to compile \
+             to be worth trying",
+            size.straight_tile_elems,
+            tilekit_codegen::MAX_STRAIGHT_TILE_ELEMS
+        ));
+    }
     if let Some(cost) = size
         .stream_cost
         .filter(|c| *c > tilekit_codegen::MAX_STREAM_COST)

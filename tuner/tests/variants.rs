@@ -197,3 +197,33 @@ fn streaming_code_over_budget_is_not_valid_and_defaults_keep_their_unrolling() {
         );
     }
 }
+
+/// Issue 33: the straight-line tile bound (`MAX_STRAIGHT_TILE_ELEMS`, made for a user's
+/// fused add + RMSNorm over `[ROWS, BLOCK]` tiles) leaves every library configuration the
+/// loop bounds keep as it was: the row kernels' largest straight-line tile is BLOCK=8192
+/// at 4 warps, 64 elements per thread, and the GEMMs (`dot`) are not bounded by it.
+#[test]
+fn no_library_configuration_is_over_the_straight_line_tile_bound() {
+    let mut largest = 0;
+    for spec in tilekit_kernels::ALL {
+        let k = spec.kernel().unwrap();
+        for config in k.space.enumerate() {
+            let size = tilekit_codegen::code_size(k, &config).unwrap();
+            if size.loop_tile_elems > tilekit_codegen::MAX_LOOP_TILE_ELEMS
+                || size
+                    .stream_cost
+                    .is_some_and(|c| c > tilekit_codegen::MAX_STREAM_COST)
+            {
+                continue;
+            }
+            assert!(
+                size.straight_tile_elems <= tilekit_codegen::MAX_STRAIGHT_TILE_ELEMS,
+                "`{}` [{config}]: {} elements per thread",
+                spec.name,
+                size.straight_tile_elems
+            );
+            largest = largest.max(size.straight_tile_elems);
+        }
+    }
+    assert_eq!(largest, 64);
+}

@@ -54,10 +54,22 @@ fn ld_library_path(root: &Path) -> Result<OsString> {
 /// release against 140 s / 63 s in the test profile (two runs, order swapped; the test
 /// binaries themselves ran under 1 s), so release is no slower to build, and the CPU
 /// backend's tests run at full speed.
-pub fn test(extra: &[String]) -> Result<()> {
+///
+/// With `lint`, the workspace's crates are compiled by clippy-driver with `-D warnings`
+/// ([`super::lint`]): the build that tests is the build that is linted, so CI compiles
+/// every crate once.
+pub fn test(extra: &[String], lint: bool) -> Result<()> {
     let root = super::cuda::setup()?;
     let mut cmd = cargo();
     cmd.arg("test");
+    if lint {
+        let driver = super::lint::apply(&mut cmd)?;
+        println!(
+            "xtask[test]: linting while building: RUSTC_WORKSPACE_WRAPPER={} CLIPPY_ARGS=\"{}\"",
+            driver.display(),
+            super::lint::DENY.join(" ")
+        );
+    }
     // `-p` picks packages; `--workspace` would override it.
     let picks_packages = extra.iter().take_while(|a| *a != "--").any(|a| {
         a == "-p"
@@ -86,16 +98,19 @@ pub fn test(extra: &[String]) -> Result<()> {
     if picks_packages {
         return workspace.map(|_| ());
     }
-    let candle = candle_test(&[]);
+    let candle = candle_test(&[], lint);
     workspace.and(candle)
 }
 
 /// `cargo <args>` on tilekit-candle with `--features cuda` in the candle toolchain's
 /// environment (`candle-setup` first), in release mode (the build-script outputs of
 /// candle-kernels, ~5 minutes of nvcc on 2 cores, are then shared by clippy and test).
-fn candle_cargo(step: &str, args: &[&str], extra: &[String]) -> Result<()> {
+fn candle_cargo(step: &str, args: &[&str], extra: &[String], lint: bool) -> Result<()> {
     let tc = super::candle::setup()?;
     let mut cmd = cargo();
+    if lint {
+        super::lint::apply(&mut cmd)?;
+    }
     cmd.args(args)
         .args(["--release", "-p", "tilekit-candle", "--features", "cuda"])
         .args(extra);
@@ -114,15 +129,16 @@ fn candle_cargo(step: &str, args: &[&str], extra: &[String]) -> Result<()> {
     run(step, cmd).map(|_| ())
 }
 
-/// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d).
-pub fn candle_test(extra: &[String]) -> Result<()> {
-    candle_cargo("candle-test", &["test", "--no-fail-fast"], extra)
+/// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d);
+/// with `lint`, its build is linted as [`test`]'s.
+pub fn candle_test(extra: &[String], lint: bool) -> Result<()> {
+    candle_cargo("candle-test", &["test", "--no-fail-fast"], extra, lint)
 }
 
 /// clippy -D warnings on tilekit-candle with candle's CUDA backend.
 pub fn candle_clippy() -> Result<()> {
     let extra = ["--", "-D", "warnings"].map(String::from);
-    candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra)
+    candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra, false)
 }
 
 /// The script `candle-pack` writes beside its archive.
@@ -261,31 +277,16 @@ pub fn compile_all() -> Result<()> {
     run("compile-all", cmd).map(|_| ())
 }
 
-/// fmt --check, clippy -D warnings, test; every step runs, each is timed, and the first
-/// failure makes the whole run fail.
+/// fmt --check, then the linted test (clippy -D warnings inside the test build, see
+/// [`super::lint`]); every step runs, each is timed, and the first failure makes the whole
+/// run fail.
 pub fn ci() -> Result<()> {
     let start = Instant::now();
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--", "--check"]);
-    let mut clippy = cargo();
-    // `--release`, as `.ci/run`: the proc macros and build scripts it compiles are those the
-    // release test build reuses.
-    clippy.args([
-        "clippy",
-        "--release",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]);
-    let mut results: Vec<(&str, Result<f64>)> =
-        vec![("fmt", run("fmt", fmt)), ("clippy", run("clippy", clippy))];
-    let candle_start = Instant::now();
-    let candle = candle_clippy().map(|()| candle_start.elapsed().as_secs_f64());
-    results.push(("candle-clippy", candle));
+    let mut results: Vec<(&str, Result<f64>)> = vec![("fmt", run("fmt", fmt))];
     let test_start = Instant::now();
-    let test = test(&[]).map(|()| test_start.elapsed().as_secs_f64());
+    let test = test(&[], true).map(|()| test_start.elapsed().as_secs_f64());
     results.push(("test", test));
 
     println!("xtask[ci]: summary");

@@ -208,7 +208,7 @@ impl Emitter<'_> {
     /// The tiles (not scalars) of a loop body, both arms of an `if` included: each distinct
     /// shape a value of the body has or reads (in first-use order), with how many tile
     /// operations of that shape the body performs (its tile results, and one per store).
-    fn body_tile_ops(&self, body: &tilekit_ir::Block) -> Vec<(Shape, u32)> {
+    pub(super) fn body_tile_ops(&self, body: &tilekit_ir::Block) -> Vec<(Shape, u32)> {
         let mut out: Vec<(Shape, u32)> = Vec::new();
         let mut note = |id: tilekit_ir::ValueId, op: bool| {
             let Ok((_, shape)) = self.ty(id) else {
@@ -266,4 +266,19 @@ fn reduces_in_trip(inst: &tilekit_ir::Inst) -> bool {
             .any(reduces_in_trip),
         _ => false,
     }
+}
+
+/// Whether `block` or a block nested in it holds a `dot` (its tiles then live in the
+/// accumulator and operand layouts, which `dot`'s own bounds size, not in the blocked one).
+pub(super) fn contains_dot(block: &tilekit_ir::Block) -> bool {
+    block.insts.iter().any(|inst| match &inst.op {
+        Op::Dot { .. } => true,
+        Op::For { body, .. } => contains_dot(body),
+        Op::If {
+            then_block,
+            else_block,
+            ..
+        } => contains_dot(then_block) || contains_dot(else_block),
+        _ => false,
+    })
 }

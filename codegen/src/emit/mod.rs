@@ -70,6 +70,10 @@ pub(crate) struct Lowered {
     /// Each streaming loop's tile operations by shape, in source order (what its
     /// `tk::stream_unroll` reads; [`crate::plan::stream_unrolls`]).
     pub stream_loops: Vec<Vec<(Shape, u32)>>,
+    /// The shapes of the tiles of the kernel's top-level block (outside loops: straight-line
+    /// code, every element's operations emitted once), in a kernel without `dot`; what
+    /// [`crate::plan::CodeSize::straight_tile_elems`] bounds.
+    pub straight_tiles: Vec<Shape>,
     /// The layouts stage's result.
     pub layouts: Layouts,
 }
@@ -427,6 +431,14 @@ pub(crate) fn lower_with<'k>(
     w.close("}");
     w.close("};");
     text.push_str(&w.finish());
+    let straight_tiles = if control::contains_dot(&kernel.body) {
+        Vec::new()
+    } else {
+        e.body_tile_ops(&kernel.body)
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    };
     Ok(Lowered {
         template: text,
         smem: e.smem,
@@ -434,6 +446,7 @@ pub(crate) fn lower_with<'k>(
         tile_shapes: e.tile_shapes,
         loop_tiles: e.loop_tiles,
         stream_loops: e.stream_loops,
+        straight_tiles,
         layouts: e.layouts,
     })
 }
