@@ -81,8 +81,9 @@ pub fn test(extra: &[String], lint: bool) -> Result<()> {
         // tilekit-candle is tested by `candle_test` below, with candle's CUDA backend.
         cmd.args(["--workspace", "--exclude", "tilekit-candle"]);
     }
-    // Every test binary runs even after one fails, so one run reports every failure.
-    cmd.args(["--release", "--no-fail-fast"]).args(extra);
+    // Every test binary runs even after one fails, so one run reports every failure;
+    // `--timings` leaves where the build's time went in target/cargo-timings/.
+    cmd.args(["--release", "--no-fail-fast", "--timings"]).args(extra);
     if !extra.iter().any(|a| a == "--") {
         // Show what passing tests print (the NVRTC variant counts, compile times).
         cmd.args(["--", "--show-output"]);
@@ -132,7 +133,7 @@ fn candle_cargo(step: &str, args: &[&str], extra: &[String], lint: bool) -> Resu
 /// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d);
 /// with `lint`, its build is linted as [`test`]'s.
 pub fn candle_test(extra: &[String], lint: bool) -> Result<()> {
-    candle_cargo("candle-test", &["test", "--no-fail-fast"], extra, lint)
+    candle_cargo("candle-test", &["test", "--no-fail-fast", "--timings"], extra, lint)
 }
 
 /// clippy -D warnings on tilekit-candle with candle's CUDA backend.
