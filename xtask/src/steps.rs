@@ -83,7 +83,8 @@ pub fn test(extra: &[String], lint: bool) -> Result<()> {
     }
     // Every test binary runs even after one fails, so one run reports every failure;
     // `--timings` leaves where the build's time went in target/cargo-timings/.
-    cmd.args(["--release", "--no-fail-fast", "--timings"]).args(extra);
+    cmd.args(["--release", "--no-fail-fast", "--timings"])
+        .args(extra);
     if !extra.iter().any(|a| a == "--") {
         // Show what passing tests print (the NVRTC variant counts, compile times).
         cmd.args(["--", "--show-output"]);
@@ -133,7 +134,12 @@ fn candle_cargo(step: &str, args: &[&str], extra: &[String], lint: bool) -> Resu
 /// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d);
 /// with `lint`, its build is linted as [`test`]'s.
 pub fn candle_test(extra: &[String], lint: bool) -> Result<()> {
-    candle_cargo("candle-test", &["test", "--no-fail-fast", "--timings"], extra, lint)
+    candle_cargo(
+        "candle-test",
+        &["test", "--no-fail-fast", "--timings"],
+        extra,
+        lint,
+    )
 }
 
 /// clippy -D warnings on tilekit-candle with candle's CUDA backend.
