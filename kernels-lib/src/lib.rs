@@ -38,6 +38,7 @@ pub use ops::gelu::gelu;
 pub use ops::gelu_bwd::gelu_bwd;
 pub use ops::layernorm::layernorm;
 pub use ops::layernorm_bwd::layernorm_bwd;
+pub use ops::layernorm_rows::layernorm_rows;
 pub use ops::log_softmax::log_softmax;
 pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
@@ -48,6 +49,7 @@ pub use ops::residual_add::residual_add;
 pub use ops::rmsnorm::rmsnorm;
 pub use ops::rmsnorm_bwd::rmsnorm_bwd;
 pub use ops::rmsnorm_residual::rmsnorm_residual;
+pub use ops::rmsnorm_rows::rmsnorm_rows;
 pub use ops::scale::scale;
 pub use ops::scale_chain::scale_chain;
 pub use ops::silu::silu;
@@ -55,6 +57,7 @@ pub use ops::silu_bwd::silu_bwd;
 pub use ops::softmax::softmax;
 pub use ops::softmax_bwd::softmax_bwd;
 pub use ops::softmax_online::softmax_online;
+pub use ops::softmax_rows::softmax_rows;
 pub use ops::swiglu::swiglu;
 pub use ops::swiglu_bwd::swiglu_bwd;
 
@@ -99,4 +102,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &bias_add::SPEC,
     &residual_add::SPEC,
     &scale::SPEC,
+    &softmax_rows::SPEC,
+    &rmsnorm_rows::SPEC,
+    &layernorm_rows::SPEC,
 ];

@@ -42,4 +42,11 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("bias_add", "16384x11008", "bf16"),
     ("residual_add", "16384x11008", "bf16"),
     ("scale", "16384x11008", "bf16"),
+    // Narrow rows (hidden sizes 256-1024: issue 34), several rows per program.
+    ("softmax_rows", "65536x512", "bf16"),
+    ("softmax_rows", "65536x512", "f32"),
+    ("rmsnorm_rows", "65536x512", "bf16"),
+    ("rmsnorm_rows", "65536x512", "f32"),
+    ("layernorm_rows", "65536x512", "bf16"),
+    ("layernorm_rows", "65536x512", "f32"),
 ];

@@ -620,3 +620,122 @@ fn first_stage_problem_dimensions_are_rows_cols_partials() {
     }
     assert_eq!(partial_sum::SPEC.kernel().unwrap().problem.dims, ["P", "N"]);
 }
+
+// ----- Narrow rows (issue 34) -------------------------------------------------------------------
+
+/// Shapes for the narrow-row kernels, taken in turn by their configurations: rows not a
+/// multiple of `ROWS`, widths not a multiple of `BLOCK`, padded rows and a misaligned base.
+const NARROW: &[(usize, usize, bool)] = &[
+    (1, 1, false),
+    (5, 17, true),
+    (19, 64, false),
+    (7, 300, true),
+    (3, 1024, false),
+];
+
+/// `rmsnorm_rows` and `layernorm_rows` at every configuration of their spaces (f32), then
+/// each element type at two configurations; a configuration whose `BLOCK` is narrower than
+/// the row is refused and writes nothing.
+#[test]
+fn narrow_row_norms_match_reference_at_every_configuration() {
+    let mut r = rng("narrow norms");
+    let space = &tilekit_kernels::rmsnorm_rows::SPEC.kernel().unwrap().space;
+    for (i, cfg) in space.enumerate().iter().enumerate() {
+        let (rows, cols, s) = NARROW[i % NARROW.len()];
+        check_rows_norms::<f32>(rows, cols, s, Some(cfg), &mut r);
+    }
+    for cfg in [
+        None,
+        Some(Config::parse("ROWS=16,BLOCK=1024,WARPS=8").unwrap()),
+    ] {
+        for (rows, cols) in [(33usize, 512usize), (4, 1000)] {
+            check_rows_norms::<f16>(rows, cols, false, cfg.as_ref(), &mut r);
+            check_rows_norms::<bf16>(rows, cols, true, cfg.as_ref(), &mut r);
+        }
+    }
+}
+
+fn check_rows_norms<T: Float>(
+    rows: usize,
+    cols: usize,
+    s: bool,
+    cfg: Option<&Config>,
+    r: &mut Rng,
+) {
+    let rt = Runtime::cpu();
+    let xs: Vec<T> = (0..rows * cols)
+        .map(|_| T::from_f64(1.0 + 2.0 * r.uniform()))
+        .collect();
+    let ws: Vec<T> = r.vec(cols, 1.5);
+    let bs: Vec<T> = r.vec(cols, 1.0);
+    let x = input(&rt, &xs, [rows, cols], s);
+    let (w, b) = (vec1(&rt, &ws), vec1(&rt, &bs));
+    let fits = cfg.is_none_or(|c| cols <= c.int("BLOCK").unwrap() as usize);
+    let what = format!("{rows}x{cols} strided={s} {:?} [{cfg:?}]", T::DTYPE);
+
+    let mut y = output::<T>(&rt, [rows, cols], s);
+    let res = match cfg {
+        None => tilekit_kernels::rmsnorm_rows::launch(&rt, &x, &w, &mut y, EPS),
+        Some(c) => tilekit_kernels::rmsnorm_rows::launch_with(&rt, c, &x, &w, &mut y, EPS),
+    };
+    if fits {
+        res.unwrap();
+        let want = rmsnorm_ref(&f64s(&xs), &f64s(&ws), cols);
+        assert_close(
+            &format!("rmsnorm_rows {what}"),
+            &y.to_vec().unwrap(),
+            &want,
+            tol::<T>(),
+            1e-7,
+        );
+    } else {
+        assert!(res.is_err(), "rmsnorm_rows {what}: not refused");
+        assert!(
+            y.to_vec().unwrap().iter().all(|v| v.to_f64().is_nan()),
+            "rmsnorm_rows {what}: wrote"
+        );
+    }
+
+    let mut y = output::<T>(&rt, [rows, cols], s);
+    let (mut mean, mut rstd) = (nan1::<f32>(&rt, rows), nan1::<f32>(&rt, rows));
+    let res = match cfg {
+        None => tilekit_kernels::layernorm_rows::launch(
+            &rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, EPS,
+        ),
+        Some(c) => tilekit_kernels::layernorm_rows::launch_with(
+            &rt, c, &x, &w, &b, &mut y, &mut mean, &mut rstd, EPS,
+        ),
+    };
+    if !fits {
+        assert!(res.is_err(), "layernorm_rows {what}: not refused");
+        assert!(
+            read1(&mean).iter().all(|v| v.is_nan()),
+            "layernorm_rows {what}: wrote"
+        );
+        return;
+    }
+    res.unwrap();
+    let (want, want_mean, want_rstd) = layernorm_ref(&f64s(&xs), &f64s(&ws), &f64s(&bs), cols);
+    let what = format!("layernorm_rows {what}");
+    assert_close(
+        &format!("{what} y"),
+        &y.to_vec().unwrap(),
+        &want,
+        tol_layernorm::<T>(),
+        1e-7,
+    );
+    assert_close(
+        &format!("{what} mean"),
+        &read1(&mean),
+        &want_mean,
+        1e-5,
+        1e-7,
+    );
+    assert_close(
+        &format!("{what} rstd"),
+        &read1(&rstd),
+        &want_rstd,
+        1e-4,
+        0.0,
+    );
+}

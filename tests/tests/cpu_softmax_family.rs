@@ -316,3 +316,75 @@ fn softmax_backward_passes_match_finite_differences() {
         }
     }
 }
+
+/// Narrow rows (issue 34): `softmax_rows` at every configuration of its space, at row
+/// counts that are not a multiple of `ROWS` and widths that are not a multiple of `BLOCK`
+/// (masked columns read as -inf), with padded rows and a misaligned base; a configuration
+/// whose `BLOCK` is narrower than the row is refused and writes nothing.
+#[test]
+fn softmax_rows_matches_reference_at_every_configuration() {
+    let rt = Runtime::cpu();
+    let mut r = rng("softmax_rows");
+    let space = &tilekit_kernels::softmax_rows::SPEC.kernel().unwrap().space;
+    let shapes = [
+        (1usize, 1usize, false),
+        (5, 17, true),
+        (19, 64, false),
+        (7, 300, true),
+        (3, 1024, false),
+    ];
+    for (i, cfg) in space.enumerate().iter().enumerate() {
+        let block = cfg.int("BLOCK").unwrap() as usize;
+        let (rows, cols, strided) = shapes[i % shapes.len()];
+        let xs: Vec<f32> = r.vec(rows * cols, 6.0);
+        let x = input(&rt, &xs, [rows, cols], strided);
+        let mut y = output::<f32>(&rt, [rows, cols], strided);
+        let res = tilekit_kernels::softmax_rows::launch_with(&rt, cfg, &x, &mut y);
+        let what = format!("softmax_rows {rows}x{cols} strided={strided} [{cfg}]");
+        if cols > block {
+            assert!(res.is_err(), "{what}: not refused");
+            assert!(
+                y.to_vec().unwrap().iter().all(|v| v.is_nan()),
+                "{what}: wrote"
+            );
+            continue;
+        }
+        res.unwrap();
+        assert_close(
+            &what,
+            &y.to_vec().unwrap(),
+            &softmax_ref(&f64s(&xs), cols),
+            tol::<f32>(),
+            1e-7,
+        );
+    }
+    // Each element type at the default configuration and a large one.
+    for cfg in [None, Some("ROWS=16,BLOCK=1024,WARPS=8")] {
+        for (rows, cols) in [(33usize, 512usize), (4, 1000)] {
+            check_rows_softmax::<f16>(rows, cols, cfg, &mut r);
+            check_rows_softmax::<bf16>(rows, cols, cfg, &mut r);
+        }
+    }
+}
+
+fn check_rows_softmax<T: Float>(rows: usize, cols: usize, cfg: Option<&str>, r: &mut Rng) {
+    let rt = Runtime::cpu();
+    let xs: Vec<T> = r.vec(rows * cols, 6.0);
+    let x = input(&rt, &xs, [rows, cols], false);
+    let mut y = output::<T>(&rt, [rows, cols], false);
+    match cfg {
+        None => tilekit_kernels::softmax_rows::launch(&rt, &x, &mut y),
+        Some(c) => {
+            tilekit_kernels::softmax_rows::launch_with(&rt, &Config::parse(c).unwrap(), &x, &mut y)
+        }
+    }
+    .unwrap();
+    let what = format!("softmax_rows {rows}x{cols} {:?} {cfg:?}", T::DTYPE);
+    assert_close(
+        &what,
+        &y.to_vec().unwrap(),
+        &softmax_ref(&f64s(&xs), cols),
+        tol::<T>(),
+        1e-7,
+    );
+}

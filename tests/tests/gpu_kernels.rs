@@ -254,6 +254,81 @@ fn matmul_case<T: Float>(g: &Runtime, cfg: &Config, m: usize, k: usize, n: usize
     }
 }
 
+/// The three narrow-row kernels (issue 34: `softmax_rows`, `rmsnorm_rows`,
+/// `layernorm_rows`, several rows per program) on the GPU against the CPU backend, one
+/// configuration; outputs (and LayerNorm's saved statistics) NaN-poisoned.
+fn narrow_rows_case<T: Float>(g: &Runtime, cfg: &Config, rows: usize, cols: usize, r: &mut Rng) {
+    use tilekit_kernels::{layernorm_rows, rmsnorm_rows, softmax_rows};
+    let c = Runtime::cpu();
+    let xs: Vec<T> = r.vec(rows * cols, 4.0);
+    let ws: Vec<T> = r.vec(cols, 2.0);
+    let bs: Vec<T> = r.vec(cols, 1.0);
+    let t2 = |rt: &Runtime, v: &[T]| Tensor2::from_vec(rt, v.to_vec(), [rows, cols]).unwrap();
+    let t1 = |rt: &Runtime, v: &[T]| Tensor1::from_vec(rt, v.to_vec(), [cols]).unwrap();
+    let poison = |rt: &Runtime| Tensor2::full(rt, [rows, cols], nan::<T>()).unwrap();
+    let stats = |rt: &Runtime| Tensor1::full(rt, [rows], f32::NAN).unwrap();
+    let (xc, wc, bc) = (t2(&c, &xs), t1(&c, &ws), t1(&c, &bs));
+    let (xg, wg, bg) = (t2(g, &xs), t1(g, &ws), t1(g, &bs));
+
+    let what = format!("softmax_rows {rows}x{cols} {:?} [{cfg}]", T::DTYPE);
+    let (mut yc, mut yg) = (poison(&c), poison(g));
+    if both(
+        &what,
+        || softmax_rows::launch_with(&c, cfg, &xc, &mut yc),
+        || softmax_rows::launch_with(g, cfg, &xg, &mut yg),
+    ) {
+        compare(
+            &what,
+            &yg.to_vec().unwrap(),
+            &yc.to_vec().unwrap(),
+            tol::<T>(),
+        );
+    }
+
+    let what = format!("rmsnorm_rows {rows}x{cols} {:?} [{cfg}]", T::DTYPE);
+    let (mut yc, mut yg) = (poison(&c), poison(g));
+    if both(
+        &what,
+        || rmsnorm_rows::launch_with(&c, cfg, &xc, &wc, &mut yc, 1e-5),
+        || rmsnorm_rows::launch_with(g, cfg, &xg, &wg, &mut yg, 1e-5),
+    ) {
+        compare(
+            &what,
+            &yg.to_vec().unwrap(),
+            &yc.to_vec().unwrap(),
+            tol::<T>(),
+        );
+    }
+
+    let what = format!("layernorm_rows {rows}x{cols} {:?} [{cfg}]", T::DTYPE);
+    let (mut yc, mut yg) = (poison(&c), poison(g));
+    let (mut mc, mut rc, mut mg, mut rg) = (stats(&c), stats(&c), stats(g), stats(g));
+    if both(
+        &what,
+        || layernorm_rows::launch_with(&c, cfg, &xc, &wc, &bc, &mut yc, &mut mc, &mut rc, 1e-5),
+        || layernorm_rows::launch_with(g, cfg, &xg, &wg, &bg, &mut yg, &mut mg, &mut rg, 1e-5),
+    ) {
+        compare(
+            &what,
+            &yg.to_vec().unwrap(),
+            &yc.to_vec().unwrap(),
+            tol::<T>(),
+        );
+        compare(
+            &format!("{what} mean"),
+            &mg.to_vec().unwrap(),
+            &mc.to_vec().unwrap(),
+            1e-5,
+        );
+        compare(
+            &format!("{what} rstd"),
+            &rg.to_vec().unwrap(),
+            &rc.to_vec().unwrap(),
+            1e-4,
+        );
+    }
+}
+
 macro_rules! each_dtype {
     ($f:ident, $($a:expr),*) => {{
         $f::<f32>($($a),*);
@@ -288,6 +363,30 @@ fn gpu_softmax_every_dtype_config_and_size() {
     for cfg in configs(&softmax::SPEC, true) {
         for (rows, cols) in [(1, 1), (3, 7), (4, 33), (5, 1000), (3, 4097), (2, 8192)] {
             each_dtype!(softmax_case, &g, &cfg, rows, cols, &mut r);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_narrow_row_kernels_every_dtype_config_and_size() {
+    let g = gpu();
+    let mut r = rng("narrow rows");
+    let spec = &tilekit_kernels::softmax_rows::SPEC;
+    let mut cfgs = configs(spec, true);
+    cfgs.push(spec.default_config().unwrap());
+    // Every ROWS and WARPS value too (the three kernels share the space).
+    for c in spec.space().unwrap().enumerate() {
+        let new_pair = !cfgs
+            .iter()
+            .any(|d| d.int("ROWS") == c.int("ROWS") && d.int("WARPS") == c.int("WARPS"));
+        if new_pair && c.int("BLOCK") == Some(1024) {
+            cfgs.push(c);
+        }
+    }
+    for cfg in &cfgs {
+        for (rows, cols) in [(1, 1), (5, 17), (19, 64), (7, 300), (33, 512), (3, 1024)] {
+            each_dtype!(narrow_rows_case, &g, cfg, rows, cols, &mut r);
         }
     }
 }

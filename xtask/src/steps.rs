@@ -104,48 +104,90 @@ pub fn test(extra: &[String], lint: bool) -> Result<()> {
     workspace.and(candle)
 }
 
+/// How a tilekit-candle build is made.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CandleBuild {
+    /// `--release`: what runs on a GPU (clippy's check shares its build-script outputs).
+    Release,
+    /// The CI proof (`--profile ci-candle`, see the workspace's Cargo.toml): dependencies
+    /// unoptimised, candle-kernels' CUDA code compiled with [`FAST_NVCC`], in
+    /// target/ci-candle/, away from anything a GPU pack takes.
+    Ci,
+}
+
+/// nvcc flags for candle-kernels' CUDA code in the CI build: no device optimisation (NVVM
+/// and ptxas at -O0). The CI machine has no GPU, so that code never runs there; one of its
+/// GGUF matmul instances took 97 s of nvcc at candle's -O3 and 37-42 s at these (issue 33).
+const FAST_NVCC: &str = "-Xptxas -O0 -Xcicc -O0";
+
 /// `cargo <args>` on tilekit-candle with `--features cuda` in the candle toolchain's
-/// environment (`candle-setup` first), in release mode (the build-script outputs of
-/// candle-kernels, ~5 minutes of nvcc on 2 cores, are then shared by clippy and test).
-fn candle_cargo(step: &str, args: &[&str], extra: &[String], lint: bool) -> Result<()> {
+/// environment (`candle-setup` first); `build` picks release or the CI profile.
+fn candle_cargo(
+    step: &str,
+    args: &[&str],
+    extra: &[String],
+    lint: bool,
+    build: CandleBuild,
+) -> Result<()> {
     let tc = super::candle::setup()?;
     let mut cmd = cargo();
     if lint {
         super::lint::apply(&mut cmd)?;
     }
-    cmd.args(args)
-        .args(["--release", "-p", "tilekit-candle", "--features", "cuda"])
+    cmd.args(args);
+    match build {
+        CandleBuild::Release => {
+            cmd.arg("--release");
+        }
+        CandleBuild::Ci => {
+            cmd.args(["--profile", "ci-candle"])
+                .env("NVCC_APPEND_FLAGS", FAST_NVCC);
+        }
+    }
+    cmd.args(["-p", "tilekit-candle", "--features", "cuda"])
         .args(extra);
     for (k, v) in super::candle::env(&tc)? {
         cmd.env(k, v);
     }
     println!(
-        "xtask[{step}]: CUDA_ROOT={} (stubs {} the library path)",
+        "xtask[{step}]: CUDA_ROOT={} (stubs {} the library path){}",
         tc.root.display(),
         if super::candle::real_driver() {
             "off: an NVIDIA driver is installed"
         } else {
             "on"
+        },
+        if build == CandleBuild::Ci {
+            format!("; profile ci-candle, NVCC_APPEND_FLAGS=\"{FAST_NVCC}\"")
+        } else {
+            String::new()
         }
     );
     run(step, cmd).map(|_| ())
 }
 
-/// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d);
-/// with `lint`, its build is linted as [`test`]'s.
+/// tilekit-candle's tests with candle's CUDA backend (its GPU tests are `#[ignore]`d), in
+/// the CI profile; with `lint`, its build is linted as [`test`]'s.
 pub fn candle_test(extra: &[String], lint: bool) -> Result<()> {
     candle_cargo(
         "candle-test",
         &["test", "--no-fail-fast", "--timings"],
         extra,
         lint,
+        CandleBuild::Ci,
     )
 }
 
 /// clippy -D warnings on tilekit-candle with candle's CUDA backend.
 pub fn candle_clippy() -> Result<()> {
     let extra = ["--", "-D", "warnings"].map(String::from);
-    candle_cargo("candle-clippy", &["clippy", "--all-targets"], &extra, false)
+    candle_cargo(
+        "candle-clippy",
+        &["clippy", "--all-targets"],
+        &extra,
+        false,
+        CandleBuild::Release,
+    )
 }
 
 /// The script `candle-pack` writes beside its archive.

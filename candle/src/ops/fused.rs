@@ -36,7 +36,7 @@ pub fn layer_norm_with_stats(
     let x2 = rowable(OP, x)?;
     // SAFETY: layernorm writes every element of y, mean and rstd.
     let outs = unsafe {
-        Launch::new(&tilekit_kernels::layernorm::SPEC)
+        Launch::new(super::norm::layernorm_spec(cols))
             .generic(x.dtype())
             .input_rows(&x2)
             .input(w)

@@ -28,6 +28,12 @@ use candle_core::{Tensor, D};
 /// The widest row the single-pass row kernels take (their largest `BLOCK`).
 pub const MAX_ROW: usize = 8192;
 
+/// The widest row the narrow-row kernels take (`softmax_rows`, `rmsnorm_rows`,
+/// `layernorm_rows`: several rows per program, their largest `BLOCK`); softmax, RMSNorm and
+/// LayerNorm rows up to this width run on them, wider ones on the one-row-per-program
+/// kernels (issue 34: LayerNorm over 512-column rows at 0.32-0.37x candle on those).
+pub const NARROW_ROW: usize = 1024;
+
 /// `t` with leading axes that merge into rows (made contiguous when they do not).
 pub(crate) fn rowable(op: &'static str, t: &Tensor) -> Result<Tensor> {
     if t.rank() == 0 {

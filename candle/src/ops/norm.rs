@@ -32,16 +32,37 @@ fn sum_partials(partial: &Tensor, dtype: DType) -> Result<Tensor> {
     Ok(out[0].clone())
 }
 
+/// The LayerNorm forward kernel for rows of `cols` elements: several rows per program up
+/// to [`NARROW_ROW`](super::NARROW_ROW), one row per program above.
+pub(crate) fn layernorm_spec(cols: usize) -> &'static tilekit_runtime::KernelSpec {
+    if cols <= super::NARROW_ROW {
+        &tilekit_kernels::layernorm_rows::SPEC
+    } else {
+        &tilekit_kernels::layernorm::SPEC
+    }
+}
+
+/// The length of the last axis of `l` (the row width).
+fn last(l: &Layout) -> usize {
+    l.dims().last().copied().unwrap_or(0)
+}
+
 /// RMSNorm's forward op: `(x, w)`.
 struct RmsNorm {
     eps: f32,
 }
 
 impl RmsNorm {
-    fn kernel(&self) -> RowKernel {
+    /// The kernel for rows of `cols` elements (several rows per program up to
+    /// [`NARROW_ROW`](super::NARROW_ROW)).
+    fn kernel(&self, cols: usize) -> RowKernel {
         RowKernel {
             name: "tilekit-rms-norm",
-            spec: &tilekit_kernels::rmsnorm::SPEC,
+            spec: if cols <= super::NARROW_ROW {
+                &tilekit_kernels::rmsnorm_rows::SPEC
+            } else {
+                &tilekit_kernels::rmsnorm::SPEC
+            },
             pass: &[Pass::Rows, Pass::AsIs],
             stats: false,
             scalars: vec![self.eps.into()],
@@ -61,7 +82,7 @@ impl CustomOp2 for RmsNorm {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        self.kernel().cpu(&[(s1, l1), (s2, l2)])
+        self.kernel(last(l1)).cpu(&[(s1, l1), (s2, l2)])
     }
 
     #[cfg(feature = "cuda")]
@@ -72,7 +93,7 @@ impl CustomOp2 for RmsNorm {
         s2: &candle_core::CudaStorage,
         l2: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        self.kernel().cuda(&[(s1, l1), (s2, l2)])
+        self.kernel(last(l1)).cuda(&[(s1, l1), (s2, l2)])
     }
 
     fn bwd(
@@ -137,10 +158,12 @@ struct LayerNorm {
 }
 
 impl LayerNorm {
-    fn kernel(&self) -> RowKernel {
+    /// The kernel for rows of `cols` elements (several rows per program up to
+    /// [`NARROW_ROW`](super::NARROW_ROW)).
+    fn kernel(&self, cols: usize) -> RowKernel {
         RowKernel {
             name: "tilekit-layer-norm",
-            spec: &tilekit_kernels::layernorm::SPEC,
+            spec: layernorm_spec(cols),
             pass: &[Pass::Rows, Pass::AsIs, Pass::AsIs],
             stats: true,
             scalars: vec![self.eps.into()],
@@ -162,7 +185,7 @@ impl CustomOp3 for LayerNorm {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        self.kernel().cpu(&[(s1, l1), (s2, l2), (s3, l3)])
+        self.kernel(last(l1)).cpu(&[(s1, l1), (s2, l2), (s3, l3)])
     }
 
     #[cfg(feature = "cuda")]
@@ -175,7 +198,7 @@ impl CustomOp3 for LayerNorm {
         s3: &candle_core::CudaStorage,
         l3: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        self.kernel().cuda(&[(s1, l1), (s2, l2), (s3, l3)])
+        self.kernel(last(l1)).cuda(&[(s1, l1), (s2, l2), (s3, l3)])
     }
 
     fn bwd(

@@ -19,6 +19,10 @@ struct RowSoftmax(Kind);
 impl RowSoftmax {
     fn kernel(&self, cols: usize) -> RowKernel {
         let (name, spec) = match self.0 {
+            // Narrow rows: several rows per program.
+            Kind::Softmax if cols <= super::NARROW_ROW => {
+                ("tilekit-softmax", &tilekit_kernels::softmax_rows::SPEC)
+            }
             Kind::Softmax if cols <= super::MAX_ROW => {
                 ("tilekit-softmax", &tilekit_kernels::softmax::SPEC)
             }

@@ -23,6 +23,9 @@
 //!   (`train_bench.rs`: log-softmax 4096x50257, LayerNorm 32768x4096, the norms' backward,
 //!   cross-entropy 8192x50304, SwiGLU and the activations 16384x11008), default and best
 //!   of space, every variant compiled in parallel first;
+//! - `narrow` / `narrow-quick` (only by name): softmax, RMSNorm and LayerNorm over 65536 rows
+//!   of 256-1024 columns (quick: 512), bf16 and f32, one row per program against the
+//!   narrow-row kernels (`*_rows`), launch() and best of space (`narrow_bench.rs`, issue 34);
 //! - `cand` (only by name): issue 13 candidates beside the library's kernels, interleaved
 //!   (`cand_bench.rs`: cache hints for the wide-row kernels, a LayerNorm variant);
 //! - `switch` (only by name): log_softmax's two fastest configurations timed in the
@@ -59,6 +62,7 @@ mod cold_bench;
 mod epilogue_bench;
 mod launch_bench;
 mod matmul_bench;
+mod narrow_bench;
 mod pad_bench;
 mod sweep;
 mod switch_bench;
@@ -684,6 +688,15 @@ fn main() -> Result<()> {
     }
     if want("user2d") {
         record("user2d", user2d(&rt, ceiling));
+    }
+    // Only by name: narrow rows (`narrow_bench.rs`); `narrow-quick` measures 512 columns.
+    for (name, quick) in [("narrow", false), ("narrow-quick", true)] {
+        if only
+            .as_ref()
+            .is_some_and(|o| o.split(',').any(|x| x == name))
+        {
+            record("narrow", narrow_bench::narrow_record(&rt, ceiling, quick));
+        }
     }
     if want("train") {
         record("train", train_record(&rt, ceiling));

@@ -165,7 +165,14 @@ pub fn ops_benchmark(dev: &Device, quick: bool) -> Res<Value> {
     let shapes: &[(usize, usize)] = if quick {
         &[(4096, 512), (8192, 1024)]
     } else {
-        &[(65536, 512), (4096, 1024), (32768, 4096)]
+        // Narrow rows (hidden sizes 256-1024, issue 34) and the brief's wide ones.
+        &[
+            (65536, 256),
+            (65536, 512),
+            (65536, 768),
+            (4096, 1024),
+            (32768, 4096),
+        ]
     };
     for &dtype in &[DType::BF16, DType::F32] {
         for &(m, n) in shapes {
@@ -189,9 +196,10 @@ pub fn ops_benchmark(dev: &Device, quick: bool) -> Res<Value> {
                 };
                 let (c, k) = (t(Ops::Candle)?, t(Ops::Tilekit)?);
                 eprintln!(
-                    "{op:<10} {dtype:?} {m}x{n}: candle {c:.1} us ({:.0} GB/s), tilekit {k:.1} us ({:.0} GB/s), rel diff {diff:.1e}",
+                    "{op:<10} {dtype:?} {m}x{n}: candle {c:.1} us ({:.0} GB/s), tilekit {k:.1} us ({:.0} GB/s), {:.2}x candle, rel diff {diff:.1e}",
                     gbps(bytes, c),
-                    gbps(bytes, k)
+                    gbps(bytes, k),
+                    c / k
                 );
                 rows.push(json!({
                     "op": op, "dtype": format!("{dtype:?}"), "shape": [m, n],
@@ -202,5 +210,25 @@ pub fn ops_benchmark(dev: &Device, quick: bool) -> Res<Value> {
             }
         }
     }
+    let speedups: Vec<f64> = rows.iter().filter_map(|r| r["speedup"].as_f64()).collect();
+    let (lowest, geomean) = summary(&speedups);
+    eprintln!(
+        "ops summary: {} op/shape/dtype cases, tilekit-candle / candle: lowest {lowest:.2}x, geometric mean {geomean:.2}x, {} under 1.0x",
+        speedups.len(),
+        speedups.iter().filter(|s| **s < 1.0).count()
+    );
+    rows.push(json!({
+        "summary": {"cases": speedups.len(), "lowest_speedup": lowest, "geomean_speedup": geomean},
+    }));
     Ok(Value::Array(rows))
+}
+
+/// The lowest value and the geometric mean of `v` (NaN, NaN when empty).
+fn summary(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let lowest = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let geomean = (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+    (lowest, geomean)
 }
