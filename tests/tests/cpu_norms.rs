@@ -255,8 +255,19 @@ fn check_layernorm<T: Float>(rows: usize, cols: usize, s: bool, r: &mut Rng) {
     let (mut mean, mut rstd) = (nan1::<f32>(&rt, rows), nan1::<f32>(&rt, rows));
     let (w, b) = (vec1(&rt, &ws), vec1(&rt, &bs));
     layernorm::launch(&rt, &x, &w, &b, &mut y, &mut mean, &mut rstd, EPS).unwrap();
-    let (want, want_mean, want_rstd) = layernorm_ref(&f64s(&xs), &f64s(&ws), &f64s(&bs), cols);
     let what = format!("layernorm {rows}x{cols} strided={s} {:?}", T::DTYPE);
+    assert_layernorm(&what, (&y, &mean, &rstd), (&xs, &ws, &bs), cols);
+}
+
+/// Checks a LayerNorm forward's `y`, `mean` and `rstd` against [`layernorm_ref`] of its
+/// inputs `(x, w, b)`.
+fn assert_layernorm<T: Float>(
+    what: &str,
+    (y, mean, rstd): (&Tensor2<T>, &Tensor1<f32>, &Tensor1<f32>),
+    (xs, ws, bs): (&[T], &[T], &[T]),
+    cols: usize,
+) {
+    let (want, want_mean, want_rstd) = layernorm_ref(&f64s(xs), &f64s(ws), &f64s(bs), cols);
     assert_close(
         &format!("{what} y"),
         &y.to_vec().unwrap(),
@@ -266,18 +277,12 @@ fn check_layernorm<T: Float>(rows: usize, cols: usize, s: bool, r: &mut Rng) {
     );
     assert_close(
         &format!("{what} mean"),
-        &read1(&mean),
+        &read1(mean),
         &want_mean,
         1e-5,
         1e-7,
     );
-    assert_close(
-        &format!("{what} rstd"),
-        &read1(&rstd),
-        &want_rstd,
-        1e-4,
-        0.0,
-    );
+    assert_close(&format!("{what} rstd"), &read1(rstd), &want_rstd, 1e-4, 0.0);
 }
 
 /// LayerNorm's f32 outputs: the CPU backend sums a row of up to 4097 values in order, in
@@ -715,27 +720,6 @@ fn check_rows_norms<T: Float>(
         return;
     }
     res.unwrap();
-    let (want, want_mean, want_rstd) = layernorm_ref(&f64s(&xs), &f64s(&ws), &f64s(&bs), cols);
     let what = format!("layernorm_rows {what}");
-    assert_close(
-        &format!("{what} y"),
-        &y.to_vec().unwrap(),
-        &want,
-        tol_layernorm::<T>(),
-        1e-7,
-    );
-    assert_close(
-        &format!("{what} mean"),
-        &read1(&mean),
-        &want_mean,
-        1e-5,
-        1e-7,
-    );
-    assert_close(
-        &format!("{what} rstd"),
-        &read1(&rstd),
-        &want_rstd,
-        1e-4,
-        0.0,
-    );
+    assert_layernorm(&what, (&y, &mean, &rstd), (&xs, &ws, &bs), cols);
 }
