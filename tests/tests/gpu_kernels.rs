@@ -370,20 +370,57 @@ fn gpu_softmax_every_dtype_config_and_size() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_narrow_row_kernels_every_dtype_config_and_size() {
+    use tilekit_kernels::{layernorm_rows, rmsnorm_rows, softmax_rows};
     let g = gpu();
     let mut r = rng("narrow rows");
-    let spec = &tilekit_kernels::softmax_rows::SPEC;
+    let spec = &softmax_rows::SPEC;
+    // The first and last configuration, one per BLOCK, the default, and every ROWS and
+    // WARPS value (the three kernels share the space).
     let mut cfgs = configs(spec, true);
     cfgs.push(spec.default_config().unwrap());
-    // Every ROWS and WARPS value too (the three kernels share the space).
     for c in spec.space().unwrap().enumerate() {
-        let new_pair = !cfgs
-            .iter()
-            .any(|d| d.int("ROWS") == c.int("ROWS") && d.int("WARPS") == c.int("WARPS"));
-        if new_pair && c.int("BLOCK") == Some(1024) {
+        let (rows, warps) = (c.int("ROWS"), c.int("WARPS"));
+        let new_rows = !cfgs.iter().any(|d| d.int("ROWS") == rows);
+        let new_warps = !cfgs.iter().any(|d| d.int("WARPS") == warps);
+        if (new_rows || new_warps) && c.int("BLOCK") == Some(1024) {
             cfgs.push(c);
         }
     }
+    // Every variant compiled in parallel first (one at a time, at its first launch, took
+    // minutes on the H200's host).
+    let specs = [
+        &softmax_rows::SPEC,
+        &rmsnorm_rows::SPEC,
+        &layernorm_rows::SPEC,
+    ];
+    let mut jobs = Vec::new();
+    for s in specs {
+        for c in &cfgs {
+            for b in [bindings::<f32>(), bindings::<f16>(), bindings::<bf16>()] {
+                for aligned in [true, false] {
+                    jobs.push((s, c, b.clone(), aligned));
+                }
+            }
+        }
+    }
+    let next = AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..16 {
+            sc.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                let Some((s, c, b, aligned)) = jobs.get(i) else {
+                    break;
+                };
+                // A variant that does not fit is reported by the launches below.
+                let _ = g.prepare_variant(s, c, b, *aligned);
+            });
+        }
+    });
+    eprintln!(
+        "narrow rows: {} configurations, {} variants prepared",
+        cfgs.len(),
+        jobs.len()
+    );
     for cfg in &cfgs {
         for (rows, cols) in [(1, 1), (5, 17), (19, 64), (7, 300), (33, 512), (3, 1024)] {
             each_dtype!(narrow_rows_case, &g, cfg, rows, cols, &mut r);
