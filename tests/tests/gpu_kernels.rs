@@ -386,6 +386,16 @@ fn gpu_narrow_row_kernels_every_dtype_config_and_size() {
             cfgs.push(c);
         }
     }
+    // Passes of several whole rows (segmented rows: shuffles within a row's lanes) at each
+    // narrow BLOCK, for 2-byte and 4-byte elements.
+    for block in [64, 128, 256] {
+        for (rows, warps) in [(8, 1), (4, 2), (16, 4)] {
+            let c = Config::parse(&format!("BLOCK={block},ROWS={rows},WARPS={warps}")).unwrap();
+            if !cfgs.contains(&c) {
+                cfgs.push(c);
+            }
+        }
+    }
     // Every variant compiled in parallel first (one at a time, at its first launch, took
     // minutes on the H200's host).
     let specs = [

@@ -17,7 +17,11 @@ use tilekit::prelude::*;
 /// assert!(y.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5), "{y:?}");
 /// ```
 #[kernel(grid = [cdiv(x.rows(), ROWS)])]
-#[tune(ROWS = [4, 8, 16, 2, 1], BLOCK = [512, 64, 128, 256, 1024], WARPS = [4, 2, 8, 1])]
+// BLOCK first and increasing: a launch with no tuned configuration takes the narrowest BLOCK
+// that holds the row (the first declared configuration whose constraints hold), with ROWS=4,
+// WARPS=2: passes of whole rows (or of 2-8 whole rows, reduced by shuffles) for every width
+// from 128 columns on, at most 64 elements per thread (issue 34, BENCHMARKS run 109).
+#[tune(BLOCK = [64, 128, 256, 512, 1024], ROWS = [4, 8, 2, 16, 1], WARPS = [2, 1, 4, 8])]
 #[constraint(x.cols() <= BLOCK)]
 #[constraint(eps > 0.0)]
 #[check(eps.is_finite())]

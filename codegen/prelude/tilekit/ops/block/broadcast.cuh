@@ -4,7 +4,8 @@
 //
 // Shared memory: S::size * sizeof(T) bytes (unused when shape and layout agree, for a
 // row vector broadcast over rows of whole block passes, for a rows slice (`blocked_rows`)
-// into its blocked tile, or for a slice of an accumulator
+// into its blocked tile, for segmented rows (`segmented_rows`) over the [R, N] tile they
+// came from, or for a slice of an accumulator
 // (`acc_slice`) broadcast into an accumulator whose fragments it covers: then the copy is
 // thread-local).
 // Ends with a barrier when it goes through shared memory.
@@ -24,6 +25,16 @@ template <class S, class DS, class L, class DL> struct row_broadcast_in_register
 template <long long N, long long R, int VEC, int THREADS>
 struct row_broadcast_in_registers<shape<N>, shape<R, N>, blocked<VEC, THREADS>, blocked<VEC, THREADS>> {
     static constexpr bool value = N % ((long long)VEC * THREADS) == 0;
+};
+
+/// True when broadcasting segmented rows ([R, 1], `segmented_rows`) over a blocked [R, N]
+/// tile reads the thread's own registers: one pass of the tile holds K whole rows.
+template <class S, class DS, class L, class DL> struct segmented_broadcast_in_registers {
+    static constexpr bool value = false;
+};
+template <long long R, long long N, int RR, int THREADS, int K, int VEC>
+struct segmented_broadcast_in_registers<shape<R, 1>, shape<R, N>, segmented_rows<RR, THREADS, K>, blocked<VEC, THREADS>> {
+    static constexpr bool value = R == RR && (long long)VEC * THREADS == (long long)K * N;
 };
 
 /// True when broadcasting an S-shaped slice (layout L) to the DS-shaped accumulator
@@ -79,6 +90,11 @@ template <class DS, class DL, class T, class S, class L> TK_DEVICE rt<T, DS, DL>
                 r.v[s] = v;
             }
         }
+    } else if constexpr (detail::segmented_broadcast_in_registers<S, DS, L, DL>::value) {
+        // Segmented rows broadcast over the rows of the blocked [R, N] tile they came from
+        // (K whole rows per pass): pass p of the thread is its slot p.
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = x.v[s / DL::vec];
     } else if constexpr (detail::slice_broadcast_in_registers<S, DS, L, DL>()) {
         // A slice of an accumulator into accumulator fragments it covers: slot
         // ((i * NJ + j) * 4 + q) reads the slice's slot of its row (i * 2 + q / 2) or of its

@@ -3,7 +3,8 @@
 //
 // Shared memory: R * warps accumulators (the warps' per-row partials); for a variant whose
 // blocked passes straddle rows (OL is the blocked layout) `reduce_axis`'s staging, within
-// R * N accumulators. Ends with a barrier.
+// R * N accumulators. Ends with a barrier, except into `segmented_rows` (passes of K whole
+// narrow rows: shuffles only, no shared memory).
 #pragma once
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/rows_layout.cuh"
@@ -50,6 +51,26 @@ TK_DEVICE rt<T, OS, OL> reduce_rows(const rt<T, S, L>& x, char* smem) {
             o.v[r] = cast<T>(total);
         }
         sync();
+        return o;
+    } else if constexpr (is_segmented_rows<OL>::value) {
+        // K whole rows per pass: the VEC slots of pass p are the thread's part of row
+        // p * K + t / G; the G lanes of a row combine by shuffles (xor within the group).
+        using A = acc_t<T>;
+        constexpr int P = (int)OS::size / OL::per_pass;
+        static_assert(is_blocked<L>::value && (long long)L::chunk == (long long)OL::per_pass * S::dim(1) &&
+                          rt<T, S, L>::SLOTS == P * L::vec,
+                      "tk::reduce_rows: passes of K whole rows");
+        rt<T, OS, OL> o;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+            A acc = Red::template identity<A>();
+#pragma unroll
+            for (int i = 0; i < L::vec; ++i) acc = Red::combine(acc, (A)to_compute(x.v[p * L::vec + i]));
+#pragma unroll
+            for (int off = OL::group / 2; off > 0; off >>= 1) acc = Red::combine(acc, __shfl_xor_sync(0xffffffffu, acc, off));
+            o.v[p] = cast<T>(acc);
+        }
+        (void)smem;
         return o;
     } else {
         static_assert(is_same<OL, L>::value, "tk::reduce_rows: the fallback keeps the tile's layout");
