@@ -21,7 +21,7 @@ use tilekit::prelude::*;
 // that holds the row (the first declared configuration whose constraints hold), with ROWS=4,
 // WARPS=2: passes of whole rows (or of 2-8 whole rows, reduced by shuffles) for every width
 // from 128 columns on, at most 64 elements per thread (issue 34, BENCHMARKS run 109).
-#[tune(BLOCK = [64, 128, 256, 512, 1024], ROWS = [4, 8, 2, 16, 1], WARPS = [2, 1, 4, 8])]
+#[tune(BLOCK = [64, 128, 256, 512, 1024], ROWS = [4, 2, 1, 8], WARPS = [2, 1, 4])]
 #[constraint(x.cols() <= BLOCK)]
 #[shapes(x = [M, N], y = [M, N])]
 #[cost(flops = 5 * M * N)]
