@@ -243,13 +243,19 @@ fn rmsnorm_residual_matches_reference_at_awkward_sizes() {
 
 // ----- LayerNorm -------------------------------------------------------------------------------
 
-fn check_layernorm<T: Float>(rows: usize, cols: usize, s: bool, r: &mut Rng) {
-    let rt = Runtime::cpu();
+/// LayerNorm's inputs: `x` in [1, 3) (a mean far from 0), `w` and `b` random.
+fn norm_inputs<T: Float>(rows: usize, cols: usize, r: &mut Rng) -> (Vec<T>, Vec<T>, Vec<T>) {
     let xs: Vec<T> = (0..rows * cols)
         .map(|_| T::from_f64(1.0 + 2.0 * r.uniform()))
         .collect();
     let ws: Vec<T> = r.vec(cols, 1.5);
     let bs: Vec<T> = r.vec(cols, 1.0);
+    (xs, ws, bs)
+}
+
+fn check_layernorm<T: Float>(rows: usize, cols: usize, s: bool, r: &mut Rng) {
+    let rt = Runtime::cpu();
+    let (xs, ws, bs) = norm_inputs::<T>(rows, cols, r);
     let x = input(&rt, &xs, [rows, cols], s);
     let mut y = output::<T>(&rt, [rows, cols], s);
     let (mut mean, mut rstd) = (nan1::<f32>(&rt, rows), nan1::<f32>(&rt, rows));
@@ -668,11 +674,7 @@ fn check_rows_norms<T: Float>(
     r: &mut Rng,
 ) {
     let rt = Runtime::cpu();
-    let xs: Vec<T> = (0..rows * cols)
-        .map(|_| T::from_f64(1.0 + 2.0 * r.uniform()))
-        .collect();
-    let ws: Vec<T> = r.vec(cols, 1.5);
-    let bs: Vec<T> = r.vec(cols, 1.0);
+    let (xs, ws, bs) = norm_inputs::<T>(rows, cols, r);
     let x = input(&rt, &xs, [rows, cols], s);
     let (w, b) = (vec1(&rt, &ws), vec1(&rt, &bs));
     let fits = cfg.is_none_or(|c| cols <= c.int("BLOCK").unwrap() as usize);
