@@ -2,9 +2,9 @@
 //! library kernels and for a user's own (`tilekit_codegen::dump(&kernel, ..)`).
 
 use crate::analyze::Analysis;
-use crate::emit::lower;
 use crate::error::CodegenError;
 use crate::layout::{self, Layout};
+use crate::lowered::lowered as lower;
 use crate::params::check_bindings;
 use crate::plan::ThreadsRule;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
@@ -258,7 +258,7 @@ pub fn dump(
             }
         }
         Stage::Cuda => {
-            let template = lower(kernel)?.template;
+            let template = lower(kernel)?.template.clone();
             match variant {
                 Some(v) => variant_source(kernel, &template, v),
                 None => Ok(template),

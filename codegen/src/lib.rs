@@ -15,6 +15,8 @@
 //! - `access`: [`Access`], the per-tensor access classes (`Rows`, `Cols`, `General`) a
 //!   variant is specialized for.
 //! - `emit`: the lowering of each op (`emit/inst.rs`, `emit/control.rs`).
+//! - `lowered`: each kernel's lowering computed once and kept (what plan, variant and
+//!   dump read).
 //! - `variant`: [`Variant`], [`variant_source`].
 //! - `prelude`: the embedded headers.
 //!
@@ -42,6 +44,7 @@ mod emit;
 pub mod engine;
 pub mod error;
 pub mod layout;
+mod lowered;
 mod names;
 mod params;
 pub mod plan;

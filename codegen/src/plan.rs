@@ -1,8 +1,8 @@
 //! The launch plan: threads per block, the blocked layout's vector width, and the
 //! resources constraints read (the shared-memory plan itself is `crate::smem`).
 
-use crate::emit::lower;
 use crate::error::CodegenError;
+use crate::lowered::lowered as lower;
 use crate::params::check_bindings;
 use crate::smem::{eval_dim, size_of, SizeEnv, SmemKind};
 use crate::target::Target;

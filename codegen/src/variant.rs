@@ -3,8 +3,9 @@
 
 use crate::abi::{param_ctype, ENTRY_POINT};
 use crate::access::Access;
-use crate::emit::{lower, struct_name, Lowered};
+use crate::emit::{struct_name, Lowered};
 use crate::error::CodegenError;
+use crate::lowered::lowered as lower;
 use crate::params::{arguments, check_bindings};
 use crate::plan::choose_vec;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
@@ -78,13 +79,14 @@ pub fn variant_source(
     // rings differ); every other variant instantiates the kernel's one template.
     let hopper = crate::emit::hopper_lowering(kernel, v)?;
     let is_hopper = hopper.is_some();
-    let hopper_template;
-    let (lowered, template) = match hopper {
-        Some((_, lowered, _)) => {
-            hopper_template = lowered.template.clone();
-            (lowered, hopper_template.as_str())
-        }
-        None => (lower(kernel)?, template),
+    let lowered = match hopper {
+        Some((_, lowered, _)) => lowered,
+        None => lower(kernel)?,
+    };
+    let template = if is_hopper {
+        lowered.template.as_str()
+    } else {
+        template
     };
     let threads = lowered.threads.eval(&config)?;
     let limits = v.target.limits();

@@ -34,12 +34,12 @@ pub(crate) use values::Val;
 pub(crate) fn hopper_lowering(
     kernel: &Kernel,
     v: &crate::variant::Variant,
-) -> Result<Option<(HopperPlan, Lowered, u64)>, CodegenError> {
+) -> Result<Option<(HopperPlan, std::sync::Arc<Lowered>, u64)>, CodegenError> {
     let crate::engine::Engine::Hopper(plan) = crate::engine::engine(kernel, v)? else {
         return Ok(None);
     };
     let config = kernel.space.validate(&v.config)?.for_codegen();
-    let lowered = lower_with(kernel, Some(&plan))?;
+    let lowered = crate::lowered::lowered_with(kernel, Some(&plan))?;
     let threads = lowered.threads.eval(&config)?;
     let smem = lowered.smem.total(&crate::smem::SizeEnv {
         config: &config,
@@ -162,11 +162,6 @@ fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
             why: "it takes positive integers (programs per band along axis 0)".into(),
         }),
     }
-}
-
-/// Runs the stages and lowers a kernel (the mma.sync engine).
-pub(crate) fn lower(kernel: &Kernel) -> Result<Lowered, CodegenError> {
-    lower_with(kernel, None)
 }
 
 /// Runs the stages and lowers a kernel; with `hopper`, its pipelined loop on the Hopper
@@ -500,7 +495,7 @@ pub(crate) fn param_name(i: usize, name: &str) -> String {
 /// assert!(src.contains("// fill.rs:5"));
 /// ```
 pub fn generate(kernel: &Kernel) -> Result<String, CodegenError> {
-    Ok(lower(kernel)?.template)
+    Ok(crate::lowered::lowered(kernel)?.template.clone())
 }
 
 impl<'k> Emitter<'k> {
