@@ -21,7 +21,7 @@
 //! (`.to_f32()` of a loaded tile). Loads have no side effects, no store lies in the window,
 //! and every thread reorders alike, so the reordering is invisible.
 
-use super::inst::cache_policy;
+use super::ops::cache_policy;
 use super::values::PrefixBound;
 use super::Emitter;
 use crate::error::CodegenError;

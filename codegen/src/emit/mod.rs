@@ -4,13 +4,14 @@
 //! [`crate::layout`] (a layout per value, rings, conversions), then this printer, which
 //! builds the [`crate::smem`] plan as it allocates — and returns the template with the
 //! plan. Module map: `values` (what each IR value is in C++, conversions and broadcasts),
-//! `inst` (one function per op family), `control` (`for`, `if`, `yield`), `pipeline`
-//! (`pipelined` loops over cp.async rings, and `dot`), `writer` (indentation).
+//! `ops` (the lowering of each op, one module per op family as in the CPU interpreter:
+//! values, elementwise, shape, reduce, memory, dot, control), `pipeline` (`pipelined`
+//! loops over cp.async or TMA rings), `load_group` (grouped prefix loads), `fuse`,
+//! `writer` (indentation).
 
-mod control;
 mod fuse;
-mod inst;
 mod load_group;
+mod ops;
 mod pipeline;
 mod values;
 mod writer;
@@ -426,7 +427,7 @@ pub(crate) fn lower_with<'k>(
     w.close("}");
     w.close("};");
     text.push_str(&w.finish());
-    let straight_tiles = if control::contains_dot(&kernel.body) {
+    let straight_tiles = if ops::contains_dot(&kernel.body) {
         Vec::new()
     } else {
         e.body_tile_ops(&kernel.body)

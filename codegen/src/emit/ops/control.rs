@@ -4,13 +4,13 @@
 //! Loop bounds and `if` conditions are scalars, which every thread holds the same value
 //! of, so barriers inside a loop or a branch are reached by the whole block.
 
-use super::{Emitter, Val};
+use crate::emit::{Emitter, Val};
 use crate::error::CodegenError;
 use crate::names::dim_expr;
 use tilekit_ir::{Elem, Inst, Op, Shape};
 
 impl<'k> Emitter<'k> {
-    pub(super) fn control(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+    pub(in crate::emit) fn control(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
         match &inst.op {
             Op::For {
                 start,
@@ -208,7 +208,7 @@ impl Emitter<'_> {
     /// The tiles (not scalars) of a loop body, both arms of an `if` included: each distinct
     /// shape a value of the body has or reads (in first-use order), with how many tile
     /// operations of that shape the body performs (its tile results, and one per store).
-    pub(super) fn body_tile_ops(&self, body: &tilekit_ir::Block) -> Vec<(Shape, u32)> {
+    pub(in crate::emit) fn body_tile_ops(&self, body: &tilekit_ir::Block) -> Vec<(Shape, u32)> {
         let mut out: Vec<(Shape, u32)> = Vec::new();
         let mut note = |id: tilekit_ir::ValueId, op: bool| {
             let Ok((_, shape)) = self.ty(id) else {
@@ -270,7 +270,7 @@ fn reduces_in_trip(inst: &tilekit_ir::Inst) -> bool {
 
 /// Whether `block` or a block nested in it holds a `dot` (its tiles then live in the
 /// accumulator and operand layouts, which `dot`'s own bounds size, not in the blocked one).
-pub(super) fn contains_dot(block: &tilekit_ir::Block) -> bool {
+pub(in crate::emit) fn contains_dot(block: &tilekit_ir::Block) -> bool {
     block.insts.iter().any(|inst| match &inst.op {
         Op::Dot { .. } => true,
         Op::For { body, .. } => contains_dot(body),

@@ -1,0 +1,142 @@
+//! Elementwise ops in C++: unary math, binary arithmetic, comparisons (with the 32-bit
+//! bounds-mask fast path), `where_` and casts (mirrors `runtime/src/cpu/interp/elementwise.rs`).
+
+use super::{boole, i64e, misrouted};
+use crate::emit::{layout_name, Emitter};
+use crate::error::CodegenError;
+use crate::names::{elem_ctype, shape_type};
+use tilekit_ir::{BinOp, CmpOp, DType, Elem, Inst, Op, Ty, UnaryOp, ValueId};
+
+fn unary_op(op: UnaryOp) -> &'static str {
+    match op {
+        UnaryOp::Neg => "neg",
+        UnaryOp::Not => "lnot",
+        UnaryOp::Exp => "exp",
+        UnaryOp::Log => "log",
+        UnaryOp::Sqrt => "sqrt",
+        UnaryOp::Rsqrt => "rsqrt",
+        UnaryOp::Tanh => "tanh",
+        UnaryOp::Sigmoid => "sigmoid",
+        UnaryOp::Abs => "abs",
+        UnaryOp::Gelu => "gelu",
+        UnaryOp::Erf => "erf",
+        UnaryOp::Relu => "relu",
+    }
+}
+
+fn binary_op(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Add => "add",
+        BinOp::Sub => "sub",
+        BinOp::Mul => "mul",
+        BinOp::Div => "div",
+        BinOp::Rem => "rem",
+        BinOp::Max => "max",
+        BinOp::Min => "min",
+        BinOp::And => "land",
+        BinOp::Or => "lor",
+    }
+}
+
+fn cmp_op(op: CmpOp) -> &'static str {
+    match op {
+        CmpOp::Lt => "lt",
+        CmpOp::Le => "le",
+        CmpOp::Gt => "gt",
+        CmpOp::Ge => "ge",
+        CmpOp::Eq => "eq",
+        CmpOp::Ne => "ne",
+    }
+}
+
+impl<'k> Emitter<'k> {
+    /// Unary and binary math, comparisons, `where_` and casts.
+    pub(super) fn elementwise(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::Unary { op, x } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let xe = self.coerce(*x, &elem, &shape, self.layout(r))?;
+                self.assign(r, &format!("tk::unary<tk::op::{}>({xe})", unary_op(*op)))
+            }
+            Op::Binary { op, a, b } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let l = self.layout(r);
+                let ae = self.coerce(*a, &elem, &shape, l)?;
+                let be = self.coerce(*b, &elem, &shape, l)?;
+                self.assign(
+                    r,
+                    &format!("tk::binary<tk::op::{}>({ae}, {be})", binary_op(*op)),
+                )
+            }
+            Op::Cmp { op, a, b } => {
+                let r = Self::result(inst)?;
+                let (_, shape) = self.ty(r)?;
+                // Bounds masks `arange (+ s) < n` / `<= n`: compare lane indices with
+                // `n - s` in 32 bits instead of widening every lane to i64.
+                if let Some((base, limit)) = self.prefix_mask(r)? {
+                    let base = match base {
+                        Some(s) => self.index(s)?,
+                        None => "0LL".to_string(),
+                    };
+                    let l = layout_name(self.layout(r));
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::arange_lt<{}, {l}>({base}, {limit})",
+                            shape_type(&shape)
+                        ),
+                    );
+                }
+                let u = self.unified(*a, *b)?;
+                let l = self.layout(r);
+                let ae = self.coerce(*a, &u, &shape, l)?;
+                let be = self.coerce(*b, &u, &shape, l)?;
+                self.assign(
+                    r,
+                    &format!("tk::compare<tk::op::{}>({ae}, {be})", cmp_op(*op)),
+                )
+            }
+            Op::Select { cond, a, b } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let l = self.layout(r);
+                let ce = self.coerce(*cond, &boole(), &shape, l)?;
+                let ae = self.coerce(*a, &elem, &shape, l)?;
+                let be = self.coerce(*b, &elem, &shape, l)?;
+                self.assign(r, &format!("tk::select({ce}, {ae}, {be})"))
+            }
+            Op::Cast { x, to } => {
+                let r = Self::result(inst)?;
+                let (name, xe, xshape, _) = self.tile(*x)?;
+                let name = if xshape.is_scalar() || self.layout(*x) == self.layout(r) {
+                    name
+                } else {
+                    self.coerce(*x, &xe, &xshape, self.layout(r))?
+                };
+                self.assign(r, &format!("tk::cast<{}>({name})", elem_ctype(to)))
+            }
+            _ => Err(misrouted("elementwise")),
+        }
+    }
+
+    /// The element type both operands of a comparison are converted to.
+    fn unified(&self, a: ValueId, b: ValueId) -> Result<Elem, CodegenError> {
+        let parts = |v: ValueId| match self.types.of(v) {
+            Ty::Tile { elem, weak, .. } => Ok((elem.clone(), *weak)),
+            t => Err(CodegenError::Unsupported(format!(
+                "comparison operand is {t:?}"
+            ))),
+        };
+        let ((ea, wa), (eb, wb)) = (parts(a)?, parts(b)?);
+        Ok(match (wa, wb) {
+            (true, true) if ea.is_float() || eb.is_float() => Elem::Concrete(DType::F32),
+            (true, true) => ea,
+            (true, false) => eb,
+            (false, true) => ea,
+            (false, false) if ea == eb => ea,
+            (false, false) => i64e(),
+        })
+    }
+}

@@ -1,0 +1,337 @@
+//! Tensors and memory, in C++: parameter views, extents, row views, `load`/`store` (grouped
+//! prefix loads are `emit/load_group.rs`) and `load_tile`/`store_tile` (mirrors
+//! `runtime/src/cpu/interp/memory.rs`).
+
+use super::{boole, i64e, misrouted};
+use crate::emit::{layout_name, param_name, Emitter, Val};
+use crate::error::CodegenError;
+use crate::layout::Layout;
+use crate::names::{elem_ctype, shape_type};
+use crate::smem::Factor;
+use tilekit_ir::{CachePolicy, Inst, Op, ParamKind, Shape, ValueId};
+
+impl<'k> Emitter<'k> {
+    /// Tensor views, extents, row views, `load`/`store` and `store_tile` (`load_tile` is [`Self::load_tile`]).
+    pub(super) fn memory(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::TensorParam { index } => {
+                let r = Self::result(inst)?;
+                let p = self
+                    .kernel
+                    .params
+                    .get(*index)
+                    .ok_or_else(|| CodegenError::Unsupported(format!("parameter {index}")))?;
+                let ParamKind::Tensor { rank, elem, .. } = &p.kind else {
+                    return Err(CodegenError::Unsupported(format!(
+                        "parameter `{}` is not a tensor",
+                        p.name
+                    )));
+                };
+                let name = self.cname(r);
+                self.w.line(&format!(
+                    "const auto {name} = tk::make_view<{}, {rank}>({});",
+                    elem_ctype(elem),
+                    param_name(*index, &p.name)
+                ));
+                self.define(
+                    r,
+                    Val::View {
+                        name,
+                        elem: elem.clone(),
+                        rank: *rank,
+                    },
+                );
+                Ok(())
+            }
+            Op::TensorDim { tensor, axis } => {
+                let (t, _, _) = self.view(*tensor)?;
+                self.assign(Self::result(inst)?, &format!("{t}.shape[{axis}]"))
+            }
+            Op::Row { tensor, index } => {
+                let (t, elem, rank) = self.view(*tensor)?;
+                let idx = self.index(*index)?;
+                let r = Self::result(inst)?;
+                let name = self.cname(r);
+                self.w
+                    .line(&format!("const auto {name} = tk::row({t}, {idx});"));
+                self.define(
+                    r,
+                    Val::View {
+                        name,
+                        elem,
+                        rank: rank.saturating_sub(1),
+                    },
+                );
+                Ok(())
+            }
+            Op::Load {
+                view,
+                offsets,
+                mask,
+                other,
+                cache,
+            } => self.load(inst, *view, *offsets, (*mask, *other), *cache),
+            Op::Store {
+                view,
+                offsets,
+                value,
+                mask,
+                cache,
+            } => self.store(*view, *offsets, *value, *mask, *cache),
+            Op::StoreTile {
+                tensor,
+                origin,
+                value,
+            } => {
+                let (t, elem, _) = self.view(*tensor)?;
+                let o = self.origin(origin)?;
+                let (_, _, vshape, _) = self.tile(*value)?;
+                let v = self.coerce(*value, &elem, &vshape, self.layout(*value))?;
+                let al = self.aligned_flag(*tensor);
+                self.w
+                    .line(&format!("tk::store_tile<{al}>({t}, {o}, {v});"));
+                Ok(())
+            }
+            Op::LoadTile { .. } => self.load_tile(inst),
+            _ => Err(misrouted("memory")),
+        }
+    }
+
+    /// `load_tile`: a ring slot, a resident shared-memory tile, a direct operand its dot
+    /// copies, or registers in the tile's layout.
+    fn load_tile(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::LoadTile {
+                tensor,
+                origin,
+                shape,
+            } => {
+                let r = Self::result(inst)?;
+                if let Layout::Ring(ring) = self.layout(r) {
+                    return self.ring_slot(r, ring);
+                }
+                let (t, _, _) = self.view(*tensor)?;
+                let o = self.origin(origin)?;
+                let s = Shape::new(shape.clone());
+                let al = self.aligned_flag(*tensor);
+                if self.layout(r) == Layout::Resident {
+                    let (_, elem, _) = self.view(*tensor)?;
+                    let off = self.smem.add_persistent(
+                        format!(
+                            "resident [{}] {elem} (line {})",
+                            shape
+                                .iter()
+                                .map(|d| d.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            inst.loc.line
+                        ),
+                        vec![vec![Factor::Stile {
+                            rows: shape[0].clone(),
+                            cols: shape[1].clone(),
+                            elem: elem.clone(),
+                        }]],
+                    );
+                    let name = self.define_typed(r)?;
+                    let cols = self.cols_flag(*tensor);
+                    self.w.line("// [block] resident: copied once into a persistent shared-memory tile its dots read in place");
+                    if let Some(c) = &cols {
+                        self.w.line(&format!(
+                            "// (stored transposed, copied along the tensor's first axis, when {c}: a column-major tensor)"
+                        ));
+                    }
+                    self.w.line(&format!(
+                        "const {} {name}{{smem + {off}}};",
+                        self.stile_type(cols.as_deref(), &elem, &shape[0], &shape[1])
+                    ));
+                    self.w.line(&format!(
+                        "tk::stage_tile({name}, tk::global_tile<{al}, TK_THREADS, {}{}>({t}, {o}));",
+                        shape_type(&s),
+                        cols_arg(&cols)
+                    ));
+                    return Ok(());
+                }
+                if self.layout(r) == Layout::Direct {
+                    let cols = self.cols_flag(*tensor);
+                    self.w.line(&format!(
+                        "// direct: its dot copies it global -> shared memory (cp.async), never in registers{}",
+                        match &cols {
+                            Some(c) => format!(" (into a transposed tile when {c}: a column-major tensor)"),
+                            None => String::new(),
+                        }
+                    ));
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::global_tile<{al}, TK_THREADS, {}{}>({t}, {o})",
+                            shape_type(&s),
+                            cols_arg(&cols)
+                        ),
+                    );
+                }
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!("tk::load_tile<{al}, {}, {l}>({t}, {o})", shape_type(&s)),
+                )
+            }
+            _ => Err(misrouted("load_tile")),
+        }
+    }
+
+    pub(in crate::emit) fn origin(&self, origin: &[ValueId]) -> Result<String, CodegenError> {
+        if origin.is_empty() || origin.len() > 3 {
+            return Err(CodegenError::Unsupported(format!(
+                "a {}-d tile origin",
+                origin.len()
+            )));
+        }
+        let mut c = Vec::new();
+        for o in origin {
+            c.push(self.index(*o)?);
+        }
+        while c.len() < 3 {
+            c.push("0LL".into());
+        }
+        Ok(format!("tk::coord{{{{{}}}}}", c.join(", ")))
+    }
+
+    fn load(
+        &mut self,
+        inst: &'k Inst,
+        view: ValueId,
+        offsets: ValueId,
+        (mask, other): (Option<ValueId>, Option<ValueId>),
+        cache: CachePolicy,
+    ) -> Result<(), CodegenError> {
+        let r = Self::result(inst)?;
+        let cp = cache_arg(cache);
+        let (v, elem, _) = self.view(view)?;
+        let al = self.aligned_flag(view);
+        let (_, _, shape, _) = self.tile(offsets)?;
+        let m = match mask {
+            Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
+            None => "tk::no_mask{}".to_string(),
+        };
+        let o = match other {
+            Some(o) => self.coerce(o, &elem, &shape, Layout::Blocked)?,
+            None => format!("tk::cast<{}>(0)", elem_ctype(&elem)),
+        };
+        let expr = match (shape.rank(), self.contiguous_base(offsets)) {
+            (1, Some(base)) => {
+                let b = match base {
+                    Some(b) => self.index(b)?,
+                    None => "0LL".to_string(),
+                };
+                match self.same_base_prefix(mask, base)? {
+                    // The bounds mask of these very offsets: one whole-tile test.
+                    Some(limit) => format!(
+                        "tk::load_prefix<{al}, {}, TK_L{cp}>({v}, {b}, {limit}, {o})",
+                        shape_type(&shape)
+                    ),
+                    None => format!(
+                        "tk::load_contig<{al}, {}, TK_L{cp}>({v}, {b}, {m}, {o})",
+                        shape_type(&shape)
+                    ),
+                }
+            }
+            _ => {
+                let off = self.offsets_expr(offsets)?;
+                format!("tk::load<{al}{cp}>({v}, {off}, {m}, {o})")
+            }
+        };
+        self.assign(r, &expr)
+    }
+
+    /// The limit of `mask` when it is the bounds mask `arange + base < limit` of offsets
+    /// with this same `base` (then every lane is in bounds iff `limit - base >= size`).
+    fn same_base_prefix(
+        &self,
+        mask: Option<ValueId>,
+        base: Option<ValueId>,
+    ) -> Result<Option<String>, CodegenError> {
+        let Some(m) = mask else { return Ok(None) };
+        Ok(match self.prefix_mask(m)? {
+            Some((mb, limit)) if mb == base => Some(limit),
+            _ => None,
+        })
+    }
+
+    fn offsets_expr(&self, offsets: ValueId) -> Result<String, CodegenError> {
+        let (name, elem, shape, lit) = self.tile(offsets)?;
+        if shape.is_scalar() {
+            return self.index(offsets);
+        }
+        if lit.is_some() || !elem.is_int() {
+            return self.cast_to(offsets, &i64e());
+        }
+        Ok(name)
+    }
+
+    fn store(
+        &mut self,
+        view: ValueId,
+        offsets: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+        cache: CachePolicy,
+    ) -> Result<(), CodegenError> {
+        let cp = cache_arg(cache);
+        let (v, elem, _) = self.view(view)?;
+        let al = self.aligned_flag(view);
+        let (_, _, shape, _) = self.tile(offsets)?;
+        let val = self.coerce(value, &elem, &shape, Layout::Blocked)?;
+        let m = match mask {
+            Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
+            None => "tk::no_mask{}".to_string(),
+        };
+        match (shape.rank(), self.contiguous_base(offsets)) {
+            (1, Some(base)) => {
+                let b = match base {
+                    Some(b) => self.index(b)?,
+                    None => "0LL".to_string(),
+                };
+                match self.same_base_prefix(mask, base)? {
+                    Some(limit) => self.w.line(&format!(
+                        "tk::store_prefix<{al}, {}, TK_L{cp}>({v}, {b}, {val}, {limit});",
+                        shape_type(&shape)
+                    )),
+                    None => self.w.line(&format!(
+                        "tk::store_contig<{al}, {}, TK_L{cp}>({v}, {b}, {val}, {m});",
+                        shape_type(&shape)
+                    )),
+                }
+            }
+            _ => {
+                let off = self.offsets_expr(offsets)?;
+                self.w
+                    .line(&format!("tk::store<{al}{cp}>({v}, {off}, {val}, {m});"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The trailing template argument of a hinted `load`/`store` (`, tk::EVICT_FIRST`), else
+/// nothing (the prelude's default, `tk::CACHE_NORMAL`).
+fn cache_arg(cache: CachePolicy) -> String {
+    match cache {
+        CachePolicy::Normal => String::new(),
+        hint => format!(", {}", cache_policy(hint)),
+    }
+}
+
+/// The prelude's `cache_policy` value of a hint (`tk::CACHE_NORMAL` for none).
+pub(in crate::emit) fn cache_policy(cache: CachePolicy) -> &'static str {
+    match cache {
+        CachePolicy::Normal => "tk::CACHE_NORMAL",
+        CachePolicy::EvictFirst => "tk::EVICT_FIRST",
+        CachePolicy::EvictLast => "tk::EVICT_LAST",
+    }
+}
+
+/// The trailing `global_tile` template argument of a tensor a variant may read
+/// column-major (`, TK_COLS_x`), else nothing.
+fn cols_arg(cols: &Option<String>) -> String {
+    cols.as_ref().map(|c| format!(", {c}")).unwrap_or_default()
+}

@@ -1,0 +1,135 @@
+//! Ops that make or reshape tiles, in C++: `arange`, `expand_dims`, `trans` and `slice`
+//! (through shared memory unless fused into a dot) and `full` (mirrors
+//! `runtime/src/cpu/interp/shape.rs`; reductions are `reduce.rs`).
+
+use super::misrouted;
+use crate::emit::{layout_name, Emitter, Val};
+use crate::error::CodegenError;
+use crate::layout::Layout;
+use crate::names::{dim_expr, elem_ctype, shape_type};
+use crate::smem::Factor;
+use tilekit_ir::{Inst, Op, Shape};
+
+impl<'k> Emitter<'k> {
+    /// `arange`, `expand_dims`, `trans`, `slice` and `full`.
+    pub(super) fn shape_op(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::Arange { n } => {
+                let s = Shape::new(vec![n.clone()]);
+                let r = Self::result(inst)?;
+                let l = layout_name(self.layout(r));
+                self.assign(r, &format!("tk::arange<{}, {l}>()", shape_type(&s)))
+            }
+            Op::ExpandDims { x, .. } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let (_, _, xshape, _) = self.tile(*x)?;
+                // A slice stays in its registers ([M] -> [M, 1]: the same flat indices).
+                let l = match self.layout(r) {
+                    l @ (Layout::Slice { .. } | Layout::Rows(_)) => l,
+                    _ => Layout::Blocked,
+                };
+                let xe = self.coerce(*x, &elem, &xshape, l)?;
+                let expr = if xshape.is_scalar() {
+                    format!(
+                        "tk::full<{}, {}, {}>({xe})",
+                        elem_ctype(&elem),
+                        shape_type(&shape),
+                        layout_name(l)
+                    )
+                } else {
+                    format!("tk::reshape<{}>({xe})", shape_type(&shape))
+                };
+                self.assign(r, &expr)
+            }
+            Op::Trans { x } => {
+                let r = Self::result(inst)?;
+                if self.layouts.fused_trans.contains(&r) {
+                    // Read by its dot from x's rows: nothing to compute here.
+                    if let Val::Smem { name } = self.val(*x)?.clone() {
+                        self.w.line(&format!(
+                            "// trans {name}: fused into its dot (B read from the ring slot's rows)"
+                        ));
+                        self.define(r, Val::Smem { name });
+                        return Ok(());
+                    }
+                    let (name, elem, _, _) = self.tile(*x)?;
+                    let (_, shape) = self.ty(r)?;
+                    self.w.line(&format!(
+                        "// trans {name}: fused into its dot (B read from {name}'s rows)"
+                    ));
+                    self.define(
+                        r,
+                        Val::Tile {
+                            name,
+                            elem,
+                            shape,
+                            lit: None,
+                        },
+                    );
+                    return Ok(());
+                }
+                // [block] through a swizzled shared-memory tile of the operand's shape.
+                let (elem, shape) = self.ty(r)?;
+                let (_, _, xshape, _) = self.tile(*x)?;
+                let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
+                let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
+                f.push(Factor::SizeOf(elem.clone()));
+                let u = self.smem.add(format!("trans of {xshape}"), vec![f]);
+                let off = self.smem.scratch_offset(u, 0);
+                self.w.line(&format!(
+                    "// [block] trans {xshape} -> {shape}: through a swizzled shared-memory tile"
+                ));
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!(
+                        "tk::transpose<{}, {l}>({xe}, smem + {off})",
+                        shape_type(&shape)
+                    ),
+                )
+            }
+            Op::Slice { offsets, .. } => {
+                // [block] through a row-major shared-memory copy of the operand.
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let x = inst.op.operands()[0];
+                let (_, _, xshape, _) = self.tile(x)?;
+                let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
+                let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
+                f.push(Factor::SizeOf(elem.clone()));
+                let u = self.smem.add(format!("slice of {xshape}"), vec![f]);
+                let off = self.smem.scratch_offset(u, 0);
+                let at: Vec<String> = offsets.iter().map(dim_expr).collect();
+                self.w.line(&format!(
+                    "// [block] slice {xshape} at [{}] -> {shape}: through shared memory",
+                    at.join(", ")
+                ));
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!(
+                        "tk::slice<{}, {l}>({xe}, tk::corner<{}>{{}}, smem + {off})",
+                        shape_type(&shape),
+                        at.join(", ")
+                    ),
+                )
+            }
+            Op::Full { elem, shape, value } => {
+                let r = Self::result(inst)?;
+                let ve = self.cast_to(*value, elem)?;
+                let s = Shape::new(shape.clone());
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!(
+                        "tk::full<{}, {}, {l}>({ve})",
+                        elem_ctype(elem),
+                        shape_type(&s)
+                    ),
+                )
+            }
+            _ => Err(misrouted("shape")),
+        }
+    }
+}
