@@ -6,8 +6,8 @@ use crate::error::CodegenError;
 use crate::layout::{self, Layout};
 use crate::lowered::lowered as lower;
 use crate::params::check_bindings;
-use crate::plan::ThreadsRule;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
+use crate::threads::ThreadsRule;
 use crate::variant::{variant_source, variant_vec, Variant};
 use std::fmt::Write as _;
 use tilekit_ir::{DType, Elem, Kernel, Precision};
@@ -118,7 +118,7 @@ pub fn dump(
                 // What the variant really runs: the engine also needs its shared memory to
                 // fit (`hopper_lowering`, as `variant_source` and `variant_plan` decide).
                 if matches!(chosen, crate::engine::Engine::Hopper(_))
-                    && crate::emit::hopper_lowering(kernel, v)?.is_none()
+                    && crate::lowered::hopper_lowering(kernel, v)?.is_none()
                 {
                     chosen = crate::engine::Engine::MmaSync(
                         "the Hopper engine's shared memory does not fit the target".into(),
@@ -234,7 +234,7 @@ pub fn dump(
         Stage::Smem => {
             // A Hopper-engine variant has its own plan (the TMA rings and mbarriers).
             let hopper = match variant {
-                Some(v) => crate::emit::hopper_lowering(kernel, v)?.map(|(_, l, _)| l),
+                Some(v) => crate::lowered::hopper_lowering(kernel, v)?.map(|(_, l, _)| l),
                 None => None,
             };
             let lowered = match hopper {

@@ -69,7 +69,7 @@ pub enum Engine {
 /// tile = 128 bytes (`BK` = 64); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
 /// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates
 /// provably multiples of 16 bytes; only register work before the loop. (The variant also
-/// needs the engine's shared memory to fit: `emit::hopper_lowering` checks that.)
+/// needs the engine's shared memory to fit: `lowered::hopper_lowering` checks that.)
 ///
 /// ```
 /// # use tilekit_codegen::{engine::{engine, Engine}, Access, Target, Variant};
@@ -89,7 +89,7 @@ pub fn engine(kernel: &Kernel, v: &Variant) -> Result<Engine, CodegenError> {
     }
     let analysis = Analysis::of(kernel)?;
     let layouts = crate::layout::assign(&analysis)?;
-    let threads = crate::plan::ThreadsRule::of(kernel).eval(&config)?;
+    let threads = crate::threads::ThreadsRule::of(kernel).eval(&config)?;
     let plan = hopper_plan(
         kernel,
         &analysis,

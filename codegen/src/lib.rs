@@ -51,6 +51,7 @@ pub mod plan;
 pub mod prelude;
 pub mod smem;
 pub mod target;
+mod threads;
 pub mod variant;
 
 pub use dump::{dump, Stage};
@@ -100,8 +101,9 @@ pub fn codegen_id(template: &str) -> String {
     )
 }
 pub use access::{valid_accesses, Access, AccessClass};
-pub use emit::{cols_operands, general_operands, generate};
+pub use emit::{cols_operands, general_operands};
 pub use error::CodegenError;
+pub use lowered::generate;
 pub use plan::{
     code_size, launch_plan, loop_tile_elems, stream_cost, stream_unroll, stream_unrolls,
     variant_plan, CodeSize, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS,

@@ -8,55 +8,7 @@ use crate::smem::{eval_dim, size_of, SizeEnv, SmemKind};
 use crate::target::Target;
 use tilekit_ir::{Bindings, Config, Elem, EvalValue, ExprEnv, Func, Kernel, Shape, TuneValue};
 
-/// Threads per block when the space has no `WARPS` parameter.
-pub const DEFAULT_THREADS: u32 = tilekit_ir::limits::DEFAULT_THREADS as u32;
-
-/// How the block size follows from the configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ThreadsRule {
-    /// `32 * WARPS`.
-    Warps,
-    /// A fixed count.
-    Fixed(u32),
-}
-
-impl ThreadsRule {
-    /// The rule of a kernel: `32 * WARPS` when the space declares an integer `WARPS`.
-    pub fn of(kernel: &Kernel) -> ThreadsRule {
-        match kernel.space.param("WARPS") {
-            Some(p)
-                if !p.values.is_empty()
-                    && p.values.iter().all(|v| matches!(v, TuneValue::Int(_))) =>
-            {
-                ThreadsRule::Warps
-            }
-            _ => ThreadsRule::Fixed(DEFAULT_THREADS),
-        }
-    }
-
-    /// The C++ constant expression.
-    pub fn expr(&self) -> String {
-        match self {
-            ThreadsRule::Warps => "32 * WARPS".to_string(),
-            ThreadsRule::Fixed(n) => n.to_string(),
-        }
-    }
-
-    /// The thread count under a configuration, checked against 32..=1024.
-    pub fn eval(&self, config: &Config) -> Result<u32, CodegenError> {
-        let t = match self {
-            ThreadsRule::Warps => config
-                .int("WARPS")
-                .ok_or_else(|| CodegenError::Eval("WARPS has no integer value".into()))?
-                .saturating_mul(32),
-            ThreadsRule::Fixed(n) => i64::from(*n),
-        };
-        if !(32..=1024).contains(&t) || t % 32 != 0 {
-            return Err(CodegenError::Threads { threads: t });
-        }
-        Ok(t as u32)
-    }
-}
+pub use crate::threads::DEFAULT_THREADS;
 
 /// The launch parameters of a variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,7 +52,7 @@ pub fn variant_plan(
 ) -> Result<VariantPlan, CodegenError> {
     let config = kernel.space.validate(&v.config)?.for_codegen();
     check_bindings(kernel, &v.bindings)?;
-    if let Some((plan, lowered, smem_bytes)) = crate::emit::hopper_lowering(kernel, v)? {
+    if let Some((plan, lowered, smem_bytes)) = crate::lowered::hopper_lowering(kernel, v)? {
         let threads = lowered.threads.eval(&config)? + crate::engine::PRODUCER_THREADS;
         return Ok(VariantPlan {
             launch: LaunchPlan {

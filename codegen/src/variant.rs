@@ -77,7 +77,7 @@ pub fn variant_source(
     }
     // The Hopper engine re-lowers the kernel for this variant (its loop, accumulator and
     // rings differ); every other variant instantiates the kernel's one template.
-    let hopper = crate::emit::hopper_lowering(kernel, v)?;
+    let hopper = crate::lowered::hopper_lowering(kernel, v)?;
     let is_hopper = hopper.is_some();
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,

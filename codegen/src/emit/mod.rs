@@ -23,36 +23,12 @@ use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
 use crate::names::{dim_expr, elem_ctype, sanitize, shape_type};
 use crate::params::{aligned_param, cols_param, declaration, tune_kinds, TuneKind};
-use crate::plan::ThreadsRule;
 use crate::prelude::PRELUDE_ENTRY;
 use crate::smem::{Factor, SmemKind, SmemPlan};
+use crate::threads::ThreadsRule;
 use tilekit_ir::{Block, Inst, Kernel, Op, Shape, Types};
 pub(crate) use values::Val;
 
-/// The Hopper lowering of variant `v`, when `crate::engine` chooses it and its shared memory
-/// fits the target (else the variant keeps the mma.sync engine): the plan and the lowered
-/// template with its shared-memory total.
-pub(crate) fn hopper_lowering(
-    kernel: &Kernel,
-    v: &crate::variant::Variant,
-) -> Result<Option<(HopperPlan, std::sync::Arc<Lowered>, u64)>, CodegenError> {
-    let crate::engine::Engine::Hopper(plan) = crate::engine::engine(kernel, v)? else {
-        return Ok(None);
-    };
-    let config = kernel.space.validate(&v.config)?.for_codegen();
-    let lowered = crate::lowered::lowered_with(kernel, Some(&plan))?;
-    let threads = lowered.threads.eval(&config)?;
-    let smem = lowered.smem.total(&crate::smem::SizeEnv {
-        config: &config,
-        bindings: &v.bindings,
-        threads,
-        kind: SmemKind::of(kernel, &config)?,
-    })?;
-    if smem > v.target.limits().max_dynamic_smem {
-        return Ok(None);
-    }
-    Ok(Some((plan, lowered, smem)))
-}
 use writer::Writer;
 
 /// The result of lowering a kernel.
@@ -471,32 +447,6 @@ pub fn general_operands(kernel: &Kernel) -> Result<u64, CodegenError> {
 /// The C++ name of parameter `i` inside the template.
 pub(crate) fn param_name(i: usize, name: &str) -> String {
     format!("arg{i}_{}", sanitize(name))
-}
-
-/// Generates the CUDA C++ template of a kernel.
-///
-/// Runs `tilekit_ir::infer` first and returns its diagnostics as
-/// [`CodegenError::Invalid`]. The result is one struct template, `tilekit_<name>`, whose
-/// template parameters are the tuning parameters, one `typename` per generic, `bool
-/// ALIGNED` and `int TK_VEC`; the configuration enters only through them. Each instruction
-/// whose source line differs from the previous one is preceded by `// file.rs:LINE`.
-///
-/// ```
-/// use tilekit_ir::*;
-/// let mut b = KernelBuilder::new("fill");
-/// b.kernel_mut().params = vec![Param { name: "y".into(),
-///     kind: ParamKind::Tensor { rank: 1, elem: Elem::of(DType::F32), mutable: true }, loc: Loc::default() }];
-/// b.kernel_mut().grid = vec![Expr::Int(1)];
-/// let y = b.push(Op::TensorParam { index: 0 }, Loc { span: 0, line: 3 });
-/// let i = b.push(Op::Arange { n: Dim::Const(256) }, Loc { span: 0, line: 4 });
-/// let one = b.push(Op::Lit(Literal::Float(1.0)), Loc { span: 0, line: 4 });
-/// b.push_void(Op::Store { view: y, offsets: i, value: one, mask: None, cache: Default::default() }, Loc { span: 0, line: 5 });
-/// let src = tilekit_codegen::generate(&b.into_kernel()).unwrap();
-/// assert!(src.contains("struct tilekit_fill"));
-/// assert!(src.contains("// fill.rs:5"));
-/// ```
-pub fn generate(kernel: &Kernel) -> Result<String, CodegenError> {
-    Ok(crate::lowered::lowered(kernel)?.template.clone())
 }
 
 impl<'k> Emitter<'k> {
