@@ -19,7 +19,7 @@ use crate::error::CodegenError;
 use crate::layout::{Layout, Layouts};
 use crate::smem::eval_dim;
 use crate::target::Target;
-use crate::variant::Variant;
+use crate::variant::point::Variant;
 use tilekit_ir::{Bindings, Config, DType, Kernel, Literal, Op, ParamKind, Precision, ValueId};
 
 /// Bytes of one TMA panel row: the 128-byte swizzle's line.

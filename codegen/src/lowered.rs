@@ -75,7 +75,7 @@ fn find(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Option<Arc<Lowered>> {
 /// template with its shared-memory total.
 pub(crate) fn hopper_lowering(
     kernel: &Kernel,
-    v: &crate::variant::Variant,
+    v: &crate::variant::point::Variant,
 ) -> Result<Option<(HopperPlan, std::sync::Arc<Lowered>, u64)>, CodegenError> {
     let crate::engine::Engine::Hopper(plan) = crate::engine::engine(kernel, v)? else {
         return Ok(None);

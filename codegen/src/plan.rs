@@ -48,7 +48,7 @@ pub struct VariantPlan {
 /// ```
 pub fn variant_plan(
     kernel: &Kernel,
-    v: &crate::variant::Variant,
+    v: &crate::variant::point::Variant,
 ) -> Result<VariantPlan, CodegenError> {
     let config = kernel.space.validate(&v.config)?.for_codegen();
     check_bindings(kernel, &v.bindings)?;

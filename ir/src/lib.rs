@@ -35,6 +35,7 @@ pub mod hash;
 pub mod infer;
 pub mod kernel;
 pub mod limits;
+pub mod loc;
 pub mod op;
 pub mod shape;
 pub mod space;

@@ -1,7 +1,7 @@
 //! The declared tuning space of a kernel and configurations drawn from it.
 
 use crate::expr::EvalValue;
-use crate::op::Loc;
+use crate::loc::Loc;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

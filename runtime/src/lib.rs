@@ -20,10 +20,14 @@
 // No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod args;
+mod backend;
+mod constraint;
 pub mod cpu;
 pub mod cuda;
 pub mod element;
 pub mod error;
+mod graph;
 pub mod launch;
 mod memo;
 pub mod nvrtc;
@@ -35,12 +39,13 @@ pub mod timing;
 pub mod tuned;
 
 pub use cpu::{CpuOptions, ProgramSample};
-pub use cuda::{CacheStats, CudaTimings, DeviceInfo, LaunchGraph};
+pub use cuda::{CacheStats, CudaTimings, DeviceInfo};
 /// The cudarc this runtime is built on (for [`Tensor::from_cuda_slice`] and
 /// [`Runtime::from_cuda_stream`]).
 pub use cudarc;
 pub use element::{Element, Float};
 pub use error::{CpuError, CudaLaunchError, GraphError, LaunchError, RuntimeError, TensorError};
+pub use graph::LaunchGraph;
 pub use launch::{
     chosen_access, chosen_config, contiguous_access, launch, launch_cpu_with_options, launch_with,
     Arg, Generics, ScalarValue, TensorArg, TensorArgMut, PAD64_RULE,

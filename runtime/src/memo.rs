@@ -44,22 +44,20 @@
 //! The map is bounded ([`MAX_ENTRIES`]; it is cleared when full) and guarded by an
 //! `RwLock`: a hit takes a read lock and runs the launch on the entry in place.
 
-use crate::launch::{Arg, ScalarValue};
-use crate::runtime::Backend;
+pub(crate) use crate::args::MAX_GENERICS;
+use crate::args::{Arg, ScalarValue};
+use crate::backend::Backend;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tilekit_codegen::Access;
-use tilekit_ir::{Config, DType, Expr, Kernel};
+use tilekit_ir::{Config, DType};
 
 /// Entries a runtime's memo holds before it is cleared (a workload with ever-changing
 /// shapes pays the full check, never unbounded memory).
 pub(crate) const MAX_ENTRIES: usize = 4096;
-
-/// Most generic parameters a memoized launch may have (more: no memo, the full path).
-pub(crate) const MAX_GENERICS: usize = 4;
 
 /// Counters of a runtime's launch memo (see [`crate::Runtime::launch_memo_stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,7 +129,7 @@ impl Hasher for Identity {
 }
 
 /// Most key words of a tensor argument: a header (kind, element type, rank, backend), then
-/// per axis of its [`crate::launch::Layout`] (up to 3) the extent and the stride.
+/// per axis of its [`crate::args::Layout`] (up to 3) the extent and the stride.
 const TENSOR_WORDS: usize = 7;
 
 /// Key words of a tensor of rank `rank` (see [`TENSOR_WORDS`]).
@@ -178,7 +176,7 @@ fn scalar_bits(s: ScalarValue, read: bool) -> (u64, u64) {
 /// large for its bits saturates to a value no entry holds (`check` refuses a rank above
 /// 255, the largest a parameter declares, and CUDA ordinals are below 2^31).
 #[inline]
-fn tensor_header(kind: u64, layout: &crate::launch::Layout) -> u64 {
+fn tensor_header(kind: u64, layout: &crate::args::Layout) -> u64 {
     let backend = match layout.backend {
         Backend::Cpu => 0,
         Backend::Cuda { ordinal } => (ordinal as u64).saturating_add(1).min(u64::from(u32::MAX)),
@@ -556,57 +554,4 @@ impl<V: Clone> Memo<V> {
         t.buckets.entry(p.hash).or_default().push((p.to_key(), v));
         t.len += 1;
     }
-}
-
-/// Per parameter: whether a constraint, an argument check (`#[check]`) or a grid expression
-/// reads the value of that scalar (`Expr::Scalar`). Other scalars' values cannot change
-/// what `check` decides.
-pub(crate) fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
-    // Exhaustive on purpose: a new expression form must say whether it reads a scalar.
-    fn mark(e: &Expr, out: &mut [bool]) {
-        match e {
-            Expr::Scalar(i) => {
-                if let Some(s) = out.get_mut(*i) {
-                    *s = true;
-                }
-            }
-            Expr::Call(_, args) => args.iter().for_each(|a| mark(a, out)),
-            Expr::Bin(_, a, b) => {
-                mark(a, out);
-                mark(b, out);
-            }
-            Expr::Not(a) | Expr::Neg(a) => mark(a, out),
-            Expr::Int(_)
-            | Expr::Float(_)
-            | Expr::Bool(_)
-            | Expr::Enum(_)
-            | Expr::Tune(_)
-            | Expr::TensorDim { .. }
-            | Expr::Dim(_)
-            | Expr::SizeOf(_) => {}
-        }
-    }
-    let mut out = vec![false; kernel.params.len()];
-    for c in kernel.constraints.iter().chain(&kernel.checks) {
-        mark(&c.expr, &mut out);
-    }
-    for g in &kernel.grid {
-        mark(g, &mut out);
-    }
-    out
-}
-
-/// [`host_read_scalars`] plus every integer scalar: what a launch memo keys on when a
-/// configuration source is installed (integer scalars such as a repeat count join the
-/// tuning key, so the source may answer differently for each value).
-pub(crate) fn source_key_scalars(kernel: &Kernel) -> Vec<bool> {
-    let mut out = host_read_scalars(kernel);
-    for (i, p) in kernel.params.iter().enumerate() {
-        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int()) {
-            if let Some(s) = out.get_mut(i) {
-                *s = true;
-            }
-        }
-    }
-    out
 }

@@ -2,7 +2,7 @@
 //! [`crate::Runtime::prepare_variant`]) and the check of the constraints that need it
 //! ([`compiled_constraints_hold`]: `registers()`, `spills()`).
 
-use crate::launch::eval_constraint;
+use crate::constraint::eval_constraint;
 use tilekit_codegen::{ResourceEnv, Target};
 use tilekit_ir::{Bindings, Config, Elem, EvalValue, ExprEnv, Func, Kernel};
 

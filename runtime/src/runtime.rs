@@ -1,40 +1,20 @@
 //! [`Runtime`]: the handle every tensor and launch goes through, and the [`Backend`] it runs on.
 
 use crate::cpu::CpuResolved;
-use crate::cuda::LaunchGraph;
 use crate::cuda::{CacheStats, CudaDevice, CudaResolved, CudaTimings, DeviceInfo};
-use crate::error::{GraphError, LaunchError, RuntimeError};
+use crate::error::RuntimeError;
+use crate::launch::error::LaunchError;
 use crate::memo::{LaunchMemoStats, Memo};
 use crate::resources::VariantResources;
 use crate::spec::KernelSpec;
 use crate::tuned::ConfigSource;
 use cudarc::driver::CudaStream;
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
 
-/// Which backend a [`Runtime`] (and every tensor made with it) runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// The CPU backend: an interpreter of the tile IR, programs in parallel with rayon.
-    Cpu,
-    /// A CUDA device, by ordinal: kernels compiled with NVRTC and launched through cudarc.
-    Cuda {
-        /// The device ordinal.
-        ordinal: usize,
-    },
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Backend::Cpu => f.write_str("cpu"),
-            Backend::Cuda { ordinal } => write!(f, "cuda:{ordinal}"),
-        }
-    }
-}
+pub use crate::backend::Backend;
 
 /// A (context, stream) pair by driver handle, as addresses.
 type StreamKey = (usize, usize);
@@ -370,55 +350,6 @@ impl Runtime {
                 backend: self.backend(),
             }),
             Inner::Cuda(d, _) => d.cuda_function(spec, config, bindings, access.into()),
-        }
-    }
-
-    /// Captures the launches `f` issues on this runtime into a CUDA graph, to be replayed
-    /// with [`LaunchGraph::replay`] (one `cuGraphLaunch` for the whole sequence: the
-    /// many-small-kernels case).
-    ///
-    /// ```ignore
-    /// // Warm-up: every kernel of the sequence once, eagerly (compiles and loads them).
-    /// k1::launch(&rt, &x, &mut t)?;
-    /// k2::launch(&rt, &t, &mut y)?;
-    /// let g = rt.capture(|rt| {
-    ///     k1::launch(rt, &x, &mut t)?;
-    ///     k2::launch(rt, &t, &mut y)?;
-    ///     Ok(())
-    /// })?;
-    /// g.replay()?; // same kernels, same buffers: write new data into `x` between replays
-    /// rt.synchronize()?;
-    /// ```
-    ///
-    /// Rules:
-    /// - **Resolve before capturing.** Nothing is compiled or loaded during a capture: a
-    ///   launch whose variant is not in this runtime's in-memory cache fails with
-    ///   [`crate::CudaLaunchError::NotLoadedForCapture`] (see
-    ///   [`GraphError::is_not_loaded_for_capture`]). Launch each kernel once eagerly first.
-    /// - **All or nothing.** If `f` returns an error, or any launch during the capture failed
-    ///   (even one whose error `f` ignored), or `f` panics, the capture is ended without
-    ///   building a graph and the stream is back in normal mode; the error is returned as
-    ///   [`GraphError::Launch`].
-    /// - **Only launches inside.** `f` should only launch kernels on this runtime: tensor
-    ///   allocation, uploads, downloads and [`Runtime::synchronize`] are refused by the driver
-    ///   (or by tilekit) during a capture and make the capture fail. Launches on another
-    ///   runtime run eagerly and are not captured.
-    /// - **Arguments are frozen.** A replay uses the captured device addresses, shapes,
-    ///   scalars and configurations. Tensors passed to captured launches stay allocated for
-    ///   the graph's lifetime even if dropped (their memory is freed with the graph).
-    /// - Captures do not nest ([`GraphError::AlreadyCapturing`]), and other threads' launches
-    ///   on this runtime during a capture would be captured too: capture from one thread.
-    ///
-    /// On the CPU backend this returns [`GraphError::Unsupported`] without running `f`.
-    pub fn capture<F>(&self, f: F) -> Result<LaunchGraph, GraphError>
-    where
-        F: FnOnce(&Runtime) -> Result<(), LaunchError>,
-    {
-        match &self.inner {
-            Inner::Cpu(_) => Err(GraphError::Unsupported {
-                backend: self.backend(),
-            }),
-            Inner::Cuda(d, _) => crate::cuda::graph::capture(self, d, f),
         }
     }
 

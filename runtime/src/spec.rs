@@ -123,15 +123,14 @@ impl KernelSpec {
     /// Per parameter, whether a constraint or the grid reads that scalar's value (computed
     /// once; `kernel` is this spec's analyzed kernel). The launch memo keys on those values.
     pub(crate) fn host_scalars(&self, kernel: &Kernel) -> &[bool] {
-        self.host_scalars
-            .get_or_init(|| crate::memo::host_read_scalars(kernel))
+        self.host_scalars.get_or_init(|| host_read_scalars(kernel))
     }
 
     /// The scalars a launch memo keys on under a configuration source (see
-    /// `memo::source_key_scalars`).
+    /// [`source_key_scalars`]).
     pub(crate) fn source_scalars(&self, kernel: &Kernel) -> &[bool] {
         self.source_scalars
-            .get_or_init(|| crate::memo::source_key_scalars(kernel))
+            .get_or_init(|| source_key_scalars(kernel))
     }
 
     /// The tensor parameters a CUDA variant may read column-major (bit `i`: parameter `i`;
@@ -184,4 +183,58 @@ impl std::fmt::Debug for KernelSpec {
             .field("spec_hash", &format_args!("{:016x}", self.spec_hash))
             .finish()
     }
+}
+
+/// Per parameter: whether a constraint, an argument check (`#[check]`) or a grid expression
+/// reads the value of that scalar (`Expr::Scalar`). Other scalars' values cannot change
+/// what `check` decides.
+fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
+    // Exhaustive on purpose: a new expression form must say whether it reads a scalar.
+    use tilekit_ir::Expr;
+    fn mark(e: &Expr, out: &mut [bool]) {
+        match e {
+            Expr::Scalar(i) => {
+                if let Some(s) = out.get_mut(*i) {
+                    *s = true;
+                }
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| mark(a, out)),
+            Expr::Bin(_, a, b) => {
+                mark(a, out);
+                mark(b, out);
+            }
+            Expr::Not(a) | Expr::Neg(a) => mark(a, out),
+            Expr::Int(_)
+            | Expr::Float(_)
+            | Expr::Bool(_)
+            | Expr::Enum(_)
+            | Expr::Tune(_)
+            | Expr::TensorDim { .. }
+            | Expr::Dim(_)
+            | Expr::SizeOf(_) => {}
+        }
+    }
+    let mut out = vec![false; kernel.params.len()];
+    for c in kernel.constraints.iter().chain(&kernel.checks) {
+        mark(&c.expr, &mut out);
+    }
+    for g in &kernel.grid {
+        mark(g, &mut out);
+    }
+    out
+}
+
+/// [`host_read_scalars`] plus every integer scalar: what a launch memo keys on when a
+/// configuration source is installed (integer scalars such as a repeat count join the
+/// tuning key, so the source may answer differently for each value).
+fn source_key_scalars(kernel: &Kernel) -> Vec<bool> {
+    let mut out = host_read_scalars(kernel);
+    for (i, p) in kernel.params.iter().enumerate() {
+        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int()) {
+            if let Some(s) = out.get_mut(i) {
+                *s = true;
+            }
+        }
+    }
+    out
 }

@@ -71,8 +71,8 @@
 //! assert_eq!(chosen.to_string(), "BLOCK=8");
 //! ```
 
+use crate::args::Arg;
 use crate::cuda::DeviceInfo;
-use crate::launch::Arg;
 use crate::spec::KernelSpec;
 #[cfg(doc)]
 use crate::Runtime;

@@ -5,7 +5,7 @@
 use super::interp::{resolve_dtypes, Plan, Program};
 use super::memory::{Buf, Mem, Scratch, View};
 use super::CpuOptions;
-use crate::error::CpuError;
+use crate::cpu::error::CpuError;
 use crate::launch::{Arg, Checked};
 use rayon::prelude::*;
 

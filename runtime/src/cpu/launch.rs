@@ -2,10 +2,10 @@
 //! device resources known, and running a resolved launch through the interpreter.
 
 use super::{execute, CpuOptions};
+use crate::backend::Backend;
 use crate::cuda::DeviceInfo;
-use crate::error::LaunchError;
+use crate::launch::error::LaunchError;
 use crate::launch::{check, Arg, Checked, Generics, LaunchBackend};
-use crate::runtime::Backend;
 use crate::spec::{Analyzed, KernelSpec};
 use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};

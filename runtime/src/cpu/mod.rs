@@ -18,6 +18,7 @@
 
 mod dot;
 mod elementwise;
+pub(crate) mod error;
 mod exec;
 mod interp;
 mod launch;
@@ -28,6 +29,7 @@ mod tile;
 #[cfg(test)]
 mod tests;
 
+pub use error::CpuError;
 pub(crate) use exec::execute;
 pub(crate) use launch::{run_checked, CpuBackend, CpuResolved};
 

@@ -3,7 +3,7 @@
 //! `tk::TensorArg`, a scalar's value) written in place to the slot the driver reads.
 
 use super::ffi;
-use crate::error::CudaLaunchError;
+use crate::cuda::error::CudaLaunchError;
 use crate::launch::{Arg, Layout, ScalarValue};
 use std::mem::MaybeUninit;
 use tilekit_codegen::{Access, AccessClass};

@@ -1,5 +1,5 @@
 //! Launch graphs: capturing a sequence of tilekit launches on a CUDA runtime's stream into a
-//! CUDA graph ([`LaunchGraph`]) and replaying it (see [`crate::Runtime::capture`]).
+//! CUDA graph ([`crate::LaunchGraph`]) and replaying it (see [`crate::Runtime::capture`]).
 //!
 //! **Nothing is compiled or loaded during a capture.** While a runtime captures, a launch
 //! whose variant is not already loaded in the runtime's in-memory cache fails with
@@ -17,9 +17,9 @@
 //! through tensors this crate owns. Memory borrowed with
 //! [`crate::Tensor::from_raw_device_ptr`] is the caller's to keep alive (its safety contract).
 
+use super::error::CudaLaunchError;
 use super::{ffi, lock, CudaDevice};
-use crate::error::{GraphError, LaunchError};
-use crate::runtime::Runtime;
+use crate::launch::error::LaunchError;
 use cudarc::driver::{sys, CudaGraph, CudaStream};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -62,6 +62,11 @@ pub(crate) struct Retained {
 }
 
 impl Retained {
+    /// How many allocations are retained.
+    pub(crate) fn len(&self) -> usize {
+        self.addrs.len()
+    }
+
     fn new(stream: Arc<CudaStream>) -> Retained {
         Retained {
             addrs: HashSet::new(),
@@ -163,7 +168,7 @@ impl Session<'_> {
         lock(&self.dev.capture).take()
     }
 
-    fn finish(mut self, closure: Result<(), LaunchError>) -> Result<Finished, GraphError> {
+    fn finish(mut self, closure: Result<(), LaunchError>) -> Result<Captured, GraphError> {
         self.done = true;
         let dev = self.dev;
         let driver = |call: &'static str| {
@@ -204,7 +209,7 @@ impl Session<'_> {
             call: "cuStreamEndCapture",
             message: "the capture state was lost (a tilekit bug)".into(),
         })?;
-        Ok(Finished {
+        Ok(Captured {
             graph,
             retained: st.retained,
             launches: st.launches,
@@ -223,16 +228,21 @@ impl Drop for Session<'_> {
     }
 }
 
-struct Finished {
-    graph: Option<CudaGraph>,
-    retained: Retained,
-    launches: usize,
+/// A finished capture: the executable graph (none when nothing was captured), the
+/// allocations it refers to, and how many launches it holds. Field order is drop order:
+/// the graph first, then the allocations it used.
+pub(crate) struct Captured {
+    pub(crate) graph: Option<CudaGraph>,
+    pub(crate) retained: Retained,
+    pub(crate) launches: usize,
 }
 
-/// Captures the launches `f` issues on `rt` (a CUDA runtime, `dev`) into a graph.
-pub(crate) fn capture<F>(rt: &Runtime, dev: &CudaDevice, f: F) -> Result<LaunchGraph, GraphError>
+/// Captures the launches `f` issues on `dev`'s stream into a graph (`f` launches through
+/// the runtime that owns `dev`: [`crate::Runtime::capture`] wraps the result in a
+/// [`crate::LaunchGraph`]).
+pub(crate) fn capture<F>(dev: &CudaDevice, f: F) -> Result<Captured, GraphError>
 where
-    F: FnOnce(&Runtime) -> Result<(), LaunchError>,
+    F: FnOnce() -> Result<(), LaunchError>,
 {
     if dev
         .capturing
@@ -259,77 +269,45 @@ where
             message: e.to_string(),
         });
     }
-    let closure = f(rt);
-    let done = session.finish(closure)?;
-    Ok(LaunchGraph {
-        graph: done.graph,
-        retained: done.retained,
-        launches: done.launches,
-        rt: rt.clone(),
-    })
+    let closure = f();
+    session.finish(closure)
 }
 
-/// A captured sequence of tilekit launches, replayable on the runtime's stream as one CUDA
-/// graph (see [`crate::Runtime::capture`]).
-///
-/// A replay runs the kernels with the arguments they were captured with: the same device
-/// addresses (so write fresh inputs into the same tensors between replays, on the runtime's
-/// stream, e.g. with a cudarc copy into [`crate::Tensor::as_cuda_slice_mut`]), the same
-/// shapes, scalars and configurations. Replays are asynchronous and ordered on the runtime's
-/// stream with everything else the runtime issues; errors of the kernels surface at the
-/// next synchronization. Not `Send`: CUDA graphs are not internally synchronized.
-pub struct LaunchGraph {
-    // Field order is drop order: the executable graph first, then the allocations it used.
-    graph: Option<CudaGraph>,
-    retained: Retained,
-    launches: usize,
-    rt: Runtime,
+/// Why a launch graph could not be captured or replayed (see [`crate::Runtime::capture`]).
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum GraphError {
+    /// Launch graphs exist only on the CUDA backend; the CPU backend refuses a capture
+    /// (the closure is not run).
+    #[error(
+        "launch graphs need a CUDA runtime; the {backend} backend runs launches eagerly \
+         (call the launches directly instead of capturing them)"
+    )]
+    Unsupported {
+        /// The runtime's backend.
+        backend: crate::backend::Backend,
+    },
+    /// The runtime is already capturing (captures do not nest).
+    #[error("this runtime is already capturing a launch graph (captures do not nest)")]
+    AlreadyCapturing,
+    /// A launch in the capture failed (for example [`CudaLaunchError::NotLoadedForCapture`]);
+    /// the capture was abandoned and no graph was built.
+    #[error("capture abandoned: {0}")]
+    Launch(#[from] LaunchError),
+    /// A driver call of the capture or replay failed.
+    #[error("CUDA driver call `{call}` failed: {message}")]
+    Driver {
+        /// What was called.
+        call: &'static str,
+        /// The driver's error.
+        message: String,
+    },
 }
 
-impl std::fmt::Debug for LaunchGraph {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LaunchGraph")
-            .field("launches", &self.launches)
-            .field("allocations", &self.retained.addrs.len())
-            .field("backend", &self.rt.backend())
-            .finish_non_exhaustive()
-    }
-}
-
-impl LaunchGraph {
-    /// Enqueues one replay of the captured launches on the runtime's stream (asynchronous:
-    /// call [`Runtime::synchronize`] or download a tensor to wait for it). A graph that
-    /// captured no launch replays as a no-op.
-    pub fn replay(&self) -> Result<(), GraphError> {
-        match &self.graph {
-            None => Ok(()),
-            Some(g) => g.launch().map_err(|e| GraphError::Driver {
-                call: "cuGraphLaunch",
-                message: e.to_string(),
-            }),
-        }
-    }
-
-    /// Uploads the graph's resources to the device ahead of the first replay (optional:
-    /// the first [`LaunchGraph::replay`] does it otherwise).
-    pub fn upload(&self) -> Result<(), GraphError> {
-        match &self.graph {
-            None => Ok(()),
-            Some(g) => g.upload().map_err(|e| GraphError::Driver {
-                call: "cuGraphUpload",
-                message: e.to_string(),
-            }),
-        }
-    }
-
-    /// How many kernel launches were captured (launches of empty tensors launch nothing and
-    /// are not counted).
-    pub fn launches(&self) -> usize {
-        self.launches
-    }
-
-    /// The runtime the graph replays on.
-    pub fn runtime(&self) -> &Runtime {
-        &self.rt
+impl GraphError {
+    /// True if the capture failed because a launch would have compiled or loaded a variant
+    /// ([`CudaLaunchError::NotLoadedForCapture`]).
+    pub fn is_not_loaded_for_capture(&self) -> bool {
+        matches!(self, GraphError::Launch(LaunchError::Cuda { source, .. })
+            if matches!(**source, CudaLaunchError::NotLoadedForCapture { .. }))
     }
 }

@@ -8,7 +8,8 @@ use super::cache::Counters;
 use super::pad::PadPlan;
 use super::variants::Loaded;
 use super::{ffi, CudaDevice, DeviceInfo};
-use crate::error::{CudaLaunchError, LaunchError};
+use crate::cuda::error::CudaLaunchError;
+use crate::launch::error::LaunchError;
 use crate::launch::{check, Arg, Checked, Generics, LaunchBackend};
 use crate::spec::{Analyzed, KernelSpec};
 use std::sync::atomic::Ordering;
@@ -79,7 +80,7 @@ impl LaunchBackend for CudaDevice {
                 plan,
             ))
         };
-        let backend = crate::Backend::Cuda {
+        let backend = crate::backend::Backend::Cuda {
             ordinal: self.info.ordinal,
         };
         let checked = check(

@@ -43,6 +43,7 @@
 mod abi;
 mod cache;
 mod device;
+pub(crate) mod error;
 mod ffi;
 pub(crate) mod graph;
 mod launch;
@@ -55,7 +56,7 @@ mod variants;
 pub use cache::{CacheStats, CACHE_DIR_VAR};
 pub(crate) use device::CudaDevice;
 pub use device::{target_for, DeviceInfo};
-pub use graph::LaunchGraph;
+pub use error::CudaLaunchError;
 pub(crate) use launch::{contiguous_access, CudaResolved};
 pub use pad::copy_spec as pad64_copy_spec;
 pub use timings::CudaTimings;

@@ -28,7 +28,7 @@
 use super::abi::{access_class, launch_access, tensor_abi, Capable, Slot, EMPTY_SLOT};
 use super::variants::Loaded;
 use super::{ffi, lock, CudaDevice};
-use crate::error::CudaLaunchError;
+use crate::cuda::error::CudaLaunchError;
 use crate::launch::{Arg, Layout, TensorArg};
 use crate::spec::KernelSpec;
 use cudarc::driver::{CudaSlice, DevicePtr};

@@ -4,7 +4,7 @@
 
 use super::abi::tensor_abi;
 use super::ffi::{self, TensorAbi, TensorMap};
-use crate::error::CudaLaunchError;
+use crate::cuda::error::CudaLaunchError;
 use crate::launch::Arg;
 use cudarc::driver::sys::CUtensorMapDataType;
 use tilekit_codegen::engine::TmaOperand;

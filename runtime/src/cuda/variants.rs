@@ -3,8 +3,9 @@
 
 use super::cache::{self, Counters, Lookup};
 use super::{lock, CudaDevice};
-use crate::error::{CudaLaunchError, LaunchError};
+use crate::cuda::error::CudaLaunchError;
 use crate::launch::check_bindings;
+use crate::launch::error::LaunchError;
 use crate::nvrtc::{self, compile_cubin};
 use crate::resources::VariantResources;
 use crate::spec::KernelSpec;

@@ -5,7 +5,7 @@
 
 use super::{Arg, Checked, Generics};
 use crate::cuda::DeviceInfo;
-use crate::error::LaunchError;
+use crate::launch::error::LaunchError;
 use crate::spec::{Analyzed, KernelSpec};
 use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
@@ -23,7 +23,7 @@ pub(crate) trait LaunchBackend {
     fn access(&self, spec: &KernelSpec, analyzed: &Analyzed, args: &[Arg<'_>]) -> Access;
 
     /// The shared argument check ([`super::check`]) of one configuration, with what this
-    /// backend knows (its [`crate::Backend`], the variant's resources) and what it adds (the
+    /// backend knows (its [`crate::backend::Backend`], the variant's resources) and what it adds (the
     /// CUDA backend: the block limit and device addresses). Runs nothing.
     fn check<'k>(
         &self,

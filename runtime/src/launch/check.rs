@@ -3,15 +3,16 @@
 //! `#[constraint]`s (three-valued where a backend cannot know a resource) and the grid. The result, [`Checked`], is what a backend
 //! runs.
 
-use super::args::{Arg, ScalarValue};
-use crate::error::LaunchError;
+use crate::args::{Arg, ScalarValue};
+use crate::backend::Backend;
+use crate::constraint::eval_constraint;
+use crate::launch::error::LaunchError;
 use crate::memo::Overlaps;
-use crate::runtime::Backend;
 use std::collections::HashMap;
 use tilekit_codegen::ResourceEnv;
 use tilekit_ir::{
-    limits, Bindings, Config, Constraint, DType, Elem, EvalError, EvalValue, Expr, ExprEnv, ExprOp,
-    Func, Kernel, ParamKind, Types,
+    limits, Bindings, Config, Constraint, DType, Elem, EvalValue, Expr, ExprEnv, Func, Kernel,
+    ParamKind, Types,
 };
 
 /// A launch that passed every check: what a backend needs to run it.
@@ -106,28 +107,6 @@ impl LaunchEnv<'_> {
     }
 }
 
-/// Three-valued evaluation of a constraint: `Ok(None)` when it depends on something unknown
-/// on this backend (and no known part of a conjunction or disjunction decides it).
-pub(crate) fn eval_constraint(e: &Expr, env: &dyn ExprEnv) -> Result<Option<bool>, EvalError> {
-    match e {
-        Expr::Bin(op @ (ExprOp::And | ExprOp::Or), a, b) => {
-            let (x, y) = (eval_constraint(a, env)?, eval_constraint(b, env)?);
-            let decisive = *op == ExprOp::Or;
-            Ok(match (x, y) {
-                (Some(v), _) | (_, Some(v)) if v == decisive => Some(decisive),
-                (Some(_), Some(_)) => Some(!decisive),
-                _ => None,
-            })
-        }
-        Expr::Not(a) => Ok(eval_constraint(a, env)?.map(|v| !v)),
-        _ => match e.eval_bool(env) {
-            Ok(v) => Ok(Some(v)),
-            Err(EvalError::Unavailable(_)) => Ok(None),
-            Err(err) => Err(err),
-        },
-    }
-}
-
 /// Evaluates a constraint or an argument check under `env`: a failure that reads no tuning
 /// parameter or resource is the arguments' ([`LaunchError::ArgConstraint`]), any other the
 /// configuration's ([`LaunchError::Constraint`]); unknown parts pass (three-valued, see
@@ -186,7 +165,7 @@ pub(crate) fn check_bindings(kernel: &Kernel, bindings: &Bindings) -> Result<(),
 }
 
 /// A tensor the kernel writes must address each of its elements once
-/// ([`super::args::Layout::distinct_elements`]), and its bytes must not meet any other
+/// ([`crate::args::Layout::distinct_elements`]), and its bytes must not meet any other
 /// argument's (see "Aliasing" in `docs/semantics.md`). The arguments' kinds must have been
 /// checked. Depends on addresses, so a launch memo hit runs it again.
 pub(crate) fn check_aliasing(kernel: &Kernel, args: &[Arg<'_>]) -> Result<(), LaunchError> {

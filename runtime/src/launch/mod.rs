@@ -17,31 +17,32 @@
 //! `cuLaunchKernel`). A memo hit only runs it. [`chosen_config`] is the same resolution,
 //! stopping short of preparing.
 //!
-//! Module map: `args` (the arguments and generics), `parts` (tensor arguments over memory
+//! Module map: the arguments and generics are `crate::args` (below this module: the memo
+//! keys on them too), `parts` (tensor arguments over memory
 //! no tilekit tensor owns: host slices, another framework's device memory), `check`
 //! (validation against the IR),
 //! `resolve` (choosing the configuration), `backend` (what a backend contributes to the
 //! path); this module holds the public entry points and the path.
 
-mod args;
 mod backend;
 mod check;
+pub(crate) mod error;
 mod parts;
 mod resolve;
 
-pub(crate) use args::Layout;
-pub use args::{Arg, Generics, ScalarValue, TensorArg, TensorArgMut};
+pub(crate) use crate::args::Layout;
+pub use crate::args::{Arg, Generics, ScalarValue, TensorArg, TensorArgMut};
 pub(crate) use backend::LaunchBackend;
 #[cfg(test)]
 pub(crate) use check::check_aliasing;
 pub(crate) use check::check_overlaps;
 pub use check::PAD64_RULE;
-pub(crate) use check::{check, check_bindings, eval_constraint, pad64_mask, Checked};
+pub(crate) use check::{check, check_bindings, pad64_mask, Checked};
+pub use error::LaunchError;
 #[cfg(test)]
 pub(crate) use resolve::resolve;
 
 use crate::cpu::{self, CpuBackend, CpuOptions, CpuResolved};
-use crate::error::LaunchError;
 use crate::memo::{KeyBuf, Memo, Probe, MAX_GENERICS};
 use crate::runtime::{BackendState, Runtime};
 use crate::spec::{Analyzed, KernelSpec};

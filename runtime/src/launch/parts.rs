@@ -5,10 +5,10 @@
 //! the view addresses inside the data. A launch then checks these arguments exactly as it
 //! checks tensors (element types, backend and device ordinal, alignment class, overlap).
 
-use super::args::{Layout, TensorArg, TensorArgMut};
+use crate::args::{Layout, TensorArg, TensorArgMut};
+use crate::backend::Backend;
 use crate::element::Element;
-use crate::error::TensorError;
-use crate::runtime::Backend;
+use crate::tensor::error::TensorError;
 use crate::tensor::{HostSlice, HostSliceMut};
 use half::{bf16, f16};
 use std::any::TypeId;

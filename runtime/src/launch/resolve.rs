@@ -2,7 +2,7 @@
 //! source's candidates, the declared default, and the first declared configuration that fits.
 
 use super::{Arg, Checked, LaunchBackend};
-use crate::error::LaunchError;
+use crate::launch::error::LaunchError;
 use crate::spec::{Analyzed, KernelSpec};
 use crate::tuned::{consult, ConfigSource};
 use tilekit_codegen::Access;

@@ -12,11 +12,12 @@
 //! `/usr/local/cuda`). `cargo xtask cuda-setup` installs both from pip wheels.
 
 mod error;
+mod ffi;
 pub mod locate;
 mod options;
 pub mod ptxas;
 
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::CString;
 use std::time::Instant;
 
 use cudarc::nvrtc::sys;
@@ -52,11 +53,7 @@ pub fn nvrtc_available() -> bool {
 /// The version of the NVRTC library in use, as `(major, minor)`.
 pub fn nvrtc_version() -> Result<(i32, i32), NvrtcError> {
     locate::ensure_loaded()?;
-    let (mut major, mut minor): (c_int, c_int) = (0, 0);
-    // SAFETY: NVRTC is loaded (checked above); both pointers are valid for writes.
-    let status = unsafe { sys::nvrtcVersion(&mut major, &mut minor) };
-    check(status, "nvrtcVersion", String::new())?;
-    Ok((major, minor))
+    ffi::version()
 }
 
 /// A key naming everything one compilation of `source` with `opts` depends on: the
@@ -103,40 +100,10 @@ pub fn compile_cubin(
         .iter()
         .map(|a| c_string(a, "option"))
         .collect::<Result<Vec<_>, _>>()?;
-    let header_count = c_int::try_from(headers.len()).map_err(|_| NvrtcError::InvalidInput {
-        what: "header",
-        reason: format!("{} headers is more than NVRTC accepts", headers.len()),
-    })?;
-    let arg_count = c_int::try_from(args.len()).map_err(|_| NvrtcError::InvalidInput {
-        what: "option",
-        reason: format!("{} options is more than NVRTC accepts", args.len()),
-    })?;
-    let name_ptrs: Vec<*const c_char> = c_header_names.iter().map(|c| c.as_ptr()).collect();
-    let body_ptrs: Vec<*const c_char> = c_header_bodies.iter().map(|c| c.as_ptr()).collect();
-    let arg_ptrs: Vec<*const c_char> = c_args.iter().map(|c| c.as_ptr()).collect();
-
     locate::ensure_loaded()?;
     let start = Instant::now();
-    let mut raw: sys::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: NVRTC is loaded; every pointer refers to a NUL-terminated string that outlives
-    // the program (the CStrings above live to the end of this function, the program is
-    // destroyed by `Program`'s Drop before that), and the two header arrays have
-    // `header_count` entries each.
-    let status = unsafe {
-        sys::nvrtcCreateProgram(
-            &mut raw,
-            c_source.as_ptr(),
-            c_name.as_ptr(),
-            header_count,
-            body_ptrs.as_ptr(),
-            name_ptrs.as_ptr(),
-        )
-    };
-    check(status, "nvrtcCreateProgram", String::new())?;
-    let program = Program(raw);
-
-    // SAFETY: `program` is a live program; `arg_ptrs` has `arg_count` valid C strings.
-    let status = unsafe { sys::nvrtcCompileProgram(program.0, arg_count, arg_ptrs.as_ptr()) };
+    let program = ffi::Program::create(&c_source, &c_name, &c_header_bodies, &c_header_names)?;
+    let status = program.compile(&c_args)?;
     let log = program.log()?;
     match status {
         sys::nvrtcResult::NVRTC_SUCCESS => {}
@@ -146,14 +113,14 @@ pub fn compile_cubin(
                 program: program_name.to_string(),
                 options: args,
                 log: if log.trim().is_empty() {
-                    describe(status)
+                    ffi::describe(status)
                 } else {
                     log
                 },
                 source_with_line_numbers: number_lines(source),
             })
         }
-        other => check(other, "nvrtcCompileProgram", log.clone())?,
+        other => ffi::check(other, "nvrtcCompileProgram", log.clone())?,
     }
 
     let bytes = program.cubin(&log)?;
@@ -180,105 +147,9 @@ pub fn compile_cubin(
     })
 }
 
-/// An NVRTC program, destroyed on drop.
-struct Program(sys::nvrtcProgram);
-
-impl Program {
-    fn log(&self) -> Result<String, NvrtcError> {
-        let mut size = 0usize;
-        // SAFETY: live program, valid out-pointer.
-        check(
-            unsafe { sys::nvrtcGetProgramLogSize(self.0, &mut size) },
-            "nvrtcGetProgramLogSize",
-            String::new(),
-        )?;
-        let mut buf = vec![0u8; size.max(1)];
-        // SAFETY: `buf` holds at least `size` bytes, as NVRTC requires.
-        check(
-            unsafe { sys::nvrtcGetProgramLog(self.0, buf.as_mut_ptr().cast()) },
-            "nvrtcGetProgramLog",
-            String::new(),
-        )?;
-        Ok(c_buffer_to_string(&buf))
-    }
-
-    fn cubin(&self, log: &str) -> Result<Vec<u8>, NvrtcError> {
-        let mut size = 0usize;
-        // SAFETY: live, compiled program; valid out-pointer.
-        check(
-            unsafe { sys::nvrtcGetCUBINSize(self.0, &mut size) },
-            "nvrtcGetCUBINSize",
-            log.to_string(),
-        )?;
-        if size == 0 {
-            return Err(NvrtcError::Api {
-                call: "nvrtcGetCUBINSize",
-                status: "NVRTC produced no CUBIN (is the architecture a real sm_ target?)"
-                    .to_string(),
-                log: log.to_string(),
-            });
-        }
-        let mut bytes = vec![0u8; size];
-        // SAFETY: `bytes` holds exactly the size NVRTC reported.
-        check(
-            unsafe { sys::nvrtcGetCUBIN(self.0, bytes.as_mut_ptr().cast()) },
-            "nvrtcGetCUBIN",
-            log.to_string(),
-        )?;
-        Ok(bytes)
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once. A
-        // failure here leaks at worst and cannot be reported from Drop.
-        let _ = unsafe { sys::nvrtcDestroyProgram(&mut self.0) };
-    }
-}
-
 fn c_string(s: &str, what: &'static str) -> Result<CString, NvrtcError> {
     CString::new(s).map_err(|e| NvrtcError::InvalidInput {
         what,
         reason: format!("interior NUL byte at offset {}", e.nul_position()),
-    })
-}
-
-/// The text before the first NUL of a buffer NVRTC filled, lossily decoded.
-fn c_buffer_to_string(buf: &[u8]) -> String {
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-/// `"NVRTC_ERROR_X (description)"` for a status.
-fn describe(status: sys::nvrtcResult) -> String {
-    // SAFETY: NVRTC is loaded whenever a status exists; nvrtcGetErrorString returns a
-    // static NUL-terminated string or null.
-    let text = unsafe {
-        let p = sys::nvrtcGetErrorString(status);
-        if p.is_null() {
-            String::new()
-        } else {
-            std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
-        }
-    };
-    format!("{status:?} ({text})")
-}
-
-fn check(status: sys::nvrtcResult, call: &'static str, log: String) -> Result<(), NvrtcError> {
-    if status == sys::nvrtcResult::NVRTC_SUCCESS {
-        return Ok(());
-    }
-    let mut status_text = describe(status);
-    if status == sys::nvrtcResult::NVRTC_ERROR_BUILTIN_OPERATION_FAILURE {
-        status_text.push_str(
-            "; libnvrtc-builtins.so.13.* could not be loaded: add its directory to \
-             LD_LIBRARY_PATH or set TILEKIT_CUDA_ROOT",
-        );
-    }
-    Err(NvrtcError::Api {
-        call,
-        status: status_text,
-        log,
     })
 }

@@ -3,7 +3,7 @@
 //! (permute, narrow, reshape, as_strided) as pure functions of a geometry and the storage's
 //! length. No element is touched here.
 
-use crate::error::TensorError;
+use crate::tensor::error::TensorError;
 
 /// Shape, strides (in elements) and offset of a tensor or view of rank `R`.
 ///

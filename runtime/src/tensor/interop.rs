@@ -6,8 +6,8 @@ use super::geometry::{check_shape, Geometry};
 use super::storage::{DeviceBuf, Owner, Storage};
 use super::Tensor;
 use crate::element::Element;
-use crate::error::TensorError;
 use crate::runtime::Runtime;
+use crate::tensor::error::TensorError;
 use cudarc::driver::CudaSlice;
 use std::marker::PhantomData;
 

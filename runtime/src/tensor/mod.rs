@@ -12,13 +12,15 @@
 //! host slices for the CPU backend), `interop.rs` (cudarc and raw device memory),
 //! `view.rs` (views), `operand.rs` (what launchers accept: [`ReadTensor`], [`WriteTensor`]).
 
+pub(crate) mod error;
 pub(crate) mod geometry;
-mod host;
+pub(crate) mod host;
 mod interop;
 mod operand;
 mod storage;
 mod view;
 
+pub use error::TensorError;
 pub(crate) use geometry::Geometry;
 pub(crate) use host::{HostSlice, HostSliceMut};
 pub use interop::TensorView;
@@ -26,7 +28,6 @@ pub use operand::{ReadTensor, WriteTensor};
 pub use view::{TensorMut, TensorRef};
 
 use crate::element::Element;
-use crate::error::TensorError;
 use crate::runtime::Runtime;
 use geometry::check_shape;
 use storage::{device_error, host_filled, host_vec, upload, DeviceBuf, Owner, Storage};

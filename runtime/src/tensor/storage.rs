@@ -3,9 +3,9 @@
 
 use super::geometry::Geometry;
 use super::host::{HostSlice, HostSliceMut};
+use crate::backend::Backend;
 use crate::element::Element;
-use crate::error::TensorError;
-use crate::runtime::Backend;
+use crate::tensor::error::TensorError;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DriverError};
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -23,7 +23,7 @@ use super::geometry::Geometry;
 use super::storage::Storage;
 use super::Tensor;
 use crate::element::Element;
-use crate::error::TensorError;
+use crate::tensor::error::TensorError;
 
 /// A shared view of a tensor's elements (see the [module docs](self)). `Copy`: views of a
 /// view borrow the same tensor for the same lifetime.
@@ -111,7 +111,7 @@ macro_rules! queries {
         }
 
         /// The backend holding the elements.
-        pub fn backend(&self) -> $crate::runtime::Backend {
+        pub fn backend(&self) -> $crate::backend::Backend {
             self.store().backend()
         }
 

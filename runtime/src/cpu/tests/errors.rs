@@ -2,7 +2,7 @@
 //! parameter, and leaves the outputs untouched.
 
 use super::*;
-use crate::error::LaunchError;
+use crate::launch::error::LaunchError;
 use crate::launch::{launch, launch_with, Arg, Generics};
 use crate::memo::{KeyBuf, Memo, Probe};
 use crate::runtime::Runtime;
@@ -485,8 +485,8 @@ fn aliased_outputs_are_refused() {
 
 #[test]
 fn a_written_tensor_must_not_meet_another_arguments_memory() {
+    use crate::backend::Backend;
     use crate::launch::{Layout, TensorArg, TensorArgMut};
-    use crate::runtime::Backend;
     let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
         .analyzed()
         .unwrap()
@@ -555,8 +555,8 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
 
 #[test]
 fn views_of_one_buffer_are_checked_for_overlap() {
+    use crate::backend::Backend;
     use crate::launch::{Layout, TensorArg, TensorArgMut};
-    use crate::runtime::Backend;
     use crate::tensor::Geometry;
     let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
         .analyzed()

@@ -1,7 +1,7 @@
 //! The launch memo (see `crate::memo`) and a host-side microbenchmark of the launch path.
 
 use super::*;
-use crate::error::LaunchError;
+use crate::launch::error::LaunchError;
 use crate::launch::{check, launch, launch_with, Arg};
 use crate::memo::{KeyBuf, LaunchMemoStats, Memo, Probe};
 use crate::runtime::{Backend, Runtime};

@@ -2,7 +2,7 @@
 //! (`CpuOptions::sample`), and the compiled-phase constraint check, on the CPU backend.
 
 use super::*;
-use crate::error::LaunchError;
+use crate::launch::error::LaunchError;
 use crate::launch::{chosen_config, launch, launch_cpu_with_options, launch_with, Arg};
 use crate::resources::{compiled_constraints_hold, VariantResources};
 use crate::runtime::Runtime;

@@ -2,10 +2,14 @@
 //! tensors' [`Layout`] held inline, [`ScalarValue`], and [`Generics`] (the element types bound
 //! to a kernel's generic parameters).
 
-use crate::error::LaunchError;
-use crate::runtime::Backend;
-use crate::tensor::{Geometry, HostSlice, HostSliceMut};
+use crate::backend::Backend;
+use crate::launch::error::LaunchError;
+use crate::tensor::geometry::Geometry;
+use crate::tensor::host::{HostSlice, HostSliceMut};
 use tilekit_ir::{Bindings, DType, EvalValue, HostFloat, Kernel};
+
+/// Most generic parameters a memoized launch may have (more: no memo, the full path).
+pub(crate) const MAX_GENERICS: usize = 4;
 
 /// A scalar kernel argument.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -368,7 +372,7 @@ impl<'a> Generics<'a> {
     pub(crate) fn ordered<'b>(
         self,
         kernel: &Kernel,
-        buf: &'b mut [DType; crate::memo::MAX_GENERICS],
+        buf: &'b mut [DType; MAX_GENERICS],
     ) -> Result<Option<&'b [DType]>, LaunchError>
     where
         'a: 'b,

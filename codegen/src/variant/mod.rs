@@ -2,32 +2,16 @@
 //! types, access classes and target, behind the exported `tilekit_kernel` entry point.
 
 use crate::abi::{param_ctype, ENTRY_POINT};
-use crate::access::Access;
 use crate::emit::{struct_name, Lowered};
 use crate::error::CodegenError;
 use crate::lowered::lowered as lower;
 use crate::params::{arguments, check_bindings};
 use crate::plan::choose_vec;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
-use crate::target::Target;
-use tilekit_ir::{Bindings, Config, Kernel};
+use tilekit_ir::{Config, Kernel};
 
-/// One point to compile: a configuration of the kernel's space, bindings of its generics,
-/// the access class of each tensor (see [`crate::access`] and [`crate::abi`]), and the
-/// target.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Variant {
-    /// Tuning values; must be a point of the kernel's declared space.
-    pub config: Config,
-    /// Concrete types of the generics (f32, f16 or bf16 each).
-    pub bindings: Bindings,
-    /// The access class assumed of each tensor: [`Access::ROWS`] (16-byte aligned bases,
-    /// unit last strides and 16-byte aligned rows), [`Access::GENERAL`] (anything), or
-    /// `Rows` with some dot operands `Cols` ([`Access::with_cols`]).
-    pub access: Access,
-    /// Compilation target.
-    pub target: Target,
-}
+pub(crate) mod point;
+pub use point::Variant;
 
 /// The blocked layout's vector width of variant `v` ([`choose_vec`] with the variant's
 /// alignment: no tensor outside the kernel's general operands read `General`).
