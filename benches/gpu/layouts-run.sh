@@ -82,12 +82,13 @@ user2d-tests)
   done
   ;;
 ab)
-  # The 1-D kernels, launch and graph figures before this issue (tilekit-bench-base, built
-  # from 3fe79dc) and after, interleaved: base, new, base, new.
+  # The 1-D kernels, launch and graph figures (AB_ONLY adds others, e.g. matmul) before a
+  # change (tilekit-bench-base, built from /work/wt/base by pack.sh) and after,
+  # interleaved: base, new, base, new; each with its own CUBIN cache.
   for r in 1 2; do
     for which in base new; do
       bin=.gpu/bin/tilekit-bench; [ $which = base ] && bin=.gpu/bin/tilekit-bench-base
-      t $bin --only chain,norms,launch,graph --out "$OUT/ab_${which}_$r.json" 2>&1 | grep -v "^  " | tail -n 40 > "$OUT/ab_${which}_$r.log"
+      t env TILEKIT_CACHE_DIR=/tmp/tkc-ab-$which $bin --only "${AB_ONLY:-chain,norms,launch,graph}" --out "$OUT/ab_${which}_$r.json" 2>&1 | grep -v "^  " | tail -n 40 > "$OUT/ab_${which}_$r.log"
       tail -n 3 "$OUT/ab_${which}_$r.log"
     done
   done
