@@ -37,7 +37,6 @@ fn main() -> Result<()> {
     let spec = tilekit_benches::user_kernels::ALL
         .iter()
         .chain(tilekit_benches::attention::ALL)
-        .chain(tilekit_benches::candidates::ALL)
         .chain(tilekit_kernels::ALL)
         .find(|s| s.name == name)
         .ok_or_else(|| anyhow!("no user kernel `{name}`"))?;

@@ -3,7 +3,7 @@
 # after `bash benches/gpu/pack.sh` here. Usage: bash benches/gpu/layouts-run.sh PART
 #   PART: matmul-tests | pad-tests | pad-ncu | tune-awkward | user2d-tests | more-tests | user-cli | sass | bench | peers |
 #         regress | sanitize | ab | tune-matmul | tune-all | compile-all |
-#         cand (issue 13 candidates beside the library's kernels, interleaved) | lnb-ncu | lnb-sass | issue13-table |
+#         lnb-ncu | lnb-sass | issue13-table |
 #         tune-train (shipped entries for issue 13's kernels) | norms-rounds |
 #         train (= train-tests train-bench train-peers train-ncu train-plots, issue 13, < 10 min)
 # Writes logs and JSON under $OUT (default /tmp/out).
@@ -221,11 +221,6 @@ train-tests)
   ;;
 train-bench)
   t .gpu/bin/tilekit-bench --only train --out "$OUT/train-bench.json" 2>&1 | tee -a "$OUT/train-bench.log"
-  ;;
-cand)
-  # Issue 13 candidates (benches/src/candidates.rs) beside the library's kernels: cache
-  # hints for the wide-row kernels, a LayerNorm variant; two interleaved rounds.
-  t .gpu/bin/tilekit-bench --only cand --out "$OUT/cand.json" 2>&1 | grep -v "^  " | tee -a "$OUT/cand.log"
   ;;
 lnb-ncu)
   # LayerNorm backward, where its time goes: ncu's sections (SpeedOfLight, memory,

@@ -4,6 +4,5 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod attention;
-pub mod candidates;
 pub mod launch_probe;
 pub mod user_kernels;

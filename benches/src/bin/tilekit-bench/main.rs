@@ -26,8 +26,6 @@
 //! - `narrow` / `narrow-quick` (only by name): softmax, RMSNorm and LayerNorm over 65536 rows
 //!   of 256-1024 columns (quick: 512), bf16 and f32, one row per program against the
 //!   narrow-row kernels (`*_rows`), launch() and best of space (`narrow_bench.rs`, issue 34);
-//! - `cand` (only by name): issue 13 candidates beside the library's kernels, interleaved
-//!   (`cand_bench.rs`: cache hints for the wide-row kernels, a LayerNorm variant);
 //! - `switch` (only by name): log_softmax's two fastest configurations timed in the
 //!   tuner's patterns and with raw events, idle or unbroken stream (`switch_bench.rs`);
 //! - `attention`: the flash-attention kernel a user wrote (`attention_bench.rs`), 32768
@@ -57,7 +55,6 @@ use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod attention_bench;
-mod cand_bench;
 mod cold_bench;
 mod epilogue_bench;
 mod launch_bench;
@@ -700,13 +697,6 @@ fn main() -> Result<()> {
     }
     if want("train") {
         record("train", train_record(&rt, ceiling));
-    }
-    // Only when asked for by name: the issue 13 candidates.
-    if only
-        .as_ref()
-        .is_some_and(|o| o.split(',').any(|x| x == "cand"))
-    {
-        record("cand", cand_bench::cand_record(&rt, ceiling));
     }
     // Only by name: the tuner's timing patterns (`switch_bench.rs`).
     if only

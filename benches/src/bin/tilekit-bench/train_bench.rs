@@ -620,7 +620,7 @@ pub(crate) fn train_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
 pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
     let name = args
         .first()
-        .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|layernorm_bwd|layernorm_bwd_pair|rmsnorm_bwd|swiglu|pad64"))?;
+        .ok_or_else(|| anyhow!("usage: tilekit-bench ncu-target log_softmax|cross_entropy|cross_entropy_inplace|layernorm|layernorm_bwd|rmsnorm_bwd|swiglu|pad64"))?;
     let rt = Runtime::cuda(0)?;
     let min_bytes: usize = match name.as_str() {
         "log_softmax" => {
@@ -678,7 +678,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             }
             2 * m * n * 2 + 2 * n * 2 + 2 * m * 4
         }
-        "layernorm_bwd" | "layernorm_bwd_pair" | "rmsnorm_bwd" => {
+        "layernorm_bwd" | "rmsnorm_bwd" => {
             // The backward kernel alone (its partials' sum is a separate, small launch):
             // x and dy read, dx written, mean and rstd read; the f32 partials are excluded
             // from the minimum, as in issue 13's byte count.
@@ -695,10 +695,6 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             for _ in 0..3 {
                 if name == "layernorm_bwd" {
                     k::layernorm_bwd::launch(
-                        &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
-                    )?;
-                } else if name == "layernorm_bwd_pair" {
-                    tilekit_benches::candidates::layernorm_bwd_pair::launch(
                         &rt, &x, &w, &mean, &rstd, &dy, &mut dx, &mut pw, &mut pb,
                     )?;
                 } else {
