@@ -83,10 +83,6 @@ pub enum Engine {
 /// ```
 pub fn engine(kernel: &Kernel, v: &Variant) -> Result<Engine, CodegenError> {
     let config = kernel.space.validate(&v.config)?.for_codegen();
-    if v.target != Target::Sm90a {
-        // `hopper_plan`'s first condition, before the analysis it would not need.
-        return Ok(Engine::MmaSync(format!("target {} has no wgmma", v.target)));
-    }
     let analysis = Analysis::of(kernel)?;
     let layouts = crate::layout::assign(&analysis)?;
     let threads = crate::threads::ThreadsRule::of(kernel).eval(&config)?;

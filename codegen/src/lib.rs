@@ -14,7 +14,7 @@
 //! - `params`: the template parameter list and a variant's arguments.
 //! - `access`: [`Access`], the per-tensor access classes (`Rows`, `Cols`, `General`) a
 //!   variant is specialized for.
-//! - `emit`: the lowering of each op (`emit/inst.rs`, `emit/control.rs`).
+//! - `emit`: the printer; the lowering of each op by family in `emit/ops/`.
 //! - `lowered`: each kernel's lowering computed once and kept (what plan, variant and
 //!   dump read).
 //! - `variant`: [`Variant`], [`variant_source`].

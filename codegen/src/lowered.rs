@@ -46,6 +46,10 @@ pub(crate) fn lowered_with(
     }
     let fresh = Arc::new(lower_with(kernel, hopper)?);
     let mut memo = MEMO.lock().unwrap_or_else(|p| p.into_inner());
+    // Another thread may have lowered the same kernel meanwhile: keep one entry.
+    if let Some(e) = memo.iter().find(|e| same(e, kernel, hopper)) {
+        return Ok(Arc::clone(&e.lowered));
+    }
     memo.insert(
         0,
         Entry {
@@ -58,12 +62,16 @@ pub(crate) fn lowered_with(
     Ok(fresh)
 }
 
+/// Whether `e` holds the lowering of this (kernel, plan): compared by value (the name
+/// first, the cheap test that tells most kernels apart).
+fn same(e: &Entry, kernel: &Kernel, hopper: Option<&HopperPlan>) -> bool {
+    e.kernel.name == kernel.name && e.hopper.as_ref() == hopper && e.kernel == *kernel
+}
+
 /// The kept lowering of an equal (kernel, plan), moved to the front.
 fn find(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Option<Arc<Lowered>> {
     let mut memo = MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    let at = memo.iter().position(|e| {
-        e.kernel.name == kernel.name && e.hopper.as_ref() == hopper && e.kernel == *kernel
-    })?;
+    let at = memo.iter().position(|e| same(e, kernel, hopper))?;
     let entry = memo.remove(at);
     let hit = Arc::clone(&entry.lowered);
     memo.insert(0, entry);
@@ -126,6 +134,9 @@ mod tests {
     use super::*;
     use tilekit_ir::{Expr, KernelBuilder};
 
+    /// The memo is process-wide: the tests that fill or evict it run one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     fn empty(name: &str) -> Kernel {
         let mut b = KernelBuilder::new(name);
         b.kernel_mut().grid = vec![Expr::Int(1)];
@@ -134,6 +145,7 @@ mod tests {
 
     #[test]
     fn an_equal_kernel_reads_the_kept_lowering_and_an_edited_one_is_lowered_anew() {
+        let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let k = empty("memo_probe");
         let a = lowered(&k).unwrap();
         let b = lowered(&k.clone()).unwrap();
@@ -147,6 +159,7 @@ mod tests {
 
     #[test]
     fn the_memo_keeps_at_most_its_capacity() {
+        let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         for i in 0..CAPACITY + 5 {
             lowered(&empty(&format!("memo_cap_{i}"))).unwrap();
         }

@@ -236,12 +236,12 @@ pub fn loop_tile_elems(kernel: &Kernel, config: &Config) -> Result<u64, CodegenE
 /// In a variant that is not `aligned` (some tensor outside [`crate::general_operands`] is
 /// read `General`) every access is element-wise, and VEC consecutive elements per thread
 /// spread one warp's access over VEC times the sectors for the same bytes: at 16 bytes of
-/// bf16 (VEC=8) the PAD64 copy ran at a third of copy bandwidth (69.7 us for 67 MB, ncu, run
-/// 59) and log-softmax's BLOCK=4096 rows at 680 GB/s (run 48). Measured on the H100 (runs
-/// 63-64): the copy takes 22.5-22.9 us at VEC=1 and at VEC=2 alike, and log-softmax
-/// 4096x50257 bf16 at its best configuration (BLOCK=1024, WARPS=16) runs 2054-2066 GB/s at
-/// VEC=2 against 1867-1894 at VEC=1 (a misaligned row's 64-byte warp access straddles three
-/// sectors, two such accesses of one 128-byte span five), so 4 bytes it is.
+/// bf16 (VEC=8) the PAD64 copy ran at a third of copy bandwidth (ncu, BENCHMARKS run 59)
+/// and log-softmax's unaligned rows far below it (run 48). Measured on the H100 (runs
+/// 63-64): the copy is as fast at VEC=1 as at VEC=2, and log-softmax 4096x50257 bf16 at
+/// its best configuration (BLOCK=1024, WARPS=16) is faster at VEC=2 than at VEC=1 (a
+/// misaligned row's 64-byte warp access straddles three sectors, two such accesses of one
+/// 128-byte span five), so 4 bytes it is.
 pub(crate) fn choose_vec(
     kernel: &Kernel,
     tile_shapes: &[Shape],

@@ -1,4 +1,4 @@
-//! The code generator's unroll rule for `for` loops (`codegen/src/emit/control.rs`): pure
+//! The code generator's unroll rule for `for` loops (`codegen/src/emit/ops/control.rs`): pure
 //! register arithmetic by 32, a body with a reduction (also inside an `if`) not at all,
 //! other bodies (memory, no nested loop or `dot`) by 4, 2 or 1 trips by the tile-element
 //! operations per thread of one trip (`tk::stream_unroll` of the count printed here: a

@@ -5,15 +5,15 @@
 //! one canonical form (terms sorted by name, no zero coefficient, `den > 0`, no common
 //! factor of every coefficient, `k` and `den`), so two expressions that are equal as
 //! functions of the parameters are equal as values: `(BM + 1) - 1` is `BM` again and
-//! `2 * BM / 2` too. [`Affine::to_dim`] turns the canonical form back into the plainest
-//! [`Dim`]: a literal, a parameter, or [`Dim::Affine`] only when neither fits, so shapes
-//! written as a literal or a parameter serialise as they always did.
+//! `2 * BM / 2` too. [`Affine::to_dim`] (in `shape.rs`, beside `Dim`) turns the canonical
+//! form back into the plainest [`Dim`](crate::shape::Dim): a literal, a parameter, or
+//! `Dim::Affine` only when neither fits, so shapes written as a literal or a parameter
+//! serialise as they always did.
 //!
 //! A division is exact by definition: `BM / 2` is defined where `BM` is even; an extent
 //! that does not divide in some configuration is refused (at `#[kernel]` time for every
 //! configuration of the space, and at run time for a configuration given by hand).
 
-use crate::shape::Dim;
 use crate::space::{Space, TuneValue};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -52,15 +52,6 @@ impl Affine {
             terms: vec![(name.to_string(), 1)],
             constant: 0,
             den: 1,
-        }
-    }
-
-    /// A dimension as an expression.
-    pub fn of_dim(d: &Dim) -> Affine {
-        match d {
-            Dim::Const(c) => Affine::constant(i64::try_from(*c).unwrap_or(i64::MAX)),
-            Dim::Param(p) => Affine::param(p),
-            Dim::Affine(a) => a.clone(),
         }
     }
 
@@ -153,20 +144,6 @@ impl Affine {
     pub fn as_const(&self) -> Option<i64> {
         let den = i64::try_from(self.den).ok()?;
         (self.terms.is_empty() && self.constant % den == 0).then(|| self.constant / den)
-    }
-
-    /// The plainest dimension for this expression: a non-negative literal, a parameter,
-    /// else [`Dim::Affine`].
-    pub fn to_dim(&self) -> Dim {
-        if let Some(c) = self.as_const() {
-            if let Ok(c) = u64::try_from(c) {
-                return Dim::Const(c);
-            }
-        }
-        match self.terms.as_slice() {
-            [(p, 1)] if self.constant == 0 && self.den == 1 => Dim::Param(p.clone()),
-            _ => Dim::Affine(self.clone()),
-        }
     }
 
     /// The parameters it reads.
@@ -326,27 +303,6 @@ mod tests {
     }
     fn k(c: i64) -> Affine {
         Affine::constant(c)
-    }
-
-    #[test]
-    fn normalises_to_the_plainest_dim() {
-        let bm1 = p("BM").add(&k(1)).unwrap();
-        assert_eq!(bm1.sub(&k(1)).unwrap().to_dim(), Dim::param("BM"));
-        assert_eq!(
-            p("BM").scale(2).unwrap().div(2).unwrap().to_dim(),
-            Dim::param("BM")
-        );
-        assert_eq!(k(3).add(&k(4)).unwrap().to_dim(), Dim::Const(7));
-        assert_eq!(p("BM").sub(&p("BM")).unwrap().to_dim(), Dim::Const(0));
-        // Order of terms does not matter.
-        let a = p("BM").add(&p("BN")).unwrap();
-        let b = p("BN").add(&p("BM")).unwrap();
-        assert_eq!(a, b);
-        // (BM + 2) / 2 == BM / 2 + 1
-        let x = p("BM").add(&k(2)).unwrap().div(2).unwrap();
-        let y = p("BM").div(2).unwrap().add(&k(1)).unwrap();
-        assert_eq!(x, y);
-        assert!(matches!(x.to_dim(), Dim::Affine(_)));
     }
 
     #[test]

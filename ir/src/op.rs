@@ -22,7 +22,7 @@ pub use crate::loc::Loc;
 /// A typed constant such as `T::NEG_INF`, `f32::INF` or `T::ZERO` is *not* a weak literal:
 /// the macro lowers it to `Cast { x: Lit(Float(..)), to: T }`, a value of type `T`, so
 /// `let mut m = T::NEG_INF;` makes `m` a `T` (see "Types" in docs/semantics.md).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub enum Literal {
     /// A float literal (`2.0`, `1e-5`). Serialized so that infinities and NaN (which typed
     /// constants carry) survive JSON (as the strings `"inf"`, `"-inf"`, `"nan"`).
@@ -67,6 +67,21 @@ mod float_repr {
                     "invalid float literal `{other}`"
                 ))),
             },
+        }
+    }
+}
+
+/// Bitwise on floats (as [`Literal`]'s `Hash`): `0.0` and `-0.0` are different literals (they
+/// print differently in generated code) and a NaN literal equals itself, so two kernels are
+/// equal exactly when they lower to the same text (`tilekit_codegen`'s lowering memo keys on
+/// kernel equality).
+impl PartialEq for Literal {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Literal::Float(a), Literal::Float(b)) => a.to_bits() == b.to_bits(),
+            (Literal::Int(a), Literal::Int(b)) => a == b,
+            (Literal::Bool(a), Literal::Bool(b)) => a == b,
+            _ => false,
         }
     }
 }

@@ -124,8 +124,84 @@ impl fmt::Display for Shape {
     }
 }
 
+/// The conversions between [`Dim`] and [`Affine`] live beside `Dim`, so that `affine` is a
+/// leaf the shape module builds on.
+impl Affine {
+    /// A dimension as an expression.
+    pub fn of_dim(d: &Dim) -> Affine {
+        match d {
+            Dim::Const(c) => Affine::constant(i64::try_from(*c).unwrap_or(i64::MAX)),
+            Dim::Param(p) => Affine::param(p),
+            Dim::Affine(a) => a.clone(),
+        }
+    }
+
+    /// The plainest dimension for this expression: a non-negative literal, a parameter,
+    /// else [`Dim::Affine`].
+    pub fn to_dim(&self) -> Dim {
+        if let Some(c) = self.as_const() {
+            if let Ok(c) = u64::try_from(c) {
+                return Dim::Const(c);
+            }
+        }
+        match self.terms.as_slice() {
+            [(p, 1)] if self.constant == 0 && self.den == 1 => Dim::Param(p.clone()),
+            _ => Dim::Affine(self.clone()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn normalises_to_the_plainest_dim() {
+        let bm1 = Affine::param("BM").add(&Affine::constant(1)).unwrap();
+        assert_eq!(
+            bm1.sub(&Affine::constant(1)).unwrap().to_dim(),
+            Dim::param("BM")
+        );
+        assert_eq!(
+            Affine::param("BM")
+                .scale(2)
+                .unwrap()
+                .div(2)
+                .unwrap()
+                .to_dim(),
+            Dim::param("BM")
+        );
+        assert_eq!(
+            Affine::constant(3)
+                .add(&Affine::constant(4))
+                .unwrap()
+                .to_dim(),
+            Dim::Const(7)
+        );
+        assert_eq!(
+            Affine::param("BM")
+                .sub(&Affine::param("BM"))
+                .unwrap()
+                .to_dim(),
+            Dim::Const(0)
+        );
+        // Order of terms does not matter.
+        let a = Affine::param("BM").add(&Affine::param("BN")).unwrap();
+        let b = Affine::param("BN").add(&Affine::param("BM")).unwrap();
+        assert_eq!(a, b);
+        // (BM + 2) / 2 == BM / 2 + 1
+        let x = Affine::param("BM")
+            .add(&Affine::constant(2))
+            .unwrap()
+            .div(2)
+            .unwrap();
+        let y = Affine::param("BM")
+            .div(2)
+            .unwrap()
+            .add(&Affine::constant(1))
+            .unwrap();
+        assert_eq!(x, y);
+        assert!(matches!(x.to_dim(), Dim::Affine(_)));
+    }
+
     use super::*;
 
     fn s(dims: &[&str]) -> Shape {

@@ -110,8 +110,8 @@ impl<'k> Emitter<'k> {
         // A load whose tile is carried to the next trip (a row loaded ahead: its result, or
         // a cast of it, a `yield` or loop-initial value) stays alone: it is meant to be in
         // flight across this trip's work, and grouped, its registers were moved at once (a
-        // wait; the RMSNorm backward's loads two rows ahead: 2014 GB/s grouped, 2435
-        // alone). Values merely computed from it (an accumulator `acc + dy`) do not count.
+        // wait: the RMSNorm backward, loading two rows ahead, was slower grouped than alone,
+        // BENCHMARKS run 83). Values merely computed from it (`acc + dy`) do not count.
         // Conservative: the `yield` of an `if` arm counts too.
         let carried = |inst: &Inst| {
             let mut derived: Vec<ValueId> = inst.results.clone();

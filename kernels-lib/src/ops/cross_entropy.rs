@@ -33,7 +33,7 @@ use tilekit::prelude::*;
 /// ```
 #[kernel(grid = [logits.rows()])]
 // Default BLOCK=2048, WARPS=16: the fastest on 8192 x 50304 bf16 with `.evict_first()` hints
-// (run 54: 2382 GB/s; 2040 without, whose second pass read 1.68x the logits from DRAM, run 53).
+// (BENCHMARKS run 54; without them the second pass re-read the logits from DRAM, run 53).
 #[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [16, 8, 4, 32])]
 #[check(label_smoothing >= 0.0 && label_smoothing <= 1.0)]
 #[check(grad_scale.is_finite())]

@@ -23,8 +23,8 @@ use tilekit::prelude::*;
 /// assert_eq!(y.to_vec().unwrap(), vec![-1.0, 2.5]);
 /// ```
 #[kernel(grid = [x.rows()])]
-// Default WARPS=8, w and b kept in T until their one use: 2667-2680 GB/s on 32768 x 4096 bf16;
-// converted at the load: 2587 at best, WARPS=4 (128 registers per thread, 25% occupancy; run 54).
+// Default WARPS=8, w and b kept in T until their one use: the fastest on 32768 x 4096 bf16;
+// converted at the load, slower at best (WARPS=4: 128 registers, 25% occupancy; BENCHMARKS run 54).
 #[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 4, 16])]
 #[constraint(x.cols() <= BLOCK)]
 #[check(eps > 0.0 && eps.is_finite())]

@@ -22,8 +22,8 @@ use tilekit::prelude::*;
 /// ```
 #[kernel(grid = [x.rows()])]
 // Default BLOCK=4096, WARPS=8, MIN_BLOCKS=2: the fastest on 4096 x 50257 bf16 rows (not
-// 16-byte aligned, so 4-byte groups). Runs 67-71: 4096/8 2136-2170 GB/s against 2074-2088
-// at the earlier default 1024/16; with `__launch_bounds__(256, 2)` 2210-2215 (the same
+// 16-byte aligned, so 4-byte groups). BENCHMARKS runs 67-71: 4096/8 ahead of the earlier
+// default 1024/16, and further with `__launch_bounds__(256, 2)` (the same
 // 128 registers, the same results bit for bit; ptxas schedules the loop differently).
 // MIN_BLOCKS = 1 (no request) stays in the space: at WARPS=32 a request for two programs
 // caps registers at 32.

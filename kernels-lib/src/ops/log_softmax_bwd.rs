@@ -19,8 +19,8 @@ use tilekit::prelude::*;
 /// ```
 #[kernel(grid = [y.rows()])]
 // Default BLOCK=2048, WARPS=32: the fastest on 4096 x 50257 bf16 rows (not 16-byte
-// aligned) since `General` variants load 4-byte groups: runs 70 and 75, 2197-2207 GB/s
-// against 1955-1967 at the earlier default 1024/16 (the fastest in runs 45-48).
+// aligned) since `General` variants load 4-byte groups: BENCHMARKS runs 70 and 75, ahead
+// of the earlier default 1024/16 (the fastest in runs 45-48).
 #[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [32, 16, 8, 4])]
 #[shapes(y = [M, N], dy = [M, N], dx = [M, N])]
 #[cost(flops = 4 * M * N)]

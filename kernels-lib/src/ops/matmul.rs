@@ -11,8 +11,8 @@ use tilekit::prelude::*;
 /// "Hopper engine"); where it does not fit (sm_80's shared memory), the first declared
 /// configuration that does runs.
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-// SMEM has no RowMajor: its ldmatrix reads conflict 8 ways, 123-126 TFLOP/s where the
-// other layouts run 258-400 (BENCHMARKS runs 23, 27), and it cost a third of the variants.
+// SMEM has no RowMajor: its ldmatrix reads conflict 8 ways, under half the speed of the
+// other layouts (BENCHMARKS runs 23, 27), and it cost a third of the variants.
 #[tune(BM = [128, 64, 256], BN = [256, 128, 64], BK = [64, 32], STAGES = [3, 4, 5, 2],
        WARPS = [8, 4], SMEM = [Swizzle128, Padded], PAD64 = [false, true])]
 #[constraint(smem_bytes() <= max_smem())]

@@ -5,24 +5,13 @@
 use super::ffi;
 use crate::cuda::error::CudaLaunchError;
 use crate::launch::{Arg, Layout, ScalarValue};
-use std::mem::MaybeUninit;
+
 use tilekit_codegen::{Access, AccessClass};
 use tilekit_ir::Param;
 
-/// Parameters packed on the stack (more take one allocation per launch).
-pub(super) const INLINE_ARGS: usize = 8;
-
-/// Words of a parameter slot: a `tk::TensorArg`, the largest parameter.
-const SLOT_WORDS: usize = ffi::TENSOR_ABI_WORDS;
-
-/// One kernel parameter's bytes as the ABI lays them out, written in place by
-/// [`pack_args`]: a tensor's `tk::TensorArg` (its seven 8-byte fields in order), or a scalar
-/// in its first 4 or 8 bytes (the driver reads only the parameter's size; the rest stays
-/// unwritten).
-pub(super) type Slot = [MaybeUninit<u64>; SLOT_WORDS];
-
-/// An unwritten slot (what [`pack_args`] writes into).
-pub(super) const EMPTY_SLOT: Slot = [MaybeUninit::uninit(); SLOT_WORDS];
+pub(super) use super::ffi::{Slot, EMPTY_SLOT, INLINE_ARGS};
+#[cfg(test)]
+use super::ffi::SLOT_WORDS;
 
 /// The access class of a tensor whose allocation starts at `base` (see
 /// `tilekit_codegen::access`): `Rows` for a 16-byte aligned address of element `[0, ..]`,

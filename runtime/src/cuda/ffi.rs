@@ -2,9 +2,9 @@
 //! symbols included), the driver version, turning off cudarc's event tracking on a fresh context, the kernel ABI
 //! structs, the launch itself, and copies to and from raw device addresses.
 
-use super::abi::{Slot, INLINE_ARGS};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError};
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use tilekit_codegen::abi::{GRID_BYTES, TENSOR_ARG_BYTES};
 
 /// `tk::Grid`: the grid extents, axis 0 first, unused axes 1.
@@ -26,6 +26,21 @@ pub(crate) struct TensorAbi {
 
 /// `tk::TensorArg`'s 8-byte fields.
 pub(crate) const TENSOR_ABI_WORDS: usize = 7;
+
+/// Parameters packed on the stack (more take one allocation per launch).
+pub(super) const INLINE_ARGS: usize = 8;
+
+/// Words of a parameter slot: a `tk::TensorArg`, the largest parameter.
+pub(super) const SLOT_WORDS: usize = TENSOR_ABI_WORDS;
+
+/// One kernel parameter's bytes as the ABI lays them out, written in place by
+/// `abi::pack_args`: a tensor's `tk::TensorArg` (its seven 8-byte fields in order), or a scalar
+/// in its first 4 or 8 bytes (the driver reads only the parameter's size; the rest stays
+/// unwritten).
+pub(super) type Slot = [MaybeUninit<u64>; SLOT_WORDS];
+
+/// An unwritten slot (what `abi::pack_args` writes into).
+pub(super) const EMPTY_SLOT: Slot = [MaybeUninit::uninit(); SLOT_WORDS];
 
 impl TensorAbi {
     /// The fields in order, as their bytes lie in memory (a `#[repr(C)]` struct of 8-byte

@@ -6,6 +6,7 @@
 use super::NvrtcError;
 use cudarc::nvrtc::sys;
 use std::ffi::{c_char, c_int, CStr, CString};
+use std::marker::PhantomData;
 
 /// NVRTC's version, `(major, minor)`.
 pub(super) fn version() -> Result<(i32, i32), NvrtcError> {
@@ -16,19 +17,26 @@ pub(super) fn version() -> Result<(i32, i32), NvrtcError> {
     Ok((major, minor))
 }
 
-/// An NVRTC program, destroyed on drop.
-pub(super) struct Program(sys::nvrtcProgram);
+/// An NVRTC program, destroyed on drop; it borrows the source, name and headers it was
+/// created from (`'a`), so they outlive it.
+pub(super) struct Program<'a>(sys::nvrtcProgram, PhantomData<&'a CStr>);
 
-impl Program {
+impl<'a> Program<'a> {
     /// Creates a program from `source` named `name`, with in-memory headers (`bodies[i]`
     /// included as `names[i]`).
     pub(super) fn create(
-        source: &CStr,
-        name: &CStr,
-        bodies: &[CString],
-        names: &[CString],
-    ) -> Result<Program, NvrtcError> {
-        let count = names.len().min(bodies.len());
+        source: &'a CStr,
+        name: &'a CStr,
+        bodies: &'a [CString],
+        names: &'a [CString],
+    ) -> Result<Program<'a>, NvrtcError> {
+        if names.len() != bodies.len() {
+            return Err(NvrtcError::InvalidInput {
+                what: "header",
+                reason: format!("{} header names for {} bodies", names.len(), bodies.len()),
+            });
+        }
+        let count = names.len();
         let header_count = c_int::try_from(count).map_err(|_| NvrtcError::InvalidInput {
             what: "header",
             reason: format!("{count} headers is more than NVRTC accepts"),
@@ -37,9 +45,8 @@ impl Program {
         let body_ptrs: Vec<*const c_char> = bodies.iter().map(|c| c.as_ptr()).collect();
         let mut raw: sys::nvrtcProgram = std::ptr::null_mut();
         // SAFETY: NVRTC is loaded (the caller's precondition); every pointer refers to a
-        // NUL-terminated string that outlives this call and the program (the caller keeps
-        // the CStrings until the program is dropped), and both header arrays have at least
-        // `header_count` entries.
+        // NUL-terminated string borrowed for `'a`, which outlives the program, and both
+        // header arrays have `header_count` entries.
         let status = unsafe {
             sys::nvrtcCreateProgram(
                 &mut raw,
@@ -51,7 +58,7 @@ impl Program {
             )
         };
         check(status, "nvrtcCreateProgram", String::new())?;
-        Ok(Program(raw))
+        Ok(Program(raw, PhantomData))
     }
 
     /// Compiles the program with `args` and returns NVRTC's status (a compilation error is
@@ -113,7 +120,7 @@ impl Program {
     }
 }
 
-impl Drop for Program {
+impl Drop for Program<'_> {
     fn drop(&mut self) {
         // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once. A
         // failure here leaks at worst and cannot be reported from Drop.

@@ -50,6 +50,7 @@ mod progress;
 mod resources;
 mod roofline;
 mod show;
+mod show_args;
 mod table;
 mod tune;
 

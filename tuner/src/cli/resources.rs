@@ -2,7 +2,7 @@
 //! variant, compiled with NVRTC (no GPU needed), and whether the kernel's compiled-phase
 //! constraints (`registers()`, `spills()`: the local memory column) keep it.
 
-use super::show::ShowArgs;
+use super::show_args::ShowArgs;
 use super::table::Table;
 use crate::resources::{compile_resources, CompiledResources};
 use crate::{valid_variants, VariantKey};

@@ -34,6 +34,7 @@ pub mod gate;
 pub mod measure;
 pub mod problem;
 pub mod report;
+pub mod rng;
 pub mod search;
 pub mod session;
 pub mod worker;

@@ -193,7 +193,7 @@ impl TuneProblem {
         let ParamKind::Scalar { dtype } = p.kind else {
             return 0.0;
         };
-        let mut rng = super::data::SplitMix::new(0x5CA1_AB1E ^ param as u64);
+        let mut rng = super::rng::SplitMix::new(0x5CA1_AB1E ^ param as u64);
         match kernel.problem.inputs.get(param) {
             Some(InputGen::Value(v)) => *v,
             Some(InputGen::Uniform(lo, hi)) if dtype.is_int() => (lo + (hi - lo) * rng.unit())
