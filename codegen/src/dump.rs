@@ -105,132 +105,7 @@ pub fn dump(
 ) -> Result<String, CodegenError> {
     match stage {
         Stage::Ir => Ok(kernel.to_string()),
-        Stage::Layouts => {
-            let a = Analysis::of(kernel)?;
-            let l = layout::assign(&a)?;
-            let mut s = layout::render(&a, &l);
-            if let Some(v) = variant {
-                let config = kernel.space.validate(&v.config)?;
-                check_bindings(kernel, &v.bindings)?;
-                let warps = ThreadsRule::of(kernel).eval(&config)? / 32;
-                let _ = writeln!(s, "for {config} [{}]:", v.bindings);
-                let mut chosen = crate::engine::engine(kernel, v)?;
-                // What the variant really runs: the engine also needs its shared memory to
-                // fit (`hopper_lowering`, as `variant_source` and `variant_plan` decide).
-                if matches!(chosen, crate::engine::Engine::Hopper(_))
-                    && crate::lowered::hopper_lowering(kernel, v)?.is_none()
-                {
-                    chosen = crate::engine::Engine::MmaSync(
-                        "the Hopper engine's shared memory does not fit the target".into(),
-                    );
-                }
-                let hopper = matches!(chosen, crate::engine::Engine::Hopper(_));
-                let mut grids = Vec::new();
-                for acc in &l.accs {
-                    let (m, n) = (eval_dim(&acc.m, &config)?, eval_dim(&acc.n, &config)?);
-                    // The Hopper engine's accumulators take the rows policy (wgmma's order).
-                    grids.push(if hopper {
-                        layout::warp_grid_rows(m, n, warps)
-                    } else {
-                        acc.grid(m, n, warps)
-                    });
-                }
-                for (k, acc) in l.accs.iter().enumerate() {
-                    let g = grids[k];
-                    let _ = match g {
-                        Some(g) => writeln!(
-                            s,
-                            "  acc{k}: {} x {} warps, warp tiles {} x {}",
-                            g.wm,
-                            g.wn,
-                            eval_dim(&acc.m, &config)? / u64::from(g.wm),
-                            eval_dim(&acc.n, &config)? / u64::from(g.wn)
-                        ),
-                        None => writeln!(s, "  acc{k}: blocked (no warp arrangement fits)"),
-                    };
-                    for d in l.dots.iter().filter(|d| d.acc == k) {
-                        let _ = writeln!(
-                            s,
-                            "  dot at line {}: {}",
-                            d.line,
-                            if hopper {
-                                "wgmma m64nNk16 from the TMA ring (Hopper engine, f32 accumulation)"
-                            } else {
-                                engine(&d.elem, d.precision, v, g.is_some())
-                            }
-                        );
-                        if let Some(ka) = d.a_from_acc {
-                            let _ = writeln!(
-                                s,
-                                "    A operand: {}",
-                                a_operand(&grids, ka, k, &d.elem, v, &l.accs[ka].n, &config)?
-                            );
-                        }
-                    }
-                }
-                let reduced = l.in_registers.iter().filter_map(|u| match (u.from, u.to) {
-                    (Layout::Acc(_), to @ Layout::Slice { .. }) => Some(to),
-                    _ => None,
-                });
-                let mut seen = Vec::new();
-                for sl in reduced {
-                    if seen.contains(&sl) {
-                        continue;
-                    }
-                    seen.push(sl);
-                    if let Layout::Slice { acc, axis } = sl {
-                        let split = grids[acc].map(|g| if axis == 1 { g.wn } else { g.wm });
-                        let _ = writeln!(
-                            s,
-                            "  {sl}: {}",
-                            match split {
-                                None => "blocked (its accumulator is)".to_string(),
-                                Some(1) => "reduced in registers and warp shuffles only".to_string(),
-                                Some(w) => format!(
-                                    "reduced in registers and shuffles, then {w} warps' partials through shared memory"
-                                ),
-                            }
-                        );
-                    }
-                }
-                let kind = SmemKind::of(kernel, &config)?;
-                if !l.rows.is_empty() {
-                    let lowered = lower(kernel)?;
-                    let threads = warps * 32;
-                    let vec = variant_vec(kernel, &lowered, &config, v, threads)?;
-                    let chunk = u64::from(vec) * u64::from(threads);
-                    for (k, p) in l.rows.iter().enumerate() {
-                        let (r, n) = (eval_dim(&p.r, &config)?, eval_dim(&p.n, &config)?);
-                        let whole = n % chunk == 0 && (1..=16).contains(&r);
-                        let _ = writeln!(
-                            s,
-                            "  rows{k}: {}",
-                            if whole {
-                                format!("every row's value in every thread ({r} rows; passes of {chunk} elements are whole rows of {n})")
-                            } else {
-                                format!("blocked, through shared memory ({r} rows; passes of {chunk} elements straddle rows of {n}, or more than 16 rows)")
-                            }
-                        );
-                    }
-                }
-                let _ = writeln!(s, "  shared-memory tiles: {kind:?} (resolved per tile)");
-                if !l.loops.is_empty() {
-                    let _ = match chosen {
-                        crate::engine::Engine::Hopper(p) => writeln!(
-                            s,
-                            "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs",
-                            v.target, p.consumers
-                        ),
-                        crate::engine::Engine::MmaSync(why) => writeln!(
-                            s,
-                            "  engine ({}): cp.async rings and mma.sync (not the Hopper engine: {why})",
-                            v.target
-                        ),
-                    };
-                }
-            }
-            Ok(s)
-        }
+        Stage::Layouts => layouts_stage(kernel, variant),
         Stage::Smem => {
             // A Hopper-engine variant has its own plan (the TMA rings and mbarriers).
             let hopper = match variant {
@@ -265,4 +140,133 @@ pub fn dump(
             }
         }
     }
+}
+
+/// `--stage layouts`: each value's layout, the rings, the conversions and, for a variant,
+/// each dot's warp arrangement, the rows layouts' passes and the engine.
+fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, CodegenError> {
+    let a = Analysis::of(kernel)?;
+    let l = layout::assign(&a)?;
+    let mut s = layout::render(&a, &l);
+    if let Some(v) = variant {
+        let config = kernel.space.validate(&v.config)?;
+        check_bindings(kernel, &v.bindings)?;
+        let warps = ThreadsRule::of(kernel).eval(&config)? / 32;
+        let _ = writeln!(s, "for {config} [{}]:", v.bindings);
+        let mut chosen = crate::engine::engine(kernel, v)?;
+        // What the variant really runs: the engine also needs its shared memory to
+        // fit (`hopper_lowering`, as `variant_source` and `variant_plan` decide).
+        if matches!(chosen, crate::engine::Engine::Hopper(_))
+            && crate::lowered::hopper_lowering(kernel, v)?.is_none()
+        {
+            chosen = crate::engine::Engine::MmaSync(
+                "the Hopper engine's shared memory does not fit the target".into(),
+            );
+        }
+        let hopper = matches!(chosen, crate::engine::Engine::Hopper(_));
+        let mut grids = Vec::new();
+        for acc in &l.accs {
+            let (m, n) = (eval_dim(&acc.m, &config)?, eval_dim(&acc.n, &config)?);
+            // The Hopper engine's accumulators take the rows policy (wgmma's order).
+            grids.push(if hopper {
+                layout::warp_grid_rows(m, n, warps)
+            } else {
+                acc.grid(m, n, warps)
+            });
+        }
+        for (k, acc) in l.accs.iter().enumerate() {
+            let g = grids[k];
+            let _ = match g {
+                Some(g) => writeln!(
+                    s,
+                    "  acc{k}: {} x {} warps, warp tiles {} x {}",
+                    g.wm,
+                    g.wn,
+                    eval_dim(&acc.m, &config)? / u64::from(g.wm),
+                    eval_dim(&acc.n, &config)? / u64::from(g.wn)
+                ),
+                None => writeln!(s, "  acc{k}: blocked (no warp arrangement fits)"),
+            };
+            for d in l.dots.iter().filter(|d| d.acc == k) {
+                let _ = writeln!(
+                    s,
+                    "  dot at line {}: {}",
+                    d.line,
+                    if hopper {
+                        "wgmma m64nNk16 from the TMA ring (Hopper engine, f32 accumulation)"
+                    } else {
+                        engine(&d.elem, d.precision, v, g.is_some())
+                    }
+                );
+                if let Some(ka) = d.a_from_acc {
+                    let _ = writeln!(
+                        s,
+                        "    A operand: {}",
+                        a_operand(&grids, ka, k, &d.elem, v, &l.accs[ka].n, &config)?
+                    );
+                }
+            }
+        }
+        let reduced = l.in_registers.iter().filter_map(|u| match (u.from, u.to) {
+            (Layout::Acc(_), to @ Layout::Slice { .. }) => Some(to),
+            _ => None,
+        });
+        let mut seen = Vec::new();
+        for sl in reduced {
+            if seen.contains(&sl) {
+                continue;
+            }
+            seen.push(sl);
+            if let Layout::Slice { acc, axis } = sl {
+                let split = grids[acc].map(|g| if axis == 1 { g.wn } else { g.wm });
+                let _ = writeln!(
+                    s,
+                    "  {sl}: {}",
+                    match split {
+                        None => "blocked (its accumulator is)".to_string(),
+                        Some(1) => "reduced in registers and warp shuffles only".to_string(),
+                        Some(w) => format!(
+                            "reduced in registers and shuffles, then {w} warps' partials through shared memory"
+                        ),
+                    }
+                );
+            }
+        }
+        let kind = SmemKind::of(kernel, &config)?;
+        if !l.rows.is_empty() {
+            let lowered = lower(kernel)?;
+            let threads = warps * 32;
+            let vec = variant_vec(kernel, &lowered, &config, v, threads)?;
+            let chunk = u64::from(vec) * u64::from(threads);
+            for (k, p) in l.rows.iter().enumerate() {
+                let (r, n) = (eval_dim(&p.r, &config)?, eval_dim(&p.n, &config)?);
+                let whole = n % chunk == 0 && (1..=16).contains(&r);
+                let _ = writeln!(
+                    s,
+                    "  rows{k}: {}",
+                    if whole {
+                        format!("every row's value in every thread ({r} rows; passes of {chunk} elements are whole rows of {n})")
+                    } else {
+                        format!("blocked, through shared memory ({r} rows; passes of {chunk} elements straddle rows of {n}, or more than 16 rows)")
+                    }
+                );
+            }
+        }
+        let _ = writeln!(s, "  shared-memory tiles: {kind:?} (resolved per tile)");
+        if !l.loops.is_empty() {
+            let _ = match chosen {
+                crate::engine::Engine::Hopper(p) => writeln!(
+                    s,
+                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs",
+                    v.target, p.consumers
+                ),
+                crate::engine::Engine::MmaSync(why) => writeln!(
+                    s,
+                    "  engine ({}): cp.async rings and mma.sync (not the Hopper engine: {why})",
+                    v.target
+                ),
+            };
+        }
+    }
+    Ok(s)
 }

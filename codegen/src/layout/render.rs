@@ -6,6 +6,14 @@ use super::*;
 /// warp arrangements and engines per configuration are in `dump`).
 pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
     let mut s = String::new();
+    values_and_accumulators(&mut s, a, l);
+    dots_and_operands(&mut s, a, l);
+    rings_and_conversions(&mut s, a, l);
+    s
+}
+
+/// Each non-uniform value's layout, the accumulators, slices and rows slices.
+fn values_and_accumulators(s: &mut String, a: &Analysis, l: &Layouts) {
     let _ = writeln!(s, "layouts of `{}`", a.kernel.name);
     let _ = writeln!(s, "values:");
     for (i, lay) in l.of.iter().enumerate() {
@@ -60,6 +68,10 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             p.r, p.n, p.line
         );
     }
+}
+
+/// Each dot's operands and accumulator, and the resident and direct operands.
+fn dots_and_operands(s: &mut String, a: &Analysis, l: &Layouts) {
     let _ = writeln!(s, "dots:");
     for d in &l.dots {
         let _ = writeln!(
@@ -124,6 +136,11 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             direct.join(", ")
         );
     }
+}
+
+/// The rings, the `Cols`/`General` tensors, what stays in registers and the conversions
+/// through shared memory.
+fn rings_and_conversions(s: &mut String, a: &Analysis, l: &Layouts) {
     let _ = writeln!(s, "rings:");
     for (r, ring) in l.rings.iter().enumerate() {
         let _ = writeln!(
@@ -180,5 +197,4 @@ pub(crate) fn render(a: &Analysis, l: &Layouts) -> String {
             c.line, c.value.0, c.from, c.to
         );
     }
-    s
 }

@@ -10,7 +10,52 @@ use crate::names::dim_expr;
 use tilekit_ir::{Elem, Inst, Op, Shape};
 
 impl<'k> Emitter<'k> {
+    /// Structured control flow: routes `for` and `if` to their emitters and prints `yield`
+    /// (assignments to the enclosing construct's result variables).
     pub(in crate::emit) fn control(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
+            Op::For { .. } => self.for_loop(inst),
+            Op::If { .. } => self.if_else(inst),
+            Op::Yield { values } => {
+                let targets = self.yield_targets.last().cloned().unwrap_or_default();
+                if targets.len() != values.len() {
+                    return Err(CodegenError::Unsupported(format!(
+                        "`yield` of {} values where {} are expected",
+                        values.len(),
+                        targets.len()
+                    )));
+                }
+                let mut exprs = Vec::new();
+                for (v, (name, elem, shape, l)) in values.iter().zip(&targets) {
+                    let e = self.coerce(*v, elem, shape, *l)?;
+                    if &e != name {
+                        exprs.push((name.clone(), e));
+                    }
+                }
+                if exprs.len() <= 1 {
+                    for (name, e) in exprs {
+                        self.w.line(&format!("{name} = {e};"));
+                    }
+                } else {
+                    let mut temps = Vec::new();
+                    for (name, e) in exprs {
+                        self.tmp += 1;
+                        let t = format!("t{}", self.tmp);
+                        self.w.line(&format!("const auto {t} = {e};"));
+                        temps.push((name, t));
+                    }
+                    for (name, t) in temps {
+                        self.w.line(&format!("{name} = {t};"));
+                    }
+                }
+                Ok(())
+            }
+            _ => self.op(inst),
+        }
+    }
+
+    /// `for`: loop-carried values as mutable C++ variables, the unroll pragma (or a pipelined ring loop).
+    fn for_loop(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
         match &inst.op {
             Op::For {
                 start,
@@ -129,6 +174,15 @@ impl<'k> Emitter<'k> {
                 self.w.close("}");
                 Ok(())
             }
+            _ => Err(CodegenError::Unsupported(
+                "internal: an op routed to the `for_loop` emitter it is not part of".into(),
+            )),
+        }
+    }
+
+    /// `if`: results assigned in both branches.
+    fn if_else(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
+        match &inst.op {
             Op::If {
                 cond,
                 then_block,
@@ -165,41 +219,9 @@ impl<'k> Emitter<'k> {
                 self.w.close("}");
                 Ok(())
             }
-            Op::Yield { values } => {
-                let targets = self.yield_targets.last().cloned().unwrap_or_default();
-                if targets.len() != values.len() {
-                    return Err(CodegenError::Unsupported(format!(
-                        "`yield` of {} values where {} are expected",
-                        values.len(),
-                        targets.len()
-                    )));
-                }
-                let mut exprs = Vec::new();
-                for (v, (name, elem, shape, l)) in values.iter().zip(&targets) {
-                    let e = self.coerce(*v, elem, shape, *l)?;
-                    if &e != name {
-                        exprs.push((name.clone(), e));
-                    }
-                }
-                if exprs.len() <= 1 {
-                    for (name, e) in exprs {
-                        self.w.line(&format!("{name} = {e};"));
-                    }
-                } else {
-                    let mut temps = Vec::new();
-                    for (name, e) in exprs {
-                        self.tmp += 1;
-                        let t = format!("t{}", self.tmp);
-                        self.w.line(&format!("const auto {t} = {e};"));
-                        temps.push((name, t));
-                    }
-                    for (name, t) in temps {
-                        self.w.line(&format!("{name} = {t};"));
-                    }
-                }
-                Ok(())
-            }
-            _ => self.op(inst),
+            _ => Err(CodegenError::Unsupported(
+                "internal: an op routed to the `if_else` emitter it is not part of".into(),
+            )),
         }
     }
 }
