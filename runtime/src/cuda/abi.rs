@@ -9,9 +9,9 @@ use crate::launch::{Arg, Layout, ScalarValue};
 use tilekit_codegen::{Access, AccessClass};
 use tilekit_ir::Param;
 
-pub(super) use super::ffi::{Slot, EMPTY_SLOT, INLINE_ARGS};
 #[cfg(test)]
 use super::ffi::SLOT_WORDS;
+pub(super) use super::ffi::{Slot, EMPTY_SLOT, INLINE_ARGS};
 
 /// The access class of a tensor whose allocation starts at `base` (see
 /// `tilekit_codegen::access`): `Rows` for a 16-byte aligned address of element `[0, ..]`,
