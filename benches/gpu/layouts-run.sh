@@ -224,10 +224,10 @@ train-bench)
   ;;
 lnb-ncu)
   # LayerNorm backward, where its time goes: ncu's sections (SpeedOfLight, memory,
-  # warp stalls, scheduler, occupancy) for the library's layernorm_bwd, the
-  # layernorm_bwd_pair candidate and torch.compile's main kernel of the same backward
+  # warp stalls, scheduler, occupancy) for the library's layernorm_bwd and
+  # torch.compile's main kernel of the same backward
   # (benches/peers/inductor_lnb.py, which also prints inductor's kernel times and config).
-  t env NCU_SECTIONS=1 bash benches/gpu/train-ncu.sh layernorm_bwd layernorm_bwd_pair 2>&1 | tail -n 4
+  t env NCU_SECTIONS=1 bash benches/gpu/train-ncu.sh layernorm_bwd 2>&1 | tail -n 4
   t python3 benches/peers/inductor_lnb.py > "$OUT/inductor-lnb.txt" 2>&1
   t "$NCU" --print-units base -k regex:triton_per --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \

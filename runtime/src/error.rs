@@ -3,11 +3,11 @@
 //! ([`TensorError`], `tensor/error.rs`), validating and running a launch ([`LaunchError`],
 //! `launch/error.rs`), the CUDA backend's failures ([`CudaLaunchError`], `cuda/error.rs`),
 //! faults of the CPU backend ([`CpuError`], `cpu/error.rs`) and launch graphs
-//! ([`GraphError`], `cuda/graph.rs`); NVRTC's are [`crate::nvrtc::NvrtcError`].
+//! ([`GraphError`], `launch/error.rs`, beside the `LaunchError` it wraps); NVRTC's are [`crate::nvrtc::NvrtcError`].
 
 pub use crate::cpu::error::CpuError;
 pub use crate::cuda::error::CudaLaunchError;
-pub use crate::cuda::graph::GraphError;
+pub use crate::launch::error::GraphError;
 pub use crate::launch::error::LaunchError;
 use crate::nvrtc::NvrtcError;
 pub use crate::tensor::error::TensorError;

@@ -3,7 +3,7 @@
 //! `crate::cuda::graph`).
 
 use crate::cuda::graph::Captured;
-use crate::cuda::graph::GraphError;
+use crate::launch::error::GraphError;
 use crate::launch::error::LaunchError;
 use crate::runtime::Runtime;
 

@@ -158,6 +158,10 @@ pub(crate) fn lower_with<'k>(
             acc.rows = true;
         }
     }
+    // The order of the checks that can fail is the printer's before the split: the
+    // template parameters, `SMEM`, `GROUP_M`, the body, then `run`'s parameters.
+    let tparams = declaration(kernel, layouts.cols, layouts.general)?;
+    let smem_kind = smem_kind_expr(kernel)?;
     let mut group = group_expr(kernel)?;
     if hopper.is_some() && group == "1" {
         // A persistent program's tiles are consecutive linear indices: bands of 8 programs
@@ -165,13 +169,6 @@ pub(crate) fn lower_with<'k>(
         // unless the kernel tunes GROUP_M itself.
         group = HOPPER_GROUP.to_string();
     }
-    let head = header::Header {
-        tparams: declaration(kernel, layouts.cols, layouts.general)?,
-        smem_kind: smem_kind_expr(kernel)?,
-        group,
-        threads: ThreadsRule::of(kernel),
-        params: run_params(kernel, hopper)?,
-    };
     let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
     let file = std::path::Path::new(&kernel.source_file)
         .file_name()
@@ -203,6 +200,13 @@ pub(crate) fn lower_with<'k>(
         e.add_rings();
     }
     e.block(&kernel.body)?;
+    let head = header::Header {
+        tparams,
+        smem_kind,
+        group,
+        threads: ThreadsRule::of(kernel),
+        params: run_params(kernel, hopper)?,
+    };
     let body = std::mem::take(&mut e.w).finish();
     let mut text = e.header(&head);
     text.push_str(&body);

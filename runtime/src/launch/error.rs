@@ -234,3 +234,42 @@ impl LaunchError {
         }
     }
 }
+
+/// Why a launch graph could not be captured or replayed (see [`crate::Runtime::capture`]).
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum GraphError {
+    /// Launch graphs exist only on the CUDA backend; the CPU backend refuses a capture
+    /// (the closure is not run).
+    #[error(
+        "launch graphs need a CUDA runtime; the {backend} backend runs launches eagerly \
+         (call the launches directly instead of capturing them)"
+    )]
+    Unsupported {
+        /// The runtime's backend.
+        backend: crate::backend::Backend,
+    },
+    /// The runtime is already capturing (captures do not nest).
+    #[error("this runtime is already capturing a launch graph (captures do not nest)")]
+    AlreadyCapturing,
+    /// A launch in the capture failed (for example [`CudaLaunchError::NotLoadedForCapture`]);
+    /// the capture was abandoned and no graph was built.
+    #[error("capture abandoned: {0}")]
+    Launch(#[from] LaunchError),
+    /// A driver call of the capture or replay failed.
+    #[error("CUDA driver call `{call}` failed: {message}")]
+    Driver {
+        /// What was called.
+        call: &'static str,
+        /// The driver's error.
+        message: String,
+    },
+}
+
+impl GraphError {
+    /// True if the capture failed because a launch would have compiled or loaded a variant
+    /// ([`CudaLaunchError::NotLoadedForCapture`]).
+    pub fn is_not_loaded_for_capture(&self) -> bool {
+        matches!(self, GraphError::Launch(LaunchError::Cuda { source, .. })
+            if matches!(**source, CudaLaunchError::NotLoadedForCapture { .. }))
+    }
+}
