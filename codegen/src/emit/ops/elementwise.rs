@@ -7,23 +7,17 @@ use crate::error::CodegenError;
 use crate::names::{elem_ctype, shape_type};
 use tilekit_ir::{BinOp, CmpOp, DType, Elem, Inst, Op, Ty, UnaryOp, ValueId};
 
+/// The prelude's functor of a unary op (`tk::op::<name>`): the DSL name
+/// ([`UnaryOp::name`]), but for `not`, a C++ alternative token, which is `lnot`.
 fn unary_op(op: UnaryOp) -> &'static str {
     match op {
-        UnaryOp::Neg => "neg",
         UnaryOp::Not => "lnot",
-        UnaryOp::Exp => "exp",
-        UnaryOp::Log => "log",
-        UnaryOp::Sqrt => "sqrt",
-        UnaryOp::Rsqrt => "rsqrt",
-        UnaryOp::Tanh => "tanh",
-        UnaryOp::Sigmoid => "sigmoid",
-        UnaryOp::Abs => "abs",
-        UnaryOp::Gelu => "gelu",
-        UnaryOp::Erf => "erf",
-        UnaryOp::Relu => "relu",
+        other => other.name(),
     }
 }
 
+/// The prelude's functor of a binary op (the DSL spells these as symbols, see
+/// [`BinOp::name`]).
 fn binary_op(op: BinOp) -> &'static str {
     match op {
         BinOp::Add => "add",
@@ -38,6 +32,8 @@ fn binary_op(op: BinOp) -> &'static str {
     }
 }
 
+/// The prelude's functor of a comparison (the DSL spells these as symbols, see
+/// [`CmpOp::symbol`]).
 fn cmp_op(op: CmpOp) -> &'static str {
     match op {
         CmpOp::Lt => "lt",
