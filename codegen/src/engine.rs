@@ -42,6 +42,17 @@ pub struct TmaOperand {
     pub dtype: DType,
 }
 
+/// Who fills the Hopper engine's ring slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RingFill {
+    /// bf16 / f16: one producer thread issues a TMA load per ring tile.
+    Tma,
+    /// TF32 (`dot_tf32` on f32): the producer warpgroup loads, rounds to TF32 nearest-even
+    /// and stores both tiles (B transposed to K-major, which TF32 wgmma requires); no
+    /// tensor maps.
+    Threads,
+}
+
 /// What the Hopper lowering of a variant needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HopperPlan {
@@ -49,8 +60,19 @@ pub struct HopperPlan {
     pub loop_iv: ValueId,
     /// Consumer warpgroups (the kernel's `WARPS / 4`).
     pub consumers: u32,
-    /// The tensor maps, one per ring (ring order).
+    /// The ring tiles, one per ring (ring order): the tensor maps to encode under
+    /// [`RingFill::Tma`].
     pub tma: [TmaOperand; 2],
+    /// Who fills the ring slots.
+    pub fill: RingFill,
+}
+
+impl HopperPlan {
+    /// The tensor maps a launch encodes and passes (none when the producer threads fill
+    /// the rings).
+    pub fn tensor_maps(&self) -> Option<[TmaOperand; 2]> {
+        (self.fill == RingFill::Tma).then_some(self.tma)
+    }
 }
 
 /// Why a variant keeps the mma.sync engine (for `--stage layouts`), or the Hopper plan.
@@ -64,9 +86,10 @@ pub enum Engine {
 
 /// The engine of variant `v` of `kernel`: `Engine::Hopper` when every condition holds —
 /// target sm_90a; one `pipelined` loop whose two ring loads are the A and B operands of the
-/// kernel's only `dot` (not transposed, IEEE precision) with bf16 or f16 operands; both ring
+/// kernel's only `dot` (not transposed) with bf16 or f16 operands (IEEE precision; TMA
+/// fills the rings) or f32 operands of a `dot_tf32` (the producer threads fill them); both ring
 /// tensors rank-2 parameters read `Rows` (16-byte aligned base and pitch: TMA's rule); K
-/// tile = 128 bytes (`BK` = 64); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
+/// tile = 128 bytes (`BK` = 64 bf16/f16, 32 f32); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
 /// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates
 /// provably multiples of 16 bytes; only register work before the loop. (The variant also
 /// needs the engine's shared memory to fit: `lowered::hopper_lowering` checks that.)
@@ -126,8 +149,8 @@ fn hopper_plan(
     if rl.rings.len() != 2 || !dot.from_rings {
         return Err("the dot's operands are not both ring loads".into());
     }
-    if dot.b_transposed || dot.a_from_acc.is_some() || dot.precision != Precision::Ieee {
-        return Err("a transposed, accumulator or TF32 operand".into());
+    if dot.b_transposed || dot.a_from_acc.is_some() {
+        return Err("a transposed or accumulator operand".into());
     }
     let ring_of = |v: ValueId| {
         rl.rings
@@ -153,10 +176,18 @@ fn hopper_plan(
             .elem
             .resolve(bindings)
             .ok_or_else(|| format!("{which}: unbound element type"))?;
-        if !matches!(dtype, DType::BF16 | DType::F16) {
-            return Err(format!(
-                "{which} is {dtype} (the engine takes bf16 and f16)"
-            ));
+        match (dtype, dot.precision) {
+            (DType::BF16 | DType::F16, Precision::Ieee) | (DType::F32, Precision::Tf32) => {}
+            (DType::F32, Precision::Ieee) => {
+                return Err(format!(
+                    "{which} is f32 without TF32 (exact f32 runs on FMA units)"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{which} is {dtype} (the engine takes bf16, f16, and f32 with dot_tf32)"
+                ))
+            }
         }
         let Some(Op::TensorParam { index }) = analysis.defs[ring.tensor.index()].map(|i| &i.op)
         else {
@@ -208,7 +239,7 @@ fn hopper_plan(
     let es = tma[0].2.dtype.size_bytes() as u64;
     if bk != bk2 || bk * es != PANEL_BYTES {
         return Err(format!(
-            "K tile {bk} (the engine takes one 128-byte panel: 64 bf16/f16)"
+            "K tile {bk} (the engine takes one 128-byte panel: 64 bf16/f16, 32 f32)"
         ));
     }
     if bm != 16 * u64::from(warps) {
@@ -224,10 +255,16 @@ fn hopper_plan(
     if tma[0].2.dtype != tma[1].2.dtype {
         return Err("A and B differ in element type".into());
     }
+    let fill = if tma[0].2.dtype == DType::F32 {
+        RingFill::Threads
+    } else {
+        RingFill::Tma
+    };
     Ok(HopperPlan {
         loop_iv: rl.iv,
         consumers: warps / 4,
         tma: [tma[0].2, tma[1].2],
+        fill,
     })
 }
 

@@ -26,8 +26,11 @@ pub struct LaunchPlan {
 pub struct VariantPlan {
     /// Threads (the producer warpgroup included) and dynamic shared memory.
     pub launch: LaunchPlan,
-    /// The tensor maps to encode and pass, in order (Hopper engine only).
+    /// The tensor maps to encode and pass, in order (Hopper engine with TMA only).
     pub tma: Option<[crate::engine::TmaOperand; 2]>,
+    /// Persistent (Hopper engine): launch at most one block per SM, each looping over
+    /// its share of the tiles.
+    pub persistent: bool,
 }
 
 /// The launch of variant `v` of `kernel`: [`launch_plan`] on the mma.sync engine; on the
@@ -44,7 +47,7 @@ pub struct VariantPlan {
 /// let v = Variant { config: Config { values: vec![] }, bindings: Bindings::default(), access: Access::ROWS, target: Target::Sm90a };
 /// let p = variant_plan(&k, &v).unwrap();
 /// assert_eq!(p.launch, launch_plan(&k, &v.config, &v.bindings).unwrap());
-/// assert!(p.tma.is_none());
+/// assert!(p.tma.is_none() && !p.persistent);
 /// ```
 pub fn variant_plan(
     kernel: &Kernel,
@@ -59,12 +62,14 @@ pub fn variant_plan(
                 threads,
                 smem_bytes,
             },
-            tma: Some(plan.tma),
+            tma: plan.tensor_maps(),
+            persistent: true,
         });
     }
     Ok(VariantPlan {
         launch: launch_plan(kernel, &config, &v.bindings)?,
         tma: None,
+        persistent: false,
     })
 }
 

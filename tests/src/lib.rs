@@ -113,6 +113,33 @@ pub mod hopper_kernels {
         store_tile(c, [pm * BM, pn * BN], gelu(v).cast::<T>());
     }
 
+    /// A user's TF32 GEMM (`dot_tf32` on f32 tensors) with a fused bias, as README.md writes
+    /// one: on sm_90a the Hopper engine fills its rings with the producer warpgroup
+    /// (rounding to TF32, B transposed) and runs TF32 wgmma.
+    #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+    #[tune(BM = [128, 64], BN = [256, 128], BK = [32], STAGES = [4, 3], WARPS = [8, 4])]
+    #[constraint(smem_bytes() <= max_smem())]
+    #[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N])]
+    pub fn user_matmul_tf32_bias(
+        a: &Tensor2<f32>,
+        b: &Tensor2<f32>,
+        bias: &Tensor1<f32>,
+        c: &mut Tensor2<f32>,
+    ) {
+        let (pm, pn) = (program_id(0), program_id(1));
+        let mut acc = zeros::<f32, BM, BN>();
+        for k in pipelined(0..a.cols(), BK, STAGES) {
+            let ta = load_tile(a, [pm * BM, k], [BM, BK]);
+            let tb = load_tile(b, [k, pn * BN], [BK, BN]);
+            acc = dot_tf32(ta, tb, acc);
+        }
+        store_tile(
+            c,
+            [pm * BM, pn * BN],
+            acc + load_tile(bias, [pn * BN], [BN]),
+        );
+    }
+
     /// C = A @ B and, per program, the column sums of its f32 accumulator tile:
     /// `s[pm, pn * BN + j] = sum_i acc[i, j]`. The column sum reduces across the 8 warps
     /// that split the tile's rows, through shared memory and `tk::sync()`.

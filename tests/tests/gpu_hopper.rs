@@ -357,3 +357,125 @@ fn gpu_hopper_epilogue_with_a_block_barrier() {
         }
     }
 }
+
+/// TF32 Hopper configurations of the user's `dot_tf32` GEMM (`BK` = 32, `BM` = 16 x `WARPS`).
+const TF32: [&str; 3] = [
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8",
+    "BM=128,BN=128,BK=32,STAGES=4,WARPS=8",
+    "BM=64,BN=128,BK=32,STAGES=3,WARPS=4",
+];
+
+/// The user's TF32 GEMM with a bias (`user_matmul_tf32_bias`) on the GPU and on the CPU
+/// backend; `a`, `b`, `bias` host data. Returns (GPU, CPU) results.
+fn tf32_pair(
+    g: &Runtime,
+    config: &Config,
+    (a, b, bias): (&[f32], &[f32], &[f32]),
+    (m, k, n): (usize, usize, usize),
+) -> (Vec<f32>, Vec<f32>) {
+    use tilekit_tests::hopper_kernels::user_matmul_tf32_bias as kern;
+    let c = Runtime::cpu();
+    let mut out = Vec::new();
+    for rt in [g, &c] {
+        let ta = Tensor2::from_vec(rt, a.to_vec(), [m, k]).unwrap();
+        let tb = Tensor2::from_vec(rt, b.to_vec(), [k, n]).unwrap();
+        let tbias = Tensor1::from_vec(rt, bias.to_vec(), [n]).unwrap();
+        let mut tc = Tensor2::full(rt, [m, n], f32::NAN).unwrap();
+        kern::launch_with(rt, config, &ta, &tb, &tbias, &mut tc)
+            .unwrap_or_else(|e| panic!("{config} {m}x{k}x{n}: {e}"));
+        out.push(tc.to_vec().unwrap());
+    }
+    let cpu = out.pop().unwrap();
+    (out.pop().unwrap(), cpu)
+}
+
+/// TF32 on the Hopper engine: bitwise against the CPU backend in exact mode (small
+/// integers) at boundary shapes and tile counts around the SM count, and the rounding
+/// itself: with one operand a permutation, every output is one value of the other operand
+/// rounded to TF32, so nearest-even (the DSL's rule, the CPU backend's) and truncation
+/// (what TF32 wgmma does to unrounded input) differ bitwise.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_tf32_exact_and_rounded_nearest_even() {
+    use tilekit_tests::hopper_kernels::user_matmul_tf32_bias as kern;
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-tf32");
+    for text in TF32 {
+        let config = full(&kern::SPEC, text);
+        let res = g
+            .prepare_variant(
+                &kern::SPEC,
+                &config,
+                &tilekit::ir::Bindings::default(),
+                Access::ROWS,
+            )
+            .unwrap_or_else(|e| panic!("{config}: {e}"));
+        let warps = config.int("WARPS").unwrap() as u32;
+        assert_eq!(
+            res.threads,
+            32 * warps + 128,
+            "{config}: not the Hopper engine"
+        );
+        let (bm, bn) = (
+            config.int("BM").unwrap() as usize,
+            config.int("BN").unwrap() as usize,
+        );
+        let st = config.int("STAGES").unwrap() as usize * 32;
+        let mut shapes = vec![];
+        for &(m, n) in &[(1, 4), (bm - 1, bn + 4), (bm + 1, bn - 4), (200, 136)] {
+            for &k in &[0usize, 4, 28, 36, st + 4, 1000] {
+                shapes.push((m, k, n));
+            }
+        }
+        // Tile counts below, at and above 132 SMs; one not 16-byte aligned (mma.sync).
+        shapes.extend([
+            (bm * 11, 64, bn * 12),
+            (bm * 12, 96, bn * 11 + 4),
+            (2048, 256, 2048),
+            (67, 33, 65),
+        ]);
+        for (m, k, n) in shapes {
+            let a = small_ints::<f32>(&mut r, m * k);
+            let b = small_ints::<f32>(&mut r, k * n);
+            let bias = small_ints::<f32>(&mut r, n);
+            let (got, want) = tf32_pair(&g, &config, (&a, &b, &bias), (m, k, n));
+            assert_bitwise(&format!("tf32 {text} {m}x{k}x{n}"), &got, &want);
+        }
+        // Rounding: values with 13-14 significant bits (TF32 keeps 11), B then A a
+        // permutation.
+        let (m, k, n) = (96usize, 64usize, 136usize);
+        let odd = |r: &mut Rng, len: usize| -> Vec<f32> {
+            (0..len)
+                .map(|_| {
+                    let v = ((r.next_u64() % (1 << 14)) as f32 + 8193.0) / 1024.0;
+                    if r.next_u64().is_multiple_of(2) {
+                        v
+                    } else {
+                        -v
+                    }
+                })
+                .collect()
+        };
+        let perm = |rows: usize, cols: usize, r: &mut Rng| -> Vec<f32> {
+            let mut p = vec![0.0f32; rows * cols];
+            for j in 0..cols {
+                p[(r.next_u64() % rows as u64) as usize * cols + j] = 1.0;
+            }
+            p
+        };
+        let zero = vec![0.0f32; n];
+        let a = odd(&mut r, m * k);
+        let b = perm(k, n, &mut r);
+        let (got, want) = tf32_pair(&g, &config, (&a, &b, &zero), (m, k, n));
+        assert_bitwise(&format!("tf32 rounding of A {text}"), &got, &want);
+        let a = perm(k, m, &mut r);
+        let a_t: Vec<f32> = (0..m * k).map(|i| a[(i % k) * m + i / k]).collect();
+        let b = odd(&mut r, k * n);
+        let (got, want) = tf32_pair(&g, &config, (&a_t, &b, &zero), (m, k, n));
+        assert_bitwise(&format!("tf32 rounding of B {text}"), &got, &want);
+    }
+}

@@ -106,7 +106,7 @@ fn other_targets_and_ineligible_variants_keep_the_mma_sync_engine() {
         DType::F32,
         Access::ROWS,
         Target::Sm90a,
-        "bf16 and f16",
+        "f32 without TF32",
     );
     keep(
         good,
@@ -180,6 +180,87 @@ fn hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
             k.name, cubin.seconds, cubin.registers
         );
     }
+}
+
+/// `v` without bindings (a kernel with no generics).
+fn plain(mut v: Variant) -> Variant {
+    v.bindings = Bindings::default();
+    v
+}
+
+/// The TF32 configurations the engine must take (the user's `dot_tf32` GEMM with a bias).
+const TF32_CASES: [&str; 3] = [
+    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8",
+    "BM=128,BN=128,BK=32,STAGES=4,WARPS=8",
+    "BM=64,BN=128,BK=32,STAGES=3,WARPS=4",
+];
+
+#[test]
+fn tf32_variants_take_the_hopper_engine_with_thread_filled_rings_and_no_tensor_maps() {
+    let spec = &tilekit_tests::hopper_kernels::user_matmul_tf32_bias::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    for c in TF32_CASES {
+        let v = plain(variant(k, c, DType::F32, Access::ROWS, Target::Sm90a));
+        match engine(k, &v).expect("engine") {
+            Engine::Hopper(plan) => {
+                assert_eq!(plan.fill, tilekit_codegen::engine::RingFill::Threads, "{c}");
+                assert!(plan.tensor_maps().is_none());
+            }
+            e => panic!("{c}: {e:?}"),
+        }
+        let plan = variant_plan(k, &v).expect("plan");
+        let warps = v.config.int("WARPS").expect("WARPS") as u32;
+        assert_eq!(plan.launch.threads, 32 * warps + 128, "{c}");
+        assert!(plan.tma.is_none() && plan.persistent, "{c}");
+        let src = variant_source(k, spec.cuda_template, &v).expect("source");
+        assert!(src.contains("tk::sm90::fill_tiles_tf32("), "{src}");
+        assert!(src.contains("tk::sm90::nk_ring<float"), "{src}");
+        assert!(!src.contains("tensor_map tk_map"), "{c}: no tensor maps");
+        // On sm_80 the same variant keeps mma.sync.
+        let v80 = plain(variant(k, c, DType::F32, Access::ROWS, Target::Sm80));
+        assert!(matches!(
+            engine(k, &v80).expect("engine"),
+            Engine::MmaSync(_)
+        ));
+    }
+}
+
+#[test]
+fn tf32_variants_compile_with_wgmma_asynchronous_and_no_spills() {
+    if !tilekit_tests::support::nvrtc_or_skip() {
+        return;
+    }
+    let opts = CompileOptions::new("sm_90a").expect("options");
+    let spec = &tilekit_tests::hopper_kernels::user_matmul_tf32_bias::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    let mut spills = Vec::new();
+    for c in TF32_CASES {
+        let v = plain(variant(k, c, DType::F32, Access::ROWS, Target::Sm90a));
+        let src = variant_source(k, spec.cuda_template, &v).expect("source");
+        let cubin = compile_cubin(&src, "tf32.cu", prelude_headers(), &opts)
+            .unwrap_or_else(|e| panic!("{c}:\n{e}"));
+        let log = cubin.log.to_lowercase();
+        assert!(
+            !log.contains("serialized") && !log.contains("c7510") && !log.contains("c7515"),
+            "{c}: ptxas serialized wgmma:\n{}",
+            cubin.log
+        );
+        // The f32 bias epilogue over a 64 x 256 accumulator per warpgroup holds 128
+        // accumulator and 64 bias registers per thread, over the launch's 168: it spills
+        // there (without the bias the variant uses 156 registers and spills nothing).
+        let allowed = if c.contains("BN=256") { 512 } else { 0 };
+        if cubin.spill_bytes.is_none_or(|b| b > allowed) {
+            spills.push(format!(
+                "{c}: {:?} bytes spilled\n{}",
+                cubin.spill_bytes, cubin.log
+            ));
+        }
+        eprintln!(
+            "tf32 {c}: {:.2} s NVRTC, {:?} registers, {:?} bytes spilled",
+            cubin.seconds, cubin.registers, cubin.spill_bytes
+        );
+    }
+    assert!(spills.is_empty(), "{}", spills.join("\n"));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use super::writer::Writer;
 use super::{layout_name, stream_cost_expr, struct_name, Emitter};
-use crate::engine::PRODUCER_THREADS;
+use crate::engine::{RingFill, PRODUCER_THREADS};
 use crate::layout::Layout;
 use crate::names::{dim_expr, elem_ctype};
 use crate::prelude::PRELUDE_ENTRY;
@@ -138,6 +138,30 @@ impl Emitter<'_> {
             ));
         }
         for (r, ring) in self.layouts.rings.iter().enumerate() {
+            if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
+                // TF32: ring 0 (A) keeps the TMA panel layout, ring 1 (B) is stored K-major.
+                let (ty, what) = if r == 0 {
+                    ("tma_ring", "K-major 128-byte swizzled panel")
+                } else {
+                    (
+                        "nk_ring",
+                        "stored transposed: K-major rows of N, 128-byte swizzle",
+                    )
+                };
+                w.line(&format!(
+                    "/// ring{r}: TF32 ring of the load_tile at line {} ({} stages, {what}), filled and rounded by the producer warpgroup.",
+                    ring.line,
+                    dim_expr(&ring.stages)
+                ));
+                w.line(&format!(
+                    "using TK_RING{r} = tk::sm90::{ty}<{}, {}, {}, {}>;",
+                    elem_ctype(&ring.elem),
+                    dim_expr(&ring.rows),
+                    dim_expr(&ring.cols),
+                    dim_expr(&ring.stages)
+                ));
+                continue;
+            }
             if self.hopper.is_some() {
                 w.line(&format!(
                     "/// ring{r}: TMA ring of the load_tile at line {} ({} stages, 128-byte swizzled panels).",

@@ -7,6 +7,7 @@
 //! each ring load is just the slot's tile. Loop-carried values are captured by reference.
 
 use super::{Emitter, Val};
+use crate::engine::RingFill;
 use crate::error::CodegenError;
 use crate::layout::{Layout, RingLoop};
 use crate::names::dim_expr;
@@ -98,22 +99,44 @@ impl<'k> Emitter<'k> {
         ));
         self.w
             .line("// The producer warpgroup gets false and skips the rest of this tile.");
-        self.w.open(&format!(
-            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
+        let threads_fill = self.hopper.is_some_and(|h| h.fill == RingFill::Threads);
+        let mode = if threads_fill {
+            "0, true".to_string()
+        } else {
             stage_bytes.join(" + ")
+        };
+        self.w.open(&format!(
+            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {mode}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
         ));
-        self.w
-            .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
+        if threads_fill {
+            self.w
+                .line("// producer (the whole warpgroup): the origins for iteration `iv`, then both tiles loaded, rounded to TF32 and stored (B transposed)");
+            self.w.line("(void)tk_full;");
+        } else {
+            self.w
+                .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
+        }
         for &i in &rl.producer {
             if let Some(inst) = body.insts.get(i) {
                 self.inst(inst)?;
             }
         }
-        for (k, &r) in rl.rings.iter().enumerate() {
-            let o = self.origin(self.ring_origin(r)?)?;
-            self.w.line(&format!(
-                "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
-            ));
+        if threads_fill {
+            let mut args = Vec::new();
+            for &r in &rl.rings {
+                let o = self.origin(self.ring_origin(r)?)?;
+                let (t, _, _) = self.view(self.layouts.rings[r].tensor)?;
+                args.push(format!("tk_ring{r}.slot(tk_slot), {t}, {o}"));
+            }
+            self.w
+                .line(&format!("tk::sm90::fill_tiles_tf32({});", args.join(", ")));
+        } else {
+            for (k, &r) in rl.rings.iter().enumerate() {
+                let o = self.origin(self.ring_origin(r)?)?;
+                self.w.line(&format!(
+                    "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
+                ));
+            }
         }
         self.consumer(&ivn, body, "})) return;")
     }

@@ -63,6 +63,9 @@ pub fn variant_source(
     // rings differ); every other variant instantiates the kernel's one template.
     let hopper = crate::lowered::hopper_lowering(kernel, v)?;
     let is_hopper = hopper.is_some();
+    let tensor_maps = hopper
+        .as_ref()
+        .is_some_and(|(plan, _, _)| plan.tensor_maps().is_some());
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -103,13 +106,16 @@ pub fn variant_source(
         names.push(format!("p{i}"));
     }
     names.push("reinterpret_cast<char*>(tk_smem)".into());
-    if is_hopper {
+    if tensor_maps {
         for m in 0..2 {
             params.push(format!(
                 "const __grid_constant__ tk::sm90::tensor_map tk_map{m}"
             ));
             names.push(format!("&tk_map{m}"));
         }
+    } else if is_hopper {
+        // The producer threads fill the rings (TF32): no tensor maps.
+        names.extend(["nullptr".to_string(), "nullptr".to_string()]);
     }
 
     let mut out = String::with_capacity(template.len() + 1024);

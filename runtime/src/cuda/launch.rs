@@ -153,7 +153,7 @@ impl LaunchBackend for CudaDevice {
             .map_err(cuda_err(&kernel.name))?;
         // A Hopper-engine variant is persistent: at most one block per SM, each looping
         // over its share of the tiles.
-        let blocks = if loaded.tma.is_some() {
+        let blocks = if loaded.persistent {
             blocks.min(self.info.sm_count.max(1))
         } else {
             blocks

@@ -20,7 +20,7 @@ use tilekit_codegen::abi::ENTRY_POINT;
 use tilekit_codegen::engine::TmaOperand;
 use tilekit_codegen::{
     launch_plan, prelude_headers, variant_plan, variant_source, Access, CodegenError, LaunchPlan,
-    Variant,
+    Variant, VariantPlan,
 };
 use tilekit_ir::{Bindings, Config, Kernel};
 
@@ -34,6 +34,8 @@ pub(super) struct Loaded {
     pub plan: LaunchPlan,
     /// The tensor maps a Hopper-engine variant takes after its parameters.
     pub tma: Option<[TmaOperand; 2]>,
+    /// A persistent variant (the Hopper engine): at most one block per SM.
+    pub persistent: bool,
     pub smem: u32,
     /// Seconds NVRTC took, when this runtime compiled the variant (not a disk-cache hit).
     pub compile_seconds: Option<f64>,
@@ -139,7 +141,6 @@ impl CudaDevice {
         // The engine (and so threads, shared memory and tensor maps) depends on the target
         // and the access classes: the plan of this variant, not `plan`'s.
         let vplan = variant_plan(kernel, &variant)?;
-        let (plan, tma) = (vplan.launch, vplan.tma);
         let source = variant_source(kernel, spec.cuda_template, &variant)?;
         let codegen = t.elapsed();
         let t = Instant::now();
@@ -153,7 +154,7 @@ impl CudaDevice {
         let disk_read = t.elapsed();
         let t = Instant::now();
         let from_disk = match lookup {
-            Some(Lookup::Hit(bytes)) => match self.load(bytes, plan, tma) {
+            Some(Lookup::Hit(bytes)) => match self.load(bytes, vplan) {
                 Ok(l) => {
                     Counters::bump(&self.counters.disk_hits);
                     Some(l)
@@ -186,7 +187,7 @@ impl CudaDevice {
                 }
                 compile = t.elapsed();
                 let t = Instant::now();
-                let mut l = self.load(cubin.bytes, plan, tma)?;
+                let mut l = self.load(cubin.bytes, vplan)?;
                 module_load += t.elapsed();
                 l.compile_seconds = Some(compile.as_secs_f64());
                 l
@@ -240,12 +241,8 @@ impl CudaDevice {
     }
 
     /// Loads a CUBIN and opts its entry point into the plan's dynamic shared memory.
-    fn load(
-        &self,
-        cubin: Vec<u8>,
-        plan: LaunchPlan,
-        tma: Option<[TmaOperand; 2]>,
-    ) -> Result<Loaded, CudaLaunchError> {
+    fn load(&self, cubin: Vec<u8>, vplan: VariantPlan) -> Result<Loaded, CudaLaunchError> {
+        let plan = vplan.launch;
         let err = |call: &'static str| {
             move |e: DriverError| CudaLaunchError::Driver {
                 call,
@@ -280,7 +277,8 @@ impl CudaDevice {
         Ok(Loaded {
             func,
             plan,
-            tma,
+            tma: vplan.tma,
+            persistent: vplan.persistent,
             smem,
             compile_seconds: None,
         })

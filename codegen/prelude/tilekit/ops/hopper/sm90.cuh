@@ -107,6 +107,14 @@ TK_DEVICE unsigned long long smem_desc_sw128(const void* p, unsigned lbo, unsign
     return d;
 }
 
+/// Makes this thread's ordinary shared-memory writes visible to the async proxy (wgmma
+/// operand reads, TMA) before a barrier publishes them.
+TK_DEVICE void fence_proxy_async_smem() {
+#if TK_SM90A
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 /// Orders register and shared-memory accesses before the next wgmma (warpgroup-wide).
 TK_DEVICE void wgmma_fence() {
 #if TK_SM90A
