@@ -182,30 +182,46 @@ fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
     )
 }
 
-/// The tensor-core matmul: bf16 8192^3 and 4096^3, f16 4096^3, the user-written TF32
-/// matmul at 4096^3 (`TK_MATMUL_QUICK=1`: 4096^3 bf16 only).
+/// The tensor-core matmul: bf16 1000^3, 4096^3 (and its best configuration on column-major
+/// operands), 8192^3, f16 4096^3, the user-written TF32 matmul at 4096^3.
+/// `TK_MATMUL_QUICK=1`: bf16 1000^3 and 4096^3 only; `TK_MATMUL_ONLY=key,key`: only the
+/// records named (`bf16_1000`, `bf16_4096`, `bf16_8192`, `f16_4096`, `tf32_4096`).
 pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
+    let only = std::env::var("TK_MATMUL_ONLY").ok();
+    let quick = std::env::var("TK_MATMUL_QUICK").as_deref() == Ok("1");
+    let want = |key: &str| match &only {
+        Some(list) => list.split(',').any(|k| k.trim() == key),
+        None => !quick || key == "bf16_1000" || key == "bf16_4096",
+    };
     let mut v = serde_json::Map::new();
-    v.insert(
-        "bf16_1000".into(),
-        matmul_shape::<half::bf16>(rt, "bf16", 1000, 1000, 1000)?,
-    );
-    let rows = matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?;
-    let best = rows["best_config"].as_str().unwrap_or_default().to_string();
-    v.insert("bf16_4096".into(), rows);
-    v.insert(
-        "bf16_4096_cols".into(),
-        matmul_cols_record(rt, 4096, &best)?,
-    );
-    if std::env::var("TK_MATMUL_QUICK").as_deref() != Ok("1") {
+    if want("bf16_1000") {
+        v.insert(
+            "bf16_1000".into(),
+            matmul_shape::<half::bf16>(rt, "bf16", 1000, 1000, 1000)?,
+        );
+    }
+    if want("bf16_4096") {
+        let rows = matmul_shape::<half::bf16>(rt, "bf16", 4096, 4096, 4096)?;
+        let best = rows["best_config"].as_str().unwrap_or_default().to_string();
+        v.insert("bf16_4096".into(), rows);
+        v.insert(
+            "bf16_4096_cols".into(),
+            matmul_cols_record(rt, 4096, &best)?,
+        );
+    }
+    if want("bf16_8192") {
         v.insert(
             "bf16_8192".into(),
             matmul_shape::<half::bf16>(rt, "bf16", 8192, 8192, 8192)?,
         );
+    }
+    if want("f16_4096") {
         v.insert(
             "f16_4096".into(),
             matmul_shape::<half::f16>(rt, "f16", 4096, 4096, 4096)?,
         );
+    }
+    if want("tf32_4096") {
         v.insert("tf32_4096".into(), matmul_tf32_record(rt, 4096)?);
     }
     Ok(Value::Object(v))
