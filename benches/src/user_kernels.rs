@@ -75,6 +75,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &copy2d::SPEC,
     &transpose2d::SPEC,
     &matmul_tf32::SPEC,
+    &matmul_f32::SPEC,
 ];
 
 /// `C = A @ B` on f32 tensors with TF32 tensor cores (`dot_tf32`: operands rounded to TF32
@@ -93,6 +94,33 @@ pub fn matmul_tf32(a: &Tensor2<f32>, b: &Tensor2<f32>, c: &mut Tensor2<f32>) {
         let ta = load_tile(a, [pm * BM, k], [BM, BK]);
         let tb = load_tile(b, [k, pn * BN], [BK, BN]);
         acc = dot_tf32(ta, tb, acc);
+    }
+    store_tile(c, [pm * BM, pn * BN], acc);
+}
+
+/// `C = A @ B` on f32 tensors, exact (`dot`: f32 products summed with fmaf in k order on
+/// FMA units, no TF32), written as a user would: the library matmul's body with `dot` on
+/// f32. The FMA engine blocks registers like an SGEMM (each thread the outer product of its
+/// rows of A and columns of B, 8 x 8 or more), so the space keeps to tiles of at least 64
+/// accumulators per thread; `Padded` shared memory makes every operand read an immediate
+/// offset from one register, and `MIN_BLOCKS = 2` trades registers for a second program per
+/// SM. Measured by `tilekit-bench --only matmul` (f32 4096^3, beside cuBLAS SGEMM without
+/// TF32).
+#[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+#[tune(BM = [128, 64, 256], BN = [128, 64], BK = [16, 8], STAGES = [3], WARPS = [8, 4],
+       SMEM = [Padded, Swizzle128], MIN_BLOCKS = [1, 2])]
+#[constraint(smem_bytes() <= max_smem())]
+#[constraint(BM * BN <= 4096 * WARPS)]
+#[constraint(BM * BN >= 2048 * WARPS)]
+#[shapes(a = [M, K], b = [K, N], c = [M, N])]
+#[cost(flops = 2 * M * N * K)]
+pub fn matmul_f32(a: &Tensor2<f32>, b: &Tensor2<f32>, c: &mut Tensor2<f32>) {
+    let (pm, pn) = (program_id(0), program_id(1));
+    let mut acc = zeros::<f32, BM, BN>();
+    for k in pipelined(0..a.cols(), BK, STAGES) {
+        let ta = load_tile(a, [pm * BM, k], [BM, BK]);
+        let tb = load_tile(b, [k, pn * BN], [BK, BN]);
+        acc = dot(ta, tb, acc);
     }
     store_tile(c, [pm * BM, pn * BN], acc);
 }

@@ -6,7 +6,9 @@
 
 use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
-use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, matmul_tf32, transpose2d, ALL};
+use tilekit_benches::user_kernels::{
+    add_rmsnorm, copy2d, matmul_f32, matmul_tf32, transpose2d, ALL,
+};
 
 mod common;
 use common::{close, gpu, precompile, random};
@@ -437,5 +439,179 @@ fn gpu_matmul_tf32_matches_the_reference() {
         for &(m, k, n) in &[(1usize, 1usize, 1usize), (130, 77, 200), (256, 256, 256)] {
             tf32_case(&rt, &cfg, m, k, n, 21);
         }
+    }
+}
+
+/// `matmul_f32` (exact f32 `dot`: the FMA engine) of `[m, k]` by `[k, n]` operands `a`,
+/// `b` on `rt`, into a NaN-poisoned output.
+fn f32_run(
+    rt: &Runtime,
+    cfg: &Config,
+    a: &[f32],
+    b: &[f32],
+    mkn: (usize, usize, usize),
+) -> Vec<f32> {
+    let (m, k, n) = mkn;
+    let ta = Tensor2::from_vec(rt, a.to_vec(), [m, k]).unwrap();
+    let tb = Tensor2::from_vec(rt, b.to_vec(), [k, n]).unwrap();
+    let mut tc = Tensor2::full(rt, [m, n], f32::NAN).unwrap();
+    matmul_f32::launch_with(rt, cfg, &ta, &tb, &mut tc).unwrap();
+    tc.to_vec().unwrap()
+}
+
+/// Small integers in -3..=3: every product and partial sum of a dot over K <= 1000 is an
+/// exact f32, so any summation order gives the same bits.
+fn small_ints(len: usize, seed: u64) -> Vec<f32> {
+    random::<f32>(len, seed, 3.49)
+        .iter()
+        .map(|x| x.round())
+        .collect()
+}
+
+/// The plain f64 product of row-major `a` `[m, k]` and `b` `[k, n]`.
+fn f64_ref(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = f64::from(a[i * k + p]);
+            for j in 0..n {
+                c[i * n + j] += x * f64::from(b[p * n + j]);
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn cpu_matmul_f32_matches_the_f64_reference() {
+    let rt = Runtime::cpu();
+    let cfg = matmul_f32::SPEC.default_config().unwrap();
+    let (m, k, n) = (37, 50, 29);
+    let (a, b) = (random::<f32>(m * k, 3, 1.0), random::<f32>(k * n, 4, 1.0));
+    let got = f32_run(&rt, &cfg, &a, &b, (m, k, n));
+    close(
+        "matmul_f32 cpu",
+        &got,
+        &f64_ref(&a, &b, m, k, n),
+        2e-5,
+        0.05,
+    );
+}
+
+/// The FMA engine on the GPU against the CPU backend: exact small-integer operands, bitwise,
+/// at every M, N, K in {1, 63, 65, 127} and shapes with 1000, for the default configuration
+/// and eight others spanning the space (tile shapes, BK 8 / 16, both shared-memory layouts,
+/// MIN_BLOCKS 2; aligned and unaligned rows, the latter at odd K and N); random operands
+/// within f32 tolerance of an f64 reference; 20 repeats bitwise identical.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_f32_ffma_matches_cpu_at_boundary_shapes() {
+    let (g, c) = (gpu(), Runtime::cpu());
+    // The valid configurations (the constraints hold on sm_90a), in space order.
+    let kernel = matmul_f32::SPEC.kernel().expect("kernel IR");
+    let mut all: Vec<Config> = Vec::new();
+    for v in tilekit_tuner::valid_variants(kernel, &[tilekit_codegen::Target::Sm90a]) {
+        if !all.contains(&v.config) {
+            all.push(v.config);
+        }
+    }
+    let default = matmul_f32::SPEC.default_config().unwrap();
+    let mut cfgs = vec![default.clone()];
+    let step = (all.len() / 8).max(1);
+    cfgs.extend(
+        all.iter()
+            .step_by(step)
+            .filter(|c| **c != default)
+            .take(8)
+            .cloned(),
+    );
+    // Compile the chosen variants (aligned and not) on 16 threads first.
+    let jobs: Vec<(Config, bool)> = cfgs
+        .iter()
+        .flat_map(|c| [(c.clone(), true), (c.clone(), false)])
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..16 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((cfg, aligned)) = jobs.get(i) else {
+                    break;
+                };
+                g.prepare_variant(
+                    &matmul_f32::SPEC,
+                    cfg,
+                    &tilekit::ir::Bindings::default(),
+                    *aligned,
+                )
+                .unwrap_or_else(|e| panic!("matmul_f32 [{cfg}] aligned={aligned}: {e}"));
+            });
+        }
+    });
+    let dims = [1usize, 63, 65, 127];
+    let mut shapes: Vec<(usize, usize, usize)> = Vec::new();
+    for &m in &dims {
+        for &k in &dims {
+            for &n in &dims {
+                shapes.push((m, k, n));
+            }
+        }
+    }
+    let wide = [
+        (1000, 1000, 1000),
+        (1000, 65, 127),
+        (63, 1000, 1),
+        (127, 1, 1000),
+        (1, 1000, 65),
+    ];
+    shapes.extend(wide);
+    for (si, &(m, k, n)) in shapes.iter().enumerate() {
+        let (a, b) = (
+            small_ints(m * k, 100 + si as u64),
+            small_ints(k * n, 200 + si as u64),
+        );
+        let want = f32_run(&c, &default, &a, &b, (m, k, n));
+        // Every configuration at the mixed shapes and those with 1000; the default at all.
+        let picked = if (m != k && k != n && m != n) || m.max(k).max(n) == 1000 {
+            &cfgs[..]
+        } else {
+            &cfgs[..1]
+        };
+        for cfg in picked {
+            same(
+                &format!("matmul_f32 {m}x{k}x{n} small integers [{cfg}]"),
+                &f32_run(&g, cfg, &a, &b, (m, k, n)),
+                &want,
+            );
+        }
+    }
+    for (si, &(m, k, n)) in [(127, 1000, 65), (1000, 1000, 1000)].iter().enumerate() {
+        let (a, b) = (
+            random::<f32>(m * k, 7 + si as u64, 1.0),
+            random::<f32>(k * n, 9 + si as u64, 1.0),
+        );
+        let want = f64_ref(&a, &b, m, k, n);
+        for cfg in &cfgs {
+            let got = f32_run(&g, cfg, &a, &b, (m, k, n));
+            close(
+                &format!("matmul_f32 {m}x{k}x{n} random [{cfg}]"),
+                &got,
+                &want,
+                2e-5,
+                0.05,
+            );
+        }
+    }
+    let (a, b) = (
+        random::<f32>(1000 * 1000, 31, 1.0),
+        random::<f32>(1000 * 1000, 32, 1.0),
+    );
+    let first = f32_run(&g, &default, &a, &b, (1000, 1000, 1000));
+    for r in 0..20 {
+        same(
+            &format!("matmul_f32 1000^3 repeat {r}"),
+            &f32_run(&g, &default, &a, &b, (1000, 1000, 1000)),
+            &first,
+        );
     }
 }

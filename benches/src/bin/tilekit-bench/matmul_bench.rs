@@ -1,9 +1,10 @@
 //! `tilekit-bench --only matmul`: the tensor-core matmul at bf16 1000^3 / 8192^3 / 4096^3 and f16
 //! 4096^3 (the default and a sweep of configurations), bf16 4096^3 with column-major
-//! operands (the Cols variants), and the user-written TF32 matmul.
+//! operands (the Cols variants), and the user-written TF32 and exact f32 (FMA) matmuls.
 
 use crate::{random, time_ms};
 use anyhow::{anyhow, Result};
+use rayon::prelude::*;
 use serde_json::{json, Value};
 use tilekit::prelude::*;
 use tilekit::Element;
@@ -134,27 +135,56 @@ fn matmul_cols_record(rt: &Runtime, n: usize, best: &str) -> Result<Value> {
 /// default and every configuration of its space, median of 10.
 fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
     use tilekit_benches::user_kernels::matmul_tf32;
+    user_matmul_record(rt, n, "tf32", &matmul_tf32::SPEC, |cfg, a, b, c| {
+        matmul_tf32::launch_with(rt, cfg, a, b, c).map_err(Into::into)
+    })
+}
+
+/// The user-written exact f32 matmul (`tilekit_benches::user_kernels::matmul_f32`, `dot` on
+/// FMA units) at n^3: the default and every configuration of its space (compiled in
+/// parallel first), median of 10; each row with the variant's registers and local bytes.
+fn matmul_f32_record(rt: &Runtime, n: usize) -> Result<Value> {
+    use tilekit_benches::user_kernels::matmul_f32;
+    user_matmul_record(rt, n, "f32", &matmul_f32::SPEC, |cfg, a, b, c| {
+        matmul_f32::launch_with(rt, cfg, a, b, c).map_err(Into::into)
+    })
+}
+
+/// A user-written f32 matmul (`spec`, launched by `launch`) at n^3: every configuration of
+/// its space compiled in parallel, then timed (median of 10); the default's and the
+/// best's times printed.
+fn user_matmul_record(
+    rt: &Runtime,
+    n: usize,
+    label: &str,
+    spec: &tilekit::KernelSpec,
+    launch: impl Fn(&tilekit::Config, &Tensor2<f32>, &Tensor2<f32>, &mut Tensor2<f32>) -> Result<()>,
+) -> Result<Value> {
     let a = Tensor2::<f32>::from_vec(rt, random(n * n, 7), [n, n])?;
     let b = Tensor2::<f32>::from_vec(rt, random(n * n, 8), [n, n])?;
     let mut c = Tensor2::<f32>::zeros(rt, [n, n])?;
     let flops = 2.0 * (n * n * n) as f64;
     let mut rows = Vec::new();
     let (mut best_ms, mut best_cfg) = (f64::INFINITY, String::new());
-    let default = matmul_tf32::SPEC
+    let default = spec
         .default_config()
         .map(|c| c.to_string())
         .unwrap_or_default();
-    let all = matmul_tf32::SPEC
-        .space()
-        .map(|s| s.enumerate())
-        .unwrap_or_default();
-    for cfg in all {
+    let all = spec.space().map(|s| s.enumerate()).unwrap_or_default();
+    let bindings = tilekit::ir::Bindings::default();
+    // A variant that does not fit is reported by its launch below.
+    let resources: Vec<String> = all
+        .par_iter()
+        .map(|cfg| match rt.prepare_variant(spec, cfg, &bindings, true) {
+            Ok(r) => format!("{} regs, {} B local", r.registers, r.local_bytes),
+            Err(_) => String::new(),
+        })
+        .collect();
+    for (cfg, res) in all.iter().zip(&resources) {
         let text = cfg.to_string();
-        match time_ms(rt, 2, 10, || {
-            matmul_tf32::launch_with(rt, &cfg, &a, &b, &mut c).map_err(Into::into)
-        }) {
+        match time_ms(rt, 2, 10, || launch(cfg, &a, &b, &mut c)) {
             Ok(t) => {
-                rows.push(json!({"config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12}));
+                rows.push(json!({"config": text, "ms": t, "tflops": flops / (t * 1e-3) / 1e12, "resources": res}));
                 if t < best_ms {
                     best_ms = t;
                     best_cfg = text;
@@ -169,23 +199,24 @@ fn matmul_tf32_record(rt: &Runtime, n: usize) -> Result<Value> {
         .and_then(|r| r["ms"].as_f64())
         .unwrap_or(f64::NAN);
     println!(
-        "matmul  tf32 {n}x{n}x{n} default {default:<52} {default_ms:>8.4} ms {:>7.1} TFLOP/s",
+        "matmul  {label:<4} {n}x{n}x{n} default {default:<52} {default_ms:>8.4} ms {:>7.1} TFLOP/s",
         flops / (default_ms * 1e-3) / 1e12
     );
     println!(
-        "matmul  tf32 {n}x{n}x{n} best    {best_cfg:<52} {best_ms:>8.4} ms {:>7.1} TFLOP/s",
+        "matmul  {label:<4} {n}x{n}x{n} best    {best_cfg:<52} {best_ms:>8.4} ms {:>7.1} TFLOP/s",
         flops / (best_ms * 1e-3) / 1e12
     );
     Ok(
-        json!({"dtype": "tf32", "n": n, "default": default, "default_ms": default_ms, "best_config": best_cfg,
+        json!({"dtype": label, "n": n, "default": default, "default_ms": default_ms, "best_config": best_cfg,
         "best_ms": best_ms, "best_tflops": flops / (best_ms * 1e-3) / 1e12, "rows": rows}),
     )
 }
 
 /// The tensor-core matmul: bf16 1000^3, 4096^3 (and its best configuration on column-major
-/// operands), 8192^3, f16 4096^3, the user-written TF32 matmul at 4096^3.
+/// operands), 8192^3, f16 4096^3, the user-written TF32 and exact f32 matmuls at 4096^3.
 /// `TK_MATMUL_QUICK=1`: bf16 1000^3 and 4096^3 only; `TK_MATMUL_ONLY=key,key`: only the
-/// records named (`bf16_1000`, `bf16_4096`, `bf16_8192`, `f16_4096`, `tf32_4096`).
+/// records named (`bf16_1000`, `bf16_4096`, `bf16_8192`, `f16_4096`, `tf32_4096`,
+/// `f32_4096`).
 pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
     let only = std::env::var("TK_MATMUL_ONLY").ok();
     let quick = std::env::var("TK_MATMUL_QUICK").as_deref() == Ok("1");
@@ -223,6 +254,9 @@ pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
     }
     if want("tf32_4096") {
         v.insert("tf32_4096".into(), matmul_tf32_record(rt, 4096)?);
+    }
+    if want("f32_4096") {
+        v.insert("f32_4096".into(), matmul_f32_record(rt, 4096)?);
     }
     Ok(Value::Object(v))
 }

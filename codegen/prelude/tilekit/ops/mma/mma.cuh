@@ -6,8 +6,11 @@
 //     A fragments by `ldmatrix.x4`, B fragments by `ldmatrix.x4.trans` (B is K-major rows);
 //   f32 operands with TF32 and an `mma_acc` accumulator: `mma.sync.m16n8k8.tf32`, operands
 //     rounded to TF32 nearest-even (`round_tf32`, as the CPU backend does);
-//   otherwise (exact f32, or no warp arrangement fits): FMA over the shared tiles, each
-//     thread computing the accumulator elements its layout gives it.
+//   exact f32 (no TF32) into an `mma_acc` accumulator with BK a multiple of 4: FMA units,
+//     register-blocked like an SGEMM (`detail::ffma_dot`: each thread the outer product of
+//     its rows of A and columns of B, vector loads, double-buffered);
+//   otherwise (no warp arrangement fits, or BK not a multiple of the mma's k): FMA over the
+//     shared tiles, each thread computing the accumulator elements its layout gives it.
 // No barrier inside: callers order the tiles' writes before and reuse after.
 // Either operand may be stored transposed (`stile_cm`, a dot operand read from a
 // column-major tensor): A then comes by `ldmatrix.x4.trans` from its [K, M] storage and B
@@ -104,6 +107,130 @@ template <class SB> TK_DEVICE void frag_b_kn(unsigned (&r)[4], unsigned base, in
 }
 } // namespace detail
 
+namespace detail {
+/// Byte offsets of one stored row of a shared-memory tile S, split so that the column part
+/// is one add or XOR: `row_addr<S>{r}(cb)` == `S::offset(r, cb)`. The rows of every
+/// layout are whole 16-byte chunks (or any bytes for row_major / padded):
+///   row_major, padded:  r * PITCH + cb;
+///   swizzles, RB <= 128 (RB divides 128, so a row is in one 128-byte line and r * RB and
+///     cb have no bit in common): offset(r, 0) ^ cb;
+///   swizzles, RB a multiple of 128 (the line is the row, the XOR mask m below 128 and
+///     r * RB a multiple of 128): r * RB + (cb ^ m).
+/// A row's part is computed once; each column is then one instruction (an immediate
+/// offset of the load for row_major and padded).
+template <class S> struct row_addr {
+    static constexpr bool swz = S::SWZ > 0;
+    int o = 0, m = 0;
+    row_addr() = default;
+    TK_DEVICE explicit row_addr(int r)
+        : o(swz && S::RB <= 128 ? S::offset(r, 0) : r * S::PITCH),
+          m(swz && S::RB > 128 ? (r & ((1 << S::SWZ) - 1)) << 4 : 0) {}
+    TK_DEVICE int operator()(int cb) const {
+        if constexpr (!swz) return o + cb;
+        else if constexpr (S::RB <= 128) return o ^ cb;
+        else return o + (cb ^ m);
+    }
+};
+
+/// True when an exact f32 dot into an `mma_acc` accumulator runs register-blocked on FMA
+/// units (`ffma_dot`): BK a multiple of 4.
+template <bool TF32, class T, class L, long long BK> struct ffma_blocked {
+    static constexpr bool value = !TF32 && is_same<T, float>::value && is_mma_acc<L>::value && BK % 4 == 0;
+};
+
+/// Columns kc * KV .. kc * KV + KV - 1 (KV 4 or 2) of row `row` of A (a [BM, BK] f32
+/// tile): one 16- or 8-byte load from row-major storage (`ra` the row's address), KV
+/// element reads from transposed storage.
+template <int KV, class SA>
+TK_DEVICE void ffma_a(float (&x)[KV], const SA& sa, const row_addr<typename stored_tile<SA>::type>& ra, int row, int kc) {
+    if constexpr (stored_tile<SA>::cm) {
+#pragma unroll
+        for (int q = 0; q < KV; ++q) x[q] = sa.at(row, kc * KV + q);
+    } else if constexpr (KV == 4) {
+        const float4 v = *reinterpret_cast<const float4*>(sa.base + ra(kc * 16));
+        x[0] = v.x;
+        x[1] = v.y;
+        x[2] = v.z;
+        x[3] = v.w;
+    } else {
+        const float2 v = *reinterpret_cast<const float2*>(sa.base + ra(kc * 8));
+        x[0] = v.x;
+        x[1] = v.y;
+    }
+}
+
+/// Columns n, n + 1 of row k of B (a [BK, BN] f32 tile): one 8-byte load from row-major
+/// storage, two element reads from transposed storage.
+template <class SB> TK_DEVICE void ffma_b2(float (&y)[2], const SB& sb, int k, int n) {
+    if constexpr (stored_tile<SB>::cm) {
+        y[0] = sb.at(k, n);
+        y[1] = sb.at(k, n + 1);
+    } else {
+        using S = typename stored_tile<SB>::type;
+        const float2 v = *reinterpret_cast<const float2*>(sb.base + row_addr<S>(k)(n * 4));
+        y[0] = v.x;
+        y[1] = v.y;
+    }
+}
+
+/// acc + A @ B, exact f32 on FMA units, register-blocked like an SGEMM over the `mma_acc`
+/// layout L: a thread's accumulator is the outer product of its 2 * MI rows of A
+/// (wm * WTM + l / 4 + 8 r) and its 2 * NJ columns of B (wn * WTN + (l % 4) * 2 + 8 j + e),
+/// an 8 x 8 block of C for a 64 x 32 warp tile. Per 4 steps of k a thread reads each of
+/// its rows of A as one 16-byte load (4 values of k; the 8 rows a warp reads at once fall
+/// in 8 different bank groups under `padded` and `swizzle128` at BK 8, 16, 32) and,
+/// per k, its columns of B as NJ 8-byte loads; both are double-buffered: the next 4 k of A
+/// and the next k of B are read before this k's FMAs. Each product is one fmaf in k order,
+/// as the CPU backend sums (bitwise equal where the sums are exact).
+template <class SA, class SB, class L, long long BM, long long BN>
+TK_DEVICE void ffma_dot(const SA& sa, const SB& sb, rt<float, shape<BM, BN>, L>& r) {
+    using G = typename L::grid;
+    constexpr int BK = (int)SA::cols;
+    constexpr int R = 2 * G::MI, NJ = G::NJ;
+    // k per load of A: 4 where both buffers of A and the accumulator fit in 128 registers.
+    constexpr int KV = G::MI * G::NJ * 4 + 2 * R * 4 <= 128 ? 4 : 2;
+    constexpr int KC = BK / KV;
+    using S = typename stored_tile<SA>::type;
+    const int t = thread_rank(), w = t >> 5, l = t & 31;
+    const int m0 = (w / G::WN) * G::WTM + (l >> 2), n0 = (w % G::WN) * G::WTN + (l & 3) * 2;
+    // Row addresses of A (row-major storage; unused for transposed storage).
+    row_addr<S> ra[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) ra[i] = row_addr<S>(stored_tile<SA>::cm ? 0 : m0 + 8 * i);
+    float a[2][R][KV], b[2][NJ][2];
+#pragma unroll
+    for (int i = 0; i < R; ++i) ffma_a<KV, SA>(a[0][i], sa, ra[i], m0 + 8 * i, 0);
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) ffma_b2<SB>(b[0][j], sb, 0, n0 + 8 * j);
+#pragma unroll
+    for (int kc = 0; kc < KC; ++kc) {
+#pragma unroll
+        for (int q = 0; q < KV; ++q) {
+            const int k = kc * KV + q;
+            if (q == 0 && kc + 1 < KC) {
+#pragma unroll
+                for (int i = 0; i < R; ++i) ffma_a<KV, SA>(a[(kc + 1) & 1][i], sa, ra[i], m0 + 8 * i, kc + 1);
+            }
+            if (k + 1 < BK) {
+#pragma unroll
+                for (int j = 0; j < NJ; ++j) ffma_b2<SB>(b[(k + 1) & 1][j], sb, k + 1, n0 + 8 * j);
+            }
+            const float(&av)[R][KV] = a[kc & 1];
+            const float(&bv)[NJ][2] = b[k & 1];
+#pragma unroll
+            for (int i = 0; i < R; ++i)
+#pragma unroll
+                for (int j = 0; j < NJ; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float& d = r.v[((i >> 1) * NJ + j) * 4 + (i & 1) * 2 + e];
+                        d = fmaf(av[i][q], bv[j][e], d);
+                    }
+        }
+    }
+}
+} // namespace detail
+
 /// acc + A @ B from shared-memory tiles (see the header comment).
 template <bool TF32, class SA, class SB, long long BM, long long BN, class L>
 TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const SA& sa, const SB& sb, const rt<float, shape<BM, BN>, L>& acc) {
@@ -179,6 +306,8 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const SA& sa, const SB& sb, const 
 #pragma unroll
                 for (int j = 0; j < G::NJ; ++j) detail::mma1688_tf32(&r.v[(i * G::NJ + j) * 4], af[i], bf[j][0], bf[j][1]);
         }
+    } else if constexpr (detail::ffma_blocked<TF32, T, L, BK>::value) {
+        detail::ffma_dot<SA, SB, L>(sa, sb, r);
     } else if constexpr (is_mma_acc<L>::value) {
         // FMA over the fragments: per k, this thread's 2*MI rows of A and 2*NJ columns of
         // B, then the MI*NJ*4 products (an outer product; no division per element).
