@@ -80,9 +80,11 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
 
 /// `C = A @ B` on f32 tensors with TF32 tensor cores (`dot_tf32`: operands rounded to TF32
 /// nearest-even, f32 accumulation), written as a user would: the library matmul's body
-/// with `dot_tf32`. Measured by `tilekit-bench --only matmul` (tf32 4096^3).
+/// with `dot_tf32`. On sm_90a, `BM = 16 x WARPS` variants run the Hopper engine's TF32 path
+/// (producer-filled rings, TF32 wgmma). Measured by `tilekit-bench --only matmul` (tf32
+/// 4096^3).
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-#[tune(BM = [128, 64], BN = [128, 64], BK = [32, 16], STAGES = [3, 4, 2], WARPS = [4, 8])]
+#[tune(BM = [128, 64], BN = [128, 256, 64], BK = [32, 16], STAGES = [4, 3, 2], WARPS = [8, 4])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

@@ -360,7 +360,7 @@ fn gpu_hopper_epilogue_with_a_block_barrier() {
 
 /// TF32 Hopper configurations of the user's `dot_tf32` GEMM (`BK` = 32, `BM` = 16 x `WARPS`).
 const TF32: [&str; 3] = [
-    "BM=128,BN=256,BK=32,STAGES=4,WARPS=8",
+    "BM=128,BN=256,BK=32,STAGES=3,WARPS=8",
     "BM=128,BN=128,BK=32,STAGES=4,WARPS=8",
     "BM=64,BN=128,BK=32,STAGES=3,WARPS=4",
 ];

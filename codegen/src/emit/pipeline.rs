@@ -52,8 +52,13 @@ impl<'k> Emitter<'k> {
         }
         let off = self.smem.add_persistent(
             format!(
-                "Hopper pipeline: alignment slack, {} TMA ring(s), 2 mbarriers per stage",
-                rings.len()
+                "Hopper pipeline: alignment slack, {} {} ring(s), 2 mbarriers per stage",
+                rings.len(),
+                if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
+                    "TF32 (producer-filled)"
+                } else {
+                    "TMA"
+                }
             ),
             parts,
         );
@@ -94,50 +99,76 @@ impl<'k> Emitter<'k> {
             at = format!("{at} + TK_RING{r}::BYTES");
             stage_bytes.push(format!("TK_RING{r}::SLOT"));
         }
+        let threads_fill = self.hopper.is_some_and(|h| h.fill == RingFill::Threads);
         self.w.line(&format!(
             "unsigned long long* const tk_bars = reinterpret_cast<unsigned long long*>({at});"
         ));
         self.w
             .line("// The producer warpgroup gets false and skips the rest of this tile.");
-        let threads_fill = self.hopper.is_some_and(|h| h.fill == RingFill::Threads);
-        let mode = if threads_fill {
-            "0, true".to_string()
-        } else {
-            stage_bytes.join(" + ")
-        };
-        self.w.open(&format!(
-            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {mode}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
-        ));
         if threads_fill {
-            self.w
-                .line("// producer (the whole warpgroup): the origins for iteration `iv`, then both tiles loaded, rounded to TF32 and stored (B transposed)");
-            self.w.line("(void)tk_full;");
-        } else {
-            self.w
-                .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
+            return self.pipelined_tf32(body, stages, rl, (s, e, st));
         }
+        self.w.open(&format!(
+            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
+            stage_bytes.join(" + ")
+        ));
+        self.w
+            .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
         for &i in &rl.producer {
             if let Some(inst) = body.insts.get(i) {
                 self.inst(inst)?;
             }
         }
-        if threads_fill {
-            let mut args = Vec::new();
-            for &r in &rl.rings {
-                let o = self.origin(self.ring_origin(r)?)?;
-                let (t, _, _) = self.view(self.layouts.rings[r].tensor)?;
-                args.push(format!("tk_ring{r}.slot(tk_slot), {t}, {o}"));
-            }
-            self.w
-                .line(&format!("tk::sm90::fill_tiles_tf32({});", args.join(", ")));
-        } else {
-            for (k, &r) in rl.rings.iter().enumerate() {
-                let o = self.origin(self.ring_origin(r)?)?;
-                self.w.line(&format!(
-                    "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
-                ));
+        for (k, &r) in rl.rings.iter().enumerate() {
+            let o = self.origin(self.ring_origin(r)?)?;
+            self.w.line(&format!(
+                "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
+            ));
+        }
+        self.consumer(&ivn, body, "})) return;")
+    }
+
+    /// The TF32 Hopper loop (`tk::sm90::ws_pipeline_filled`): the producer warpgroup's
+    /// issue lambda repeats the loop's producer slice and copies both raw tiles into the
+    /// ring slot; its convert lambda rounds B there and transposes it to K-major.
+    fn pipelined_tf32(
+        &mut self,
+        body: &'k Block,
+        stages: &str,
+        rl: &RingLoop,
+        (s, e, st): (&str, &str, &str),
+    ) -> Result<(), CodegenError> {
+        let ivn = self.cname(rl.iv);
+        let [r0, r1] = rl.rings.as_slice() else {
+            return Err(CodegenError::Unsupported(
+                "a TF32 Hopper loop without exactly two rings".into(),
+            ));
+        };
+        let fill = format!("tk::sm90::tf32_fill<TK_RING{r0}::tile::rows, TK_RING{r1}::tile::cols>");
+        self.w.open(&format!(
+            "if (!tk::sm90::ws_pipeline_filled<{stages}, TK_THREADS / 128>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot)",
+        ));
+        self.w
+            .line("// producer issue (the whole warpgroup): the origins for iteration `iv`, then cp.async of both raw tiles into the slot");
+        for &i in &rl.producer {
+            if let Some(inst) = body.insts.get(i) {
+                self.inst(inst)?;
             }
         }
+        let mut operand = Vec::new();
+        for &r in [r0, r1] {
+            let o = self.origin(self.ring_origin(r)?)?;
+            let (t, _, _) = self.view(self.layouts.rings[r].tensor)?;
+            operand.push(format!("tk_ring{r}.slot(tk_slot), {t}, {o}"));
+        }
+        self.w
+            .line(&format!("{fill}::issue({}, {});", operand[0], operand[1]));
+        self.w.close("}, [&](const int tk_slot) {");
+        self.w.open_indent();
+        self.w
+            .line("// producer convert: B's raw tile rounded to TF32 nearest-even and transposed to K-major, in place");
+        self.w
+            .line(&format!("{fill}::convert(tk_ring{r1}.slot(tk_slot));"));
         self.consumer(&ivn, body, "})) return;")
     }
 

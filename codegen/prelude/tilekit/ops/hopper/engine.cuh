@@ -23,14 +23,15 @@
 // per 16 rows (`mma_grid<BM, BN, WARPS, 1>` with WM = WARPS), which is exactly wgmma's
 // m64nN accumulator order, so every accumulator op after the loop runs unchanged.
 //
-// TF32 (`dot_tf32` on f32 operands): wgmma takes TF32 operands K-major only, and the DSL
-// promises operands rounded to TF32 nearest-even (as the CPU backend and mma.sync do),
-// which TMA cannot do. So the ring slots are filled by the whole producer warpgroup
-// (`fill_tiles_tf32`: 16-byte loads, rounding, 16-byte stores into the same 128-byte
-// swizzle), B transposed on the way into an `nk_tile` ([BN rows of K], K-major); every
-// producer thread then fences its writes for the async proxy and arrives on the stage's
-// full barrier (128 arrivals, no transaction bytes). The consumers run
-// `wgmma.m64nNk8.tf32` with both descriptors K-major.
+// TF32 (`dot_tf32` on f32 operands): wgmma takes TF32 B operands from shared memory
+// K-major only, and the DSL promises operands rounded to TF32 nearest-even (as the CPU
+// backend and mma.sync do), which a copy cannot do. So the whole producer warpgroup fills
+// the rings (`ws_pipeline_filled`, `tf32_fill`): cp.async copies A's and B's raw tiles into
+// their ring slots, then, some iterations behind, converts B in place (rounded, transposed
+// into an `nk_tile`: BN rows of K, K-major, 128-byte swizzle), fences it for the async
+// proxy and arrives on the stage's full barrier (128 arrivals, no transaction bytes). The consumers load A's fragments from the ring slot with ldmatrix,
+// round them in registers and run `wgmma.m64nNk8.tf32` with A from registers and B from
+// its descriptor.
 #pragma once
 #include "tilekit/ops/hopper/sm90.cuh"
 #include "tilekit/ops/hopper/wgmma_ops.cuh"
@@ -38,6 +39,7 @@
 #include "tilekit/types/view.cuh"
 #include "tilekit/types/mma_layout.cuh"
 #include "tilekit/ops/memory/tile_io.cuh"
+#include "tilekit/ops/mma/async.cuh"
 
 namespace tk {
 namespace sm90 {
@@ -79,7 +81,7 @@ template <class T, long long ROWS, long long COLS, int STAGES> struct tma_ring {
 
 /// One slot of a K-major ring for a [ROWS = K, COLS = N] B operand: stored transposed, COLS
 /// rows of 128 bytes (ROWS * sizeof(T) == 128: one K panel) in the 128-byte swizzle, filled
-/// by the producer warpgroup (`fill_tiles_tf32`).
+/// by the producer warpgroup (`ws_pipeline_filled`, `tf32_fill`).
 template <class T, long long ROWS, long long COLS> struct nk_tile {
     using elem = T;
     static constexpr long long rows = ROWS;
@@ -104,79 +106,126 @@ template <class T, long long ROWS, long long COLS, int STAGES> struct nk_ring {
 };
 
 namespace detail {
-/// Four consecutive f32 of row `r` from column `c` of `v` (unit column stride, 16-byte
-/// aligned base and pitch, `c` a multiple of 4), zero past the view's edges.
-TK_DEVICE float4 load4_or_zero(const view<float, 2>& v, long long r, long long c) {
-    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (r < 0 || r >= v.shape[0] || c < 0) return x;
-    const float* p = v.ptr + r * v.stride[0] + c;
-    if (c + 4 <= v.shape[1]) return *reinterpret_cast<const float4*>(p);
-    if (c + 0 < v.shape[1]) x.x = p[0];
-    if (c + 1 < v.shape[1]) x.y = p[1];
-    if (c + 2 < v.shape[1]) x.z = p[2];
-    return x;
-}
-TK_DEVICE float4 round4_tf32(float a, float b, float c, float d) {
-    return make_float4(round_tf32(a), round_tf32(b), round_tf32(c), round_tf32(d));
+/// `x` rounded to TF32 nearest-even (`round_tf32`, the CPU backend's rule) in one
+/// instruction: sm_90's `cvt.rn.tf32.f32`.
+TK_DEVICE float tf32_rn(float x) {
+#if TK_SM90A
+    unsigned u;
+    asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+#else
+    return round_tf32(x);
+#endif
 }
 /// The byte offset of 16-byte chunk `c` of row `r` in the 128-byte swizzle.
 TK_DEVICE int sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
+/// Issues a 16-byte cp.async of row `r`, columns c..c+3 of `v` (unit column stride, 16-byte
+/// aligned base and pitch, `c` a multiple of 4) to shared address `dst`, zero-filled past
+/// the view's edges.
+TK_DEVICE void cp_async_f4(unsigned dst, const view<float, 2>& v, long long r, long long c) {
+    int bytes = 0;
+    const float* src = v.ptr;
+    if (r >= 0 && r < v.shape[0] && c >= 0 && c < v.shape[1]) {
+        const long long left = v.shape[1] - c;
+        bytes = left >= 4 ? 16 : (int)left * 4;
+        src = v.ptr + r * v.stride[0] + c;
+    }
+    cp_async16(dst, src, bytes);
+}
+/// Producer-warpgroup barrier (named barrier 2; the consumers' `sync()` is barrier 1).
+TK_DEVICE void producer_sync() {
+#if TK_SM90A
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+#endif
+}
 } // namespace detail
 
-/// The producer warpgroup's fill of one TF32 stage (see the header comment): A's [BM, 32]
-/// tile at origin `oa` of `va` into `ta` (row m's 16-byte chunk c at `sw128(m, c)`), and
-/// B's [32, BN] tile at origin `ob` of `vb` into `tb` transposed (each thread reads a 4 x 4
-/// block: rows 4c..4c+3 of columns 4q..4q+3, and writes column n = 4q + e's four values as
-/// chunk c of row n). Every value is rounded to TF32 nearest-even; zero past the edges. Each
-/// tile's loads are issued before its first store; every thread of the warpgroup calls it.
-template <long long BM, long long BN>
-TK_DEVICE void fill_tiles_tf32(const tma_tile<float, BM, 32>& ta, const view<float, 2>& va, const coord& oa,
-                               const nk_tile<float, 32, BN>& tb, const view<float, 2>& vb, const coord& ob) {
-    constexpr int AI = (int)(BM * 8) / 128; // A's 16-byte chunks per thread
-    constexpr int BI = (int)(BN * 2) / 128; // B's 4 x 4 blocks per thread
-    static_assert((BM * 8) % 128 == 0 && (BN * 2) % 128 == 0, "tk::sm90::fill_tiles_tf32: BM % 16 == 0, BN % 64 == 0");
-    const int p = thread_rank() % 128;
-    // A, then B: each tile's loads issued before its first store (at most 64 values live).
-    {
-        float4 a[AI];
+/// The TF32 fill of the producer warpgroup (see the header comment), for A ring tiles
+/// [BM, 32] and K-major B ring tiles [32, BN].
+/// `issue`: 16-byte cp.async of A's tile (raw f32; the consumers round it in registers)
+/// into its ring slot, chunk i = p + 128 j of thread p at row i / 8, chunk i % 8; and of
+/// B's raw tile into its ring slot, stored N-major for now: BN / 32 panels of 32 rows x 128
+/// bytes (row k's chunk c of panel P at P * 4096 + sw128(k, c); chunk i at row
+/// i / (BN / 4), chunk i % (BN / 4)).
+/// `convert`: B's slot in place, rounded to TF32 nearest-even and transposed to K-major:
+/// thread p reads its 4 x 4 blocks (rows 4c .. 4c + 3, columns 4q .. 4q + 3) into
+/// registers, the warpgroup synchronizes, and it writes each column n's four values as
+/// chunk c of row n (`sw128(n, c)`).
+template <long long BM, long long BN> struct tf32_fill {
+    static constexpr int AI = (int)(BM * 8) / 128;  // A's chunks per thread
+    static constexpr int BC = (int)(32 * BN / 4) / 128; // B's chunks per thread
+    static constexpr int BI = (int)(BN * 2) / 128;  // B's 4 x 4 blocks per thread
+    static_assert((BM * 8) % 128 == 0 && (BN * 2) % 128 == 0, "tk::sm90::tf32_fill: BM % 16 == 0, BN % 64 == 0");
+
+    template <class TA, class TB>
+    TK_DEVICE static void issue(const TA& ta, const view<float, 2>& va, const coord& oa, const TB& tb,
+                                const view<float, 2>& vb, const coord& ob) {
+        static_assert(TA::rows == BM && TB::cols == BN, "tk::sm90::tf32_fill: ring tiles");
+        const int p = thread_rank() % 128;
+        const unsigned a0 = saddr(ta.base), b0 = saddr(tb.base);
+        constexpr int CPR = (int)(BN / 4); // chunks per row of B
+        // Interior tiles (every element inside the tensor): no test per chunk.
+        const bool inside = oa.c[0] >= 0 && oa.c[0] + BM <= va.shape[0] && oa.c[1] >= 0 && oa.c[1] + 32 <= va.shape[1] &&
+                            ob.c[0] >= 0 && ob.c[0] + 32 <= vb.shape[0] && ob.c[1] >= 0 && ob.c[1] + BN <= vb.shape[1];
+        if (inside) {
+            const float* pa = va.ptr + (oa.c[0] + (p >> 3)) * va.stride[0] + oa.c[1] + 4 * (p & 7);
+            const long long sa = 16 * va.stride[0]; // 128 threads cover 16 rows of A
 #pragma unroll
-        for (int j = 0; j < AI; ++j) {
-            const int i = p + 128 * j, m = i >> 3, c = i & 7;
-            a[j] = detail::load4_or_zero(va, oa.c[0] + m, oa.c[1] + 4 * c);
+            for (int j = 0; j < AI; ++j) {
+                const int m = (p >> 3) + 16 * j;
+                cp_async16(a0 + detail::sw128(m, p & 7), pa + j * sa, 16);
+            }
+            const float* pb = vb.ptr + ob.c[0] * vb.stride[0] + ob.c[1];
+#pragma unroll
+            for (int j = 0; j < BC; ++j) {
+                const int i = p + 128 * j, k = i / CPR, q = i % CPR;
+                cp_async16(b0 + (q >> 3) * 4096 + detail::sw128(k, q & 7), pb + k * vb.stride[0] + 4 * q, 16);
+            }
+            return;
         }
 #pragma unroll
         for (int j = 0; j < AI; ++j) {
             const int i = p + 128 * j, m = i >> 3, c = i & 7;
-            *reinterpret_cast<float4*>(ta.base + detail::sw128(m, c)) =
-                detail::round4_tf32(a[j].x, a[j].y, a[j].z, a[j].w);
+            detail::cp_async_f4(a0 + detail::sw128(m, c), va, oa.c[0] + m, oa.c[1] + 4 * c);
+        }
+#pragma unroll
+        for (int j = 0; j < BC; ++j) {
+            const int i = p + 128 * j, k = i / CPR, q = i % CPR;
+            detail::cp_async_f4(b0 + (q >> 3) * 4096 + detail::sw128(k, q & 7), vb, ob.c[0] + k, ob.c[1] + 4 * q);
         }
     }
-    // B in rounds of at most two 4 x 4 blocks (32 values live): the consumers' accumulator
-    // may be live on this path too (the producer shares the function's register budget).
-    constexpr int ROUND = BI < 2 ? BI : 2;
+
+    /// Block i = 64 a + 8 b + L of the B tile (L the lane in its group of 8): rows
+    /// 4 L .. 4 L + 3 (c = L), columns 4 q .. 4 q + 3 with q = 8 a + (L + b) % 8, so the
+    /// eight lanes of a shared-memory phase touch eight distinct 16-byte chunks both when
+    /// they read the raw rows and when they write the transposed ones.
+    template <class TB> TK_DEVICE static void convert(const TB& tb) {
+        static_assert(TB::cols == BN, "tk::sm90::tf32_fill: B ring tile");
+        const int p = thread_rank() % 128;
+        float4 x[BI][4];
 #pragma unroll
-    for (int j0 = 0; j0 < BI; j0 += ROUND) {
-        float4 b[ROUND][4];
+        for (int j = 0; j < BI; ++j) {
+            const int i = p + 128 * j, c = i & 7, q = 8 * (i >> 6) + (((i & 7) + (i >> 3)) & 7);
 #pragma unroll
-        for (int u = 0; u < ROUND; ++u) {
-            const int i = p + 128 * (j0 + u), q = i >> 3, c = i & 7;
-#pragma unroll
-            for (int r = 0; r < 4; ++r) b[u][r] = detail::load4_or_zero(vb, ob.c[0] + 4 * c + r, ob.c[1] + 4 * q);
+            for (int r = 0; r < 4; ++r)
+                x[j][r] = *reinterpret_cast<const float4*>(tb.base + (q >> 3) * 4096 + detail::sw128(4 * c + r, q & 7));
         }
+        detail::producer_sync(); // every raw value read before any is overwritten
 #pragma unroll
-        for (int u = 0; u < ROUND; ++u) {
-            const int i = p + 128 * (j0 + u), q = i >> 3, c = i & 7, n = 4 * q;
+        for (int j = 0; j < BI; ++j) {
+            const int i = p + 128 * j, c = i & 7, q = 8 * (i >> 6) + (((i & 7) + (i >> 3)) & 7), n = 4 * q;
+            using detail::tf32_rn;
             *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 0, c)) =
-                detail::round4_tf32(b[u][0].x, b[u][1].x, b[u][2].x, b[u][3].x);
+                make_float4(tf32_rn(x[j][0].x), tf32_rn(x[j][1].x), tf32_rn(x[j][2].x), tf32_rn(x[j][3].x));
             *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 1, c)) =
-                detail::round4_tf32(b[u][0].y, b[u][1].y, b[u][2].y, b[u][3].y);
+                make_float4(tf32_rn(x[j][0].y), tf32_rn(x[j][1].y), tf32_rn(x[j][2].y), tf32_rn(x[j][3].y));
             *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 2, c)) =
-                detail::round4_tf32(b[u][0].z, b[u][1].z, b[u][2].z, b[u][3].z);
+                make_float4(tf32_rn(x[j][0].z), tf32_rn(x[j][1].z), tf32_rn(x[j][2].z), tf32_rn(x[j][3].z));
             *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 3, c)) =
-                detail::round4_tf32(b[u][0].w, b[u][1].w, b[u][2].w, b[u][3].w);
+                make_float4(tf32_rn(x[j][0].w), tf32_rn(x[j][1].w), tf32_rn(x[j][2].w), tf32_rn(x[j][3].w));
         }
     }
-}
+};
 
 /// Issues the TMA loads of the tile of `map`'s tensor at origin `o` (row o.c[0], column
 /// o.c[1]; zero-filled outside the tensor) into `t`, completing on `full`. Called by one
@@ -198,49 +247,60 @@ struct pipe_state {
     bool ready = false;
 };
 
+namespace detail {
+/// Sets up a program's barriers on its first tile: `full` with FULL arrivals per phase,
+/// `empty` with one per consumer warpgroup. Every thread calls it.
+template <int STAGES, int CONSUMERS>
+TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full_arrivals) {
+    if (st.ready) return;
+    if (thread_rank() == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&bars[s], full_arrivals);
+            mbar_init(&bars[STAGES + s], CONSUMERS);
+        }
+        fence_barrier_init();
+    }
+    // Every thread, the producer warpgroup's too (`sync()` is the consumers' barrier).
+    __syncthreads();
+    // No `setmaxnreg` here: the producer comes back through `run` for its next tile, so
+    // its code and the consumers' share one region and ptxas would ignore a reallocation
+    // (C7507). Every thread keeps the launch's budget (168 registers at 384 threads), which
+    // holds a 64 x 256 wgmma accumulator without spilling.
+    st.ready = true;
+}
+
+/// The consumers' side: waits for each stage's full barrier, runs `consume(iv, slot)`
+/// and releases the stage (`mma_dot` on ring tiles returns after its wgmma group retired).
+template <int STAGES, class C>
+TK_DEVICE void consume_stages(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
+                              C&& consume) {
+    for (long long iv = start; iv < end; iv += step, ++st.it) {
+        const int s = st.it % STAGES;
+        mbar_wait(&bars[s], (st.it / STAGES) & 1);
+        consume(iv, s);
+        if (thread_rank() % 128 == 0) mbar_arrive(&bars[STAGES + s]);
+    }
+}
+} // namespace detail
+
 /// The warp-specialized software pipeline (see the header comment): `produce(iv, slot,
 /// full)` issues the TMA loads of iteration `iv` into `slot` (producer thread only),
 /// `consume(iv, slot)` runs the loop body on the consumers. `bars` is 2 * STAGES mbarriers
-/// in shared memory, initialised on a program's first tile. THREAD_FILL (TF32): every
-/// producer thread runs `produce` and arrives on the full barrier after fencing its writes
-/// for the async proxy (STAGE_BYTES unused); otherwise one thread issues TMA loads. Returns false on the producer warpgroup, which then skips the
-/// rest of the tile (the wrapper moves it on to its next tile, so its loads for that tile
-/// overlap the consumers' epilogue of this one), and true on the consumers once every
-/// stage of this tile is consumed.
-template <int STAGES, int CONSUMERS, long long STAGE_BYTES, bool THREAD_FILL = false, class P, class C>
+/// in shared memory (full, then empty), initialised on a program's first tile. Returns
+/// false on the producer warpgroup, which then skips the rest of the tile (the wrapper
+/// moves it on to its next tile, so its loads for that tile overlap the consumers'
+/// epilogue of this one), and true on the consumers once every stage of this tile is
+/// consumed.
+template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class P, class C>
 TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                            P&& produce, C&& consume) {
     static_assert(STAGES >= 1 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline: 1 or 2 consumer warpgroups");
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     const int t = thread_rank();
-    const bool producer = t >= CONSUMERS * 128;
-    if (!st.ready) {
-        if (t == 0) {
-            for (int s = 0; s < STAGES; ++s) {
-                mbar_init(&full[s], THREAD_FILL ? 128 : 1);
-                mbar_init(&empty[s], CONSUMERS);
-            }
-            fence_barrier_init();
-        }
-        // Every thread, the producer warpgroup's too (`sync()` is the consumers' barrier).
-        __syncthreads();
-        // No `setmaxnreg` here: the producer comes back through `run` for its next tile,
-        // so its code and the consumers' share one region and ptxas would ignore a
-        // reallocation (C7507). Every thread keeps the launch's budget (168 registers at
-        // 384 threads), which holds a 64 x 256 wgmma accumulator without spilling.
-        st.ready = true;
-    }
-    if (producer) {
-        if constexpr (THREAD_FILL) {
-            for (long long iv = start; iv < end; iv += step, ++st.it) {
-                const int s = st.it % STAGES;
-                mbar_wait(&empty[s], ((st.it / STAGES) & 1) ^ 1);
-                produce(iv, s, &full[s]);
-                fence_proxy_async_smem();
-                mbar_arrive(&full[s]);
-            }
-        } else if (t == CONSUMERS * 128) {
+    detail::pipe_init<STAGES, CONSUMERS>(bars, st, 1);
+    if (t >= CONSUMERS * 128) {
+        if (t == CONSUMERS * 128) {
             for (long long iv = start; iv < end; iv += step, ++st.it) {
                 const int s = st.it % STAGES;
                 mbar_wait(&empty[s], ((st.it / STAGES) & 1) ^ 1);
@@ -250,13 +310,51 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
         }
         return false;
     }
-    for (long long iv = start; iv < end; iv += step, ++st.it) {
-        const int s = st.it % STAGES;
-        mbar_wait(&full[s], (st.it / STAGES) & 1);
-        consume(iv, s);
-        // `mma_dot` on ring tiles returns after its wgmma group retired: the stage is free.
-        if (t % 128 == 0) mbar_arrive(&empty[s]);
+    detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
+    return true;
+}
+
+/// The same pipeline with rings the producer warpgroup fills itself (TF32, see the header
+/// comment): `issue(iv, slot)` computes iteration iv's origins and issues its cp.async
+/// copies into ring slot `slot`, `convert(slot)` turns B's raw tile there into its K-major
+/// form. Conversion runs LAG iterations behind the copies (STAGES - 2, at least 1: the
+/// copies' latency hides behind LAG iterations while the consumers keep two stages): after
+/// its copies land (`cp.async.wait_group`) and every producer thread's are visible (a
+/// producer barrier), the stage is converted, fenced for the async proxy (wgmma) and
+/// published on its full barrier (128 arrivals per phase).
+template <int STAGES, int CONSUMERS, class I, class V, class C>
+TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step, unsigned long long* bars,
+                                  pipe_state& st, I&& issue, V&& convert, C&& consume) {
+    static_assert(STAGES >= 2 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline_filled: 2 or more stages, 1 or 2 consumer warpgroups");
+    constexpr int LAG = STAGES > 2 ? STAGES - 2 : 1;
+    unsigned long long* full = bars;
+    unsigned long long* empty = bars + STAGES;
+    detail::pipe_init<STAGES, CONSUMERS>(bars, st, 128);
+    if (thread_rank() >= CONSUMERS * 128) {
+        const long long n = start < end ? (end - start + step - 1) / step : 0;
+        for (long long j = 0; j < n + LAG; ++j) {
+            if (j < n) {
+                const int J = st.it + (int)j, s = J % STAGES;
+                mbar_wait(&empty[s], ((J / STAGES) & 1) ^ 1);
+                issue(start + j * step, s);
+                cp_async_commit();
+            }
+            if (j >= LAG) {
+                const int K = st.it + (int)(j - LAG), s = K % STAGES;
+                if (j < n)
+                    cp_async_wait<LAG>();
+                else
+                    cp_async_wait<0>();
+                detail::producer_sync();
+                convert(s);
+                fence_proxy_async_smem();
+                mbar_arrive(&full[s]);
+            }
+        }
+        st.it += (int)n;
+        return false;
     }
+    detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
     return true;
 }
 
@@ -290,8 +388,11 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, con
     return r;
 }
 
-/// acc + A @ B on TF32 wgmma from an A ring tile (K-major) and a K-major B tile (see the
-/// header comment). Operands were rounded to TF32 by the producer.
+/// acc + A @ B on TF32 wgmma from an A ring tile (raw f32, K-major) and a K-major B tile
+/// (rounded by the producer), see the header comment: per k8 step, each warp's A fragment
+/// (its 16 rows of the warpgroup's 64) by `ldmatrix.x4` from the swizzled tile (matrix j:
+/// rows + 8 (j % 2), columns + 4 (j / 2)), rounded to TF32 nearest-even in registers, then
+/// `wgmma.m64nNk8.tf32` with A from registers.
 template <bool TF32, long long BM, long long BN, class L>
 TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<float, BM, 32>& sa, const nk_tile<float, 32, BN>& sb,
                                                 const rt<float, shape<BM, BN>, L>& acc) {
@@ -301,17 +402,24 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<float, BM, 32>& sa,
     static_assert(G::WN == 1 && G::WTM == 16 && G::MI == 1, "tk::sm90::mma_dot: one warp per 16 accumulator rows");
     static_assert(BM == 16LL * L::warps, "tk::sm90::mma_dot: 64 rows per consumer warpgroup");
     rt<float, shape<BM, BN>, L> r = acc;
-    const int wg = thread_rank() / 128;
-    const char* a = sa.base + (long long)wg * 64 * 128;
+    const int t = thread_rank(), l = t & 31;
+    const int m = (t >> 5) * 16 + (l & 15); // this lane's ldmatrix row (warp w: rows 16w..)
+    const unsigned a0 = saddr(sa.base);
+    unsigned af[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+        ldsm_x4_b16(af[kk], a0 + detail::sw128(m, 2 * kk + (l >> 4)));
+#pragma unroll
+        for (int q = 0; q < 4; ++q) af[kk][q] = __float_as_uint(detail::tf32_rn(__uint_as_float(af[kk][q])));
+    }
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-        // k8 step kk: 32 bytes into every 128-byte row of both K-major panels.
-        const unsigned long long da = smem_desc_sw128(a + kk * 32, 16, 1024);
+        // k8 step kk: 32 bytes into every 128-byte row of B's K-major panel.
         const unsigned long long db = smem_desc_sw128(sb.base + kk * 32, 16, 1024);
-        wgmma_n<(int)BN, float>::template run<0, 0>(r.v, da, db, 1);
+        wgmma_rs_n<(int)BN>::run(r.v, af[kk], db, 1);
     }
     wgmma_commit();
     wgmma_wait<0>();

@@ -107,6 +107,15 @@ TK_DEVICE unsigned long long smem_desc_sw128(const void* p, unsigned lbo, unsign
     return d;
 }
 
+/// `ldmatrix.x4` (b16): four 8 x 8 matrices of 16-bit pairs, matrix j's row addresses from
+/// lanes 8j..8j+7; for 32-bit elements each matrix is 8 rows x 4 elements, lane l holding
+/// row l / 4, element l % 4 (the mma.sync m16n8k8 TF32 A fragment from four of them).
+TK_DEVICE void ldsm_x4_b16(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
 /// Makes this thread's ordinary shared-memory writes visible to the async proxy (wgmma
 /// operand reads, TMA) before a barrier publishes them.
 TK_DEVICE void fence_proxy_async_smem() {
