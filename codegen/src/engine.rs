@@ -42,14 +42,14 @@ pub struct TmaOperand {
     pub dtype: DType,
 }
 
-/// Who fills the Hopper engine's ring slots.
+/// What the Hopper engine's producer does to a ring slot after TMA lands it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RingFill {
-    /// bf16 / f16: one producer thread issues a TMA load per ring tile.
+    /// bf16 / f16: nothing; the consumers read the TMA tiles as they land.
     Tma,
-    /// TF32 (`dot_tf32` on f32): the producer warpgroup loads, rounds to TF32 nearest-even
-    /// and stores both tiles (B transposed to K-major, which TF32 wgmma requires); no
-    /// tensor maps.
+    /// TF32 (`dot_tf32` on f32): the producer warpgroup rounds B's raw tile to TF32
+    /// nearest-even and transposes it to K-major in place (TF32 wgmma takes B K-major only);
+    /// the consumers round A's fragments in registers.
     Threads,
 }
 
@@ -60,18 +60,16 @@ pub struct HopperPlan {
     pub loop_iv: ValueId,
     /// Consumer warpgroups (the kernel's `WARPS / 4`).
     pub consumers: u32,
-    /// The ring tiles, one per ring (ring order): the tensor maps to encode under
-    /// [`RingFill::Tma`].
+    /// The tensor maps, one per ring (ring order).
     pub tma: [TmaOperand; 2],
     /// Who fills the ring slots.
     pub fill: RingFill,
 }
 
 impl HopperPlan {
-    /// The tensor maps a launch encodes and passes (none when the producer threads fill
-    /// the rings).
+    /// The tensor maps a launch encodes and passes.
     pub fn tensor_maps(&self) -> Option<[TmaOperand; 2]> {
-        (self.fill == RingFill::Tma).then_some(self.tma)
+        Some(self.tma)
     }
 }
 
@@ -86,8 +84,8 @@ pub enum Engine {
 
 /// The engine of variant `v` of `kernel`: `Engine::Hopper` when every condition holds —
 /// target sm_90a; one `pipelined` loop whose two ring loads are the A and B operands of the
-/// kernel's only `dot` (not transposed) with bf16 or f16 operands (IEEE precision; TMA
-/// fills the rings) or f32 operands of a `dot_tf32` (the producer threads fill them); both ring
+/// kernel's only `dot` (not transposed) with bf16 or f16 operands (IEEE precision) or f32
+/// operands of a `dot_tf32` (the producer converts B's tiles, [`RingFill::Threads`]); both ring
 /// tensors rank-2 parameters read `Rows` (16-byte aligned base and pitch: TMA's rule); K
 /// tile = 128 bytes (`BK` = 64 bf16/f16, 32 f32); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
 /// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates

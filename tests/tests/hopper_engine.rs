@@ -196,7 +196,7 @@ const TF32_CASES: [&str; 3] = [
 ];
 
 #[test]
-fn tf32_variants_take_the_hopper_engine_with_thread_filled_rings_and_no_tensor_maps() {
+fn tf32_variants_take_the_hopper_engine_with_tma_and_a_converting_producer() {
     let spec = &tilekit_tests::hopper_kernels::user_matmul_tf32_bias::SPEC;
     let k = spec.kernel().expect("kernel IR");
     for c in TF32_CASES {
@@ -204,21 +204,22 @@ fn tf32_variants_take_the_hopper_engine_with_thread_filled_rings_and_no_tensor_m
         match engine(k, &v).expect("engine") {
             Engine::Hopper(plan) => {
                 assert_eq!(plan.fill, tilekit_codegen::engine::RingFill::Threads, "{c}");
-                assert!(plan.tensor_maps().is_none());
+                let maps = plan.tensor_maps().expect("tensor maps");
+                assert_eq!((maps[0].box_cols, maps[1].box_cols), (32, 32), "{c}");
             }
             e => panic!("{c}: {e:?}"),
         }
         let plan = variant_plan(k, &v).expect("plan");
         let warps = v.config.int("WARPS").expect("WARPS") as u32;
         assert_eq!(plan.launch.threads, 32 * warps + 128, "{c}");
-        assert!(plan.tma.is_none() && plan.persistent, "{c}");
+        assert!(plan.tma.is_some() && plan.persistent, "{c}");
         let src = variant_source(k, spec.cuda_template, &v).expect("source");
         assert!(
             src.contains("tk::sm90::ws_pipeline_filled<") && src.contains("::convert(tk_ring1"),
             "{src}"
         );
         assert!(src.contains("tk::sm90::nk_ring<float"), "{src}");
-        assert!(!src.contains("tensor_map tk_map"), "{c}: no tensor maps");
+        assert!(src.contains("tensor_map tk_map1"), "{c}: tensor maps");
         // On sm_80 the same variant keeps mma.sync.
         let v80 = plain(variant(k, c, DType::F32, Access::ROWS, Target::Sm80));
         assert!(matches!(

@@ -32,7 +32,8 @@ impl<'k> Emitter<'k> {
 
     /// The Hopper engine's persistent shared memory (`tk::sm90::ws_pipeline`): 1024 bytes
     /// of slack to align the rings to the 128-byte swizzle's 1024-byte atom, every ring's
-    /// STAGES slots back to back, then a full and an empty mbarrier per stage.
+    /// STAGES slots back to back, then a full and an empty mbarrier per stage (and a landed
+    /// one on the TF32 path).
     pub(super) fn add_hopper_pipe(&mut self) {
         let rings = self.layouts.rings.clone();
         let mut parts = vec![vec![Factor::Dim(Dim::Const(1024))]];
@@ -45,21 +46,29 @@ impl<'k> Emitter<'k> {
             ]);
         }
         if let Some(r) = rings.first() {
+            // Full and empty per stage; TF32 adds a `landed` barrier per stage.
+            let bytes = if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
+                24
+            } else {
+                16
+            };
             parts.push(vec![
-                Factor::Dim(Dim::Const(16)),
+                Factor::Dim(Dim::Const(bytes)),
                 Factor::Dim(r.stages.clone()),
             ]);
         }
         let off = self.smem.add_persistent(
-            format!(
-                "Hopper pipeline: alignment slack, {} {} ring(s), 2 mbarriers per stage",
-                rings.len(),
-                if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
-                    "TF32 (producer-filled)"
-                } else {
-                    "TMA"
-                }
-            ),
+            if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
+                format!(
+                    "Hopper pipeline: alignment slack, {} TMA ring(s) (TF32: B converted in place by the producer), 3 mbarriers per stage",
+                    rings.len()
+                )
+            } else {
+                format!(
+                    "Hopper pipeline: alignment slack, {} TMA ring(s), 2 mbarriers per stage",
+                    rings.len()
+                )
+            },
             parts,
         );
         self.ring_offsets = vec![off; rings.len()];
@@ -128,9 +137,10 @@ impl<'k> Emitter<'k> {
         self.consumer(&ivn, body, "})) return;")
     }
 
-    /// The TF32 Hopper loop (`tk::sm90::ws_pipeline_filled`): the producer warpgroup's
-    /// issue lambda repeats the loop's producer slice and copies both raw tiles into the
-    /// ring slot; its convert lambda rounds B there and transposes it to K-major.
+    /// The TF32 Hopper loop (`tk::sm90::ws_pipeline_filled`): the producer's issue lambda
+    /// repeats the loop's producer slice and issues TMA loads of both raw tiles into the
+    /// ring slot; the warpgroup's convert lambda rounds B there and transposes it to
+    /// K-major.
     fn pipelined_tf32(
         &mut self,
         body: &'k Block,
@@ -146,23 +156,25 @@ impl<'k> Emitter<'k> {
         };
         let fill = format!("tk::sm90::tf32_fill<TK_RING{r0}::tile::rows, TK_RING{r1}::tile::cols>");
         self.w.open(&format!(
-            "if (!tk::sm90::ws_pipeline_filled<{stages}, TK_THREADS / 128>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot)",
+            "if (!tk::sm90::ws_pipeline_filled<{stages}, TK_THREADS / 128, TK_RING{r0}::SLOT + TK_RING{r1}::SLOT>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_landed)",
         ));
         self.w
-            .line("// producer issue (the whole warpgroup): the origins for iteration `iv`, then cp.async of both raw tiles into the slot");
+            .line("// producer issue (one thread): the origins for iteration `iv`, then TMA loads of A's tile and of B's raw tile");
         for &i in &rl.producer {
             if let Some(inst) = body.insts.get(i) {
                 self.inst(inst)?;
             }
         }
-        let mut operand = Vec::new();
-        for &r in [r0, r1] {
-            let o = self.origin(self.ring_origin(r)?)?;
-            let (t, _, _) = self.view(self.layouts.rings[r].tensor)?;
-            operand.push(format!("tk_ring{r}.slot(tk_slot), {t}, {o}"));
-        }
-        self.w
-            .line(&format!("{fill}::issue({}, {});", operand[0], operand[1]));
+        let (oa, ob) = (
+            self.origin(self.ring_origin(*r0)?)?,
+            self.origin(self.ring_origin(*r1)?)?,
+        );
+        self.w.line(&format!(
+            "tk::sm90::tma_load_tile(tk_ring{r0}.slot(tk_slot), tk_map0, tk_landed, {oa});"
+        ));
+        self.w.line(&format!(
+            "tk::sm90::tma_load_tile(tk_ring{r1}.slot(tk_slot).raw(), tk_map1, tk_landed, {ob});"
+        ));
         self.w.close("}, [&](const int tk_slot) {");
         self.w.open_indent();
         self.w

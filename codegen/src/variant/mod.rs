@@ -113,9 +113,6 @@ pub fn variant_source(
             ));
             names.push(format!("&tk_map{m}"));
         }
-    } else if is_hopper {
-        // The producer threads fill the rings (TF32): no tensor maps.
-        names.extend(["nullptr".to_string(), "nullptr".to_string()]);
     }
 
     let mut out = String::with_capacity(template.len() + 1024);

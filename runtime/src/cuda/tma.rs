@@ -43,6 +43,7 @@ pub(super) fn encode(
         let (dtype, bytes) = match op.dtype {
             DType::BF16 => (CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2),
             DType::F16 => (CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2),
+            DType::F32 => (CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4),
             other => {
                 return Err(CudaLaunchError::Driver {
                     call: "cuTensorMapEncodeTiled",

@@ -25,11 +25,11 @@
 //
 // TF32 (`dot_tf32` on f32 operands): wgmma takes TF32 B operands from shared memory
 // K-major only, and the DSL promises operands rounded to TF32 nearest-even (as the CPU
-// backend and mma.sync do), which a copy cannot do. So the whole producer warpgroup fills
-// the rings (`ws_pipeline_filled`, `tf32_fill`): cp.async copies A's and B's raw tiles into
-// their ring slots, then, some iterations behind, converts B in place (rounded, transposed
-// into an `nk_tile`: BN rows of K, K-major, 128-byte swizzle), fences it for the async
-// proxy and arrives on the stage's full barrier (128 arrivals, no transaction bytes). The consumers load A's fragments from the ring slot with ldmatrix,
+// backend and mma.sync do), which a copy cannot do. So TMA lands A's and B's raw tiles in
+// their ring slots (on a third, `landed` barrier per stage) and the whole producer
+// warpgroup then converts B in place (`ws_pipeline_filled`, `tf32_fill`: rounded,
+// transposed into an `nk_tile`: BN rows of K, K-major, 128-byte swizzle), fences it for
+// the async proxy and publishes the stage on its full barrier. The consumers load A's fragments from the ring slot with ldmatrix,
 // round them in registers and run `wgmma.m64nNk8.tf32` with A from registers and B from
 // its descriptor.
 #pragma once
@@ -91,6 +91,8 @@ template <class T, long long ROWS, long long COLS> struct nk_tile {
     static_assert(ROWS * (long long)sizeof(T) == 128, "tk::sm90::nk_tile: one 128-byte K panel");
     static_assert(COLS % 8 == 0 && COLS <= 256, "tk::sm90::nk_tile: 8 to 256 columns in steps of 8");
     char* base;
+    /// The slot as the raw [ROWS, COLS] tile TMA lands before `tf32_fill::convert`.
+    TK_DEVICE tma_tile<T, ROWS, COLS> raw() const { return tma_tile<T, ROWS, COLS>{base}; }
 };
 
 /// STAGES slots of a K-major B ring.
@@ -119,19 +121,6 @@ TK_DEVICE float tf32_rn(float x) {
 }
 /// The byte offset of 16-byte chunk `c` of row `r` in the 128-byte swizzle.
 TK_DEVICE int sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
-/// Issues a 16-byte cp.async of row `r`, columns c..c+3 of `v` (unit column stride, 16-byte
-/// aligned base and pitch, `c` a multiple of 4) to shared address `dst`, zero-filled past
-/// the view's edges.
-TK_DEVICE void cp_async_f4(unsigned dst, const view<float, 2>& v, long long r, long long c) {
-    int bytes = 0;
-    const float* src = v.ptr;
-    if (r >= 0 && r < v.shape[0] && c >= 0 && c < v.shape[1]) {
-        const long long left = v.shape[1] - c;
-        bytes = left >= 4 ? 16 : (int)left * 4;
-        src = v.ptr + r * v.stride[0] + c;
-    }
-    cp_async16(dst, src, bytes);
-}
 /// Producer-warpgroup barrier (named barrier 2; the consumers' `sync()` is barrier 1).
 TK_DEVICE void producer_sync() {
 #if TK_SM90A
@@ -140,60 +129,15 @@ TK_DEVICE void producer_sync() {
 }
 } // namespace detail
 
-/// The TF32 fill of the producer warpgroup (see the header comment), for A ring tiles
-/// [BM, 32] and K-major B ring tiles [32, BN].
-/// `issue`: 16-byte cp.async of A's tile (raw f32; the consumers round it in registers)
-/// into its ring slot, chunk i = p + 128 j of thread p at row i / 8, chunk i % 8; and of
-/// B's raw tile into its ring slot, stored N-major for now: BN / 32 panels of 32 rows x 128
-/// bytes (row k's chunk c of panel P at P * 4096 + sw128(k, c); chunk i at row
-/// i / (BN / 4), chunk i % (BN / 4)).
-/// `convert`: B's slot in place, rounded to TF32 nearest-even and transposed to K-major:
-/// thread p reads its 4 x 4 blocks (rows 4c .. 4c + 3, columns 4q .. 4q + 3) into
-/// registers, the warpgroup synchronizes, and it writes each column n's four values as
-/// chunk c of row n (`sw128(n, c)`).
+/// The TF32 conversion of the producer warpgroup (see the header comment) for K-major B
+/// ring tiles [32, BN] that TMA filled raw (N-major: BN / 32 panels of 32 rows x 128 bytes,
+/// row k's chunk c of panel P at P * 4096 + sw128(k, c)): `convert` rounds B's slot to
+/// TF32 nearest-even and transposes it to K-major in place: thread p reads its 4 x 4 blocks
+/// (rows 4c .. 4c + 3, columns 4q .. 4q + 3) into registers, the warpgroup synchronizes,
+/// and it writes each column n's four values as chunk c of row n (`sw128(n, c)`).
 template <long long BM, long long BN> struct tf32_fill {
-    static constexpr int AI = (int)(BM * 8) / 128;  // A's chunks per thread
-    static constexpr int BC = (int)(32 * BN / 4) / 128; // B's chunks per thread
-    static constexpr int BI = (int)(BN * 2) / 128;  // B's 4 x 4 blocks per thread
+    static constexpr int BI = (int)(BN * 2) / 128; // B's 4 x 4 blocks per thread
     static_assert((BM * 8) % 128 == 0 && (BN * 2) % 128 == 0, "tk::sm90::tf32_fill: BM % 16 == 0, BN % 64 == 0");
-
-    template <class TA, class TB>
-    TK_DEVICE static void issue(const TA& ta, const view<float, 2>& va, const coord& oa, const TB& tb,
-                                const view<float, 2>& vb, const coord& ob) {
-        static_assert(TA::rows == BM && TB::cols == BN, "tk::sm90::tf32_fill: ring tiles");
-        const int p = thread_rank() % 128;
-        const unsigned a0 = saddr(ta.base), b0 = saddr(tb.base);
-        constexpr int CPR = (int)(BN / 4); // chunks per row of B
-        // Interior tiles (every element inside the tensor): no test per chunk.
-        const bool inside = oa.c[0] >= 0 && oa.c[0] + BM <= va.shape[0] && oa.c[1] >= 0 && oa.c[1] + 32 <= va.shape[1] &&
-                            ob.c[0] >= 0 && ob.c[0] + 32 <= vb.shape[0] && ob.c[1] >= 0 && ob.c[1] + BN <= vb.shape[1];
-        if (inside) {
-            const float* pa = va.ptr + (oa.c[0] + (p >> 3)) * va.stride[0] + oa.c[1] + 4 * (p & 7);
-            const long long sa = 16 * va.stride[0]; // 128 threads cover 16 rows of A
-#pragma unroll
-            for (int j = 0; j < AI; ++j) {
-                const int m = (p >> 3) + 16 * j;
-                cp_async16(a0 + detail::sw128(m, p & 7), pa + j * sa, 16);
-            }
-            const float* pb = vb.ptr + ob.c[0] * vb.stride[0] + ob.c[1];
-#pragma unroll
-            for (int j = 0; j < BC; ++j) {
-                const int i = p + 128 * j, k = i / CPR, q = i % CPR;
-                cp_async16(b0 + (q >> 3) * 4096 + detail::sw128(k, q & 7), pb + k * vb.stride[0] + 4 * q, 16);
-            }
-            return;
-        }
-#pragma unroll
-        for (int j = 0; j < AI; ++j) {
-            const int i = p + 128 * j, m = i >> 3, c = i & 7;
-            detail::cp_async_f4(a0 + detail::sw128(m, c), va, oa.c[0] + m, oa.c[1] + 4 * c);
-        }
-#pragma unroll
-        for (int j = 0; j < BC; ++j) {
-            const int i = p + 128 * j, k = i / CPR, q = i % CPR;
-            detail::cp_async_f4(b0 + (q >> 3) * 4096 + detail::sw128(k, q & 7), vb, ob.c[0] + k, ob.c[1] + 4 * q);
-        }
-    }
 
     /// Block i = 64 a + 8 b + L of the B tile (L the lane in its group of 8): rows
     /// 4 L .. 4 L + 3 (c = L), columns 4 q .. 4 q + 3 with q = 8 a + (L + b) % 8, so the
@@ -248,15 +192,17 @@ struct pipe_state {
 };
 
 namespace detail {
-/// Sets up a program's barriers on its first tile: `full` with FULL arrivals per phase,
-/// `empty` with one per consumer warpgroup. Every thread calls it.
-template <int STAGES, int CONSUMERS>
+/// Sets up a program's barriers on its first tile: `full` with `full_arrivals` per phase,
+/// `empty` with one per consumer warpgroup, and with SETS = 3 a `landed` barrier per stage
+/// (one arrival with transaction bytes). Every thread calls it.
+template <int STAGES, int CONSUMERS, int SETS = 2>
 TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full_arrivals) {
     if (st.ready) return;
     if (thread_rank() == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&bars[s], full_arrivals);
             mbar_init(&bars[STAGES + s], CONSUMERS);
+            if (SETS == 3) mbar_init(&bars[2 * STAGES + s], 1);
         }
         fence_barrier_init();
     }
@@ -314,41 +260,39 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
     return true;
 }
 
-/// The same pipeline with rings the producer warpgroup fills itself (TF32, see the header
-/// comment): `issue(iv, slot)` computes iteration iv's origins and issues its cp.async
-/// copies into ring slot `slot`, `convert(slot)` turns B's raw tile there into its K-major
-/// form. Conversion runs LAG iterations behind the copies (STAGES - 2, at least 1: the
-/// copies' latency hides behind LAG iterations while the consumers keep two stages): after
-/// its copies land (`cp.async.wait_group`) and every producer thread's are visible (a
-/// producer barrier), the stage is converted, fenced for the async proxy (wgmma) and
-/// published on its full barrier (128 arrivals per phase).
-template <int STAGES, int CONSUMERS, class I, class V, class C>
+/// The same pipeline with ring slots the producer warpgroup converts (TF32, see the header
+/// comment): one producer thread waits for a free slot and `issue(iv, slot, landed)`s
+/// iteration iv's TMA loads (A, and B's raw tile) completing on the slot's `landed`
+/// barrier; LAG = STAGES - 2 (at least 1) iterations behind, the whole warpgroup waits for
+/// a slot to land, `convert(slot)`s B there, fences its writes for the async proxy
+/// (wgmma), synchronizes, and one thread publishes the slot on its full barrier. `bars`:
+/// 3 * STAGES mbarriers (full, empty, landed).
+template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class I, class V, class C>
 TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step, unsigned long long* bars,
                                   pipe_state& st, I&& issue, V&& convert, C&& consume) {
     static_assert(STAGES >= 2 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline_filled: 2 or more stages, 1 or 2 consumer warpgroups");
     constexpr int LAG = STAGES > 2 ? STAGES - 2 : 1;
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
-    detail::pipe_init<STAGES, CONSUMERS>(bars, st, 128);
-    if (thread_rank() >= CONSUMERS * 128) {
+    unsigned long long* landed = bars + 2 * STAGES;
+    detail::pipe_init<STAGES, CONSUMERS, 3>(bars, st, 1);
+    const int t = thread_rank() - CONSUMERS * 128;
+    if (t >= 0) {
         const long long n = start < end ? (end - start + step - 1) / step : 0;
         for (long long j = 0; j < n + LAG; ++j) {
-            if (j < n) {
+            if (j < n && t == 0) {
                 const int J = st.it + (int)j, s = J % STAGES;
                 mbar_wait(&empty[s], ((J / STAGES) & 1) ^ 1);
-                issue(start + j * step, s);
-                cp_async_commit();
+                mbar_arrive_expect_tx(&landed[s], (unsigned)STAGE_BYTES);
+                issue(start + j * step, s, &landed[s]);
             }
             if (j >= LAG) {
                 const int K = st.it + (int)(j - LAG), s = K % STAGES;
-                if (j < n)
-                    cp_async_wait<LAG>();
-                else
-                    cp_async_wait<0>();
-                detail::producer_sync();
+                mbar_wait(&landed[s], (K / STAGES) & 1);
                 convert(s);
                 fence_proxy_async_smem();
-                mbar_arrive(&full[s]);
+                detail::producer_sync();
+                if (t == 0) mbar_arrive(&full[s]);
             }
         }
         st.it += (int)n;
