@@ -28,8 +28,9 @@
 // backend and mma.sync do), which a copy cannot do. So TMA lands A's and B's raw tiles in
 // their ring slots (on a third, `landed` barrier per stage) and the whole producer
 // warpgroup then converts B in place (`ws_pipeline_filled`, `tf32_fill`: rounded,
-// transposed into an `nk_tile`: BN rows of K, K-major, 128-byte swizzle), fences it for
-// the async proxy and publishes the stage on its full barrier. The consumers load A's fragments from the ring slot with ldmatrix,
+// transposed into an `nk_tile`: BN rows of K, K-major, 128-byte swizzle; each warp its own
+// 128-byte panels), fences it for the async proxy and publishes the stage on its full
+// barrier (one arrival per producer warp). The consumers load A's fragments from the ring slot with ldmatrix,
 // round them in registers and run `wgmma.m64nNk8.tf32` with A from registers and B from
 // its descriptor.
 #pragma once
@@ -121,52 +122,65 @@ TK_DEVICE float tf32_rn(float x) {
 }
 /// The byte offset of 16-byte chunk `c` of row `r` in the 128-byte swizzle.
 TK_DEVICE int sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
-/// Producer-warpgroup barrier (named barrier 2; the consumers' `sync()` is barrier 1).
-TK_DEVICE void producer_sync() {
-#if TK_SM90A
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
-#endif
-}
 } // namespace detail
 
 /// The TF32 conversion of the producer warpgroup (see the header comment) for K-major B
 /// ring tiles [32, BN] that TMA filled raw (N-major: BN / 32 panels of 32 rows x 128 bytes,
 /// row k's chunk c of panel P at P * 4096 + sw128(k, c)): `convert` rounds B's slot to
-/// TF32 nearest-even and transposes it to K-major in place: thread p reads its 4 x 4 blocks
-/// (rows 4c .. 4c + 3, columns 4q .. 4q + 3) into registers, the warpgroup synchronizes,
-/// and it writes each column n's four values as chunk c of row n (`sw128(n, c)`).
+/// TF32 nearest-even and transposes it to K-major in place, each producer warp its own
+/// panels: its 4 x 4 blocks (rows 4c .. 4c + 3, columns 4q .. 4q + 3) read into
+/// registers, a warp barrier, each column n's four values written as chunk c of row n
+/// (`sw128(n, c)`).
 template <long long BM, long long BN> struct tf32_fill {
-    static constexpr int BI = (int)(BN * 2) / 128; // B's 4 x 4 blocks per thread
-    static_assert((BM * 8) % 128 == 0 && (BN * 2) % 128 == 0, "tk::sm90::tf32_fill: BM % 16 == 0, BN % 64 == 0");
+    /// B's 128-byte panels (32 columns each); producer warp w converts panels w, w + 4, ...
+    static constexpr int PANELS = (int)(BN / 32);
+    /// Panels per warp, at most.
+    static constexpr int PPW = (PANELS + 3) / 4;
+    static_assert(BM % 16 == 0 && BN % 32 == 0, "tk::sm90::tf32_fill: BM % 16 == 0, BN % 32 == 0");
 
-    /// Block i = 64 a + 8 b + L of the B tile (L the lane in its group of 8): rows
-    /// 4 L .. 4 L + 3 (c = L), columns 4 q .. 4 q + 3 with q = 8 a + (L + b) % 8, so the
-    /// eight lanes of a shared-memory phase touch eight distinct 16-byte chunks both when
-    /// they read the raw rows and when they write the transposed ones.
+    /// Converts the panels of producer warp `thread_rank() / 32 % 4`. A panel's raw rows
+    /// and its transposed rows are the same 4096 bytes (raw panel P holds rows k of columns
+    /// 32P .. 32P + 31; transposed, those columns are rows n = 32P .. 32P + 31 of 128
+    /// bytes), so a warp's conversion touches only its own panels and needs no barrier
+    /// but its own. In a panel, lane l takes the 4 x 4 blocks b = l / 8 and l / 8 + 4, L =
+    /// l % 8: rows 4 L .. 4 L + 3 (c = L), columns 4 q .. 4 q + 3 with q = 8 P + (L + b) % 8,
+    /// so the eight lanes of a shared-memory phase touch eight distinct 16-byte chunks
+    /// both when they read the raw rows and when they write the transposed ones.
     template <class TB> TK_DEVICE static void convert(const TB& tb) {
         static_assert(TB::cols == BN, "tk::sm90::tf32_fill: B ring tile");
-        const int p = thread_rank() % 128;
-        float4 x[BI][4];
+        const int w = (thread_rank() / 32) % 4, l = thread_rank() % 32, c = l & 7;
+        float4 x[PPW][2][4];
 #pragma unroll
-        for (int j = 0; j < BI; ++j) {
-            const int i = p + 128 * j, c = i & 7, q = 8 * (i >> 6) + (((i & 7) + (i >> 3)) & 7);
+        for (int u = 0; u < PPW; ++u) {
+            const int P = w + 4 * u;
+            if (P >= PANELS) break;
 #pragma unroll
-            for (int r = 0; r < 4; ++r)
-                x[j][r] = *reinterpret_cast<const float4*>(tb.base + (q >> 3) * 4096 + detail::sw128(4 * c + r, q & 7));
+            for (int h = 0; h < 2; ++h) {
+                const int b = (l >> 3) + 4 * h, q = 8 * P + ((c + b) & 7);
+#pragma unroll
+                for (int r = 0; r < 4; ++r)
+                    x[u][h][r] = *reinterpret_cast<const float4*>(tb.base + P * 4096 + detail::sw128(4 * c + r, q & 7));
+            }
         }
-        detail::producer_sync(); // every raw value read before any is overwritten
+        __syncwarp(); // the warp's raw values all read before any is overwritten
+        using detail::tf32_rn;
 #pragma unroll
-        for (int j = 0; j < BI; ++j) {
-            const int i = p + 128 * j, c = i & 7, q = 8 * (i >> 6) + (((i & 7) + (i >> 3)) & 7), n = 4 * q;
-            using detail::tf32_rn;
-            *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 0, c)) =
-                make_float4(tf32_rn(x[j][0].x), tf32_rn(x[j][1].x), tf32_rn(x[j][2].x), tf32_rn(x[j][3].x));
-            *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 1, c)) =
-                make_float4(tf32_rn(x[j][0].y), tf32_rn(x[j][1].y), tf32_rn(x[j][2].y), tf32_rn(x[j][3].y));
-            *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 2, c)) =
-                make_float4(tf32_rn(x[j][0].z), tf32_rn(x[j][1].z), tf32_rn(x[j][2].z), tf32_rn(x[j][3].z));
-            *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 3, c)) =
-                make_float4(tf32_rn(x[j][0].w), tf32_rn(x[j][1].w), tf32_rn(x[j][2].w), tf32_rn(x[j][3].w));
+        for (int u = 0; u < PPW; ++u) {
+            const int P = w + 4 * u;
+            if (P >= PANELS) break;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int b = (l >> 3) + 4 * h, n = 4 * (8 * P + ((c + b) & 7));
+                const float4* v = x[u][h];
+                *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 0, c)) =
+                    make_float4(tf32_rn(v[0].x), tf32_rn(v[1].x), tf32_rn(v[2].x), tf32_rn(v[3].x));
+                *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 1, c)) =
+                    make_float4(tf32_rn(v[0].y), tf32_rn(v[1].y), tf32_rn(v[2].y), tf32_rn(v[3].y));
+                *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 2, c)) =
+                    make_float4(tf32_rn(v[0].z), tf32_rn(v[1].z), tf32_rn(v[2].z), tf32_rn(v[3].z));
+                *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 3, c)) =
+                    make_float4(tf32_rn(v[0].w), tf32_rn(v[1].w), tf32_rn(v[2].w), tf32_rn(v[3].w));
+            }
         }
     }
 };
@@ -263,10 +277,10 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
 /// The same pipeline with ring slots the producer warpgroup converts (TF32, see the header
 /// comment): one producer thread waits for a free slot and `issue(iv, slot, landed)`s
 /// iteration iv's TMA loads (A, and B's raw tile) completing on the slot's `landed`
-/// barrier; LAG = STAGES - 2 (at least 1) iterations behind, the whole warpgroup waits for
-/// a slot to land, `convert(slot)`s B there, fences its writes for the async proxy
-/// (wgmma), synchronizes, and one thread publishes the slot on its full barrier. `bars`:
-/// 3 * STAGES mbarriers (full, empty, landed).
+/// barrier; LAG = STAGES - 2 (at least 1) iterations behind, each producer warp waits for
+/// the slot to land, `convert(slot)`s its panels of B there, fences its writes for the
+/// async proxy (wgmma) and arrives on the slot's full barrier (4 arrivals per phase: the
+/// warps convert independently). `bars`: 3 * STAGES mbarriers (full, empty, landed).
 template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class I, class V, class C>
 TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step, unsigned long long* bars,
                                   pipe_state& st, I&& issue, V&& convert, C&& consume) {
@@ -275,7 +289,7 @@ TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     unsigned long long* landed = bars + 2 * STAGES;
-    detail::pipe_init<STAGES, CONSUMERS, 3>(bars, st, 1);
+    detail::pipe_init<STAGES, CONSUMERS, 3>(bars, st, 4);
     const int t = thread_rank() - CONSUMERS * 128;
     if (t >= 0) {
         const long long n = start < end ? (end - start + step - 1) / step : 0;
@@ -291,8 +305,8 @@ TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step
                 mbar_wait(&landed[s], (K / STAGES) & 1);
                 convert(s);
                 fence_proxy_async_smem();
-                detail::producer_sync();
-                if (t == 0) mbar_arrive(&full[s]);
+                __syncwarp();
+                if (t % 32 == 0) mbar_arrive(&full[s]); // one arrival per producer warp
             }
         }
         st.it += (int)n;
