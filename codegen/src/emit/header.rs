@@ -138,42 +138,32 @@ impl Emitter<'_> {
             ));
         }
         for (r, ring) in self.layouts.rings.iter().enumerate() {
-            if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
-                // TF32: ring 0 (A) keeps the TMA panel layout, ring 1 (B) is stored K-major.
-                let (ty, what) = if r == 0 {
-                    ("tma_ring", "K-major 128-byte swizzled panel")
-                } else {
-                    (
+            if let Some(h) = self.hopper {
+                let (ty, what) = match (h.fill, r) {
+                    (RingFill::Threads, 0) => (
+                        "tma_ring",
+                        "TF32 ring of the load_tile at line {line} ({stages} stages, K-major 128-byte swizzled panel), filled and rounded by the producer warpgroup.",
+                    ),
+                    (RingFill::Threads, _) => (
                         "nk_ring",
-                        "stored transposed: K-major rows of N, 128-byte swizzle",
-                    )
+                        "TF32 ring of the load_tile at line {line} ({stages} stages, stored transposed: K-major rows of N, 128-byte swizzle), filled and rounded by the producer warpgroup.",
+                    ),
+                    (RingFill::Tma, _) => (
+                        "tma_ring",
+                        "TMA ring of the load_tile at line {line} ({stages} stages, 128-byte swizzled panels).",
+                    ),
                 };
+                let stages = dim_expr(&ring.stages);
                 w.line(&format!(
-                    "/// ring{r}: TF32 ring of the load_tile at line {} ({} stages, {what}), filled and rounded by the producer warpgroup.",
-                    ring.line,
-                    dim_expr(&ring.stages)
+                    "/// ring{r}: {}",
+                    what.replace("{line}", &ring.line.to_string())
+                        .replace("{stages}", &stages)
                 ));
                 w.line(&format!(
-                    "using TK_RING{r} = tk::sm90::{ty}<{}, {}, {}, {}>;",
+                    "using TK_RING{r} = tk::sm90::{ty}<{}, {}, {}, {stages}>;",
                     elem_ctype(&ring.elem),
                     dim_expr(&ring.rows),
                     dim_expr(&ring.cols),
-                    dim_expr(&ring.stages)
-                ));
-                continue;
-            }
-            if self.hopper.is_some() {
-                w.line(&format!(
-                    "/// ring{r}: TMA ring of the load_tile at line {} ({} stages, 128-byte swizzled panels).",
-                    ring.line,
-                    dim_expr(&ring.stages)
-                ));
-                w.line(&format!(
-                    "using TK_RING{r} = tk::sm90::tma_ring<{}, {}, {}, {}>;",
-                    elem_ctype(&ring.elem),
-                    dim_expr(&ring.rows),
-                    dim_expr(&ring.cols),
-                    dim_expr(&ring.stages)
                 ));
                 continue;
             }

@@ -123,11 +123,7 @@ impl<'k> Emitter<'k> {
         ));
         self.w
             .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
-        for &i in &rl.producer {
-            if let Some(inst) = body.insts.get(i) {
-                self.inst(inst)?;
-            }
-        }
+        self.producer_slice(body, rl)?;
         for (k, &r) in rl.rings.iter().enumerate() {
             let o = self.origin(self.ring_origin(r)?)?;
             self.w.line(&format!(
@@ -160,11 +156,7 @@ impl<'k> Emitter<'k> {
         ));
         self.w
             .line("// producer issue (one thread): the origins for iteration `iv`, then TMA loads of A's tile and of B's raw tile");
-        for &i in &rl.producer {
-            if let Some(inst) = body.insts.get(i) {
-                self.inst(inst)?;
-            }
-        }
+        self.producer_slice(body, rl)?;
         let (oa, ob) = (
             self.origin(self.ring_origin(*r0)?)?,
             self.origin(self.ring_origin(*r1)?)?,
@@ -182,6 +174,17 @@ impl<'k> Emitter<'k> {
         self.w
             .line(&format!("{fill}::convert(tk_ring{r1}.slot(tk_slot));"));
         self.consumer(&ivn, body, "})) return;")
+    }
+
+    /// The loop's producer slice (the scalar ops its ring loads' origins need), for the
+    /// iteration the producer lambda is filling.
+    fn producer_slice(&mut self, body: &'k Block, rl: &RingLoop) -> Result<(), CodegenError> {
+        for &i in &rl.producer {
+            if let Some(inst) = body.insts.get(i) {
+                self.inst(inst)?;
+            }
+        }
+        Ok(())
     }
 
     /// The origin of ring `r`'s `load_tile`.
@@ -253,11 +256,7 @@ impl<'k> Emitter<'k> {
         ));
         self.w
             .line("// producer: the origins for iteration `iv`, then one copy per ring");
-        for &i in &rl.producer {
-            if let Some(inst) = body.insts.get(i) {
-                self.inst(inst)?;
-            }
-        }
+        self.producer_slice(body, rl)?;
         for &r in &rl.rings {
             let ring = self.layouts.rings[r].clone();
             let origin = self.ring_origin(r)?;
