@@ -50,7 +50,7 @@ pub enum RingFill {
     /// TF32 (`dot_tf32` on f32): the producer warpgroup rounds B's raw tile to TF32
     /// nearest-even and transposes it to K-major in place (TF32 wgmma takes B K-major only);
     /// the consumers round A's fragments in registers.
-    Threads,
+    Convert,
 }
 
 /// What the Hopper lowering of a variant needs.
@@ -62,15 +62,8 @@ pub struct HopperPlan {
     pub consumers: u32,
     /// The tensor maps, one per ring (ring order).
     pub tma: [TmaOperand; 2],
-    /// Who fills the ring slots.
+    /// What the producer does to a slot after it lands.
     pub fill: RingFill,
-}
-
-impl HopperPlan {
-    /// The tensor maps a launch encodes and passes.
-    pub fn tensor_maps(&self) -> Option<[TmaOperand; 2]> {
-        Some(self.tma)
-    }
 }
 
 /// Why a variant keeps the mma.sync engine (for `--stage layouts`), or the Hopper plan.
@@ -85,7 +78,7 @@ pub enum Engine {
 /// The engine of variant `v` of `kernel`: `Engine::Hopper` when every condition holds —
 /// target sm_90a; one `pipelined` loop whose two ring loads are the A and B operands of the
 /// kernel's only `dot` (not transposed) with bf16 or f16 operands (IEEE precision) or f32
-/// operands of a `dot_tf32` (the producer converts B's tiles, [`RingFill::Threads`]); both ring
+/// operands of a `dot_tf32` (the producer converts B's tiles, [`RingFill::Convert`]); both ring
 /// tensors rank-2 parameters read `Rows` (16-byte aligned base and pitch: TMA's rule); K
 /// tile = 128 bytes (`BK` = 64 bf16/f16, 32 f32); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
 /// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates
@@ -254,7 +247,7 @@ fn hopper_plan(
         return Err("A and B differ in element type".into());
     }
     let fill = if tma[0].2.dtype == DType::F32 {
-        RingFill::Threads
+        RingFill::Convert
     } else {
         RingFill::Tma
     };

@@ -26,7 +26,7 @@ pub struct LaunchPlan {
 pub struct VariantPlan {
     /// Threads (the producer warpgroup included) and dynamic shared memory.
     pub launch: LaunchPlan,
-    /// The tensor maps to encode and pass, in order (Hopper engine with TMA only).
+    /// The tensor maps to encode and pass, in order (Hopper engine only).
     pub tma: Option<[crate::engine::TmaOperand; 2]>,
     /// Persistent (Hopper engine): launch at most one block per SM, each looping over
     /// its share of the tiles.
@@ -62,7 +62,7 @@ pub fn variant_plan(
                 threads,
                 smem_bytes,
             },
-            tma: plan.tensor_maps(),
+            tma: Some(plan.tma),
             persistent: true,
         });
     }

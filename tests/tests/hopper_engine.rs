@@ -203,9 +203,12 @@ fn tf32_variants_take_the_hopper_engine_with_tma_and_a_converting_producer() {
         let v = plain(variant(k, c, DType::F32, Access::ROWS, Target::Sm90a));
         match engine(k, &v).expect("engine") {
             Engine::Hopper(plan) => {
-                assert_eq!(plan.fill, tilekit_codegen::engine::RingFill::Threads, "{c}");
-                let maps = plan.tensor_maps().expect("tensor maps");
-                assert_eq!((maps[0].box_cols, maps[1].box_cols), (32, 32), "{c}");
+                assert_eq!(plan.fill, tilekit_codegen::engine::RingFill::Convert, "{c}");
+                assert_eq!(
+                    (plan.tma[0].box_cols, plan.tma[1].box_cols),
+                    (32, 32),
+                    "{c}"
+                );
             }
             e => panic!("{c}: {e:?}"),
         }

@@ -140,11 +140,11 @@ impl Emitter<'_> {
         for (r, ring) in self.layouts.rings.iter().enumerate() {
             if let Some(h) = self.hopper {
                 let (ty, what) = match (h.fill, r) {
-                    (RingFill::Threads, 0) => (
+                    (RingFill::Convert, 0) => (
                         "tma_ring",
                         "TF32 ring of the load_tile at line {line} ({stages} stages, K-major 128-byte swizzled panel), filled and rounded by the producer warpgroup.",
                     ),
-                    (RingFill::Threads, _) => (
+                    (RingFill::Convert, _) => (
                         "nk_ring",
                         "TF32 ring of the load_tile at line {line} ({stages} stages, stored transposed: K-major rows of N, 128-byte swizzle), filled and rounded by the producer warpgroup.",
                     ),

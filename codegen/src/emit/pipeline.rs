@@ -47,7 +47,7 @@ impl<'k> Emitter<'k> {
         }
         if let Some(r) = rings.first() {
             // Full and empty per stage; TF32 adds a `landed` barrier per stage.
-            let bytes = if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
+            let bytes = if self.hopper.is_some_and(|h| h.fill == RingFill::Convert) {
                 24
             } else {
                 16
@@ -58,7 +58,7 @@ impl<'k> Emitter<'k> {
             ]);
         }
         let off = self.smem.add_persistent(
-            if self.hopper.is_some_and(|h| h.fill == RingFill::Threads) {
+            if self.hopper.is_some_and(|h| h.fill == RingFill::Convert) {
                 format!(
                     "Hopper pipeline: alignment slack, {} TMA ring(s) (TF32: B converted in place by the producer), 3 mbarriers per stage",
                     rings.len()
@@ -108,7 +108,7 @@ impl<'k> Emitter<'k> {
             at = format!("{at} + TK_RING{r}::BYTES");
             stage_bytes.push(format!("TK_RING{r}::SLOT"));
         }
-        let threads_fill = self.hopper.is_some_and(|h| h.fill == RingFill::Threads);
+        let threads_fill = self.hopper.is_some_and(|h| h.fill == RingFill::Convert);
         self.w.line(&format!(
             "unsigned long long* const tk_bars = reinterpret_cast<unsigned long long*>({at});"
         ));

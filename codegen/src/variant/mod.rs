@@ -63,9 +63,6 @@ pub fn variant_source(
     // rings differ); every other variant instantiates the kernel's one template.
     let hopper = crate::lowered::hopper_lowering(kernel, v)?;
     let is_hopper = hopper.is_some();
-    let tensor_maps = hopper
-        .as_ref()
-        .is_some_and(|(plan, _, _)| plan.tensor_maps().is_some());
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -106,7 +103,7 @@ pub fn variant_source(
         names.push(format!("p{i}"));
     }
     names.push("reinterpret_cast<char*>(tk_smem)".into());
-    if tensor_maps {
+    if is_hopper {
         for m in 0..2 {
             params.push(format!(
                 "const __grid_constant__ tk::sm90::tensor_map tk_map{m}"
