@@ -68,10 +68,11 @@ template <class T, long long ROWS, long long COLS> struct tma_tile {
     char* base;
 };
 
-/// STAGES slots of one ring load.
-template <class T, long long ROWS, long long COLS, int STAGES> struct tma_ring {
-    using tile = tma_tile<T, ROWS, COLS>;
-    /// Bytes between slots (a multiple of 1024: ROWS is a multiple of 8).
+/// STAGES slots of tile type TILE back to back (TILE::BYTES apart: a multiple of 1024 for
+/// the ring tiles here, so every slot keeps the swizzle atom's alignment).
+template <class TILE, int STAGES> struct slot_ring {
+    using tile = TILE;
+    /// Bytes between slots.
     static constexpr long long SLOT = tile::BYTES;
     /// Bytes of the ring.
     static constexpr long long BYTES = SLOT * STAGES;
@@ -79,6 +80,10 @@ template <class T, long long ROWS, long long COLS, int STAGES> struct tma_ring {
     /// Slot `s`.
     TK_DEVICE tile slot(int s) const { return tile{base + (long long)s * SLOT}; }
 };
+
+/// STAGES slots of one TMA ring load.
+template <class T, long long ROWS, long long COLS, int STAGES>
+using tma_ring = slot_ring<tma_tile<T, ROWS, COLS>, STAGES>;
 
 /// One slot of a K-major ring for a [ROWS = K, COLS = N] B operand: stored transposed, COLS
 /// rows of 128 bytes (ROWS * sizeof(T) == 128: one K panel) in the 128-byte swizzle, filled
@@ -97,16 +102,8 @@ template <class T, long long ROWS, long long COLS> struct nk_tile {
 };
 
 /// STAGES slots of a K-major B ring.
-template <class T, long long ROWS, long long COLS, int STAGES> struct nk_ring {
-    using tile = nk_tile<T, ROWS, COLS>;
-    /// Bytes between slots (a multiple of 1024: COLS is a multiple of 8).
-    static constexpr long long SLOT = tile::BYTES;
-    /// Bytes of the ring.
-    static constexpr long long BYTES = SLOT * STAGES;
-    char* base;
-    /// Slot `s`.
-    TK_DEVICE tile slot(int s) const { return tile{base + (long long)s * SLOT}; }
-};
+template <class T, long long ROWS, long long COLS, int STAGES>
+using nk_ring = slot_ring<nk_tile<T, ROWS, COLS>, STAGES>;
 
 namespace detail {
 /// `x` rounded to TF32 nearest-even (`round_tf32`, the CPU backend's rule) in one
