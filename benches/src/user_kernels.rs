@@ -84,7 +84,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
 /// (producer-filled rings, TF32 wgmma). Measured by `tilekit-bench --only matmul` (tf32
 /// 4096^3).
 #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-#[tune(BM = [128, 64], BN = [128, 256, 64], BK = [32, 16], STAGES = [4, 3, 2], WARPS = [8, 4])]
+#[tune(BM = [128, 64], BN = [128, 256, 64], BK = [32, 16], STAGES = [4, 3, 2, 6], WARPS = [8, 4])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

@@ -259,6 +259,25 @@ fn gpu_hopper_sanitizer_small() {
             136,
         );
     }
+    // The TF32 path: the producer warpgroup converts B in place (a warp barrier, a proxy
+    // fence and the landed / full / empty barriers), on two tiles.
+    for text in TF32 {
+        let config = full(
+            &tilekit_tests::hopper_kernels::user_matmul_tf32_bias::SPEC,
+            text,
+        );
+        let (bm, bn) = (
+            config.int("BM").unwrap() as usize,
+            config.int("BN").unwrap() as usize,
+        );
+        let st = config.int("STAGES").unwrap() as usize * 32;
+        let (m, k, n) = (bm + 1, st + 4, bn - 4);
+        let a = small_ints::<f32>(&mut r, m * k);
+        let b = small_ints::<f32>(&mut r, k * n);
+        let bias = small_ints::<f32>(&mut r, n);
+        let (got, want) = tf32_pair(&g, &config, (&a, &b, &bias), (m, k, n));
+        assert_bitwise(&format!("tf32 {text} {m}x{k}x{n}"), &got, &want);
+    }
 }
 
 /// The Hopper variant's SASS: wgmma (HGMMA) and TMA loads (UTMALDG), no local memory.

@@ -150,24 +150,17 @@ fn hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
             k.name,
             cubin.log
         );
-        // The plain GEMM spills nothing and keeps its register reallocation; a fused GELU
-        // over a 128 x 256 accumulator (128 registers of it per thread) may spill a few
-        // bytes in the epilogue.
-        // gemm_colsum: ptxas keeps the consumers at the launch's 168 registers there
-        // (C7507, "setmaxnreg ignored"), and its column sums spill a little.
-        let allowed = match k.name.as_str() {
-            "matmul" => 0,
-            "gemm_colsum" => 32,
-            _ => 16,
-        };
-        if k.name == "matmul" {
-            assert!(
-                !log.contains("c7507"),
-                "{} {c}: setmaxnreg ignored\n{}",
-                k.name,
-                cubin.log
-            );
-        }
+        // Every variant keeps its register reallocation (the producer warpgroup drops to 40
+        // registers, the consumers rise to 232: `run<ROLE>` per warpgroup); the plain GEMM
+        // spills nothing, a fused epilogue over a 128 x 256 accumulator (128 registers of
+        // it per thread) may spill a few bytes.
+        let allowed = if k.name == "matmul" { 0 } else { 16 };
+        assert!(
+            !log.contains("c7507"),
+            "{} {c}: setmaxnreg ignored\n{}",
+            k.name,
+            cubin.log
+        );
         assert!(
             cubin.spill_bytes.is_some_and(|b| b <= allowed),
             "{} {c}: {:?} bytes spilled\n{}",
@@ -247,15 +240,22 @@ fn tf32_variants_compile_with_wgmma_asynchronous_and_no_spills() {
         let cubin = compile_cubin(&src, "tf32.cu", prelude_headers(), &opts)
             .unwrap_or_else(|e| panic!("{c}:\n{e}"));
         let log = cubin.log.to_lowercase();
-        // BN = 256: a 64 x 256 accumulator per warpgroup (128 registers per thread) beside
-        // the A fragments of four k8 steps (16) and the f32 bias epilogue exceeds the
-        // launch's 168 registers: ptxas serializes its wgmma and spills (BENCHMARKS.md,
-        // the TF32 Hopper run). The other widths must do neither.
+        // No variant serializes its wgmma. BN = 256: a 64 x 256 accumulator per warpgroup
+        // (128 registers per thread), the A fragments of four k8 steps (16) and the f32
+        // bias epilogue fit the consumers' 208 registers after `setmaxnreg` (before it,
+        // 168: serialized, 164 bytes spilled); the epilogue may spill a few bytes there.
         let wide = c.contains("BN=256");
-        if !wide && (log.contains("serialized") || log.contains("c7510") || log.contains("c7515")) {
-            spills.push(format!("{c}: ptxas serialized wgmma:\n{}", cubin.log));
+        if log.contains("serialized")
+            || log.contains("c7510")
+            || log.contains("c7515")
+            || log.contains("c7507")
+        {
+            spills.push(format!(
+                "{c}: ptxas serialized wgmma or ignored setmaxnreg:\n{}",
+                cubin.log
+            ));
         }
-        let allowed = if wide { 512 } else { 0 };
+        let allowed = if wide { 64 } else { 0 };
         if cubin.spill_bytes.is_none_or(|b| b > allowed) {
             spills.push(format!(
                 "{c}: {:?} bytes spilled\n{}",

@@ -32,6 +32,11 @@ impl Emitter<'_> {
         self.layout_types(&mut w);
         self.smem_constants(&mut w);
         w.line("");
+        if self.hopper.is_some() {
+            // One instantiation per warpgroup role: the producer's keeps only the loads,
+            // the consumers' only the loop body and the epilogue, so `setmaxnreg` applies.
+            w.line("template <int TK_ROLE>");
+        }
         w.open(&format!(
             "static __device__ __forceinline__ void run({})",
             h.params.join(", ")
@@ -60,13 +65,21 @@ impl Emitter<'_> {
             "static constexpr int TK_THREADS = {};",
             h.threads.expr()
         ));
-        if self.hopper.is_some() {
+        if let Some(h) = self.hopper {
             w.line(&format!(
-                "/// Hopper engine: TK_THREADS consumer threads (TK_THREADS / 128 warpgroups) run the kernel; a producer warpgroup of {PRODUCER_THREADS} more issues the TMA loads of the pipelined loop and skips the rest. Persistent: `run` is called once per tile `tk_block` of the program."
+                "/// Hopper engine: TK_THREADS consumer threads (TK_THREADS / 128 warpgroups) run the kernel; a producer warpgroup of {PRODUCER_THREADS} more issues the TMA loads of the pipelined loop and skips the rest. Persistent: `run<TK_ROLE>` is called once per tile `tk_block` of the program, by each warpgroup in its role (`tk::sm90::ROLE_PRODUCER` or `ROLE_CONSUMER`)."
             ));
             w.line(&format!(
                 "static constexpr int TK_LAUNCH_THREADS = TK_THREADS + {PRODUCER_THREADS};"
             ));
+            let (regs, why) = match h.fill {
+                RingFill::Tma => (40, "it only issues TMA loads"),
+                RingFill::Convert => (88, "it holds one 128-byte panel of B (32 floats) and the loop state while it converts it"),
+            };
+            w.line(&format!(
+                "/// Registers per thread the producer warpgroup keeps (`setmaxnreg.dec`): {why}."
+            ));
+            w.line(&format!("static constexpr int TK_PRODUCER_REGS = {regs};"));
         }
         w.line("/// The blocked layout.");
         w.line("using TK_L = tk::blocked<TK_VEC, TK_THREADS>;");

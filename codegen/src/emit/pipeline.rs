@@ -118,7 +118,7 @@ impl<'k> Emitter<'k> {
             return self.pipelined_tf32(body, stages, rl, (s, e, st));
         }
         self.w.open(&format!(
-            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
+            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}, TK_ROLE>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
             stage_bytes.join(" + ")
         ));
         self.w
@@ -152,7 +152,7 @@ impl<'k> Emitter<'k> {
         };
         let fill = format!("tk::sm90::tf32_fill<TK_RING{r0}::tile::rows, TK_RING{r1}::tile::cols>");
         self.w.open(&format!(
-            "if (!tk::sm90::ws_pipeline_filled<{stages}, TK_THREADS / 128, TK_RING{r0}::SLOT + TK_RING{r1}::SLOT>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_landed)",
+            "if (!tk::sm90::ws_pipeline_filled<{stages}, TK_THREADS / 128, TK_RING{r0}::SLOT + TK_RING{r1}::SLOT, TK_ROLE>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_landed)",
         ));
         self.w
             .line("// producer issue (one thread): the origins for iteration `iv`, then TMA loads of A's tile and of B's raw tile");

@@ -169,13 +169,27 @@ pub fn variant_source(
         out.push_str(
             "    const unsigned tk_tiles = (unsigned)(grid.n[0] * grid.n[1] * grid.n[2]);\n",
         );
+        // Each warpgroup loops over the program's tiles in its own role, so the producer's
+        // and the consumers' code never rejoin and `setmaxnreg` moves registers from the
+        // producer to the consumers.
+        let args = names.join(", ");
+        out.push_str("    if (threadIdx.x >= tilekit_variant::TK_THREADS) {\n");
+        out.push_str("        tk::sm90::producer_regs<tilekit_variant::TK_THREADS / 128, tilekit_variant::TK_PRODUCER_REGS>();\n");
         out.push_str(
-            "    for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
+            "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
         );
         out.push_str(&format!(
-            "        tilekit_variant::run({}, tk_state, tk_block);\n}}\n",
-            names.join(", ")
+            "            tilekit_variant::run<tk::sm90::ROLE_PRODUCER>({args}, tk_state, tk_block);\n"
         ));
+        out.push_str("    } else {\n");
+        out.push_str("        tk::sm90::consumer_regs<tilekit_variant::TK_THREADS / 128, tilekit_variant::TK_PRODUCER_REGS>();\n");
+        out.push_str(
+            "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
+        );
+        out.push_str(&format!(
+            "            tilekit_variant::run<tk::sm90::ROLE_CONSUMER>({args}, tk_state, tk_block);\n"
+        ));
+        out.push_str("    }\n}\n");
     } else {
         out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
         out.push_str(&format!(

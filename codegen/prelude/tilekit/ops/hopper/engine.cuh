@@ -146,29 +146,26 @@ template <long long BM, long long BN> struct tf32_fill {
     template <class TB> TK_DEVICE static void convert(const TB& tb) {
         static_assert(TB::cols == BN, "tk::sm90::tf32_fill: B ring tile");
         const int w = (thread_rank() / 32) % 4, l = thread_rank() % 32, c = l & 7;
-        float4 x[PPW][2][4];
+        using detail::tf32_rn;
+        // One panel at a time (32 values per lane): the producer warpgroup runs on 88
+        // registers per thread (`TK_PRODUCER_REGS`).
 #pragma unroll
         for (int u = 0; u < PPW; ++u) {
             const int P = w + 4 * u;
             if (P >= PANELS) break;
+            float4 x[2][4];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int b = (l >> 3) + 4 * h, q = 8 * P + ((c + b) & 7);
 #pragma unroll
                 for (int r = 0; r < 4; ++r)
-                    x[u][h][r] = *reinterpret_cast<const float4*>(tb.base + P * 4096 + detail::sw128(4 * c + r, q & 7));
+                    x[h][r] = *reinterpret_cast<const float4*>(tb.base + P * 4096 + detail::sw128(4 * c + r, q & 7));
             }
-        }
-        __syncwarp(); // the warp's raw values all read before any is overwritten
-        using detail::tf32_rn;
-#pragma unroll
-        for (int u = 0; u < PPW; ++u) {
-            const int P = w + 4 * u;
-            if (P >= PANELS) break;
+            __syncwarp(); // the panel's raw values all read before any is overwritten
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int b = (l >> 3) + 4 * h, n = 4 * (8 * P + ((c + b) & 7));
-                const float4* v = x[u][h];
+                const float4* v = x[h];
                 *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 0, c)) =
                     make_float4(tf32_rn(v[0].x), tf32_rn(v[1].x), tf32_rn(v[2].x), tf32_rn(v[3].x));
                 *reinterpret_cast<float4*>(tb.base + detail::sw128(n + 1, c)) =
@@ -217,12 +214,10 @@ TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full
         }
         fence_barrier_init();
     }
-    // Every thread, the producer warpgroup's too (`sync()` is the consumers' barrier).
-    __syncthreads();
-    // No `setmaxnreg` here: the producer comes back through `run` for its next tile, so
-    // its code and the consumers' share one region and ptxas would ignore a reallocation
-    // (C7507). Every thread keeps the launch's budget (168 registers at 384 threads), which
-    // holds a 64 x 256 wgmma accumulator without spilling.
+    // Every thread, the producer warpgroup's too (`sync()` is the consumers' barrier). Not
+    // `__syncthreads()` (`.aligned`): the producer and the consumers reach this barrier
+    // from their own instantiations of `run`, two different instructions.
+    asm volatile("barrier.sync 0;\n" ::: "memory");
     st.ready = true;
 }
 
@@ -248,15 +243,16 @@ TK_DEVICE void consume_stages(long long start, long long end, long long step, un
 /// moves it on to its next tile, so its loads for that tile overlap the consumers'
 /// epilogue of this one), and true on the consumers once every stage of this tile is
 /// consumed.
-template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class P, class C>
+template <int STAGES, int CONSUMERS, long long STAGE_BYTES, int ROLE, class P, class C>
 TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                            P&& produce, C&& consume) {
     static_assert(STAGES >= 1 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline: 1 or 2 consumer warpgroups");
+    static_assert(ROLE == ROLE_PRODUCER || ROLE == ROLE_CONSUMER, "tk::sm90::ws_pipeline: a warpgroup role");
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     const int t = thread_rank();
     detail::pipe_init<STAGES, CONSUMERS>(bars, st, 1);
-    if (t >= CONSUMERS * 128) {
+    if constexpr (ROLE == ROLE_PRODUCER) {
         if (t == CONSUMERS * 128) {
             for (long long iv = start; iv < end; iv += step, ++st.it) {
                 const int s = st.it % STAGES;
@@ -266,37 +262,37 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
             }
         }
         return false;
+    } else {
+        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
+        return true;
     }
-    detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
-    return true;
 }
 
 /// The same pipeline with ring slots the producer warpgroup converts (TF32, see the header
 /// comment): one producer thread waits for a free slot and `issue(iv, slot, landed)`s
 /// iteration iv's TMA loads (A, and B's raw tile) completing on the slot's `landed`
-/// barrier; LAG = STAGES - 2 (at least 1) iterations behind, each producer warp waits for
+/// barrier; LAG = (STAGES + 1) / 2 (1 at two stages) iterations behind, each producer warp waits for
 /// the slot to land, `convert(slot)`s its panels of B there, fences its writes for the
 /// async proxy (wgmma) and arrives on the slot's full barrier (4 arrivals per phase: the
 /// warps convert independently). `bars`: 3 * STAGES mbarriers (full, empty, landed).
-template <int STAGES, int CONSUMERS, long long STAGE_BYTES, class I, class V, class C>
+template <int STAGES, int CONSUMERS, long long STAGE_BYTES, int ROLE, class I, class V, class C>
 TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step, unsigned long long* bars,
                                   pipe_state& st, I&& issue, V&& convert, C&& consume) {
     static_assert(STAGES >= 2 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline_filled: 2 or more stages, 1 or 2 consumer warpgroups");
-    constexpr int LAG = STAGES > 2 ? STAGES - 2 : 1;
+    // Step j converts iteration j - LAG, then issues iteration j. Converting first means
+    // the conversion of iteration i waits only for the issue of i + LAG - 1 (a slot the
+    // consumers freed STAGES - LAG + 1 iterations before they need i): the consumers have
+    // STAGES - LAG iterations of slack, and the loads LAG - 1 iterations to land.
+    constexpr int LAG = STAGES > 2 ? (STAGES + 1) / 2 : 1;
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     unsigned long long* landed = bars + 2 * STAGES;
     detail::pipe_init<STAGES, CONSUMERS, 3>(bars, st, 4);
-    const int t = thread_rank() - CONSUMERS * 128;
-    if (t >= 0) {
+    static_assert(ROLE == ROLE_PRODUCER || ROLE == ROLE_CONSUMER, "tk::sm90::ws_pipeline_filled: a warpgroup role");
+    if constexpr (ROLE == ROLE_PRODUCER) {
+        const int t = thread_rank() - CONSUMERS * 128;
         const long long n = start < end ? (end - start + step - 1) / step : 0;
         for (long long j = 0; j < n + LAG; ++j) {
-            if (j < n && t == 0) {
-                const int J = st.it + (int)j, s = J % STAGES;
-                mbar_wait(&empty[s], ((J / STAGES) & 1) ^ 1);
-                mbar_arrive_expect_tx(&landed[s], (unsigned)STAGE_BYTES);
-                issue(start + j * step, s, &landed[s]);
-            }
             if (j >= LAG) {
                 const int K = st.it + (int)(j - LAG), s = K % STAGES;
                 mbar_wait(&landed[s], (K / STAGES) & 1);
@@ -305,12 +301,19 @@ TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step
                 __syncwarp();
                 if (t % 32 == 0) mbar_arrive(&full[s]); // one arrival per producer warp
             }
+            if (j < n && t == 0) {
+                const int J = st.it + (int)j, s = J % STAGES;
+                mbar_wait(&empty[s], ((J / STAGES) & 1) ^ 1);
+                mbar_arrive_expect_tx(&landed[s], (unsigned)STAGE_BYTES);
+                issue(start + j * step, s, &landed[s]);
+            }
         }
         st.it += (int)n;
         return false;
+    } else {
+        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
+        return true;
     }
-    detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
-    return true;
 }
 
 /// acc + A @ B from two TMA ring tiles on wgmma (see the header comment).

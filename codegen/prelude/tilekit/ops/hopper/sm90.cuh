@@ -159,5 +159,38 @@ template <int REGS> TK_DEVICE void setmaxnreg_inc() {
 #endif
 }
 
+/// The warpgroup roles of the Hopper engine's `run<ROLE>`: the producer warpgroup (issues
+/// the ring's loads, converts them where the engine needs it) and the consumers (the loop
+/// body on wgmma, then the epilogue).
+constexpr int ROLE_PRODUCER = 1;
+/// See `ROLE_PRODUCER`.
+constexpr int ROLE_CONSUMER = 2;
+
+/// Registers per thread a launch of CONSUMERS + 1 warpgroups with `__launch_bounds__(.., 1)`
+/// starts with (ptxas gives a kernel that uses `setmaxnreg` the bound's maximum: 168 at 384
+/// threads).
+__host__ __device__ constexpr int launch_regs(int consumers) { return (65536 / (128 * (consumers + 1))) & ~7; }
+
+/// Registers per thread the consumers can take once the producer warpgroup has lowered
+/// its own to PRODUCER_REGS: what it gave up, shared out, in steps of 8 (232 for 2
+/// consumers and a 40-register producer).
+__host__ __device__ constexpr int consumer_regs(int consumers, int producer_regs) {
+    return ((launch_regs(consumers) * 128 * (consumers + 1) - 128 * producer_regs) / (128 * consumers)) & ~7;
+}
+
+/// The producer warpgroup's register budget: lowered to PRODUCER_REGS with two consumer
+/// warpgroups (one consumer warpgroup has 248 registers per thread already: unchanged).
+template <int CONSUMERS, int PRODUCER_REGS> TK_DEVICE void producer_regs() {
+    if constexpr (CONSUMERS > 1) setmaxnreg_dec<PRODUCER_REGS>();
+}
+
+/// The consumers' register budget: raised to `consumer_regs` with two consumer warpgroups.
+template <int CONSUMERS, int PRODUCER_REGS> TK_DEVICE void consumer_regs() {
+    if constexpr (CONSUMERS > 1) {
+        static_assert(consumer_regs(CONSUMERS, PRODUCER_REGS) >= launch_regs(CONSUMERS), "tk::sm90: the consumers' budget only grows");
+        setmaxnreg_inc<consumer_regs(CONSUMERS, PRODUCER_REGS)>();
+    }
+}
+
 } // namespace sm90
 } // namespace tk
