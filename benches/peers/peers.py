@@ -459,10 +459,10 @@ def m_launch(b, ctx):
 
 # ----------------------------------------------------------------------------- (m) matmul
 def m_matmul(b, ctx):
-    """cuBLAS (torch.matmul) bf16 8192^3 / 4096^3, fp16 4096^3, tf32 4096^3 (allow_tf32), and
-    exact f32 4096^3 (SGEMM, allow_tf32 False: the peer of tilekit's FMA engine)."""
+    """cuBLAS (torch.matmul) bf16 8192^3 / 4096^3 / 1000^3, fp16 4096^3, tf32 4096^3 (allow_tf32),
+    and exact f32 4096^3 (SGEMM, allow_tf32 False: the peer of tilekit's FMA engine)."""
     out = {}
-    for dt, n in (("bf16", 8192), ("bf16", 4096), ("fp16", 4096), ("tf32", 4096), ("f32", 4096)):
+    for dt, n in (("bf16", 8192), ("bf16", 4096), ("bf16", 1000), ("fp16", 4096), ("tf32", 4096), ("f32", 4096)):
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "f32": torch.float32}[dt]
         torch.backends.cuda.matmul.allow_tf32 = dt == "tf32"
         x = torch.randn(n, n, device="cuda", dtype=dtype)

@@ -170,7 +170,12 @@ fn user_matmul_record(
         .default_config()
         .map(|c| c.to_string())
         .unwrap_or_default();
-    let all = spec.space().map(|s| s.enumerate()).unwrap_or_default();
+    let mut all = spec.space().map(|s| s.enumerate()).unwrap_or_default();
+    // `TK_MATMUL_CONFIGS=cfg;cfg`: only those configurations (for a profiler).
+    if let Ok(only) = std::env::var("TK_MATMUL_CONFIGS") {
+        let keep: Vec<&str> = only.split(';').map(str::trim).collect();
+        all.retain(|c| keep.contains(&c.to_string().as_str()));
+    }
     let bindings = tilekit::ir::Bindings::default();
     // A variant that does not fit is reported by its launch below.
     let resources: Vec<String> = all
@@ -216,7 +221,8 @@ fn user_matmul_record(
 /// operands), 8192^3, f16 4096^3, the user-written TF32 and exact f32 matmuls at 4096^3.
 /// `TK_MATMUL_QUICK=1`: bf16 1000^3 and 4096^3 only; `TK_MATMUL_ONLY=key,key`: only the
 /// records named (`bf16_1000`, `bf16_4096`, `bf16_8192`, `f16_4096`, `tf32_4096`,
-/// `f32_4096`).
+/// `f32_4096`); `TK_MATMUL_CONFIGS=cfg;cfg`: the user-written matmuls time only those
+/// configurations.
 pub(crate) fn matmul_record(rt: &Runtime) -> Result<Value> {
     let only = std::env::var("TK_MATMUL_ONLY").ok();
     let quick = std::env::var("TK_MATMUL_QUICK").as_deref() == Ok("1");

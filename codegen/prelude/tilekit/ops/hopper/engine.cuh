@@ -26,11 +26,12 @@
 // TF32 (`dot_tf32` on f32 operands): wgmma takes TF32 B operands from shared memory
 // K-major only, and the DSL promises operands rounded to TF32 nearest-even (as the CPU
 // backend and mma.sync do), which a copy cannot do. So TMA lands A's and B's raw tiles in
-// their ring slots (on a third, `landed` barrier per stage) and the whole producer
-// warpgroup then converts B in place (`ws_pipeline_filled`, `tf32_fill`: rounded,
-// transposed into an `nk_tile`: BN rows of K, K-major, 128-byte swizzle; each warp its own
-// 128-byte panels), fences it for the async proxy and publishes the stage on its full
-// barrier (one arrival per producer warp). The consumers load A's fragments from the ring slot with ldmatrix,
+// their ring slots (on a third, `landed` barrier per stage), issued by one thread of
+// producer warp 0, and producer warps 1-3 then convert B in place (`ws_pipeline_filled`,
+// `tf32_fill`: rounded, transposed into an `nk_tile`: BN rows of K, K-major, 128-byte
+// swizzle; each warp its own 128-byte panels), fence it for the async proxy and publish
+// the stage on its full barrier (one arrival per converting warp). The consumers load A's
+// fragments from the ring slot with ldmatrix,
 // round them in registers and run `wgmma.m64nNk8.tf32` with A from registers and B from
 // its descriptor.
 #pragma once
@@ -129,13 +130,14 @@ TK_DEVICE int sw128(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 /// registers, a warp barrier, each column n's four values written as chunk c of row n
 /// (`sw128(n, c)`).
 template <long long BM, long long BN> struct tf32_fill {
-    /// B's 128-byte panels (32 columns each); producer warp w converts panels w, w + 4, ...
+    /// B's 128-byte panels (32 columns each); converting warp c (producer warp c + 1)
+    /// converts panels c, c + 3, ...
     static constexpr int PANELS = (int)(BN / 32);
-    /// Panels per warp, at most.
-    static constexpr int PPW = (PANELS + 3) / 4;
+    /// Panels per converting warp, at most.
+    static constexpr int PPW = (PANELS + 2) / 3;
     static_assert(BM % 16 == 0 && BN % 32 == 0, "tk::sm90::tf32_fill: BM % 16 == 0, BN % 32 == 0");
 
-    /// Converts the panels of producer warp `thread_rank() / 32 % 4`. A panel's raw rows
+    /// Converts the panels of producer warp `thread_rank() / 32 % 4` (1-3). A panel's raw rows
     /// and its transposed rows are the same 4096 bytes (raw panel P holds rows k of columns
     /// 32P .. 32P + 31; transposed, those columns are rows n = 32P .. 32P + 31 of 128
     /// bytes), so a warp's conversion touches only its own panels and needs no barrier
@@ -145,13 +147,13 @@ template <long long BM, long long BN> struct tf32_fill {
     /// both when they read the raw rows and when they write the transposed ones.
     template <class TB> TK_DEVICE static void convert(const TB& tb) {
         static_assert(TB::cols == BN, "tk::sm90::tf32_fill: B ring tile");
-        const int w = (thread_rank() / 32) % 4, l = thread_rank() % 32, c = l & 7;
+        const int w = (thread_rank() / 32) % 4 - 1, l = thread_rank() % 32, c = l & 7;
         using detail::tf32_rn;
         // One panel at a time (32 values per lane): the producer warpgroup runs on 88
         // registers per thread (`TK_PRODUCER_REGS`).
 #pragma unroll
         for (int u = 0; u < PPW; ++u) {
-            const int P = w + 4 * u;
+            const int P = w + 3 * u;
             if (P >= PANELS) break;
             float4 x[2][4];
 #pragma unroll
@@ -269,43 +271,42 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
 }
 
 /// The same pipeline with ring slots the producer warpgroup converts (TF32, see the header
-/// comment): one producer thread waits for a free slot and `issue(iv, slot, landed)`s
-/// iteration iv's TMA loads (A, and B's raw tile) completing on the slot's `landed`
-/// barrier; LAG = (STAGES + 1) / 2 (1 at two stages) iterations behind, each producer warp waits for
-/// the slot to land, `convert(slot)`s its panels of B there, fences its writes for the
-/// async proxy (wgmma) and arrives on the slot's full barrier (4 arrivals per phase: the
-/// warps convert independently). `bars`: 3 * STAGES mbarriers (full, empty, landed).
+/// comment): producer warp 0's first thread only issues: it waits for a free slot and
+/// `issue(iv, slot, landed)`s iteration iv's TMA loads (A, and B's raw tile) completing on
+/// the slot's `landed` barrier, as far ahead as the ring allows. Producer warps 1-3 only
+/// convert: each waits for the slot to land, `convert(slot)`s its panels of B there,
+/// fences its writes for the async proxy (wgmma) and arrives on the slot's full barrier
+/// (3 arrivals per phase: the warps convert independently). The issuer never waits on a
+/// landing, so the loads run as far ahead as the ring's free slots allow (run 112: with
+/// the issuing thread in a converting warp, each issue waited for an earlier stage to
+/// land). `bars`: 3 * STAGES mbarriers (full, empty, landed).
 template <int STAGES, int CONSUMERS, long long STAGE_BYTES, int ROLE, class I, class V, class C>
 TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step, unsigned long long* bars,
                                   pipe_state& st, I&& issue, V&& convert, C&& consume) {
     static_assert(STAGES >= 2 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline_filled: 2 or more stages, 1 or 2 consumer warpgroups");
-    // Step j converts iteration j - LAG, then issues iteration j. Converting first means
-    // the conversion of iteration i waits only for the issue of i + LAG - 1 (a slot the
-    // consumers freed STAGES - LAG + 1 iterations before they need i): the consumers have
-    // STAGES - LAG iterations of slack, and the loads LAG - 1 iterations to land.
-    constexpr int LAG = STAGES > 2 ? (STAGES + 1) / 2 : 1;
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     unsigned long long* landed = bars + 2 * STAGES;
-    detail::pipe_init<STAGES, CONSUMERS, 3>(bars, st, 4);
+    detail::pipe_init<STAGES, CONSUMERS, 3>(bars, st, 3);
     static_assert(ROLE == ROLE_PRODUCER || ROLE == ROLE_CONSUMER, "tk::sm90::ws_pipeline_filled: a warpgroup role");
     if constexpr (ROLE == ROLE_PRODUCER) {
         const int t = thread_rank() - CONSUMERS * 128;
         const long long n = start < end ? (end - start + step - 1) / step : 0;
-        for (long long j = 0; j < n + LAG; ++j) {
-            if (j >= LAG) {
-                const int K = st.it + (int)(j - LAG), s = K % STAGES;
-                mbar_wait(&landed[s], (K / STAGES) & 1);
-                convert(s);
-                fence_proxy_async_smem();
-                __syncwarp();
-                if (t % 32 == 0) mbar_arrive(&full[s]); // one arrival per producer warp
-            }
-            if (j < n && t == 0) {
+        if (t == 0) {
+            for (long long j = 0; j < n; ++j) {
                 const int J = st.it + (int)j, s = J % STAGES;
                 mbar_wait(&empty[s], ((J / STAGES) & 1) ^ 1);
                 mbar_arrive_expect_tx(&landed[s], (unsigned)STAGE_BYTES);
                 issue(start + j * step, s, &landed[s]);
+            }
+        } else if (t >= 32) {
+            for (long long j = 0; j < n; ++j) {
+                const int K = st.it + (int)j, s = K % STAGES;
+                mbar_wait(&landed[s], (K / STAGES) & 1);
+                convert(s);
+                fence_proxy_async_smem();
+                __syncwarp();
+                if (t % 32 == 0) mbar_arrive(&full[s]); // one arrival per converting warp
             }
         }
         st.it += (int)n;
