@@ -150,8 +150,9 @@ template <long long BM, long long BN> struct tf32_fill {
         const int w = (thread_rank() / 32) % 4 - 1, l = thread_rank() % 32, c = l & 7;
         using detail::tf32_rn;
         // One panel at a time (32 values per lane): the producer warpgroup runs on 88
-        // registers per thread (`TK_PRODUCER_REGS`).
-#pragma unroll
+        // registers per thread (`TK_PRODUCER_REGS`); not unrolled, so the compiler does not
+        // hoist the next panel's loads above this one's stores (56 bytes of spill at BN = 256).
+#pragma unroll 1
         for (int u = 0; u < PPW; ++u) {
             const int P = w + 3 * u;
             if (P >= PANELS) break;
