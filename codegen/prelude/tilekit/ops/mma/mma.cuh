@@ -202,30 +202,40 @@ TK_DEVICE void ffma_dot(const SA& sa, const SB& sb, rt<float, shape<BM, BN>, L>&
     for (int i = 0; i < R; ++i) ffma_a<KV, SA>(a[0][i], sa, ra[i], m0 + 8 * i, 0);
 #pragma unroll
     for (int j = 0; j < NJ; ++j) ffma_b2<SB>(b[0][j], sb, 0, n0 + 8 * j);
+    // Unrolled in chunks of 16 k (a loop over the chunks): at BK = 64 the fully unrolled
+    // body made NVRTC take 13-22 s per variant (issue 33). A chunk holds an even number of
+    // A loads, so every buffer index below stays a constant; BK <= 16 is one chunk.
+    constexpr int CHUNK = BK % 16 == 0 ? 16 : BK;
+    constexpr int CKC = CHUNK / KV;
+    static_assert(CKC % 2 == 0 || CHUNK == BK, "tk::detail::ffma_dot: an even number of A loads per chunk");
+#pragma unroll 1
+    for (int kc0 = 0; kc0 < KC; kc0 += CKC) {
 #pragma unroll
-    for (int kc = 0; kc < KC; ++kc) {
+        for (int kc1 = 0; kc1 < CKC; ++kc1) {
+            const int kc = kc0 + kc1;
 #pragma unroll
-        for (int q = 0; q < KV; ++q) {
-            const int k = kc * KV + q;
-            if (q == 0 && kc + 1 < KC) {
+            for (int q = 0; q < KV; ++q) {
+                const int k = kc * KV + q;
+                if (q == 0 && kc + 1 < KC) {
 #pragma unroll
-                for (int i = 0; i < R; ++i) ffma_a<KV, SA>(a[(kc + 1) & 1][i], sa, ra[i], m0 + 8 * i, kc + 1);
+                    for (int i = 0; i < R; ++i) ffma_a<KV, SA>(a[(kc1 + 1) & 1][i], sa, ra[i], m0 + 8 * i, kc + 1);
+                }
+                if (k + 1 < BK) {
+#pragma unroll
+                    for (int j = 0; j < NJ; ++j) ffma_b2<SB>(b[(kc1 * KV + q + 1) & 1][j], sb, k + 1, n0 + 8 * j);
+                }
+                const float(&av)[R][KV] = a[kc1 & 1];
+                const float(&bv)[NJ][2] = b[(kc1 * KV + q) & 1];
+#pragma unroll
+                for (int i = 0; i < R; ++i)
+#pragma unroll
+                    for (int j = 0; j < NJ; ++j)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            float& d = r.v[((i >> 1) * NJ + j) * 4 + (i & 1) * 2 + e];
+                            d = fmaf(av[i][q], bv[j][e], d);
+                        }
             }
-            if (k + 1 < BK) {
-#pragma unroll
-                for (int j = 0; j < NJ; ++j) ffma_b2<SB>(b[(k + 1) & 1][j], sb, k + 1, n0 + 8 * j);
-            }
-            const float(&av)[R][KV] = a[kc & 1];
-            const float(&bv)[NJ][2] = b[k & 1];
-#pragma unroll
-            for (int i = 0; i < R; ++i)
-#pragma unroll
-                for (int j = 0; j < NJ; ++j)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        float& d = r.v[((i >> 1) * NJ + j) * 4 + (i & 1) * 2 + e];
-                        d = fmaf(av[i][q], bv[j][e], d);
-                    }
         }
     }
 }
