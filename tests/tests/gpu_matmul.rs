@@ -135,6 +135,9 @@ fn gpu_matmul_exact_bitwise_boundary_shapes() {
                 exact_case::<f16>(&g, &mut r, Some(&c), m, k, n);
             }
         }
+        // f32 at the same configuration: the FFMA engine, its k loop in chunks of 16
+        // (BK = 32, 64: two or four chunks per stage).
+        exact_case::<f32>(&g, &mut r, Some(&c), bm + 1, st + 1, bn - 1);
     }
     // f32: the exact FMA path; small integers are exact too.
     exact_case::<f32>(&g, &mut r, None, 65, 200, 130);
