@@ -61,14 +61,17 @@ pub use ops::softmax_rows::softmax_rows;
 pub use ops::swiglu::swiglu;
 pub use ops::swiglu_bwd::swiglu_bwd;
 
-/// Tuned results shipped with the library, measured on the H100 the project borrows: a
-/// `tilekit cache export` file (format `tilekit-tune-cache`, version 1) embedded at build
-/// time. `tilekit_tuner::cache::shipped` reads it as the read-only `shipped` layer; CI
-/// checks that every entry names a current spec hash and lies in its kernel's space.
-pub const SHIPPED_TUNING: &str = include_str!("../tuned/h100.json");
+/// Tuned results shipped with the library, measured on the GPUs the project borrows (each
+/// entry's key names its GPU model: the H100 80GB HBM3's norms, softmax, training and
+/// element-wise kernels, the H200's GEMMs): `tilekit cache export` files (format
+/// `tilekit-tune-cache`, version 1) merged into one and embedded at build time.
+/// `tilekit_tuner::cache::shipped` reads it as the read-only `shipped` layer; a lookup
+/// finds only its own GPU's entries. CI checks that every entry names a current spec hash,
+/// lies in its kernel's space and names the current template.
+pub const SHIPPED_TUNING: &str = include_str!("../tuned/shipped.json");
 
 /// The name [`SHIPPED_TUNING`] is reported under.
-pub const SHIPPED_TUNING_NAME: &str = "tilekit-kernels/tuned/h100.json";
+pub const SHIPPED_TUNING_NAME: &str = "tilekit-kernels/tuned/shipped.json";
 
 mod representative;
 pub use representative::REPRESENTATIVE;

@@ -126,6 +126,7 @@ fn gpu_matmul_exact_bitwise_boundary_shapes() {
             exact_case::<bf16>(&g, &mut r, None, m, k, n);
         }
     }
+    let mut f32_ran = 0;
     for c in covering() {
         let (bm, bn) = (c.int("BM").unwrap() as usize, c.int("BN").unwrap() as usize);
         let st = c.int("STAGES").unwrap() as usize * c.int("BK").unwrap() as usize;
@@ -136,9 +137,23 @@ fn gpu_matmul_exact_bitwise_boundary_shapes() {
             }
         }
         // f32 at the same configuration: the FFMA engine, its k loop in chunks of 16
-        // (BK = 32, 64: two or four chunks per stage).
-        exact_case::<f32>(&g, &mut r, Some(&c), bm + 1, st + 1, bn - 1);
+        // (BK = 32, 64: two or four chunks per stage). f32 tiles take twice the shared
+        // memory, so some configurations do not fit: the launch refuses those (a 1x1x1
+        // probe tells), and they are skipped.
+        let one = |rt: &Runtime| Tensor2::<f32>::from_vec(rt, vec![1.0], [1, 1]).unwrap();
+        let mut c1 = Tensor2::<f32>::zeros(&g, [1, 1]).unwrap();
+        match matmul::launch_with(&g, &c, &one(&g), &one(&g), &mut c1) {
+            Ok(()) => {
+                exact_case::<f32>(&g, &mut r, Some(&c), bm + 1, st + 1, bn - 1);
+                f32_ran += 1;
+            }
+            Err(e) if e.to_string().contains("smem_bytes() <= max_smem()") => {
+                eprintln!("f32 {c}: skipped, it does not fit ({e})")
+            }
+            Err(e) => panic!("f32 {c}: {e}"),
+        }
     }
+    assert!(f32_ran > 0, "no covering configuration ran in f32");
     // f32: the exact FMA path; small integers are exact too.
     exact_case::<f32>(&g, &mut r, None, 65, 200, 130);
     // Tile counts below, at and above the SM count (132 on the H100): 128x256 tiles.

@@ -1,12 +1,13 @@
 //! The spec hashes of the library kernels that the shipped tuning layer
-//! (`kernels-lib/tuned/h100.json`) holds entries for, pinned: a change to how the IR
+//! (`kernels-lib/tuned/shipped.json`) holds entries for, pinned: a change to how the IR
 //! serialises (a new dimension form, a new op) would silently orphan every shipped entry.
 //! Change a value here only with the shipped layer.
 
 use tilekit_kernels::{
     bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd, log_softmax,
-    matmul, partial_sum, residual_add, rmsnorm, rmsnorm_bwd, rmsnorm_residual, scale, silu,
-    silu_bwd, softmax, softmax_bwd, softmax_online, swiglu, swiglu_bwd,
+    matmul, matmul_batched, matmul_bias_act, partial_sum, residual_add, rmsnorm, rmsnorm_bwd,
+    rmsnorm_residual, scale, silu, silu_bwd, softmax, softmax_bwd, softmax_online, swiglu,
+    swiglu_bwd,
 };
 
 #[test]
@@ -14,8 +15,11 @@ fn shipped_kernels_keep_their_spec_hashes() {
     for (spec, hash) in [
         // 9526034718448696346 until PAD64 joined matmul's space and SMEM = RowMajor left it
         // (session 7); 14484773204832665943 until its default became the Hopper engine's
-        // 128 x 256 x 64 (session 13). No matmul entries are shipped yet.
+        // 128 x 256 x 64 (session 13). Shipped since session 18 (run 112: the H200's GEMMs,
+        // with matmul_bias_act and matmul_batched).
         (&matmul::SPEC, 12160912468272879901u64),
+        (&matmul_bias_act::SPEC, 3793787358164441479u64),
+        (&matmul_batched::SPEC, 11732454333459130508u64),
         (&rmsnorm::SPEC, 1276040822956320176),
         (&softmax::SPEC, 4829813825856373461),
         // Shipped since session 10 (run 69).

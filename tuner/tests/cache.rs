@@ -466,7 +466,7 @@ fn layer_precedence() {
     assert_eq!(layers.get(&key).map(|(_, s)| s), Some(Source::Local));
 }
 
-/// Every shipped entry (kernels-lib/tuned/h100.json) names a current spec hash and lies in
+/// Every shipped entry (kernels-lib/tuned/shipped.json) names a current spec hash and lies in
 /// its kernel's space, for the GPU in its key, and names the code generator's current
 /// template of its kernel (a lookup's key holds it: an entry tuned on an older template
 /// would never be found): a kernel or code-generator change that makes a shipped result
