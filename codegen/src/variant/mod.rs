@@ -173,22 +173,24 @@ pub fn variant_source(
         // and the consumers' code never rejoin and `setmaxnreg` moves registers from the
         // producer to the consumers.
         let args = names.join(", ");
-        out.push_str("    if (threadIdx.x >= tilekit_variant::TK_THREADS) {\n");
-        out.push_str("        tk::sm90::producer_regs<tilekit_variant::TK_THREADS / 128, tilekit_variant::TK_PRODUCER_REGS>();\n");
-        out.push_str(
-            "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
-        );
-        out.push_str(&format!(
-            "            tilekit_variant::run<tk::sm90::ROLE_PRODUCER>({args}, tk_state, tk_block);\n"
-        ));
-        out.push_str("    } else {\n");
-        out.push_str("        tk::sm90::consumer_regs<tilekit_variant::TK_THREADS / 128, tilekit_variant::TK_PRODUCER_REGS>();\n");
-        out.push_str(
-            "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
-        );
-        out.push_str(&format!(
-            "            tilekit_variant::run<tk::sm90::ROLE_CONSUMER>({args}, tk_state, tk_block);\n"
-        ));
+        for (open, regs, role) in [
+            (
+                "    if (threadIdx.x >= tilekit_variant::TK_THREADS) {",
+                "producer_regs",
+                "ROLE_PRODUCER",
+            ),
+            ("    } else {", "consumer_regs", "ROLE_CONSUMER"),
+        ] {
+            out.push_str(&format!(
+                "{open}\n        tk::sm90::{regs}<tilekit_variant::TK_THREADS / 128, tilekit_variant::TK_PRODUCER_REGS>();\n"
+            ));
+            out.push_str(
+                "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
+            );
+            out.push_str(&format!(
+                "            tilekit_variant::run<tk::sm90::{role}>({args}, tk_state, tk_block);\n"
+            ));
+        }
         out.push_str("    }\n}\n");
     } else {
         out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
