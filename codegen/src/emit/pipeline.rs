@@ -18,13 +18,20 @@ impl<'k> Emitter<'k> {
     /// A ring load inside the consumer: the slot of this iteration.
     pub(super) fn ring_slot(&mut self, r: ValueId, ring: usize) -> Result<(), CodegenError> {
         let name = self.cname(r);
+        let filled = if self.hopper.is_some() {
+            "filled by TMA from the producer warpgroup, up to STAGES iterations ahead".to_string()
+        } else {
+            format!(
+                "filled by cp.async {} iterations ahead",
+                self.layouts
+                    .rings
+                    .get(ring)
+                    .map(|r| format!("{} - 1", dim_expr(&r.stages)))
+                    .unwrap_or_default()
+            )
+        };
         self.w.line(&format!(
-            "const auto {name} = tk_ring{ring}.slot(tk_slot); // ring{ring}: filled by cp.async {} iterations ahead",
-            self.layouts
-                .rings
-                .get(ring)
-                .map(|r| format!("{} - 1", dim_expr(&r.stages)))
-                .unwrap_or_default()
+            "const auto {name} = tk_ring{ring}.slot(tk_slot); // ring{ring}: {filled}"
         ));
         self.define(r, Val::Smem { name });
         Ok(())

@@ -174,7 +174,7 @@ __host__ __device__ constexpr int launch_regs(int consumers) { return (65536 / (
 /// Registers per thread the consumers can take once the producer warpgroup has lowered
 /// its own to PRODUCER_REGS: what it gave up, shared out, in steps of 8 (232 for 2
 /// consumers and a 40-register producer).
-__host__ __device__ constexpr int consumer_regs(int consumers, int producer_regs) {
+__host__ __device__ constexpr int consumer_budget(int consumers, int producer_regs) {
     return ((launch_regs(consumers) * 128 * (consumers + 1) - 128 * producer_regs) / (128 * consumers)) & ~7;
 }
 
@@ -184,11 +184,11 @@ template <int CONSUMERS, int PRODUCER_REGS> TK_DEVICE void producer_regs() {
     if constexpr (CONSUMERS > 1) setmaxnreg_dec<PRODUCER_REGS>();
 }
 
-/// The consumers' register budget: raised to `consumer_regs` with two consumer warpgroups.
+/// The consumers' register budget: raised to `consumer_budget` with two consumer warpgroups.
 template <int CONSUMERS, int PRODUCER_REGS> TK_DEVICE void consumer_regs() {
     if constexpr (CONSUMERS > 1) {
-        static_assert(consumer_regs(CONSUMERS, PRODUCER_REGS) >= launch_regs(CONSUMERS), "tk::sm90: the consumers' budget only grows");
-        setmaxnreg_inc<consumer_regs(CONSUMERS, PRODUCER_REGS)>();
+        static_assert(consumer_budget(CONSUMERS, PRODUCER_REGS) >= launch_regs(CONSUMERS), "tk::sm90: the consumers' budget only grows");
+        setmaxnreg_inc<consumer_budget(CONSUMERS, PRODUCER_REGS)>();
     }
 }
 
