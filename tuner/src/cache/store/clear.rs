@@ -56,7 +56,7 @@ impl TuneCache {
             Ok(()) => {
                 self.empty_backup();
                 if let Some(db) = db {
-                    quiet::close(db);
+                    quiet::close(db, &self.path);
                 }
                 if let Err(e) = std::fs::remove_dir_all(&aside) {
                     tracing::warn!(
@@ -84,7 +84,7 @@ impl TuneCache {
                     db.flush().map(drop)
                 });
                 self.empty_backup();
-                quiet::close(db);
+                quiet::close(db, &self.path);
                 cleared.map_err(|e| self.sled_err(e))?;
             }
         }

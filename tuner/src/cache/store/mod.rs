@@ -233,7 +233,7 @@ impl TuneCache {
         }
         let (db, opened) = self.open_db(wait)?;
         let (db, contents, checked) = self.check(db)?;
-        quiet::close(db);
+        quiet::close(db, &self.path);
         Ok((contents, checked.or(opened)))
     }
 

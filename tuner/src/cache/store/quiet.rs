@@ -20,6 +20,7 @@ use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, PanicHookInfo};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 type Hook = Box<dyn Fn(&PanicHookInfo<'_>) + Sync + Send + 'static>;
 
@@ -111,13 +112,48 @@ pub(super) fn open(path: &Path) -> Result<sled::Db, sled::Error> {
     quietly(|| cfg.open())
 }
 
-/// Flushes and closes the database, quietly (sled may write a snapshot as it closes).
-pub(super) fn close(db: sled::Db) {
+/// Flushes and closes the database at `path`, quietly (sled may write a snapshot as it
+/// closes), and returns once its file lock is free again (at most [`RELEASE_WAIT`]).
+///
+/// Dropping a `sled::Db` does not close its files at once: jobs on sled's own thread pool
+/// keep them, and the lock, until they finish, which on a loaded machine takes
+/// milliseconds. An open right after would find the lock taken by this very process and
+/// read the backup instead of the database (CI saw it once in the damage matrix).
+pub(super) fn close(db: sled::Db, path: &Path) {
     let _ = quietly(move || {
         let flushed = db.flush().map(drop);
         drop(db);
         flushed
     });
+    await_release(path);
+}
+
+/// The longest [`close`] waits for sled's threads to let go of the database's lock. Short,
+/// because the lock may instead have passed to another process at once (then the wait is
+/// for nothing): a reader that still finds it taken reads the backup, which is never
+/// behind the database.
+pub(super) const RELEASE_WAIT: Duration = Duration::from_millis(250);
+
+/// Waits until the lock on `path`'s database file can be taken (then lets it go at once),
+/// or [`RELEASE_WAIT`] has passed, or the file cannot be opened (nothing to wait for).
+fn await_release(path: &Path) {
+    let Ok(file) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path.join("db"))
+    else {
+        return;
+    };
+    let start = Instant::now();
+    // sled locks with flock (through fs2), as `File::try_lock` does; flock locks belong to
+    // an open file description, so this one conflicts with sled's inside this process too.
+    while file.try_lock().is_err() {
+        if start.elapsed() >= RELEASE_WAIT {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = file.unlock();
 }
 
 /// True when sled could not take the database's file lock (another process has it open).

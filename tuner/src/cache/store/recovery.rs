@@ -231,11 +231,11 @@ impl TuneCache {
         let contents = match quiet::read_trees(&db) {
             Ok(raw) => Contents::of(raw),
             Err((e, partial)) if is_damage(&e) => {
-                quiet::close(db);
+                quiet::close(db, &self.path);
                 return self.rebuilt(damage_text(&e), &partial);
             }
             Err((e, _)) => {
-                quiet::close(db);
+                quiet::close(db, &self.path);
                 return Err(self.sled_err(e));
             }
         };
@@ -263,7 +263,7 @@ impl TuneCache {
             .filter(|s| !have.contains_key(s) && !backup.records.contains_key(s))
             .count();
         if missing > 0 {
-            quiet::close(db);
+            quiet::close(db, &self.path);
             let why = format!("{missing} entries of its backup are missing from it or unreadable");
             return self.rebuilt(why, &contents.raw);
         }
@@ -280,7 +280,7 @@ impl TuneCache {
             .filter(|(g, _)| backup.stamp.is_some_and(|s| s.generation == *g))
             .map(|(_, seq)| seq + 1);
         if redo.iter().any(|r| Some(r.first) != next) {
-            quiet::close(db);
+            quiet::close(db, &self.path);
             let why = format!("{} entries written earlier are missing from it", redo.len());
             return self.rebuilt(why, &contents.raw);
         }
@@ -302,7 +302,7 @@ impl TuneCache {
                     (db, Contents::of(raw))
                 }
                 Err(e) => {
-                    quiet::close(db);
+                    quiet::close(db, &self.path);
                     return self.rebuilt(damage_text(&e), &contents.raw);
                 }
             }
@@ -342,7 +342,7 @@ impl TuneCache {
         match quiet::read_trees(&db) {
             Ok(raw) => Ok((db, Contents::of(raw), Some(r))),
             Err((e, _)) => {
-                quiet::close(db);
+                quiet::close(db, &self.path);
                 Err(self.sled_err(e))
             }
         }
@@ -376,7 +376,7 @@ impl TuneCache {
             None,
         );
         if let Err(e) = put {
-            quiet::close(db);
+            quiet::close(db, &self.path);
             return Err(self.sled_err(e));
         }
         let entries: Vec<&Entry> = all.values().collect();

@@ -69,16 +69,16 @@ impl TuneCache {
         loop {
             match self.write_once(&db, &mut decide) {
                 Ok(out) => {
-                    quiet::close(db);
+                    quiet::close(db, &self.path);
                     return Ok(out);
                 }
                 Err(Failed::Damage(e)) if !rebuilt => {
-                    quiet::close(db);
+                    quiet::close(db, &self.path);
                     db = self.rebuild(damage_text(&e), &[])?.0;
                     rebuilt = true;
                 }
                 Err(Failed::Damage(e) | Failed::Sled(e)) => {
-                    quiet::close(db);
+                    quiet::close(db, &self.path);
                     return Err(self.sled_err(e));
                 }
             }
