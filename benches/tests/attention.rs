@@ -233,8 +233,8 @@ for BM=128,BN=64,D=128,WARPS=8,STAGES=2 [T=bf16]:
 ";
 
 // ---------------------------------------------------------------------------------------
-// NVRTC: every configuration for bf16 (aligned) on sm_80 and sm_90a, and a pairwise
-// covering subset of the rest (f16, f32, unaligned); no spills in the default bf16 variant.
+// NVRTC: a pairwise covering subset of the configurations, element types, targets and
+// alignments.
 
 #[test]
 fn attention_variants_compile_with_nvrtc() {
@@ -245,20 +245,13 @@ fn attention_variants_compile_with_nvrtc() {
     let targets = [Target::Sm80, Target::Sm90a];
     for spec in ALL {
         let kernel = spec.kernel().expect("kernel IR");
-        let mut chosen: Vec<Variant> = tilekit_tuner::covering_variants(kernel, &targets)
+        let chosen: Vec<Variant> = tilekit_tuner::covering_variants(kernel, &targets)
             .iter()
             .map(|v| v.to_variant())
             .collect();
-        // Every valid configuration for bf16, aligned.
-        for v in tilekit_tuner::valid_variants(kernel, &targets) {
-            let v = v.to_variant();
-            if v.access == tilekit_codegen::Access::ROWS
-                && v.bindings.to_string() == "T=bf16"
-                && !chosen.contains(&v)
-            {
-                chosen.push(v);
-            }
-        }
+        // The covering subset only: the library's `attention` (the same loop with masks,
+        // grouped heads and the log-sum-exp) has its own in the NVRTC variants test, and
+        // every configuration of both cost CI minutes.
         let res = common::compile_variants(spec, &chosen);
         for (v, (regs, spills)) in chosen.iter().zip(&res) {
             eprintln!(

@@ -30,6 +30,7 @@ pub use helpers::welford;
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
 
+pub use ops::attention::attention;
 pub use ops::bias_add::bias_add;
 pub use ops::bias_gelu::bias_gelu;
 pub use ops::cross_entropy::cross_entropy;
@@ -108,4 +109,5 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &softmax_rows::SPEC,
     &rmsnorm_rows::SPEC,
     &layernorm_rows::SPEC,
+    &attention::SPEC,
 ];

@@ -49,4 +49,7 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("rmsnorm_rows", "65536x512", "f32"),
     ("layernorm_rows", "65536x512", "bf16"),
     ("layernorm_rows", "65536x512", "f32"),
+    // Attention forward, B=4 x H=32 heads of 4096 queries and keys, D = 128 (Z, M, E, ZK,
+    // N): issue 28's first target.
+    ("attention", "128x4096x128x128x4096", "bf16"),
 ];

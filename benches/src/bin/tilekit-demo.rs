@@ -1,6 +1,6 @@
 //! The main job: runs the library's kernels (softmax, RMSNorm, the scale chain, matmul,
 //! batched matmul, matmul + bias + GELU, log-softmax over 50257 columns, cross-entropy,
-//! LayerNorm, SwiGLU) on the best available backend (CUDA device 0, else the CPU backend),
+//! LayerNorm, SwiGLU, causal attention with grouped-query heads) on the best available backend (CUDA device 0, else the CPU backend),
 //! checks each result against a plain Rust f64 reference, and
 //! prints a table: kernel, problem, dtype, time (first launch, including compilation on
 //! CUDA), max relative error.
@@ -13,8 +13,8 @@ use std::time::Instant;
 use tilekit::prelude::*;
 use tilekit::Element;
 use tilekit_kernels::{
-    cross_entropy, layernorm, log_softmax, matmul, matmul_batched, matmul_bias_act, rmsnorm,
-    scale_chain, softmax, swiglu, Activation,
+    attention, cross_entropy, layernorm, log_softmax, matmul, matmul_batched, matmul_bias_act,
+    rmsnorm, scale_chain, softmax, swiglu, Activation,
 };
 
 struct Row {
@@ -304,6 +304,53 @@ fn run_more<T: Float>(rt: &Runtime, dtype: &'static str, rows: &mut Vec<Row>) ->
         ms,
         max_rel_err(&y.to_vec()?, &want),
     );
+
+    // Causal attention with grouped-query heads: 2 batches x 4 query heads over 2 key/value
+    // heads, 257 queries and keys, D = 64.
+    let (b, h, hk, s, d) = (2, 4, 2, 257, 64);
+    let qs: Vec<T> = rand_vec(b * h * s * d, &mut seed);
+    let ks: Vec<T> = rand_vec(b * hk * s * d, &mut seed);
+    let vs: Vec<T> = rand_vec(b * hk * s * d, &mut seed);
+    let (qf, kf, vf) = (f(&qs), f(&ks), f(&vs));
+    let q = Tensor3::<T>::from_vec(rt, qs, [b * h, s, d])?;
+    let k = Tensor3::<T>::from_vec(rt, ks, [b * hk, s, d])?;
+    let v = Tensor3::<T>::from_vec(rt, vs, [b * hk, s, d])?;
+    let mut o = Tensor3::<T>::zeros(rt, [b * h, s, d])?;
+    let mut lse = Tensor2::<f32>::zeros(rt, [b * h, s])?;
+    let scale = 0.125f32;
+    let ms = timed(rt, || {
+        attention::launch(
+            rt, &q, &k, &v, &mut o, &mut lse, scale, h as i64, hk as i64, true,
+        )
+        .context("attention")
+    })?;
+    let mut want = vec![0.0; b * h * s * d];
+    for z in 0..b * h {
+        let zk = z / h * hk + z % h / (h / hk);
+        for i in 0..s {
+            let qi = &qf[(z * s + i) * d..][..d];
+            let sc: Vec<f64> = (0..=i)
+                .map(|j| {
+                    let kj = &kf[(zk * s + j) * d..][..d];
+                    f64::from(scale) * qi.iter().zip(kj).map(|(a, c)| a * c).sum::<f64>()
+                })
+                .collect();
+            let mx = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let l: f64 = sc.iter().map(|x| (x - mx).exp()).sum();
+            for (j, x) in sc.iter().enumerate() {
+                let p = (x - mx).exp() / l;
+                for e in 0..d {
+                    want[(z * s + i) * d + e] += p * vf[(zk * s + j) * d + e];
+                }
+            }
+        }
+    }
+    push(
+        "attention",
+        format!("{}x{s}x{d} causal GQA", b * h),
+        ms,
+        max_rel_err(&o.to_vec()?, &want),
+    );
     Ok(())
 }
 
@@ -336,12 +383,12 @@ fn main() -> Result<()> {
         rt.backend()
     );
     println!(
-        "{:<15} {:<14} {:<5} {:>10} {:>14}",
+        "{:<15} {:<20} {:<5} {:>10} {:>14}",
         "kernel", "problem", "dtype", "time ms", "max rel err"
     );
     for r in &rows {
         println!(
-            "{:<15} {:<14} {:<5} {:>10.2} {:>14.2e}",
+            "{:<15} {:<20} {:<5} {:>10.2} {:>14.2e}",
             r.kernel, r.problem, r.dtype, r.millis, r.max_rel_err
         );
     }

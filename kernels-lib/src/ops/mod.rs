@@ -1,5 +1,6 @@
 //! One file per kernel; `#[kernel]` turns each fn into a module of the same name.
 
+pub mod attention;
 pub mod bias_add;
 pub mod bias_gelu;
 pub mod cross_entropy;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unused_imports, unused_macros)] // each test binary uses a subset
 
+pub mod attention;
 pub mod gpu;
 
 use tilekit::prelude::*;

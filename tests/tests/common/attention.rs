@@ -1,0 +1,149 @@
+//! The attention forward's tests on either backend: a problem, its f64 reference, and one
+//! checked run.
+
+use super::{assert_close, f64s, rng};
+use tilekit::prelude::*;
+use tilekit::{Config, Element};
+use tilekit_kernels::attention;
+
+/// One problem: `z` query heads in all (`batch * heads`), `m` queries, `n` keys, dimension
+/// `d`, `heads` query heads per batch sharing `kv_heads` key/value heads.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    pub z: usize,
+    pub m: usize,
+    pub n: usize,
+    pub d: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub causal: bool,
+}
+
+impl Case {
+    /// Key/value heads in all (`batch * kv_heads`).
+    pub fn zk(&self) -> usize {
+        self.z / self.heads * self.kv_heads
+    }
+}
+
+/// `(o, lse)` in f64: per query head, its key/value head `zk`, scores `q k^T * scale`
+/// masked by the causal band (bottom-right aligned), softmax, then `p v`; a row that sees
+/// no key has `o = 0` and `lse = +inf`.
+pub fn attention_ref(c: Case, q: &[f64], k: &[f64], v: &[f64], scale: f64) -> (Vec<f64>, Vec<f64>) {
+    let (mut o, mut lse) = (vec![0.0; c.z * c.m * c.d], vec![0.0; c.z * c.m]);
+    let group = c.heads / c.kv_heads;
+    for z in 0..c.z {
+        let zk = z / c.heads * c.kv_heads + z % c.heads / group;
+        for i in 0..c.m {
+            let qi = &q[(z * c.m + i) * c.d..][..c.d];
+            let seen = |j: usize| !c.causal || j as i64 <= i as i64 + c.n as i64 - c.m as i64;
+            let s: Vec<f64> = (0..c.n)
+                .map(|j| {
+                    let kj = &k[(zk * c.n + j) * c.d..][..c.d];
+                    if seen(j) {
+                        scale * qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f64>()
+                    } else {
+                        f64::NEG_INFINITY
+                    }
+                })
+                .collect();
+            let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            if mx == f64::NEG_INFINITY {
+                lse[z * c.m + i] = f64::INFINITY;
+                continue;
+            }
+            let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+            let l: f64 = p.iter().sum();
+            lse[z * c.m + i] = mx + l.ln();
+            for (j, pj) in p.iter().enumerate() {
+                let vj = &v[(zk * c.n + j) * c.d..][..c.d];
+                for (oe, ve) in o[(z * c.m + i) * c.d..][..c.d].iter_mut().zip(vj) {
+                    *oe += pj / l * ve;
+                }
+            }
+        }
+    }
+    (o, lse)
+}
+
+/// Runs one case on `rt` (default configuration, or `config`) from fresh random inputs:
+/// see [`check_inputs`].
+pub fn check<T: Element + Float>(
+    rt: &Runtime,
+    c: Case,
+    config: Option<&Config>,
+    tol: (f64, f64),
+) -> (Vec<T>, Vec<f32>) {
+    let mut r = rng(&format!("attention {c:?} {:?} {config:?}", T::DTYPE));
+    let inputs = Inputs {
+        q: r.vec(c.z * c.m * c.d, 2.0),
+        k: r.vec(c.zk() * c.n * c.d, 2.0),
+        v: r.vec(c.zk() * c.n * c.d, 2.0),
+    };
+    check_inputs(rt, c, config, tol, &inputs)
+}
+
+/// `q`, `k` and `v` of a case, row-major.
+pub struct Inputs<T> {
+    /// `[z, m, d]`.
+    pub q: Vec<T>,
+    /// `[zk, n, d]`.
+    pub k: Vec<T>,
+    /// `[zk, n, d]`.
+    pub v: Vec<T>,
+}
+
+/// Runs one case on `rt` into NaN-poisoned outputs and checks `o` and `lse` against
+/// [`attention_ref`]; returns `o` and `lse` as read (determinism checks compare them
+/// bitwise).
+pub fn check_inputs<T: Element + Float>(
+    rt: &Runtime,
+    c: Case,
+    config: Option<&Config>,
+    tol: (f64, f64),
+    inputs: &Inputs<T>,
+) -> (Vec<T>, Vec<f32>) {
+    let Inputs { q, k, v } = inputs;
+    let scale = 1.0 / (c.d as f32).sqrt();
+    let (want_o, want_lse) = attention_ref(c, &f64s(q), &f64s(k), &f64s(v), scale as f64);
+    let qt = Tensor3::from_vec(rt, q.clone(), [c.z, c.m, c.d]).unwrap();
+    let kt = Tensor3::from_vec(rt, k.clone(), [c.zk(), c.n, c.d]).unwrap();
+    let vt = Tensor3::from_vec(rt, v.clone(), [c.zk(), c.n, c.d]).unwrap();
+    let mut o = Tensor3::<T>::full(rt, [c.z, c.m, c.d], T::from_f64(f64::NAN)).unwrap();
+    let mut lse = Tensor2::<f32>::full(rt, [c.z, c.m], f32::NAN).unwrap();
+    let (h, hk) = (c.heads as i64, c.kv_heads as i64);
+    match config {
+        Some(cfg) => attention::launch_with(
+            rt, cfg, &qt, &kt, &vt, &mut o, &mut lse, scale, h, hk, c.causal,
+        ),
+        None => attention::launch(rt, &qt, &kt, &vt, &mut o, &mut lse, scale, h, hk, c.causal),
+    }
+    .unwrap();
+    let what = format!("attention {c:?} {config:?}");
+    let o = o.to_vec().unwrap();
+    assert_close(&format!("{what}: o"), &o, &want_o, tol.0, tol.1);
+    let got_lse = lse.to_vec().unwrap();
+    let (mut finite_got, mut finite_want) = (Vec::new(), Vec::new());
+    for (i, (g, w)) in got_lse.iter().zip(&want_lse).enumerate() {
+        if w.is_infinite() {
+            assert_eq!(
+                *g,
+                f32::INFINITY,
+                "{what}: lse[{i}] of a row that sees no key"
+            );
+        } else {
+            finite_got.push(*g);
+            finite_want.push(*w);
+        }
+    }
+    // The log-sum-exp of f32 scores: within 1e-4 on either backend (the GPU's exp and log
+    // are a few ulp off, its sums in another order).
+    assert_close(
+        &format!("{what}: lse"),
+        &finite_got,
+        &finite_want,
+        1e-4,
+        1e-4,
+    );
+    (o, got_lse)
+}

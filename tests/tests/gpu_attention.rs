@@ -1,0 +1,96 @@
+//! The library's attention forward on the GPU against the f64 reference: a pairwise
+//! covering subset of its configurations x element types (compiled in parallel first) on
+//! small awkward shapes, full and causal; grouped-query heads; the default launch at 4097
+//! queries and keys (partial last blocks, every mask path); three repeats bitwise equal.
+
+mod common;
+
+use common::attention::{check, check_inputs, Case, Inputs};
+use common::gpu::{covering_cases, precompile};
+use tilekit::ir::DType;
+use tilekit::prelude::*;
+use tilekit_kernels::attention;
+
+fn gpu() -> Runtime {
+    Runtime::cuda(0).unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"))
+}
+
+/// The bound on `o` for inputs of `dtype`: `p` is rounded to it before `p @ v`.
+fn tol(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::BF16 => (1.6e-2, 1.6e-2),
+        DType::F16 => (2e-3, 2e-3),
+        // TF32 is not used: f32 dots are exact f32 (FFMA).
+        _ => (1e-5, 1e-5),
+    }
+}
+
+fn run(rt: &Runtime, dtype: DType, c: Case, cfg: Option<&Config>) {
+    match dtype {
+        DType::BF16 => drop(check::<bf16>(rt, c, cfg, tol(dtype))),
+        DType::F16 => drop(check::<f16>(rt, c, cfg, tol(dtype))),
+        _ => drop(check::<f32>(rt, c, cfg, tol(dtype))),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_covering_configs_match_the_reference() {
+    let rt = gpu();
+    let cases = covering_cases(&attention::SPEC);
+    precompile(&rt, &[&attention::SPEC], &cases);
+    for (cfg, dtype) in &cases {
+        let d = cfg.int("D").expect("D") as usize;
+        for causal in [false, true] {
+            let c = Case {
+                z: 4,
+                m: 129,
+                n: if causal { 200 } else { 77 },
+                d,
+                heads: 4,
+                kv_heads: 2,
+                causal,
+            };
+            run(&rt, *dtype, c, Some(cfg));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_default_launch_at_4097() {
+    let rt = gpu();
+    for causal in [false, true] {
+        let c = Case {
+            z: 2,
+            m: 4097,
+            n: 4097,
+            d: 128,
+            heads: 2,
+            kv_heads: 1,
+            causal,
+        };
+        let mut r = common::rng(&format!("attention repeats {c:?}"));
+        let inputs = Inputs::<bf16> {
+            q: r.vec(c.z * c.m * c.d, 2.0),
+            k: r.vec(c.zk() * c.n * c.d, 2.0),
+            v: r.vec(c.zk() * c.n * c.d, 2.0),
+        };
+        let first = check_inputs(&rt, c, None, tol(DType::BF16), &inputs);
+        for _ in 0..2 {
+            let again = check_inputs(&rt, c, None, tol(DType::BF16), &inputs);
+            assert!(again == first, "{c:?}: a repeat differs");
+        }
+    }
+    // Fewer keys than queries, causal: the first rows see nothing (o = 0, lse = +inf).
+    let c = Case {
+        z: 2,
+        m: 300,
+        n: 100,
+        d: 64,
+        heads: 1,
+        kv_heads: 1,
+        causal: true,
+    };
+    run(&rt, DType::F16, c, None);
+}
