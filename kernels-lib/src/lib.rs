@@ -19,18 +19,22 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod activation;
+mod attention_backward;
 mod backward;
 pub mod helpers;
 mod loss;
 mod ops;
 
 pub use activation::{matmul_bias_activation, Activation};
+pub use attention_backward::attention_backward;
 pub use helpers::welford;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
 
 pub use ops::attention::attention;
+pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
+pub use ops::attention_bwd_dq::attention_bwd_dq;
 pub use ops::bias_add::bias_add;
 pub use ops::bias_gelu::bias_gelu;
 pub use ops::cross_entropy::cross_entropy;
@@ -110,4 +114,6 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm_rows::SPEC,
     &layernorm_rows::SPEC,
     &attention::SPEC,
+    &attention_bwd_dq::SPEC,
+    &attention_bwd_dkdv::SPEC,
 ];

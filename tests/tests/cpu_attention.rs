@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::attention::{check, Case};
+use common::attention::{check, check_backward, Case};
 use tilekit::prelude::*;
 use tilekit::{Config, LaunchError};
 use tilekit_kernels::attention;
@@ -138,4 +138,35 @@ fn bad_launches_are_refused_and_write_nothing() {
     let odd = case(17, 17, 48, false);
     let e = refused(odd, 48, 2, 2, s);
     assert!(matches!(e, LaunchError::NoConfiguration { .. }), "{e}");
+}
+
+#[test]
+fn backward_matches_the_f64_reference() {
+    let rt = Runtime::cpu();
+    for (m, n, causal) in [
+        (17, 17, false),
+        (1, 129, false),
+        (33, 65, true),
+        (129, 17, true),
+    ] {
+        check_backward::<f32>(&rt, case(m, n, 64, causal), (1e-4, 1e-4));
+    }
+}
+
+#[test]
+fn backward_sums_grouped_query_heads_and_takes_every_head_dimension() {
+    let rt = Runtime::cpu();
+    let gqa = Case {
+        z: 8,
+        m: 40,
+        n: 33,
+        d: 64,
+        heads: 4,
+        kv_heads: 1,
+        causal: true,
+    };
+    check_backward::<f32>(&rt, gqa, (1e-4, 1e-4));
+    check_backward::<f32>(&rt, case(20, 30, 128, false), (1e-4, 1e-4));
+    check_backward::<f32>(&rt, case(20, 30, 256, true), (1e-4, 1e-4));
+    check_backward::<bf16>(&rt, case(33, 65, 64, true), (3e-2, 3e-2));
 }

@@ -1,15 +1,16 @@
 //! The library's attention forward on the GPU against the f64 reference: a pairwise
 //! covering subset of its configurations x element types (compiled in parallel first) on
 //! small awkward shapes, full and causal; grouped-query heads; the default launch at 4097
-//! queries and keys (partial last blocks, every mask path); three repeats bitwise equal.
+//! queries and keys (partial last blocks, every mask path); three repeats bitwise equal;
+//! the backward (both passes) on the covering subsets of its two kernels' spaces.
 
 mod common;
 
-use common::attention::{check, check_inputs, Case, Inputs};
+use common::attention::{check, check_backward, check_inputs, Case, Inputs};
 use common::gpu::{covering_cases, precompile};
 use tilekit::ir::DType;
 use tilekit::prelude::*;
-use tilekit_kernels::attention;
+use tilekit_kernels::{attention, attention_bwd_dkdv, attention_bwd_dq};
 
 fn gpu() -> Runtime {
     Runtime::cuda(0).unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"))
@@ -93,4 +94,44 @@ fn gpu_attention_default_launch_at_4097() {
         causal: true,
     };
     run(&rt, DType::F16, c, None);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_backward_matches_the_reference() {
+    let rt = gpu();
+    let specs = [&attention_bwd_dq::SPEC, &attention_bwd_dkdv::SPEC];
+    let mut cases = covering_cases(specs[0]);
+    cases.extend(covering_cases(specs[1]));
+    precompile(&rt, &specs, &cases);
+    // The backward launches choose their own configurations (the covering subsets are
+    // compiled so that the tuned or first fitting ones are at hand); every head dimension,
+    // both masks, grouped heads, each element type.
+    for d in [64, 128, 256] {
+        for causal in [false, true] {
+            let c = Case {
+                z: 8,
+                m: 129,
+                n: if causal { 200 } else { 77 },
+                d,
+                heads: 4,
+                kv_heads: 2,
+                causal,
+            };
+            drop(check_backward::<f32>(&rt, c, (1e-4, 1e-4)));
+            drop(check_backward::<bf16>(&rt, c, (3e-2, 3e-2)));
+            drop(check_backward::<f16>(&rt, c, (4e-3, 4e-3)));
+        }
+    }
+    let big = Case {
+        z: 4,
+        m: 1025,
+        n: 1025,
+        d: 128,
+        heads: 4,
+        kv_heads: 1,
+        causal: true,
+    };
+    let first = check_backward::<bf16>(&rt, big, (3e-2, 3e-2));
+    assert!(first.0.iter().all(|x| x.is_finite()));
 }

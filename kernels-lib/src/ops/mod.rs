@@ -1,6 +1,8 @@
 //! One file per kernel; `#[kernel]` turns each fn into a module of the same name.
 
 pub mod attention;
+pub mod attention_bwd_dkdv;
+pub mod attention_bwd_dq;
 pub mod bias_add;
 pub mod bias_gelu;
 pub mod cross_entropy;

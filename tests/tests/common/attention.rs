@@ -147,3 +147,107 @@ pub fn check_inputs<T: Element + Float>(
     );
     (o, got_lse)
 }
+
+/// `(dq, dk, dv)` in f64 for an upstream gradient `dout` (`[z, m, d]`): per query head,
+/// `p` as in [`attention_ref`], `dv += p^T dout`, `ds = p * (dout v^T - rowsum(dout * o))`,
+/// `dq = ds k * scale`, `dk += ds^T q * scale` (key/value heads summed over their group).
+pub fn attention_bwd_ref(
+    c: Case,
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    dout: &[f64],
+    scale: f64,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (o, lse) = attention_ref(c, q, k, v, scale);
+    let d = c.d;
+    let (mut dq, mut dk, mut dv) = (
+        vec![0.0; c.z * c.m * d],
+        vec![0.0; c.zk() * c.n * d],
+        vec![0.0; c.zk() * c.n * d],
+    );
+    let group = c.heads / c.kv_heads;
+    let row = |t: &[f64], i: usize| t[i * d..(i + 1) * d].to_vec();
+    let dotp = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    for z in 0..c.z {
+        let zk = z / c.heads * c.kv_heads + z % c.heads / group;
+        for i in 0..c.m {
+            let l = lse[z * c.m + i];
+            if l.is_infinite() {
+                continue;
+            }
+            let (qi, doi, oi) = (
+                row(q, z * c.m + i),
+                row(dout, z * c.m + i),
+                row(&o, z * c.m + i),
+            );
+            let delta = dotp(&doi, &oi);
+            for j in 0..c.n {
+                if c.causal && j as i64 > i as i64 + c.n as i64 - c.m as i64 {
+                    continue;
+                }
+                let (kj, vj) = (row(k, zk * c.n + j), row(v, zk * c.n + j));
+                let p = (scale * dotp(&qi, &kj) - l).exp();
+                let ds = p * (dotp(&doi, &vj) - delta);
+                for e in 0..d {
+                    dv[(zk * c.n + j) * d + e] += p * doi[e];
+                    dq[(z * c.m + i) * d + e] += ds * kj[e] * scale;
+                    dk[(zk * c.n + j) * d + e] += ds * qi[e] * scale;
+                }
+            }
+        }
+    }
+    (dq, dk, dv)
+}
+
+/// Runs the forward then [`tilekit_kernels::attention_backward`] on `rt` from fresh random
+/// inputs into NaN-poisoned gradients, and checks `dq`, `dk`, `dv` against
+/// [`attention_bwd_ref`] (computed from the inputs as rounded to `T`); returns the three
+/// gradients as read.
+pub fn check_backward<T: Element + Float>(
+    rt: &Runtime,
+    c: Case,
+    tol: (f64, f64),
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let mut r = rng(&format!("attention backward {c:?} {:?}", T::DTYPE));
+    let q: Vec<T> = r.vec(c.z * c.m * c.d, 2.0);
+    let k: Vec<T> = r.vec(c.zk() * c.n * c.d, 2.0);
+    let v: Vec<T> = r.vec(c.zk() * c.n * c.d, 2.0);
+    let dout: Vec<T> = r.vec(c.z * c.m * c.d, 1.0);
+    let scale = 1.0 / (c.d as f32).sqrt();
+    let (h, hk) = (c.heads as i64, c.kv_heads as i64);
+    let t3 = |v: &[T], s: [usize; 3]| Tensor3::from_vec(rt, v.to_vec(), s).unwrap();
+    let nan3 = |s: [usize; 3]| Tensor3::<T>::full(rt, s, T::from_f64(f64::NAN)).unwrap();
+    let (qs, ks) = ([c.z, c.m, c.d], [c.zk(), c.n, c.d]);
+    let (qt, kt, vt, dt) = (t3(&q, qs), t3(&k, ks), t3(&v, ks), t3(&dout, qs));
+    let mut o = nan3(qs);
+    let mut lse = Tensor2::<f32>::full(rt, [c.z, c.m], f32::NAN).unwrap();
+    attention::launch(rt, &qt, &kt, &vt, &mut o, &mut lse, scale, h, hk, c.causal).unwrap();
+    let mut delta = Tensor2::<f32>::full(rt, [c.z, c.m], f32::NAN).unwrap();
+    let (mut dq, mut dk, mut dv) = (nan3(qs), nan3(ks), nan3(ks));
+    tilekit_kernels::attention_backward(
+        rt, &qt, &kt, &vt, &o, &dt, &lse, &mut delta, &mut dq, &mut dk, &mut dv, scale, h, hk,
+        c.causal,
+    )
+    .unwrap();
+    // The reference's o is exact where the kernel's is rounded to T: delta differs by T's
+    // rounding of o, which the tolerance covers.
+    let (wq, wk, wv) = attention_bwd_ref(
+        c,
+        &f64s(&q),
+        &f64s(&k),
+        &f64s(&v),
+        &f64s(&dout),
+        scale as f64,
+    );
+    let what = format!("attention backward {c:?}");
+    let (dq, dk, dv) = (
+        dq.to_vec().unwrap(),
+        dk.to_vec().unwrap(),
+        dv.to_vec().unwrap(),
+    );
+    assert_close(&format!("{what}: dq"), &dq, &wq, tol.0, tol.1);
+    assert_close(&format!("{what}: dk"), &dk, &wk, tol.0, tol.1);
+    assert_close(&format!("{what}: dv"), &dv, &wv, tol.0, tol.1);
+    (dq, dk, dv)
+}
