@@ -50,7 +50,7 @@ pub use dtype::tilekit_dtype;
 pub use error::{Error, Result};
 pub use launch::Launch;
 pub use ops::{
-    cross_entropy, layer_norm, layer_norm_with_stats, log_softmax_last_dim, rms_norm,
-    rms_norm_residual, softmax_last_dim,
+    attention, attention_backward, cross_entropy, layer_norm, layer_norm_with_stats,
+    log_softmax_last_dim, rms_norm, rms_norm_residual, softmax_last_dim,
 };
 pub use runtimes::register_kernels;

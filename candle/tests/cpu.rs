@@ -69,3 +69,8 @@ fn no_gpu_is_reported_not_panicked() {
         }
     }
 }
+
+#[test]
+fn attention_matches_candle() {
+    common::attention_matches(&Device::Cpu);
+}

@@ -120,3 +120,9 @@ fn runtime_is_reused() {
     let again = tilekit_runtime::Runtime::from_cuda_stream(cuda.cuda_stream()).unwrap();
     assert_eq!(again.cache_stats(), rt.cache_stats());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn attention_matches_candle() {
+    common::attention_matches(&cuda());
+}

@@ -8,16 +8,19 @@
 //!   (`rmsnorm_bwd` / `layernorm_bwd` and the deterministic `partial_sum` for the weight
 //!   gradients);
 //! - several outputs at once, through [`crate::Launch`] (no gradient):
-//!   [`layer_norm_with_stats`], [`rms_norm_residual`], [`cross_entropy`].
+//!   [`layer_norm_with_stats`], [`rms_norm_residual`], [`cross_entropy`], [`attention`]
+//!   (`[B, H, S, D]`, causal or full, grouped-query heads) and its [`attention_backward`].
 //!
 //! Module map: `custom` (the `CustomOp` plumbing: storages in, one output out), `softmax`,
-//! `norm`, `fused`.
+//! `norm`, `fused`, `attention`.
 
+mod attention;
 mod custom;
 mod fused;
 mod norm;
 mod softmax;
 
+pub use attention::{attention, attention_backward};
 pub use fused::{cross_entropy, layer_norm_with_stats, rms_norm_residual};
 pub use norm::{layer_norm, rms_norm};
 pub use softmax::{log_softmax_last_dim, softmax_last_dim};

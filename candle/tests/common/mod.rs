@@ -307,3 +307,92 @@ pub fn refusals(dev: &Device) {
         Err(Error::UnsupportedDType { .. })
     ));
 }
+
+/// `softmax(q k^T * scale + mask) v` with candle's own ops (`[B, H, S, D]`, key/value heads
+/// repeated for grouped-query attention, the causal band aligned at the bottom right), for
+/// values and for candle's autograd.
+fn attention_reference(q: &Tensor, k: &Tensor, v: &Tensor, scale: f64, causal: bool) -> Tensor {
+    let (b, h, sq, d) = q.dims4().unwrap();
+    let (_, hk, sk, _) = k.dims4().unwrap();
+    let rep = |t: &Tensor| {
+        t.unsqueeze(2)
+            .unwrap()
+            .expand((b, hk, h / hk, sk, d))
+            .unwrap()
+            .reshape((b, h, sk, d))
+            .unwrap()
+    };
+    let (k, v) = (rep(k), rep(v));
+    let q = q.contiguous().unwrap();
+    let s = (q.matmul(&k.t().unwrap().contiguous().unwrap()).unwrap() * scale).unwrap();
+    let s = if causal {
+        let mask: Vec<f32> = (0..sq)
+            .flat_map(|i| {
+                (0..sk).map(move |j| {
+                    if j as i64 > i as i64 + sk as i64 - sq as i64 {
+                        f32::NEG_INFINITY
+                    } else {
+                        0.0
+                    }
+                })
+            })
+            .collect();
+        let mask = Tensor::from_vec(mask, (sq, sk), q.device()).unwrap();
+        s.broadcast_add(&mask).unwrap()
+    } else {
+        s
+    };
+    candle_nn::ops::softmax(&s, D::Minus1)
+        .unwrap()
+        .matmul(&v)
+        .unwrap()
+}
+
+/// `tilekit_candle::attention` and `attention_backward` against candle's ops and autograd
+/// (f32): full and causal (fewer queries than keys), grouped-query heads, a strided `q`.
+pub fn attention_matches(dev: &Device) {
+    for (sq, sk, causal) in [(17, 17, false), (9, 33, true), (33, 33, true)] {
+        let (b, h, hk, d) = (2, 4, 2, 64);
+        let q = Var::from_tensor(&rand(&[b, sq, h, d], DType::F32, dev)).unwrap();
+        // [B, S, H, D] transposed: a strided [B, H, S, D] view (merged with a copy).
+        let qv = q.transpose(1, 2).unwrap();
+        let k = Var::from_tensor(&rand(&[b, hk, sk, d], DType::F32, dev)).unwrap();
+        let v = Var::from_tensor(&rand(&[b, hk, sk, d], DType::F32, dev)).unwrap();
+        let scale = 0.125;
+        let (o, lse) = tilekit_candle::attention(&qv, &k, &v, scale as f32, causal).unwrap();
+        let want = attention_reference(&qv, &k, &v, scale, causal);
+        let what = format!("attention {sq}x{sk} causal={causal}");
+        assert!(
+            max_diff(&o, &want) < 1e-4,
+            "{what}: o off by {}",
+            max_diff(&o, &want)
+        );
+        assert_eq!(lse.dims(), &[b, h, sq]);
+        // Gradients of sum(o * probe) both ways.
+        let probe = rand(&[b, h, sq, d], DType::F32, dev);
+        let g = (want * &probe)
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        let (dq, dk, dv) =
+            tilekit_candle::attention_backward(&qv, &k, &v, &o, &lse, &probe, scale as f32, causal)
+                .unwrap();
+        let dq_want = g.get(&q).expect("dq").transpose(1, 2).unwrap();
+        for (name, got, want) in [
+            ("dq", dq, dq_want),
+            ("dk", dk, g.get(&k).expect("dk").clone()),
+            ("dv", dv, g.get(&v).expect("dv").clone()),
+        ] {
+            let diff = max_diff(&got, &want);
+            assert!(diff < 1e-3, "{what}: {name} off by {diff}");
+        }
+    }
+    // Refused: mismatched head dimension, heads that do not divide.
+    let q = rand(&[1, 3, 8, 64], DType::F32, dev);
+    let k = rand(&[1, 2, 8, 64], DType::F32, dev);
+    assert!(tilekit_candle::attention(&q, &k, &k, 0.125, false).is_err());
+    let k = rand(&[1, 3, 8, 32], DType::F32, dev);
+    assert!(tilekit_candle::attention(&q, &k, &k, 0.125, false).is_err());
+}
