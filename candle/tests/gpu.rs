@@ -124,5 +124,5 @@ fn runtime_is_reused() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn attention_matches_candle() {
-    common::attention_matches(&cuda());
+    common::attention_matches(&gpu());
 }
