@@ -97,6 +97,23 @@ pub fn scalar_state(x: &Tensor2<f32>, ymax: &mut Tensor1<f32>, ysum: &mut Tensor
     store(ysum, rows, s, rows < x.rows());
 }
 
+/// The maximum of 0 and the even column blocks of each row: the scalar start is assigned a
+/// `[BM]` tile inside an `if` in the loop.
+#[kernel(grid = [cdiv(x.rows(), BM)])]
+#[tune(BM = [16, 8], BN = [32, 16], WARPS = [4])]
+pub fn scalar_state_if(x: &Tensor2<f32>, y: &mut Tensor1<f32>) {
+    let r0 = program_id(0) * BM;
+    let rows = r0 + arange::<BM>();
+    let mut m = 0.0f32;
+    for c in (0..x.cols()).step_by(BN) {
+        let t = load_tile(x, [r0, c], [BM, BN]);
+        if c % (2 * BN) == 0 {
+            m = maximum(m, max(t, 1));
+        }
+    }
+    store(y, rows, m, rows < x.rows());
+}
+
 /// A helper named like a near name of an operation (`transpose`, which a bare call reports
 /// as "did you mean `trans(t)`"), called by a path.
 #[tile_fn]
@@ -496,6 +513,30 @@ fn cpu_scalar_state_is_promoted_to_the_loops_tile() {
 }
 
 #[test]
+fn cpu_scalar_state_assigned_in_a_branch_of_the_loop() {
+    let rt = Runtime::cpu();
+    let (m, n) = (21, 150);
+    let mut rng = tilekit_tests::support::Rng(3);
+    let x: Vec<f32> = (0..m * n)
+        .map(|_| ((rng.uniform() - 0.6) * 20.0) as f32)
+        .collect();
+    for cfg in scalar_state_if::SPEC.space().expect("space").enumerate() {
+        let bn = cfg.int("BN").expect("BN") as usize;
+        let tx = Tensor2::from_vec(&rt, x.clone(), [m, n]).unwrap();
+        let mut ty = Tensor1::<f32>::full(&rt, [m], f32::NAN).unwrap();
+        scalar_state_if::launch_with(&rt, &cfg, &tx, &mut ty).unwrap();
+        let got = ty.to_vec().unwrap();
+        for i in 0..m {
+            let want = (0..n)
+                .filter(|j| (j / bn).is_multiple_of(2))
+                .map(|j| x[i * n + j])
+                .fold(0.0f32, f32::max);
+            assert_eq!(got[i], want, "row {i} [{cfg}]");
+        }
+    }
+}
+
+#[test]
 fn math_kernels_compile_with_nvrtc() {
     use rayon::prelude::*;
     use tilekit_codegen::{prelude_headers, variant_source, Target};
@@ -509,6 +550,7 @@ fn math_kernels_compile_with_nvrtc() {
         ("binary_math", &binary_math::SPEC),
         ("pow_rows", &pow_rows::SPEC),
         ("scalar_state", &scalar_state::SPEC),
+        ("scalar_state_if", &scalar_state_if::SPEC),
     ];
     for (name, spec) in specs {
         let kernel = spec.kernel().expect("kernel IR");

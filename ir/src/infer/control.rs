@@ -138,8 +138,10 @@ fn keep_type_help(from: &Ty, to: &Ty, name: &str) -> String {
                 shape: ts,
                 ..
             },
-        ) if fe == te && fs != ts && !ts.is_scalar() => {
-            let dims: Vec<String> = ts.0.iter().map(|d| extent_arg(&d.to_string())).collect();
+        ) if fe == te && fs != ts => {
+            // The tile's shape (a scalar on one side: the `if` branch that assigns a tile).
+            let shape = if ts.is_scalar() { fs } else { ts };
+            let dims: Vec<String> = shape.0.iter().map(|d| extent_arg(&d.to_string())).collect();
             format!(
                 "a value assigned in a loop or branch must keep its dtype and shape: start `{name}` \
                  with the shape it is assigned, e.g. `let mut {name} = full::<{te}, {}>(..);`",
