@@ -576,3 +576,27 @@ fn math_kernels_compile_with_nvrtc() {
         );
     }
 }
+
+#[test]
+fn views_convert_into_launch_arguments_as_tensors_do() {
+    use tilekit::ir::DType;
+    let rt = Runtime::cpu();
+    let x =
+        Tensor2::from_vec(&rt, (0..12).map(|i| i as f32 * 0.5 - 2.0).collect(), [3, 4]).unwrap();
+    let row = x.narrow(0, 1, 1).unwrap().reshape([4]).unwrap();
+    let mut y = Tensor2::<f32>::zeros(&rt, [12, 4]).unwrap();
+    let mut out = y.narrow_mut(0, 2, 9).unwrap();
+    tilekit::launch(
+        &rt,
+        &unary_math::SPEC,
+        &[DType::F32],
+        &mut [(&row).into(), (&mut out).into()],
+    )
+    .unwrap();
+    let y = y.to_vec().unwrap();
+    for j in 0..4 {
+        let v = 0.5 * (4 + j) as f32 - 2.0;
+        assert_eq!(y[2 * 4 + 4 * 4 + j], v.floor(), "floor of {v}");
+        assert_eq!(y[j], 0.0, "outside the view");
+    }
+}
