@@ -87,7 +87,7 @@
 
 pub use half::{bf16, f16};
 pub use tilekit_ir as ir;
-pub use tilekit_ir::Config;
+pub use tilekit_ir::{Config, ConfigParseError};
 #[doc(hidden)]
 pub use tilekit_macros::__tile_fn_chain;
 pub use tilekit_macros::{check, constraint, cost, kernel, shapes, tile_fn, tune};

@@ -41,7 +41,7 @@ fn main() -> Result<()> {
         .find(|s| s.name == name)
         .ok_or_else(|| anyhow!("no user kernel `{name}`"))?;
     let k = spec.kernel()?;
-    let c = tilekit_ir::Config::parse(config).ok_or_else(|| anyhow!("bad config `{config}`"))?;
+    let c = tilekit_ir::Config::parse(config).map_err(|e| anyhow!("bad config `{config}`: {e}"))?;
     let c = k.space.validate(&c)?;
     let d = tilekit_ir::DType::parse(dtype).ok_or_else(|| anyhow!("bad dtype `{dtype}`"))?;
     let mut b = tilekit_ir::Bindings::default();

@@ -281,6 +281,7 @@ fn prefix_is_register_only(kernel: &Kernel, layouts: &Layouts, iv: ValueId) -> R
             | Op::Binary { .. }
             | Op::Cmp { .. }
             | Op::Select { .. }
+            | Op::Fma { .. }
             | Op::Cast { .. } => inst
                 .results
                 .iter()

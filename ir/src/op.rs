@@ -124,6 +124,20 @@ pub enum UnaryOp {
     Erf,
     /// `relu(x)`
     Relu,
+    /// `exp2(x)`: 2 to the power x
+    Exp2,
+    /// `log2(x)`: the base-2 logarithm
+    Log2,
+    /// `log1p(x)`: `log(1 + x)`, accurate near 0
+    Log1p,
+    /// `expm1(x)`: `exp(x) - 1`, accurate near 0
+    Expm1,
+    /// `floor(x)`: the largest integer value not above x
+    Floor,
+    /// `ceil(x)`: the smallest integer value not below x
+    Ceil,
+    /// `round(x)`: the nearest integer value, halfway cases away from zero (C's `roundf`)
+    Round,
 }
 
 impl UnaryOp {
@@ -142,6 +156,13 @@ impl UnaryOp {
             UnaryOp::Gelu => "gelu",
             UnaryOp::Erf => "erf",
             UnaryOp::Relu => "relu",
+            UnaryOp::Exp2 => "exp2",
+            UnaryOp::Log2 => "log2",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
         }
     }
 
@@ -158,6 +179,13 @@ impl UnaryOp {
             "gelu" => UnaryOp::Gelu,
             "erf" => UnaryOp::Erf,
             "relu" => UnaryOp::Relu,
+            "exp2" => UnaryOp::Exp2,
+            "log2" => UnaryOp::Log2,
+            "log1p" => UnaryOp::Log1p,
+            "expm1" => UnaryOp::Expm1,
+            "floor" => UnaryOp::Floor,
+            "ceil" => UnaryOp::Ceil,
+            "round" => UnaryOp::Round,
             _ => return None,
         })
     }
@@ -192,6 +220,13 @@ pub enum BinOp {
     And,
     /// `|` / `||` on masks
     Or,
+    /// `pow(a, b)` / `a.powf(b)`: `a` to the power `b` (floats; C's `powf`)
+    Pow,
+    /// `atan2(a, b)`: the angle of the point `(b, a)` in `[-pi, pi]` (floats; C's `atan2f`)
+    Atan2,
+    /// `powi(a, n)` / `a.powi(n)`: float `a` to the power of the integer `n` (the result
+    /// has `a`'s type; computed as `pow(a, n)` with `n` converted to the compute type)
+    Powi,
 }
 
 impl BinOp {
@@ -207,12 +242,21 @@ impl BinOp {
             BinOp::Min => "minimum",
             BinOp::And => "&",
             BinOp::Or => "|",
+            BinOp::Pow => "pow",
+            BinOp::Atan2 => "atan2",
+            BinOp::Powi => "powi",
         }
     }
 
     /// True for `&` and `|` (bool operands).
     pub fn is_logical(self) -> bool {
         matches!(self, BinOp::And | BinOp::Or)
+    }
+
+    /// True for the float math functions `pow`, `powi` and `atan2` (float operands; `powi`'s
+    /// exponent is an integer).
+    pub fn is_float_math(self) -> bool {
+        matches!(self, BinOp::Pow | BinOp::Atan2 | BinOp::Powi)
     }
 }
 
@@ -437,6 +481,16 @@ pub enum Op {
         /// Taken where false.
         b: ValueId,
     },
+    /// `fma(a, b, c)`: `a * b + c` with one rounding (C's `fmaf`), elementwise with
+    /// broadcasting, floats only.
+    Fma {
+        /// Multiplicand.
+        a: ValueId,
+        /// Multiplier.
+        b: ValueId,
+        /// Addend.
+        c: ValueId,
+    },
     /// Elementwise conversion (`to_f32()`, `cast::<T>()`).
     Cast {
         /// Operand.
@@ -615,6 +669,7 @@ impl Op {
                 | Op::Binary { .. }
                 | Op::Cmp { .. }
                 | Op::Select { .. }
+                | Op::Fma { .. }
                 | Op::Cast { .. }
         )
     }
@@ -658,6 +713,7 @@ impl Op {
             | Op::Trans { x } => vec![*x],
             Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
             Op::Select { cond, a, b } => vec![*cond, *a, *b],
+            Op::Fma { a, b, c } => vec![*a, *b, *c],
             Op::Full { value, .. } => vec![*value],
             Op::Load {
                 view,

@@ -266,15 +266,69 @@ impl Config {
         }
     }
 
-    /// Parses `BLOCK=1024,WARPS=4` (as printed by `Display`).
-    pub fn parse(s: &str) -> Option<Config> {
+    /// Parses `BLOCK=1024,WARPS=4` (as printed by `Display`); an error says which part is
+    /// wrong and why. Whether the names and values belong to a kernel's space is
+    /// [`Space::validate`]'s question.
+    ///
+    /// ```
+    /// use tilekit_ir::{Config, ConfigParseError};
+    /// let c = Config::parse("BLOCK=1024, WARPS=4").unwrap();
+    /// assert_eq!(c.to_string(), "BLOCK=1024,WARPS=4");
+    /// let e = Config::parse("BLOCK=1024,WARPS").unwrap_err();
+    /// assert_eq!(e, ConfigParseError::NotAssignment { part: "WARPS".into() });
+    /// assert!(e.to_string().contains("`WARPS` is not `NAME=VALUE`"));
+    /// assert!(matches!(Config::parse("BLOCK=1.5"), Err(ConfigParseError::BadValue { .. })));
+    /// ```
+    pub fn parse(s: &str) -> Result<Config, ConfigParseError> {
         let mut values = Vec::new();
         for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-            let (n, v) = part.split_once('=')?;
-            values.push((n.trim().to_string(), TuneValue::parse(v)?));
+            let Some((n, v)) = part.split_once('=') else {
+                return Err(ConfigParseError::NotAssignment {
+                    part: part.trim().to_string(),
+                });
+            };
+            let name = n.trim();
+            if name.is_empty() {
+                return Err(ConfigParseError::MissingName {
+                    part: part.trim().to_string(),
+                });
+            }
+            let value = TuneValue::parse(v).ok_or_else(|| ConfigParseError::BadValue {
+                name: name.to_string(),
+                value: v.trim().to_string(),
+            })?;
+            values.push((name.to_string(), value));
         }
-        Some(Config { values })
+        Ok(Config { values })
     }
+}
+
+/// Why the text of a configuration does not parse ([`Config::parse`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigParseError {
+    /// A comma-separated part without `=`.
+    #[error("`{part}` is not `NAME=VALUE`: a configuration is written `BLOCK=1024,WARPS=4`")]
+    NotAssignment {
+        /// The part, trimmed.
+        part: String,
+    },
+    /// A part with nothing before its `=`.
+    #[error("`{part}` has no tuning parameter name before `=`")]
+    MissingName {
+        /// The part, trimmed.
+        part: String,
+    },
+    /// A value that is neither an integer, `true`/`false` nor a name.
+    #[error(
+        "`{value}` is not a value of `{name}`: values are integers, `true`/`false` or names \
+         (letters, digits, `_`)"
+    )]
+    BadValue {
+        /// The parameter.
+        name: String,
+        /// The value as written, trimmed.
+        value: String,
+    },
 }
 
 impl fmt::Display for Config {

@@ -11,7 +11,7 @@ use tilekit_kernels::{matmul, matmul_bias_act};
 use tilekit_tests::support::Rng;
 
 fn cfg(s: &str) -> Config {
-    Config::parse(s).unwrap_or_else(|| panic!("bad config {s}"))
+    Config::parse(s).unwrap_or_else(|e| panic!("bad config {s}: {e}"))
 }
 
 const BASE: &str = "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=Padded";

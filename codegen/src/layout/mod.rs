@@ -54,7 +54,7 @@ pub(crate) fn required(a: &Analysis, of: &[Option<Layout>], u: &Use) -> Option<L
     let lay = |v: ValueId| of.get(v.index()).copied().flatten();
     let first = |i: &Inst| i.results.first().copied();
     match &u.inst.op {
-        Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } => {
+        Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
             let r = first(u.inst)?;
             lay(r)
         }
@@ -96,7 +96,7 @@ fn wants(a: &Analysis, of: &[Option<Layout>], yields: &YieldTargets, u: &Use) ->
     let v = *u.inst.op.operands().get(u.operand)?;
     let r = u.inst.results.first().copied();
     let w = match &u.inst.op {
-        Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } => {
+        Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
             let r = r?;
             project(lay(r)?, a.shape(r)?, a.shape(v)?)
         }
@@ -303,7 +303,7 @@ fn forward(a: &Analysis, b: &Block, of: &mut [Option<Layout>], changed: &mut boo
                     set(of, r, Layout::Slice { acc, axis: *axis }, changed);
                 }
             }
-            Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } => {
+            Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
                 let Some(r) = r else { continue };
                 let rs = a.shape(r).cloned();
                 let same: Vec<Layout> = inst
@@ -396,6 +396,7 @@ fn creatable(op: &Op) -> bool {
             | Op::Binary { .. }
             | Op::Cmp { .. }
             | Op::Select { .. }
+            | Op::Fma { .. }
             | Op::ExpandDims { .. }
     )
 }
@@ -506,7 +507,7 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
                     };
                     (Some(lay(*t)), a.shape(*t).cloned())
                 }
-                Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } => (
+                Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => (
                     required(a, &opts, &u),
                     inst.results.first().and_then(|r| a.shape(*r).cloned()),
                 ),

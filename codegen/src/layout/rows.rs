@@ -111,7 +111,7 @@ fn step(
                     set(of, r, l, changed);
                 }
             }
-            Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } => {
+            Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
                 let Some(r) = r else { continue };
                 let rs = a.shape(r).cloned();
                 let mut same = inst

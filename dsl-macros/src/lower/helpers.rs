@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use tilekit_ir::{infer, Block, Diagnostic, Dim, Elem, Kernel, Loc, Op, Ty, Types, ValueId};
+use tilekit_ir::{
+    infer_promoting, Block, Diagnostic, Dim, Elem, Kernel, Loc, Op, Ty, Types, ValueId,
+};
 
 /// What a declared type asks of a value.
 pub enum Expect {
@@ -137,7 +139,7 @@ fn bind_round(
 pub fn settle(kernel: &mut Kernel, records: &mut [CallRecord]) -> (Types, Vec<Diagnostic>) {
     let mut bound: HashMap<String, Elem> = HashMap::new();
     loop {
-        let (types, diags) = infer(kernel);
+        let (types, diags) = infer_promoting(kernel);
         let new = if records.is_empty() {
             HashMap::new()
         } else {

@@ -683,7 +683,7 @@ pub fn build(
         // does not depend on them, leaving out what loops and branches check, whose
         // carried values a missing call may have left out.
         let control = control_locs(&kernel.body);
-        let (_, diags) = tilekit_ir::infer(&kernel);
+        let (_, diags) = tilekit_ir::infer_promoting(&mut kernel);
         cx.diagnostics(
             (diags.into_iter())
                 .filter(|d| d.loc.span != 0 && !control.contains(&d.loc.span))

@@ -1,7 +1,7 @@
 //! The helpers a body calls: every call `f(..)` / `path::f(..)` whose function is not a
 //! builtin of kernel code.
 
-use crate::lower::body::is_builtin;
+use crate::lower::body::{is_builtin, near_name};
 use syn::visit::Visit;
 use syn::{Expr, Path};
 
@@ -17,10 +17,15 @@ pub fn path_key(path: &Path) -> String {
     format!("{lead}{}", segs.join("::"))
 }
 
-/// Whether a call of `path` is a helper call (not a builtin of kernel code).
+/// Whether a call of `path` is a helper call (not a builtin of kernel code, nor a near
+/// name of one such as `transpose`, which the body's lowering reports with what to write
+/// instead; a helper of such a name is called by a longer path, `self::transpose(..)`).
 pub fn is_helper_path(path: &Path) -> bool {
     match path.segments.len() {
-        1 => !is_builtin(&path.segments[0].ident.to_string()),
+        1 => {
+            let name = path.segments[0].ident.to_string();
+            !is_builtin(&name) && near_name(&name).is_none()
+        }
         _ => true,
     }
 }

@@ -115,10 +115,49 @@ impl Checker<'_> {
                         t.describe(),
                         yt.describe()
                     ),
-                    "a value assigned in a loop or branch must keep its dtype and shape",
+                    keep_type_help(t, &yt, &name),
                 );
             }
         }
+    }
+}
+
+/// The help of a carried or yielded value that changes type: where only the shape changes,
+/// what to start the variable as (`full::<f32, BM>(..)`; a scalar start is promoted to
+/// the loop's tile by itself, so this is a tile of another shape).
+fn keep_type_help(from: &Ty, to: &Ty, name: &str) -> String {
+    match (from, to) {
+        (
+            Ty::Tile {
+                elem: fe,
+                shape: fs,
+                ..
+            },
+            Ty::Tile {
+                elem: te,
+                shape: ts,
+                ..
+            },
+        ) if fe == te && fs != ts => {
+            // The tile's shape (a scalar on one side: the `if` branch that assigns a tile).
+            let shape = if ts.is_scalar() { fs } else { ts };
+            let dims: Vec<String> = shape.0.iter().map(|d| extent_arg(&d.to_string())).collect();
+            format!(
+                "a value assigned in a loop or branch must keep its dtype and shape: start `{name}` \
+                 with the shape it is assigned, e.g. `let mut {name} = full::<{te}, {}>(..);`",
+                dims.join(", ")
+            )
+        }
+        _ => "a value assigned in a loop or branch must keep its dtype and shape".into(),
+    }
+}
+
+/// An extent as a generic argument: an expression in braces (`{ BM + 2 }`).
+fn extent_arg(d: &str) -> String {
+    if d.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        d.to_string()
+    } else {
+        format!("{{ {d} }}")
     }
 }
 

@@ -39,6 +39,9 @@ impl Checker<'_> {
         }
         self.expect_tile(a, loc, "an operand")?;
         self.expect_tile(b, loc, "an operand")?;
+        if op == BinOp::Powi {
+            return self.powi(&ta, &tb, loc);
+        }
         let Some((elem, weak)) = self.unify(&ta, &tb, loc, op.name()) else {
             self.note_origins(&[a, b], loc);
             return None;
@@ -59,6 +62,79 @@ impl Checker<'_> {
             self.err(loc, "`%` needs integer operands");
             return Some(Ty::Error);
         }
+        if op.is_float_math() && !elem.is_float() {
+            self.err_help(
+                loc,
+                format!("dtype mismatch: `{}` of {elem} operands", op.name()),
+                "it takes floats: convert first, e.g. `.to_f32()`",
+            );
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tile { elem, shape, weak })
+    }
+
+    /// `powi(x, n)`: a float `x` to an integer power `n`; `x`'s element type, the
+    /// broadcast shape.
+    fn powi(&mut self, ta: &Ty, tb: &Ty, loc: Loc) -> Option<Ty> {
+        let (Ty::Tile { elem, weak, .. }, Ty::Tile { elem: ne, .. }) = (ta, tb) else {
+            return Some(Ty::Error);
+        };
+        if !elem.is_float() {
+            self.err_help(
+                loc,
+                format!("dtype mismatch: `powi` of a {elem} base"),
+                "the base is a float: convert first, e.g. `.to_f32()`",
+            );
+            return Some(Ty::Error);
+        }
+        if !ne.is_int() {
+            self.err_help(
+                loc,
+                format!("dtype mismatch: the exponent of `powi` is {ne}, not an integer"),
+                "for a float exponent write `pow(x, y)` (or `x.powf(y)`)",
+            );
+            return Some(Ty::Error);
+        }
+        let shape = self.broadcast(ta.shape()?, tb.shape()?, loc, "powi")?;
+        Some(Ty::Tile {
+            elem: elem.clone(),
+            shape,
+            weak: *weak,
+        })
+    }
+
+    /// `fma(a, b, c)`: the unified float element type of all three, their broadcast shape.
+    pub(super) fn fma(&mut self, [a, b, c]: [ValueId; 3], loc: Loc) -> Option<Ty> {
+        let (ta, tb, tc) = (self.ty(a), self.ty(b), self.ty(c));
+        if ta == Ty::Error || tb == Ty::Error || tc == Ty::Error {
+            return Some(Ty::Error);
+        }
+        for v in [a, b, c] {
+            self.expect_tile(v, loc, "an operand")?;
+        }
+        let Some((e1, w1)) = self.unify(&ta, &tb, loc, "fma") else {
+            self.note_origins(&[a, b], loc);
+            return None;
+        };
+        let tab = Ty::Tile {
+            elem: e1,
+            shape: crate::shape::Shape::scalar(),
+            weak: w1,
+        };
+        let Some((elem, weak)) = self.unify(&tab, &tc, loc, "fma") else {
+            self.note_origins(&[a, b, c], loc);
+            return None;
+        };
+        if !elem.is_float() {
+            self.err_help(
+                loc,
+                format!("dtype mismatch: `fma` of {elem} operands"),
+                "it takes floats: convert first, e.g. `.to_f32()`",
+            );
+            return Some(Ty::Error);
+        }
+        let s = self.broadcast(ta.shape()?, tb.shape()?, loc, "fma")?;
+        let shape = self.broadcast(&s, tc.shape()?, loc, "fma")?;
         Some(Ty::Tile { elem, shape, weak })
     }
 

@@ -18,6 +18,7 @@ mod matrix;
 mod memory;
 mod operands;
 mod origin;
+mod promote;
 mod tiles;
 mod values;
 
@@ -29,6 +30,8 @@ use crate::dtype::{DType, Elem};
 use crate::kernel::{Kernel, ParamKind};
 use crate::op::{Block, Inst, Loc, Op, ValueId};
 use crate::shape::Shape;
+
+pub use promote::infer_promoting;
 
 /// The type of an IR value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -242,6 +245,7 @@ impl<'k> Checker<'k> {
             Op::Binary { op, a, b } => self.binary(*op, *a, *b, loc),
             Op::Cmp { op, a, b } => self.cmp(*op, *a, *b, loc),
             Op::Select { cond, a, b } => self.select(*cond, *a, *b, loc),
+            Op::Fma { a, b, c } => self.fma([*a, *b, *c], loc),
             Op::Cast { x, to } => self.cast(*x, to, loc),
             // tiles.rs
             Op::Arange { n } => self.arange(n, loc),

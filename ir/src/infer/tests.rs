@@ -307,3 +307,140 @@ fn trans_swaps_the_axes_and_needs_rank_2() {
     let text = k.to_string();
     assert!(text.contains("trans %"), "{text}");
 }
+
+#[test]
+fn math_ops_type_as_their_float_operands() {
+    let mut b = base();
+    let one = b.push(Op::Lit(Literal::Float(1.0)), at(1));
+    let bf = |b: &mut KernelBuilder, e: DType, line: u32| {
+        b.push(
+            Op::Full {
+                elem: Elem::of(e),
+                shape: vec![Dim::param("BLOCK")],
+                value: one,
+            },
+            at(line),
+        )
+    };
+    let x = bf(&mut b, DType::BF16, 1);
+    let n = bf(&mut b, DType::I32, 1);
+    let two = b.push(Op::Lit(Literal::Float(2.0)), at(1));
+    let p = b.push(
+        Op::Binary {
+            op: BinOp::Pow,
+            a: x,
+            b: two,
+        },
+        at(2),
+    );
+    let q = b.push(
+        Op::Binary {
+            op: BinOp::Powi,
+            a: x,
+            b: n,
+        },
+        at(3),
+    );
+    let f = b.push(Op::Fma { a: x, b: two, c: x }, at(4));
+    let r = b.push(
+        Op::Unary {
+            op: UnaryOp::Round,
+            x,
+        },
+        at(5),
+    );
+    // Errors: `pow` of integers, a float exponent of `powi`, `fma` of integers.
+    b.push(
+        Op::Binary {
+            op: BinOp::Pow,
+            a: n,
+            b: n,
+        },
+        at(6),
+    );
+    b.push(
+        Op::Binary {
+            op: BinOp::Powi,
+            a: x,
+            b: x,
+        },
+        at(7),
+    );
+    b.push(Op::Fma { a: n, b: n, c: n }, at(8));
+    b.finish_body();
+    let k = b.into_kernel();
+    let (types, diags) = infer(&k);
+    let want = Ty::tile(Elem::of(DType::BF16), Shape::new(vec![Dim::param("BLOCK")]));
+    for v in [p, q, f, r] {
+        assert_eq!(types.of(v), &want);
+    }
+    let lines: Vec<u32> = diags.iter().map(|d| d.loc.line).collect();
+    assert_eq!(lines, [6, 7, 8], "{diags:#?}");
+    assert!(diags[1].message.contains("the exponent of `powi` is bf16"));
+    assert!(k.to_string().contains("fma %"), "{k}");
+}
+
+#[test]
+fn a_scalar_start_is_promoted_to_the_tile_its_loop_assigns() {
+    let mut b = base();
+    let ninf = b.push(Op::Lit(Literal::Float(f64::NEG_INFINITY)), at(1));
+    let m0 = b.push(
+        Op::Cast {
+            x: ninf,
+            to: Elem::of(DType::F32),
+        },
+        at(1),
+    );
+    let zero = b.push(Op::Lit(Literal::Int(0)), at(2));
+    let four = b.push(Op::Lit(Literal::Int(4)), at(2));
+    let one = b.push(Op::Lit(Literal::Int(1)), at(2));
+    let iv = b.new_value();
+    let carried = b.new_value();
+    b.begin_block(vec![iv, carried]);
+    let t = b.push(
+        Op::Full {
+            elem: Elem::of(DType::F32),
+            shape: vec![Dim::param("BLOCK")],
+            value: ninf,
+        },
+        at(3),
+    );
+    let m = b.push(
+        Op::Binary {
+            op: BinOp::Max,
+            a: carried,
+            b: t,
+        },
+        at(3),
+    );
+    b.push_void(Op::Yield { values: vec![m] }, at(4));
+    let body = b.end_block();
+    let res = b.push_n(
+        Op::For {
+            start: zero,
+            end: four,
+            step: one,
+            stages: None,
+            inits: vec![m0],
+            body,
+        },
+        1,
+        at(2),
+    );
+    b.finish_body();
+    let mut k = b.into_kernel();
+    let (_, before) = infer(&k);
+    assert_eq!(before.len(), 1, "{before:#?}");
+    assert!(before[0]
+        .message
+        .contains("changes type from scalar f32 to tile f32[BLOCK]"));
+    let (types, diags) = infer_promoting(&mut k);
+    assert!(diags.is_empty(), "{diags:#?}");
+    let tile = Ty::tile(Elem::of(DType::F32), Shape::new(vec![Dim::param("BLOCK")]));
+    assert_eq!(types.of(res[0]), &tile);
+    assert!(k.to_string().contains("full"), "{k}");
+    // Nothing left to promote: the kernel stays as it is.
+    let again = k.clone();
+    infer_promoting(&mut k);
+    assert_eq!(k, again);
+}

@@ -43,6 +43,13 @@ where
         }
         UnaryOp::Erf => x.erf(),
         UnaryOp::Relu => x.max(c(0.0)),
+        UnaryOp::Exp2 => x.exp2(),
+        UnaryOp::Log2 => x.log2(),
+        UnaryOp::Log1p => x.ln_1p(),
+        UnaryOp::Expm1 => x.exp_m1(),
+        UnaryOp::Floor => x.floor(),
+        UnaryOp::Ceil => x.ceil(),
+        UnaryOp::Round => x.round(),
     }
 }
 
@@ -56,6 +63,14 @@ trait Real: Sized {
     fn max(self, other: Self) -> Self;
     /// The error function (libm's `erff`/`erf`: std has none on stable).
     fn erf(self) -> Self;
+    fn exp2(self) -> Self;
+    fn log2(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    /// Halfway cases away from zero (C's `roundf`).
+    fn round(self) -> Self;
 }
 
 macro_rules! real {
@@ -81,6 +96,27 @@ macro_rules! real {
             }
             fn erf(self) -> Self {
                 $erf(self)
+            }
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            fn round(self) -> Self {
+                <$t>::round(self)
             }
         }
     };
@@ -149,6 +185,9 @@ fn int_op(op: BinOp, x: i64, y: i64) -> Result<i64, String> {
         BinOp::Max => x.max(y),
         BinOp::Min => x.min(y),
         BinOp::And | BinOp::Or => return Err("malformed IR: `&`/`|` of integers".into()),
+        BinOp::Pow | BinOp::Atan2 | BinOp::Powi => {
+            return Err(format!("malformed IR: `{}` of integers", op.name()))
+        }
     })
 }
 
@@ -161,8 +200,98 @@ fn float_op(op: BinOp, x: f64, y: f64) -> f64 {
         BinOp::Rem => x % y,
         BinOp::Max => x.max(y),
         BinOp::Min => x.min(y),
+        BinOp::Pow | BinOp::Powi => x.powf(y),
+        BinOp::Atan2 => x.atan2(y),
         BinOp::And | BinOp::Or => f64::NAN,
     }
+}
+
+/// `pow` and `atan2` in f32, as the GPU computes them for f32, f16 and bf16 (C's `powf`,
+/// `atan2f`; the other binary ops are exact in f64 before the rounding to the result).
+fn float_math_f32(op: BinOp, x: f64, y: f64) -> f64 {
+    let (x, y) = (x as f32, y as f32);
+    f64::from(match op {
+        BinOp::Atan2 => x.atan2(y),
+        _ => x.powf(y),
+    })
+}
+
+/// `powi(a, n)`: float `a` to the integer power `n`, as `pow(a, n)` with `n` converted to
+/// the compute type (f32, or f64 in exact mode and for a weak base); `a`'s dtype.
+fn powi(a: &Tile, n: &Tile, dtype: DType, exact: bool) -> Result<Tile, String> {
+    let a = if a.weak {
+        a.clone()
+    } else {
+        adopt(a, dtype, exact)
+    };
+    let (Data::F(x), Data::I(k)) = (&a.data, &n.data) else {
+        return Err(format!(
+            "malformed IR: `powi` of {} to a {} power",
+            a.dtype, n.dtype
+        ));
+    };
+    let shape = broadcast_shape(&a.shape, &n.shape)?;
+    let (sa, sn) = (source(&a.shape, &shape)?, source(&n.shape, &shape)?);
+    let len: usize = shape.iter().product();
+    let wide = a.weak || exact || dtype == DType::F64;
+    let v = (0..len)
+        .map(|i| {
+            let (b, e) = (x[sa.at(i)], k[sn.at(i)]);
+            if wide {
+                b.powf(e as f64)
+            } else {
+                f64::from((b as f32).powf(e as f32))
+            }
+        })
+        .collect();
+    Ok(Tile {
+        dtype: if a.weak { a.dtype } else { dtype },
+        weak: a.weak,
+        shape,
+        data: finish(dtype, a.weak, exact, v),
+    })
+}
+
+/// `fma(a, b, c)` with broadcasting: `a * b + c` rounded once (f32's `mul_add`, as CUDA's
+/// `fmaf`; f64 in exact mode), then to `dtype`.
+pub(crate) fn fma(a: &Tile, b: &Tile, c: &Tile, dtype: DType, exact: bool) -> Result<Tile, String> {
+    let weak = a.weak && b.weak && c.weak;
+    let (a, b, c) = if weak {
+        (a.clone(), b.clone(), c.clone())
+    } else {
+        (
+            adopt(a, dtype, exact),
+            adopt(b, dtype, exact),
+            adopt(c, dtype, exact),
+        )
+    };
+    let shape = broadcast_shape(&broadcast_shape(&a.shape, &b.shape)?, &c.shape)?;
+    let (sa, sb, sc) = (
+        source(&a.shape, &shape)?,
+        source(&b.shape, &shape)?,
+        source(&c.shape, &shape)?,
+    );
+    let (Data::F(x), Data::F(y), Data::F(z)) = (&a.data, &b.data, &c.data) else {
+        return Err(format!("malformed IR: `fma` of {} values", a.dtype));
+    };
+    let wide = weak || exact || dtype == DType::F64;
+    let n: usize = shape.iter().product();
+    let v = (0..n)
+        .map(|i| {
+            let (p, q, r) = (x[sa.at(i)], y[sb.at(i)], z[sc.at(i)]);
+            if wide {
+                p.mul_add(q, r)
+            } else {
+                f64::from((p as f32).mul_add(q as f32, r as f32))
+            }
+        })
+        .collect();
+    Ok(Tile {
+        dtype: if weak { a.dtype } else { dtype },
+        weak,
+        shape,
+        data: finish(dtype, weak, exact, v),
+    })
 }
 
 /// A binary op with broadcasting. `dtype` is the result's (inferred) element type; the
@@ -174,6 +303,9 @@ pub(crate) fn binary(
     dtype: DType,
     exact: bool,
 ) -> Result<Tile, String> {
+    if op == BinOp::Powi {
+        return powi(a, b, dtype, exact);
+    }
     let weak = a.weak && b.weak;
     let (a, b) = if weak {
         (a.clone(), b.clone())
@@ -188,12 +320,20 @@ pub(crate) fn binary(
             if op.is_logical() {
                 return Err(format!("malformed IR: `{}` of floats", op.name()));
             }
+            let in_f32 = op.is_float_math() && !(weak || exact || dtype == DType::F64);
             finish(
                 dtype,
                 weak,
                 exact,
                 (0..n)
-                    .map(|i| float_op(op, x[sa.at(i)], y[sb.at(i)]))
+                    .map(|i| {
+                        let (p, q) = (x[sa.at(i)], y[sb.at(i)]);
+                        if in_f32 {
+                            float_math_f32(op, p, q)
+                        } else {
+                            float_op(op, p, q)
+                        }
+                    })
                     .collect(),
             )
         }

@@ -128,3 +128,42 @@ impl<'a, T: Element, const R: usize> From<&'a mut Tensor<T, R>> for Arg<'a> {
         Arg::from(t.view_mut())
     }
 }
+
+/// `(&view).into()` and `(&mut view).into()` as `(&tensor).into()` and `(&mut
+/// tensor).into()`: a view behind a shared reference is a read argument, an exclusive
+/// view behind `&mut` a written one.
+///
+/// ```
+/// use tilekit_runtime::{Arg, Runtime, Tensor2};
+/// let x = Tensor2::<f32>::zeros(&Runtime::cpu(), [2, 3]).unwrap();
+/// let t = x.t();
+/// let a: Arg = (&t).into();
+/// assert!(matches!(a, Arg::Tensor(_)));
+/// let mut y = Tensor2::<f32>::zeros(&Runtime::cpu(), [4, 3]).unwrap();
+/// let mut v = y.narrow_mut(0, 1, 2).unwrap();
+/// assert!(matches!(Arg::from(&v), Arg::Tensor(_)));
+/// let a: Arg = (&mut v).into();
+/// assert!(matches!(a, Arg::TensorMut(_)));
+/// ```
+macro_rules! arg_from_view {
+    ($($view:ident $(=> $write:ident)?;)*) => {$(
+        impl<'a, T: Element, const R: usize> From<&'a $view<'_, T, R>> for Arg<'a> {
+            fn from(v: &'a $view<'_, T, R>) -> Self {
+                v.read_arg()
+            }
+        }
+        $(
+            impl<'a, T: Element, const R: usize> From<&'a mut $view<'_, T, R>> for Arg<'a> {
+                fn from(v: &'a mut $view<'_, T, R>) -> Self {
+                    v.$write()
+                }
+            }
+        )?
+    )*};
+}
+
+arg_from_view! {
+    TensorRef;
+    TensorMut => write_arg;
+    TensorView => write_arg;
+}

@@ -16,7 +16,7 @@ pub fn gpu() -> Runtime {
 }
 
 pub fn cfg(s: &str) -> Config {
-    Config::parse(s).unwrap_or_else(|| panic!("bad config {s}"))
+    Config::parse(s).unwrap_or_else(|e| panic!("bad config {s}: {e}"))
 }
 
 /// Integers in -2..=2 (exact in every float type).

@@ -117,7 +117,7 @@ pub fn parse_config(kernel: &Kernel, s: Option<&str>) -> anyhow::Result<Config> 
         return Ok(kernel.space.default_config());
     };
     let c = Config::parse(s)
-        .ok_or_else(|| anyhow::anyhow!("`{s}` is not a configuration (NAME=value,...)"))?;
+        .map_err(|e| anyhow::anyhow!("`{s}` is not a configuration (NAME=value,...): {e}"))?;
     Ok(kernel.space.validate(&c)?)
 }
 

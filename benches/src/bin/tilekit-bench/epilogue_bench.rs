@@ -34,7 +34,7 @@ fn epilogue_shape(rt: &Runtime, m: usize, k: usize, n: usize) -> Result<Value> {
     let mut rows = vec![json!({"config": default, "ms": ms, "tflops": tf(ms)})];
     let (mut best_ms, mut best_cfg) = (ms, default);
     for text in MATMUL_CONFIGS {
-        let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        let cfg = tilekit::Config::parse(text).map_err(|e| anyhow!("bad config {text}: {e}"))?;
         match time_ms(rt, 3, 10, || {
             matmul_bias_act::launch_with(rt, &cfg, &a, &b, &bias, &mut c, act).map_err(Into::into)
         }) {
@@ -115,7 +115,7 @@ fn user_shape(rt: &Runtime, m: usize, k: usize, n: usize) -> Result<Value> {
         "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
         "BM=128,BN=128,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
     ] {
-        let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        let cfg = tilekit::Config::parse(text).map_err(|e| anyhow!("bad config {text}: {e}"))?;
         let t = time_ms(rt, 3, 10, || {
             user_gemm_bias_gelu::launch_with(rt, &cfg, &a, &b, &bias, &mut c).map_err(Into::into)
         })?;

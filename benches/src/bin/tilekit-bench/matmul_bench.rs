@@ -55,7 +55,7 @@ fn matmul_shape<T: Element + Float>(
     let mut rows = vec![json!({"config": default, "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12})];
     let (mut best_ms, mut best_cfg) = (ms, default.clone());
     for text in MATMUL_CONFIGS {
-        let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        let cfg = tilekit::Config::parse(text).map_err(|e| anyhow!("bad config {text}: {e}"))?;
         let r = time_ms(rt, 3, 10, || {
             matmul::launch_with(rt, &cfg, &a, &b, &mut c).map_err(Into::into)
         });
@@ -93,7 +93,7 @@ fn matmul_cols_record(rt: &Runtime, n: usize, best: &str) -> Result<Value> {
     let b = Tensor2::<T>::from_vec(rt, random(n * n, 6), [n, n])?;
     let mut c = Tensor2::<T>::zeros(rt, [n, n])?;
     let default = matmul::SPEC.default_config()?;
-    let best = tilekit::Config::parse(best).unwrap_or_else(|| default.clone());
+    let best = tilekit::Config::parse(best).unwrap_or_else(|_| default.clone());
     let mut rows = Vec::new();
     for (name, (acm, bcm)) in [
         ("a", (true, false)),

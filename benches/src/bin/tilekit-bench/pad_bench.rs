@@ -19,7 +19,7 @@ type B = half::bf16;
 
 /// `text` with `PAD64` set.
 fn with_pad(text: &str, pad: bool) -> Result<Config> {
-    Config::parse(&format!("{text},PAD64={pad}")).ok_or_else(|| anyhow!("bad config {text}"))
+    Config::parse(&format!("{text},PAD64={pad}")).map_err(|e| anyhow!("bad config {text}: {e}"))
 }
 
 fn shape(rt: &Runtime, m: usize, k: usize, n: usize, epilogue: bool) -> Result<Value> {
@@ -144,7 +144,7 @@ pub(crate) fn batched_record(rt: &Runtime) -> Result<Value> {
         "BM=128,BN=64,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128",
         "BM=64,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
     ] {
-        let cfg = Config::parse(text).ok_or_else(|| anyhow!("bad config {text}"))?;
+        let cfg = Config::parse(text).map_err(|e| anyhow!("bad config {text}: {e}"))?;
         match time_ms(rt, 5, 20, || {
             matmul_batched::launch_with(rt, &cfg, &a, &b, &mut c)?;
             Ok(())

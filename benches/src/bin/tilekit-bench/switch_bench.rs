@@ -55,7 +55,7 @@ fn med(v: &[f64]) -> f64 {
 pub(crate) fn switch_record(rt: &Runtime) -> Result<Value> {
     let configs = CONFIGS
         .iter()
-        .map(|c| Config::parse(c).ok_or_else(|| anyhow!("bad config {c}")))
+        .map(|c| Config::parse(c).map_err(|e| anyhow!("bad config {c}: {e}")))
         .collect::<Result<Vec<_>>>()?;
     let (a, b) = (&configs[0], &configs[1]);
     let mut rows: Vec<(String, f64, f64)> = Vec::new();

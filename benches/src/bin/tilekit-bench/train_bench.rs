@@ -726,7 +726,7 @@ pub(crate) fn ncu_target(args: &[String]) -> Result<()> {
             let b = t2::<B>(&rt, n, n, 78)?;
             let mut c = Tensor2::<B>::from_vec(&rt, random(n * n, 79), [n, n])?;
             let text = "BM=128,BN=128,BK=32,STAGES=4,WARPS=4,SMEM=Swizzle128,PAD64=true";
-            let cfg = tilekit::Config::parse(text).ok_or_else(|| anyhow!("bad config"))?;
+            let cfg = tilekit::Config::parse(text).map_err(|e| anyhow!("bad config: {e}"))?;
             for _ in 0..3 {
                 k::matmul::launch_with(&rt, &cfg, &a, &b, &mut c)?;
             }

@@ -1,5 +1,5 @@
-//! Elementwise ops in C++: unary math, binary arithmetic, comparisons (with the 32-bit
-//! bounds-mask fast path), `where_` and casts (mirrors `runtime/src/cpu/interp/elementwise.rs`).
+//! Elementwise ops in C++: unary math, binary arithmetic and math (`pow`, `atan2`, `powi`),
+//! `fma`, comparisons (with the 32-bit bounds-mask fast path), `where_` and casts (mirrors `runtime/src/cpu/interp/elementwise.rs`).
 
 use super::{boole, i64e, misrouted};
 use crate::emit::{layout_name, Emitter};
@@ -29,6 +29,10 @@ fn binary_op(op: BinOp) -> &'static str {
         BinOp::Min => "min",
         BinOp::And => "land",
         BinOp::Or => "lor",
+        BinOp::Pow => "pow",
+        BinOp::Atan2 => "atan2",
+        // Not a `tk::binary` (its operands have two element types): `tk::powi`.
+        BinOp::Powi => "powi",
     }
 }
 
@@ -54,6 +58,27 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let xe = self.coerce(*x, &elem, &shape, self.layout(r))?;
                 self.assign(r, &format!("tk::unary<tk::op::{}>({xe})", unary_op(*op)))
+            }
+            Op::Binary {
+                op: BinOp::Powi,
+                a,
+                b,
+            } => {
+                // The base in the result's type, the integer exponent in its own.
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let l = self.layout(r);
+                let ne = match self.types.of(*b) {
+                    Ty::Tile { elem, .. } => elem.clone(),
+                    t => {
+                        return Err(CodegenError::Unsupported(format!(
+                            "the exponent of `powi` is {t:?}"
+                        )))
+                    }
+                };
+                let ae = self.coerce(*a, &elem, &shape, l)?;
+                let be = self.coerce(*b, &ne, &shape, l)?;
+                self.assign(r, &format!("tk::powi({ae}, {be})"))
             }
             Op::Binary { op, a, b } => {
                 let r = Self::result(inst)?;
@@ -102,6 +127,15 @@ impl<'k> Emitter<'k> {
                 let ae = self.coerce(*a, &elem, &shape, l)?;
                 let be = self.coerce(*b, &elem, &shape, l)?;
                 self.assign(r, &format!("tk::select({ce}, {ae}, {be})"))
+            }
+            Op::Fma { a, b, c } => {
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let l = self.layout(r);
+                let ae = self.coerce(*a, &elem, &shape, l)?;
+                let be = self.coerce(*b, &elem, &shape, l)?;
+                let ce = self.coerce(*c, &elem, &shape, l)?;
+                self.assign(r, &format!("tk::fma({ae}, {be}, {ce})"))
             }
             Op::Cast { x, to } => {
                 let r = Self::result(inst)?;

@@ -47,6 +47,7 @@ impl<'k> Emitter<'k> {
             | Op::Binary { .. }
             | Op::Cmp { .. }
             | Op::Select { .. }
+            | Op::Fma { .. }
             | Op::Cast { .. } => self.elementwise(inst),
             Op::Arange { .. }
             | Op::ExpandDims { .. }

@@ -16,6 +16,8 @@ mod ops;
 mod static_args;
 mod stmts;
 
+pub(crate) use ops::near_name;
+
 use crate::ctxt::Ctxt;
 use crate::lower::helpers::CallRecord;
 use crate::lower::host::{unknown_name, HostScope};

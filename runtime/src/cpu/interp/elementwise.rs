@@ -1,4 +1,4 @@
-//! Elementwise ops: unary math, binary arithmetic, comparisons, `where_` and casts (the tile
+//! Elementwise ops: unary math, binary arithmetic and math, `fma`, comparisons, `where_` and casts (the tile
 //! math is `cpu::elementwise` and `cpu::tile`).
 
 use super::Program;
@@ -42,6 +42,18 @@ impl Program<'_> {
             self.tile(cond)?,
             self.tile(a)?,
             self.tile(b)?,
+            d,
+            self.plan.exact,
+        )
+    }
+
+    /// `fma(a, b, c)`, in the type of its result `r`.
+    pub(super) fn fma(&self, [a, b, c]: [ValueId; 3], r: Option<ValueId>) -> Result<Tile, String> {
+        let d = self.dtype(r.ok_or("malformed IR: `fma` without a result")?)?;
+        elementwise::fma(
+            self.tile(a)?,
+            self.tile(b)?,
+            self.tile(c)?,
             d,
             self.plan.exact,
         )

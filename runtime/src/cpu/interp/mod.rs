@@ -206,6 +206,7 @@ impl<'a> Program<'a> {
                 Op::Binary { op, a, b } => Some(self.binary(*op, *a, *b, first)?.into()),
                 Op::Cmp { op, a, b } => Some(self.compare(*op, *a, *b)?.into()),
                 Op::Select { cond, a, b } => Some(self.select(*cond, *a, *b, first)?.into()),
+                Op::Fma { a, b, c } => Some(self.fma([*a, *b, *c], first)?.into()),
                 Op::Cast { x, to } => Some(self.cast(*x, to)?.into()),
                 // Reductions and shapes (`shape`).
                 Op::Arange { n } => Some(self.arange(n)?.into()),

@@ -60,6 +60,45 @@ template <class Op, class A, class B> TK_DEVICE auto compare(const A& a, const B
     }
 }
 
+/// `powi(a, n)`: float `a` to the integer power `n` (`pow` with `n` converted to the compute
+/// type); the result has `a`'s element type, tile operands one shape and layout.
+template <class A, class N> TK_DEVICE auto powi(const A& a, const N& n) {
+    using E = typename elem_of<A>::type;
+    using R = typename result_of<E, A, N>::type;
+    static_assert(dtype<E>::is_float, "tk::powi: the base must be a float");
+    static_assert(dtype<typename elem_of<N>::type>::is_int, "tk::powi: the exponent must be an integer");
+    static_assert(!is_tile<A>::value || !is_tile<N>::value || is_same<A, typename result_of<E, N>::type>::value,
+                  "tk::powi: tile operands must have one shape and layout (broadcast first)");
+    using C = compute_t<E>;
+    if constexpr (is_tile<R>::value) {
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s)
+            r.v[s] = from_compute<E>(op::pow::f(to_compute(at(a, s)), (C)at(n, s)));
+        return r;
+    } else {
+        return from_compute<E>(op::pow::f(to_compute(a), (C)n));
+    }
+}
+
+/// `fma(a, b, c)`: `a * b + c` rounded once in the compute type, then to `E`; operands of
+/// one element type, tile operands of one shape and layout.
+template <class A, class B, class C> TK_DEVICE auto fma(const A& a, const B& b, const C& c) {
+    using E = typename elem_of<A>::type;
+    static_assert(is_same<E, typename elem_of<B>::type>::value && is_same<E, typename elem_of<C>::type>::value,
+                  "tk::fma: operands must have one element type (cast first)");
+    using R = typename result_of<E, A, B, C>::type;
+    if constexpr (is_tile<R>::value) {
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s)
+            r.v[s] = from_compute<E>(op::fma::f(to_compute(at(a, s)), to_compute(at(b, s)), to_compute(at(c, s))));
+        return r;
+    } else {
+        return from_compute<E>(op::fma::f(to_compute(a), to_compute(b), to_compute(c)));
+    }
+}
+
 /// `where_(c, a, b)`; every tile operand has the result's shape.
 template <class C, class A, class B> TK_DEVICE auto select(const C& c, const A& a, const B& b) {
     using E = typename elem_of<A>::type;

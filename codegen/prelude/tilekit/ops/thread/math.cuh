@@ -36,6 +36,15 @@ TK_FLOAT_UNARY(sigmoid, __fdividef(1.0f, 1.0f + __expf(-x)), 1.0 / (1.0 + ::exp(
 TK_FLOAT_UNARY(gelu, __fdividef(x, 1.0f + __expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))),
                0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))))
 TK_FLOAT_UNARY(erf, erff(x), ::erf(x))
+// The C99 functions of CUDA's math library (no fast-math approximations); `round` rounds
+// halfway cases away from zero (`roundf`), as Rust's `f32::round`.
+TK_FLOAT_UNARY(exp2, exp2f(x), ::exp2(x))
+TK_FLOAT_UNARY(log2, log2f(x), ::log2(x))
+TK_FLOAT_UNARY(log1p, log1pf(x), ::log1p(x))
+TK_FLOAT_UNARY(expm1, expm1f(x), ::expm1(x))
+TK_FLOAT_UNARY(floor, floorf(x), ::floor(x))
+TK_FLOAT_UNARY(ceil, ceilf(x), ::ceil(x))
+TK_FLOAT_UNARY(round, roundf(x), ::round(x))
 #undef TK_FLOAT_UNARY
 
 /// `-x`
@@ -88,6 +97,31 @@ struct min {
         if constexpr (is_same<C, float>::value) return fminf(a, b);
         else if constexpr (is_same<C, double>::value) return fmin(a, b);
         else return a < b ? a : b;
+    }
+};
+/// `pow(a, b)`: C's `powf` (its special cases: `pow(x, 0) = 1` even for NaN, a negative
+/// base with a non-integer exponent is NaN, with an integer one the sign of an odd power).
+struct pow {
+    template <class C> TK_DEVICE static C f(C a, C b) {
+        static_assert(dtype<C>::is_float, "tk::op::pow needs float operands");
+        if constexpr (is_same<C, double>::value) return ::pow(a, b);
+        else return powf(a, b);
+    }
+};
+/// `atan2(a, b)`: C's `atan2f`, the angle of the point `(b, a)`.
+struct atan2 {
+    template <class C> TK_DEVICE static C f(C a, C b) {
+        static_assert(dtype<C>::is_float, "tk::op::atan2 needs float operands");
+        if constexpr (is_same<C, double>::value) return ::atan2(a, b);
+        else return atan2f(a, b);
+    }
+};
+/// `fma(a, b, c)`: `a * b + c` with one rounding (C's `fmaf`).
+struct fma {
+    template <class C> TK_DEVICE static C f(C a, C b, C c) {
+        static_assert(dtype<C>::is_float, "tk::op::fma needs float operands");
+        if constexpr (is_same<C, double>::value) return ::fma(a, b, c);
+        else return fmaf(a, b, c);
     }
 };
 /// `a & b` on masks.

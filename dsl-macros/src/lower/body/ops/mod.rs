@@ -129,8 +129,9 @@ const CALLS: &[CallOp] = &[
     CallOp::new("max", |l, c| l.reduce_call(c, ReduceOp::Max)),
     CallOp::new("min", |l, c| l.reduce_call(c, ReduceOp::Min)),
     // elementwise
-    CallOp::new("maximum", |l, c| l.min_max(c, BinOp::Max)),
-    CallOp::new("minimum", |l, c| l.min_max(c, BinOp::Min)),
+    CallOp::new("maximum", |l, c| l.binary_call(c, BinOp::Max)),
+    CallOp::new("minimum", |l, c| l.binary_call(c, BinOp::Min)),
+    CallOp::new("clamp", |l, c| l.clamp_call(c)),
     CallOp::new("where_", |l, c| l.select(c)),
     // shape
     CallOp::new("expand_dims", |l, c| l.expand_dims_call(c)),
@@ -146,6 +147,17 @@ const CALLS: &[CallOp] = &[
     CallOp::new("relu", |l, c| l.unary_call(c, UnaryOp::Relu)),
     CallOp::new("gelu", |l, c| l.unary_call(c, UnaryOp::Gelu)),
     CallOp::new("erf", |l, c| l.unary_call(c, UnaryOp::Erf)),
+    CallOp::new("exp2", |l, c| l.unary_call(c, UnaryOp::Exp2)),
+    CallOp::new("log2", |l, c| l.unary_call(c, UnaryOp::Log2)),
+    CallOp::new("log1p", |l, c| l.unary_call(c, UnaryOp::Log1p)),
+    CallOp::new("expm1", |l, c| l.unary_call(c, UnaryOp::Expm1)),
+    CallOp::new("floor", |l, c| l.unary_call(c, UnaryOp::Floor)),
+    CallOp::new("ceil", |l, c| l.unary_call(c, UnaryOp::Ceil)),
+    CallOp::new("round", |l, c| l.unary_call(c, UnaryOp::Round)),
+    CallOp::new("pow", |l, c| l.binary_call(c, BinOp::Pow)),
+    CallOp::new("powi", |l, c| l.binary_call(c, BinOp::Powi)),
+    CallOp::new("atan2", |l, c| l.binary_call(c, BinOp::Atan2)),
+    CallOp::new("fma", |l, c| l.fma_call(c)),
     CallOp::new("cdiv", |l, c| l.cdiv(c)),
     // only as the range of a `for` loop (lowered there)
     CallOp::new("pipelined", |l, c| l.pipelined_outside_for(c)).unlisted(),
@@ -201,11 +213,70 @@ const METHODS: &[MethodOp] = &[
     MethodOp::new("t", |l, m| l.trans_method(m)).listed(".t()"),
     MethodOp::new("slice", |l, m| l.slice_method(m)).listed(".slice([offsets], [extents])"),
     MethodOp::new(INDEX_METHOD, |l, m| l.index_method(m)),
+    // math as Rust spells it on floats
+    MethodOp::new("powf", |l, m| l.binary_method(m, BinOp::Pow)).listed(".powf(y)"),
+    MethodOp::new("powi", |l, m| l.binary_method(m, BinOp::Powi)).listed(".powi(n)"),
+    MethodOp::new("atan2", |l, m| l.binary_method(m, BinOp::Atan2)).listed(".atan2(x)"),
+    MethodOp::new("mul_add", |l, m| l.mul_add_method(m)).listed(".mul_add(b, c)"),
+    MethodOp::new("clamp", |l, m| l.clamp_method(m)).listed(".clamp(lo, hi)"),
     // reductions
     MethodOp::new("sum", |l, m| l.reduce_method(m, ReduceOp::Sum)),
     MethodOp::new("max", |l, m| l.reduce_method(m, ReduceOp::Max)),
     MethodOp::new("min", |l, m| l.reduce_method(m, ReduceOp::Min)),
 ];
+
+/// Names of operations users reach for that are not tile operations, each with what to
+/// write instead: a call `transpose(t)` or a method `t.transpose()` of one is an error at
+/// its name saying so (a call of such a name is never taken for a `#[tile_fn]` helper's,
+/// which would be rustc's bare "cannot find macro"; a helper of that name is called by a
+/// path, `self::transpose(..)`).
+const NEAR_NAMES: &[(&str, &str)] = &[
+    ("transpose", "`trans(t)` or `t.t()`"),
+    ("permute", "`trans(t)` or `t.t()` (tiles of rank 2)"),
+    (
+        "power",
+        "`pow(x, y)`, or `powi(x, n)` for an integer exponent",
+    ),
+    ("powf", "`pow(x, y)` (or the method `x.powf(y)`)"),
+    ("ln", "`log(x)` (or `x.log()`)"),
+    ("ln_1p", "`log1p(x)` (or `x.log1p()`)"),
+    ("exp_m1", "`expm1(x)` (or `x.expm1()`)"),
+    ("arctan2", "`atan2(y, x)`"),
+    (
+        "mul_add",
+        "`fma(a, b, c)` (or the method `a.mul_add(b, c)`)",
+    ),
+    ("clip", "`clamp(x, lo, hi)`"),
+    ("amax", "`max(t, axis)`"),
+    ("amin", "`min(t, axis)`"),
+    ("mean", "`sum(t, axis) / n`"),
+    ("matmul", "`dot(a, b, acc)`"),
+    ("mm", "`dot(a, b, acc)`"),
+    ("select", "`where_(mask, a, b)`"),
+    ("fmax", "`maximum(a, b)`"),
+    ("fmin", "`minimum(a, b)`"),
+];
+
+/// What to write instead of `name`, if it is a near name of a tile operation (see
+/// [`NEAR_NAMES`]).
+pub(crate) fn near_name(name: &str) -> Option<&'static str> {
+    NEAR_NAMES.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+/// Near names written as methods: `.pow(n)` on a tile is Rust's integer power.
+fn near_method(name: &str) -> Option<&'static str> {
+    match name {
+        "pow" => Some("`x.powi(n)` for an integer exponent, `x.powf(y)` for a float one"),
+        "transpose" | "permute" => Some("`t.t()` or `trans(t)` (tiles of rank 2)"),
+        "ln" => Some("`x.log()`"),
+        "ln_1p" => Some("`x.log1p()`"),
+        "exp_m1" => Some("`x.expm1()`"),
+        "clip" => Some("`x.clamp(lo, hi)`"),
+        // As a call, `mul_add` has a method of its name.
+        "mul_add" => None,
+        other => near_name(other),
+    }
+}
 
 /// The help for an unknown operation: the listed calls, then the listed methods.
 fn ops_help() -> String {
@@ -290,6 +361,17 @@ impl Lowerer<'_, '_> {
         if let Some(op) = UnaryOp::parse(&name) {
             return self.unary_method(&call, op);
         }
+        for a in &m.args {
+            self.expr(a);
+        }
+        if let Some(instead) = near_method(&name) {
+            self.cx.error_help(
+                m.method.span(),
+                format!("unknown operation `.{name}()`"),
+                format!("did you mean {instead}?"),
+            );
+            return None;
+        }
         self.cx.error_help(
             m.method.span(),
             format!("unknown operation `.{name}()`"),
@@ -303,10 +385,14 @@ impl Lowerer<'_, '_> {
         for x in &call.expr.args {
             self.expr(x);
         }
+        let help = match near_name(call.name) {
+            Some(instead) => format!("did you mean {instead}?"),
+            None => ops_help(),
+        };
         self.cx.error_help(
             call.name_span,
             format!("unknown operation `{}`", call.name),
-            ops_help(),
+            help,
         );
         None
     }

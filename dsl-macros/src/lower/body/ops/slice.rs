@@ -16,7 +16,49 @@ use tilekit_ir::{Affine, Dim, Op, ValueId};
 /// The usage of `slice`.
 const SLICE_USAGE: &str = "x.slice([offsets..], [extents..]) or x.slice(a..b, c..d)";
 
+/// The help of a sub-tile at a run-time offset.
+const RUNTIME_OFFSET_HELP: &str = "a sub-tile's offsets, like its extents, are fixed per \
+     configuration: integer literals, tuning parameters, or linear expressions of them \
+     (`1..BM + 1`, `[2, BN / 2]`); every program takes the same sub-tile. To read a tile at \
+     a run-time offset, load it there: `load_tile(x, [r0 + i, c0], [BM, BN])` (or `load` \
+     with computed offsets)";
+
+/// The single names an expression reads (`i` and `r` in `2 * i + r`).
+fn names(e: &Expr) -> Vec<syn::Ident> {
+    #[derive(Default)]
+    struct Names(Vec<syn::Ident>);
+    impl<'ast> syn::visit::Visit<'ast> for Names {
+        fn visit_expr_path(&mut self, p: &'ast syn::ExprPath) {
+            if let Some(id) = p.path.get_ident() {
+                self.0.push(id.clone());
+            }
+        }
+    }
+    let mut n = Names::default();
+    syn::visit::Visit::visit_expr(&mut n, e);
+    n.0
+}
+
 impl Lowerer<'_, '_> {
+    /// Reports a sub-tile offset `e` that reads a run-time value (a variable or a scalar
+    /// parameter, not a tuning parameter): the offset, not the shape, is what is not
+    /// constant. True when it did.
+    fn runtime_offset(&mut self, e: &Expr) -> bool {
+        let found = names(e).into_iter().find(|id| {
+            let n = id.to_string();
+            self.tune_kind(&n).is_none() && self.lookup_binding(&n).is_some()
+        });
+        let Some(id) = found else {
+            return false;
+        };
+        self.cx.error_help(
+            e.span(),
+            format!("sub-tile at a run-time offset: `{id}` is a run-time value"),
+            RUNTIME_OFFSET_HELP,
+        );
+        true
+    }
+
     /// `x.slice([o0, o1], [e0, e1])`, or one range per axis: `x.slice(a..b, c..)`.
     pub(super) fn slice_method(&mut self, mc: &Method) -> Option<ValueId> {
         let a = &mc.expr.args;
@@ -98,6 +140,10 @@ impl Lowerer<'_, '_> {
             );
             return None;
         };
+        // `i..i + 4`: one error, at the offset (the extent may well be constant).
+        if r.start.as_ref().is_some_and(|s| self.runtime_offset(s)) {
+            return None;
+        }
         let start = match &r.start {
             Some(s) => self.affine(s),
             None => Some(Affine::constant(0)),
@@ -144,7 +190,11 @@ impl Lowerer<'_, '_> {
         let dims: Vec<Option<Dim>> = arr
             .elems
             .iter()
-            .map(|d| if offsets { self.offset(d) } else { self.dim(d) })
+            .map(|d| match offsets {
+                true if self.runtime_offset(d) => None,
+                true => self.offset(d),
+                false => self.dim(d),
+            })
             .collect();
         dims.into_iter().collect()
     }
