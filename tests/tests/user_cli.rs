@@ -73,3 +73,23 @@ fn time_median_times_a_launch() {
     assert!(t.as_nanos() > 0);
     assert_eq!(y.to_vec().unwrap()[4095], 8190.0);
 }
+
+/// `--shard I/N` is checked before anything else: its form, and that it goes with --all.
+#[test]
+fn shard_flag_is_checked() {
+    let dir = std::env::temp_dir().join(format!("tilekit-user-cli-c-{}", std::process::id()));
+    let a = my_kernels(&dir)
+        .args(["tune", "--all", "--shard", "4/4"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("`4/4` is not a shard: write I/N"), "{err}");
+    let a = my_kernels(&dir)
+        .args([
+            "tune", "--kernel", "double", "--shape", "4096", "--shard", "0/2",
+        ])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("--all"), "{err}");
+}

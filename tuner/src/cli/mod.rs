@@ -49,6 +49,7 @@ mod paths;
 mod progress;
 mod resources;
 mod roofline;
+mod shard;
 mod show;
 mod show_args;
 mod table;
@@ -59,6 +60,7 @@ mod catalog;
 pub(crate) use catalog::catalog;
 pub use catalog::Catalog;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+pub use shard::{Shard, ShardParseError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -57,6 +57,11 @@ pub struct TuneArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// With --all: only shard I of N (0-based), every N-th problem from the I-th in the
+    /// representative order, so N hosts tune the set between them; merge their exports
+    /// with `tilekit cache merge` (see docs/tuning-at-scale.md).
+    #[arg(long, value_name = "I/N", requires = "all")]
+    pub shard: Option<super::Shard>,
 }
 
 fn problem(
@@ -104,6 +109,13 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
                 .cloned()
                 .collect();
             jobs.push((spec, problem(spec, shape, dtype, &own)?));
+        }
+        if let Some(shard) = args.shard {
+            let all = jobs.len();
+            jobs = shard.take(jobs).collect();
+            if !args.json {
+                outln!("shard {shard}: {} of {all} problems", jobs.len());
+            }
         }
     } else {
         let name = args.kernel.as_deref().context("--kernel is required")?;
