@@ -12,11 +12,12 @@ mod control;
 mod exprs;
 mod extents;
 mod inline;
+mod near_names;
 mod ops;
 mod static_args;
 mod stmts;
 
-pub(crate) use ops::near_name;
+pub(crate) use near_names::near_name;
 
 use crate::ctxt::Ctxt;
 use crate::lower::helpers::CallRecord;
