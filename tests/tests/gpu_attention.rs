@@ -26,11 +26,12 @@ fn tol(dtype: DType) -> (f64, f64) {
     }
 }
 
-fn run(rt: &Runtime, dtype: DType, c: Case, cfg: Option<&Config>) {
+/// Checks one case; false when `cfg` is refused by a constraint (it does not fit).
+fn run(rt: &Runtime, dtype: DType, c: Case, cfg: Option<&Config>) -> bool {
     match dtype {
-        DType::BF16 => drop(check::<bf16>(rt, c, cfg, tol(dtype))),
-        DType::F16 => drop(check::<f16>(rt, c, cfg, tol(dtype))),
-        _ => drop(check::<f32>(rt, c, cfg, tol(dtype))),
+        DType::BF16 => check::<bf16>(rt, c, cfg, tol(dtype)).is_some(),
+        DType::F16 => check::<f16>(rt, c, cfg, tol(dtype)).is_some(),
+        _ => check::<f32>(rt, c, cfg, tol(dtype)).is_some(),
     }
 }
 
@@ -38,8 +39,19 @@ fn run(rt: &Runtime, dtype: DType, c: Case, cfg: Option<&Config>) {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_attention_covering_configs_match_the_reference() {
     let rt = gpu();
-    let cases = covering_cases(&attention::SPEC);
+    let mut cases = covering_cases(&attention::SPEC);
+    // Pairs cannot promise a fitting configuration for every head dimension and element
+    // type: add the smallest one of each (BM = 64, BN = 32, 8 warps, 2 stages).
+    for d in [64, 128, 256] {
+        for dtype in [DType::BF16, DType::F16] {
+            let cfg = Config::parse(&format!("BM=64,BN=32,D={d},WARPS=8,STAGES=2")).unwrap();
+            if !cases.contains(&(cfg.clone(), dtype)) {
+                cases.push((cfg, dtype));
+            }
+        }
+    }
     precompile(&rt, &[&attention::SPEC], &cases);
+    let mut ran = std::collections::BTreeSet::new();
     for (cfg, dtype) in &cases {
         let d = cfg.int("D").expect("D") as usize;
         for causal in [false, true] {
@@ -52,7 +64,19 @@ fn gpu_attention_covering_configs_match_the_reference() {
                 kv_heads: 2,
                 causal,
             };
-            run(&rt, *dtype, c, Some(cfg));
+            if run(&rt, *dtype, c, Some(cfg)) {
+                ran.insert((d, dtype.to_string()));
+            }
+        }
+    }
+    // Every head dimension ran with every element type it has a fitting configuration for
+    // in the subset (f32 at D = 256 fits none of the forward's: its tiles are too large).
+    for d in [64, 128, 256] {
+        for dtype in ["bf16", "f16"] {
+            assert!(
+                ran.contains(&(d, dtype.to_string())),
+                "D = {d} {dtype} never ran: {ran:?}"
+            );
         }
     }
 }
@@ -77,9 +101,9 @@ fn gpu_attention_default_launch_at_4097() {
             k: r.vec(c.zk() * c.n * c.d, 2.0),
             v: r.vec(c.zk() * c.n * c.d, 2.0),
         };
-        let first = check_inputs(&rt, c, None, tol(DType::BF16), &inputs);
+        let first = check_inputs(&rt, c, None, tol(DType::BF16), &inputs).expect("default");
         for _ in 0..2 {
-            let again = check_inputs(&rt, c, None, tol(DType::BF16), &inputs);
+            let again = check_inputs(&rt, c, None, tol(DType::BF16), &inputs).expect("default");
             assert!(again == first, "{c:?}: a repeat differs");
         }
     }
@@ -93,7 +117,7 @@ fn gpu_attention_default_launch_at_4097() {
         kv_heads: 1,
         causal: true,
     };
-    run(&rt, DType::F16, c, None);
+    assert!(run(&rt, DType::F16, c, None));
 }
 
 #[test]
@@ -118,7 +142,11 @@ fn gpu_attention_backward_matches_the_reference() {
                 kv_heads: 2,
                 causal,
             };
-            drop(check_backward::<f32>(&rt, c, (1e-4, 1e-4)));
+            // f32 at D = 256 fits no configuration of the dq pass on a GPU
+            // (docs/launch-constraints.md).
+            if d < 256 {
+                drop(check_backward::<f32>(&rt, c, (1e-4, 1e-4)));
+            }
             drop(check_backward::<bf16>(&rt, c, (3e-2, 3e-2)));
             drop(check_backward::<f16>(&rt, c, (4e-3, 4e-3)));
         }
@@ -134,4 +162,25 @@ fn gpu_attention_backward_matches_the_reference() {
     };
     let first = check_backward::<bf16>(&rt, big, (3e-2, 3e-2));
     assert!(first.0.iter().all(|x| x.is_finite()));
+}
+
+/// A small forward and backward for compute-sanitizer (memcheck, racecheck, synccheck):
+/// partial blocks on both axes, causal with fewer queries than keys, grouped heads.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_sanitizer_small() {
+    let rt = gpu();
+    for d in [64, 128] {
+        let c = Case {
+            z: 2,
+            m: 65,
+            n: 70,
+            d,
+            heads: 2,
+            kv_heads: 1,
+            causal: true,
+        };
+        assert!(run(&rt, DType::BF16, c, None));
+        drop(check_backward::<bf16>(&rt, c, (3e-2, 3e-2)));
+    }
 }

@@ -181,6 +181,21 @@ fn plain(mut v: Variant) -> Variant {
     v
 }
 
+/// What ptxas reports against a Hopper variant, if anything: wgmma serialized (C7510,
+/// C7515), `setmaxnreg` ignored (C7507), or any spilled byte.
+fn ptxas_problem(c: &str, cubin: &tilekit_runtime::nvrtc::Cubin) -> Option<String> {
+    let log = cubin.log.to_lowercase();
+    let warned = ["serialized", "c7510", "c7515", "c7507"]
+        .iter()
+        .any(|w| log.contains(w));
+    (warned || cubin.spill_bytes.is_none_or(|b| b > 0)).then(|| {
+        format!(
+            "{c}: serialized wgmma, ignored setmaxnreg or {:?} bytes spilled:\n{}",
+            cubin.spill_bytes, cubin.log
+        )
+    })
+}
+
 /// The TF32 configurations the engine must take (the user's `dot_tf32` GEMM with a bias).
 const TF32_CASES: [&str; 3] = [
     "BM=128,BN=256,BK=32,STAGES=3,WARPS=8",
@@ -239,29 +254,12 @@ fn tf32_variants_compile_with_wgmma_asynchronous_and_no_spills() {
         let src = variant_source(k, spec.cuda_template, &v).expect("source");
         let cubin = compile_cubin(&src, "tf32.cu", prelude_headers(), &opts)
             .unwrap_or_else(|e| panic!("{c}:\n{e}"));
-        let log = cubin.log.to_lowercase();
         // No variant serializes its wgmma or spills. BN = 256: a 64 x 256 accumulator per
         // warpgroup (128 registers per thread), the A fragments of four k8 steps (16) and
         // the f32 bias epilogue fit the consumers' 208 registers after `setmaxnreg` (before
         // it, 168: serialized, 164 bytes spilled); the producer converts one panel at a
         // time in its 88.
-        if log.contains("serialized")
-            || log.contains("c7510")
-            || log.contains("c7515")
-            || log.contains("c7507")
-        {
-            spills.push(format!(
-                "{c}: ptxas serialized wgmma or ignored setmaxnreg:\n{}",
-                cubin.log
-            ));
-        }
-        let allowed = 0;
-        if cubin.spill_bytes.is_none_or(|b| b > allowed) {
-            spills.push(format!(
-                "{c}: {:?} bytes spilled\n{}",
-                cubin.spill_bytes, cubin.log
-            ));
-        }
+        spills.extend(ptxas_problem(c, &cubin));
         eprintln!(
             "tf32 {c}: {:.2} s NVRTC, {:?} registers, {:?} bytes spilled",
             cubin.seconds, cubin.registers, cubin.spill_bytes
@@ -300,4 +298,98 @@ fn show_names_the_engine_and_its_shared_memory() {
         layouts.contains("not the Hopper engine: target sm_80 has no wgmma"),
         "{layouts}"
     );
+}
+
+/// The chained form (`tilekit_codegen::engine::Form::Chain`): the library's attention forward
+/// configurations the engine must take (BM = 64 rows per consumer warpgroup).
+const ATTENTION_CASES: [&str; 4] = [
+    "BM=128,BN=64,D=128,WARPS=8,STAGES=2",
+    "BM=128,BN=32,D=64,WARPS=8,STAGES=3",
+    "BM=64,BN=64,D=128,WARPS=4,STAGES=2",
+    "BM=64,BN=32,D=64,WARPS=4,STAGES=3",
+];
+
+#[test]
+fn attention_takes_the_chained_hopper_engine_with_rank3_tensor_maps() {
+    let spec = &tilekit_kernels::attention::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    for c in ATTENTION_CASES {
+        for t in [DType::BF16, DType::F16] {
+            let v = variant(k, c, t, Access::ROWS, Target::Sm90a);
+            match engine(k, &v).expect("engine") {
+                Engine::Hopper(plan) => {
+                    assert!(
+                        matches!(plan.form, tilekit_codegen::engine::Form::Chain { .. }),
+                        "{c}"
+                    );
+                    // k and v (parameters 1 and 2), rank 3, boxes of 64 columns x BN rows.
+                    let bn = v.config.int("BN").expect("BN") as u32;
+                    for (m, param) in plan.tma.iter().zip([1, 2]) {
+                        assert_eq!(
+                            (m.param, m.rank, m.box_cols, m.box_rows),
+                            (param, 3, 64, bn),
+                            "{c}"
+                        );
+                    }
+                }
+                e => panic!("{c}: {e:?}"),
+            }
+            let plan = variant_plan(k, &v).expect("plan");
+            let warps = v.config.int("WARPS").expect("WARPS") as u32;
+            assert_eq!(plan.launch.threads, 32 * warps + 128, "{c}");
+            let src = variant_source(k, spec.cuda_template, &v).expect("source");
+            for want in [
+                "tk::sm90::ws_pipeline<",
+                "const tk::sm90::tma_tile<T, BM, D> v",
+                "if constexpr (TK_ROLE == tk::sm90::ROLE_CONSUMER) tk::stage_tile(",
+                "tk::mma_dot_bt<false>(",
+                "tk::dot_acc_a<false, TK_SMEM_KIND, false>(",
+                "tk_full, tk::coord{{",
+            ] {
+                assert!(src.contains(want), "{c}: no `{want}` in\n{src}");
+            }
+        }
+    }
+    // Variants outside the form keep mma.sync, each with its reason.
+    let keep = |c: &str, t: DType, target: Target, why: &str| {
+        let v = variant(k, c, t, Access::ROWS, target);
+        match engine(k, &v).expect("engine") {
+            Engine::MmaSync(reason) => assert!(reason.contains(why), "{c}: {reason}"),
+            e => panic!("{c} on {target}: {e:?}"),
+        }
+    };
+    let good = ATTENTION_CASES[0];
+    keep(good, DType::BF16, Target::Sm80, "no wgmma");
+    keep(good, DType::F32, Target::Sm90a, "bf16 and f16");
+    keep(
+        "BM=64,BN=64,D=128,WARPS=8,STAGES=2",
+        DType::BF16,
+        Target::Sm90a,
+        "64 rows per consumer",
+    );
+    let v = variant(k, good, DType::BF16, Access::GENERAL, Target::Sm90a);
+    assert!(matches!(engine(k, &v).expect("engine"), Engine::MmaSync(_)));
+}
+
+#[test]
+fn attention_hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
+    if !tilekit_tests::support::nvrtc_or_skip() {
+        return;
+    }
+    let opts = CompileOptions::new("sm_90a").expect("options");
+    let spec = &tilekit_kernels::attention::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    let mut bad = Vec::new();
+    for c in ATTENTION_CASES {
+        let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+        let src = variant_source(k, spec.cuda_template, &v).expect("source");
+        let cubin = compile_cubin(&src, "attention.cu", prelude_headers(), &opts)
+            .unwrap_or_else(|e| panic!("{c}:\n{e}"));
+        bad.extend(ptxas_problem(c, &cubin));
+        eprintln!(
+            "attention {c}: {:.2} s NVRTC, {:?} registers, {:?} bytes spilled",
+            cubin.seconds, cubin.registers, cubin.spill_bytes
+        );
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

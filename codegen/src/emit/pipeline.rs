@@ -133,11 +133,31 @@ impl<'k> Emitter<'k> {
         self.producer_slice(body, rl)?;
         for (k, &r) in rl.rings.iter().enumerate() {
             let o = self.origin(self.ring_origin(r)?)?;
+            let z = self.tma_outer_index(k, r)?;
             self.w.line(&format!(
-                "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o});"
+                "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o}{z});"
             ));
         }
         self.consumer(&ivn, body, "})) return;")
+    }
+
+    /// For ring `r`'s tensor map `k` of rank 3 (a row view `t.row(z)` of a rank-3 tensor),
+    /// `", z"`: the leading index the TMA load adds; empty for a rank-2 map.
+    fn tma_outer_index(&self, k: usize, r: usize) -> Result<String, CodegenError> {
+        let rank3 = self
+            .hopper
+            .and_then(|h| h.tma.get(k))
+            .is_some_and(|t| t.rank == 3);
+        if !rank3 {
+            return Ok(String::new());
+        }
+        let tensor = self.layouts.rings.get(r).map(|g| g.tensor);
+        match tensor.and_then(|t| self.defs[t.index()]) {
+            Some(Op::Row { index, .. }) => Ok(format!(", {}", self.index(*index)?)),
+            _ => Err(CodegenError::Unsupported(format!(
+                "ring{r}: a rank-3 tensor map without a row view"
+            ))),
+        }
     }
 
     /// The TF32 Hopper loop (`tk::sm90::ws_pipeline_filled`): the producer's issue lambda

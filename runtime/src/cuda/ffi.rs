@@ -288,42 +288,62 @@ pub(crate) fn abandon_capture(stream: &CudaStream) -> Result<(), DriverError> {
 /// `tk::sm90::tensor_map` parameter.
 pub(crate) type TensorMap = sys::CUtensorMap;
 
-/// Encodes the 2-D tensor map of a row-major tensor (`abi`: address, extents, pitch in
-/// elements; unit last stride) of `elem_bytes`-byte `dtype` elements for boxes of
-/// `box_cols` x `box_rows` elements, 128-byte swizzle, zero fill outside the tensor. A
-/// tensor with an empty extent gets an all-zero map, which the kernel never reads (an
-/// empty K loop issues no load; an empty M or N gives an empty grid).
-pub(crate) fn encode_tensor_map_2d(
+/// Encodes the tensor map of a row-major tensor of rank `rank` (2 or 3; `abi`: address,
+/// extents, pitches in elements; unit last stride) of `elem_bytes`-byte `dtype` elements
+/// for boxes of `box_cols` x `box_rows` elements (x 1 along a rank-3 tensor's first axis:
+/// one row view's tile), 128-byte swizzle, zero fill outside the tensor. A tensor with an
+/// empty extent gets an all-zero map, which the kernel never reads (an empty loop issues
+/// no load; an empty grid axis launches nothing).
+pub(crate) fn encode_tensor_map(
     dtype: sys::CUtensorMapDataType,
     elem_bytes: u64,
     abi: &TensorAbi,
+    rank: u8,
     box_cols: u32,
     box_rows: u32,
 ) -> Result<TensorMap, DriverError> {
-    if abi.shape[0] <= 0 || abi.shape[1] <= 0 {
+    let r = usize::from(rank.clamp(2, 3));
+    let extents = &abi.shape[..r];
+    if extents.iter().any(|&e| e <= 0) {
         // SAFETY: `CUtensorMap` is 16 plain u64 words; all zeros is a valid value of it
         // (not a valid descriptor, and never used as one: an empty tensor has no tile to
         // load, so the kernel issues no TMA load with it).
         return Ok(unsafe { std::mem::zeroed() });
     }
     let dim = |v: i64| u64::try_from(v).unwrap_or(1);
-    let dims = [dim(abi.shape[1]), dim(abi.shape[0])];
-    let strides = [u64::try_from(abi.stride[0])
-        .unwrap_or(0)
-        .saturating_mul(elem_bytes)];
-    let boxes = [box_cols, box_rows];
-    let element_strides = [1u32, 1u32];
+    let pitch = |v: i64| u64::try_from(v).unwrap_or(0).saturating_mul(elem_bytes);
+    // Innermost first: columns, rows (and the leading axis of a rank-3 tensor).
+    let (dims, strides, boxes): ([u64; 3], [u64; 2], [u32; 3]) = if r == 3 {
+        // A leading extent of 1 may carry any stride: give TMA a valid one.
+        let outer = if abi.shape[0] == 1 {
+            pitch(abi.stride[1]).saturating_mul(dim(abi.shape[1]))
+        } else {
+            pitch(abi.stride[0])
+        };
+        (
+            [dim(abi.shape[2]), dim(abi.shape[1]), dim(abi.shape[0])],
+            [pitch(abi.stride[1]), outer],
+            [box_cols, box_rows, 1],
+        )
+    } else {
+        (
+            [dim(abi.shape[1]), dim(abi.shape[0]), 1],
+            [pitch(abi.stride[0]), 0],
+            [box_cols, box_rows, 1],
+        )
+    };
+    let element_strides = [1u32; 3];
     let mut map = std::mem::MaybeUninit::<TensorMap>::uninit();
     // SAFETY: libcuda is loaded with this symbol (`check_culib` checks it among
-    // DRIVER_SYMBOLS before any driver call); every pointer is to a live local array of the
-    // length the rank (2) asks for (`strides`: rank - 1), and `map` is a valid out-pointer
-    // the call fills on success (read only then). The call only encodes a descriptor on
-    // the host: it reads no device memory.
+    // DRIVER_SYMBOLS before any driver call); every pointer is to a live local array at
+    // least as long as the rank (`r`, 2 or 3) asks for (`strides`: rank - 1), and `map` is
+    // a valid out-pointer the call fills on success (read only then). The call only
+    // encodes a descriptor on the host: it reads no device memory.
     unsafe {
         sys::cuTensorMapEncodeTiled(
             map.as_mut_ptr(),
             dtype,
-            2,
+            r as u32,
             abi.data as *mut c_void,
             dims.as_ptr(),
             strides.as_ptr(),

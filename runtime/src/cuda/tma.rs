@@ -1,5 +1,5 @@
 //! Tensor maps of a Hopper-engine launch (`tilekit_codegen::engine`): one TMA descriptor per
-//! ring operand, encoded on the host from the tensor the launch passes (after `PAD64`'s
+//! ring operand (2-D, or 3-D for a rank-3 tensor read through row views), encoded on the host from the tensor the launch passes (after `PAD64`'s
 //! copy, where it made one) and passed by value after the kernel's parameters.
 
 use super::abi::tensor_abi;
@@ -51,20 +51,21 @@ pub(super) fn encode(
                 })
             }
         };
-        let map = ffi::encode_tensor_map_2d(dtype, bytes, &abi, op.box_cols, op.box_rows).map_err(
-            |e| CudaLaunchError::Driver {
-                call: "cuTensorMapEncodeTiled",
-                message: format!(
-                    "tensor `{}` ([{}, {}], pitch {} elements, box {}x{}): {e}",
-                    name(),
-                    abi.shape[0],
-                    abi.shape[1],
-                    abi.stride[0],
-                    op.box_rows,
-                    op.box_cols
-                ),
-            },
-        )?;
+        let map = ffi::encode_tensor_map(dtype, bytes, &abi, op.rank, op.box_cols, op.box_rows)
+            .map_err(|e| {
+                let r = usize::from(op.rank.clamp(2, 3));
+                CudaLaunchError::Driver {
+                    call: "cuTensorMapEncodeTiled",
+                    message: format!(
+                        "tensor `{}` (extents {:?}, pitches {:?} elements, box {}x{}): {e}",
+                        name(),
+                        &abi.shape[..r],
+                        &abi.stride[..r - 1],
+                        op.box_rows,
+                        op.box_cols
+                    ),
+                }
+            })?;
         maps.push(map);
     }
     Ok(maps)

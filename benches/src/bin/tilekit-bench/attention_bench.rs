@@ -101,12 +101,72 @@ fn library(rt: &Runtime, z: usize, s: usize, d: usize, causal: bool) -> Result<V
     )
 }
 
-/// Both head dimensions of the user's kernel, and the library's kernel full and causal.
+/// The library's forward at `launch()` with grouped-query heads (`heads` query heads share
+/// `kv_heads` key/value heads, batch `b`), then its backward (`attention_backward`: the
+/// delta/dq pass and the dk/dv pass, timed together), in TFLOP/s (backward counted as 2.5x
+/// the forward's flops, halved for causal: issue 28's convention, the peers' script's too).
+#[allow(clippy::too_many_arguments)]
+fn library_train(
+    rt: &Runtime,
+    b: usize,
+    heads: usize,
+    kv_heads: usize,
+    s: usize,
+    d: usize,
+    causal: bool,
+) -> Result<Value> {
+    use tilekit_kernels::attention as lib;
+    let (z, zk) = (b * heads, b * kv_heads);
+    let q = Tensor3::<bf16>::from_vec(rt, random(z * s * d, 31), [z, s, d])?;
+    let k = Tensor3::<bf16>::from_vec(rt, random(zk * s * d, 32), [zk, s, d])?;
+    let v = Tensor3::<bf16>::from_vec(rt, random(zk * s * d, 33), [zk, s, d])?;
+    let dout = Tensor3::<bf16>::from_vec(rt, random(z * s * d, 34), [z, s, d])?;
+    let mut o = Tensor3::<bf16>::zeros(rt, [z, s, d])?;
+    let mut lse = Tensor2::<f32>::zeros(rt, [z, s])?;
+    let mut delta = Tensor2::<f32>::zeros(rt, [z, s])?;
+    let mut dq = Tensor3::<bf16>::zeros(rt, [z, s, d])?;
+    let mut dk = Tensor3::<bf16>::zeros(rt, [zk, s, d])?;
+    let mut dv = Tensor3::<bf16>::zeros(rt, [zk, s, d])?;
+    let scale = 1.0 / (d as f32).sqrt();
+    let (h, hk) = (heads as i64, kv_heads as i64);
+    let flops = 4.0 * (z * s * s * d) as f64 * if causal { 0.5 } else { 1.0 };
+    let fwd = time_ms(rt, 2, 10, || {
+        lib::launch(rt, &q, &k, &v, &mut o, &mut lse, scale, h, hk, causal).map_err(Into::into)
+    })?;
+    let bwd = time_ms(rt, 2, 10, || {
+        tilekit_kernels::attention_backward(
+            rt, &q, &k, &v, &o, &dout, &lse, &mut delta, &mut dq, &mut dk, &mut dv, scale, h, hk,
+            causal,
+        )
+        .map_err(Into::into)
+    })?;
+    let (tf_f, tf_b) = (
+        flops / (fwd * 1e-3) / 1e12,
+        2.5 * flops / (bwd * 1e-3) / 1e12,
+    );
+    let mask = if causal { "causal" } else { "full" };
+    println!(
+        "library attention train bf16 B={b} H={heads}/{kv_heads} S={s} D={d} {mask}: forward {fwd:>8.4} ms {tf_f:>6.1} TFLOP/s | backward {bwd:>8.4} ms {tf_b:>6.1} TFLOP/s"
+    );
+    Ok(
+        json!({"b": b, "heads": heads, "kv_heads": kv_heads, "s": s, "d": d, "causal": causal,
+        "fwd_ms": fwd, "fwd_tflops": tf_f, "bwd_ms": bwd, "bwd_tflops": tf_b}),
+    )
+}
+
+/// Both head dimensions of the user's kernel, the library's kernel full and causal (every
+/// configuration), and the library's forward and backward at `launch()` on issue 28's
+/// shapes (D = 128 full and causal, D = 64, D = 256, grouped-query 32/8 heads).
 pub(crate) fn attention_record(rt: &Runtime) -> Result<Value> {
     Ok(json!({
         "d64": shape(rt, 32768, 4096, 64)?,
         "d128": shape(rt, 32768, 4096, 128)?,
         "library_b4h32_s4096_d128_full": library(rt, 128, 4096, 128, false)?,
         "library_b4h32_s4096_d128_causal": library(rt, 128, 4096, 128, true)?,
+        "train_b4h32_s4096_d128_full": library_train(rt, 4, 32, 32, 4096, 128, false)?,
+        "train_b4h32_s4096_d128_causal": library_train(rt, 4, 32, 32, 4096, 128, true)?,
+        "train_b8h16_s2048_d64_full": library_train(rt, 8, 16, 16, 2048, 64, false)?,
+        "train_b4h16_s4096_d256_full": library_train(rt, 4, 16, 16, 4096, 256, false)?,
+        "train_b4h32kv8_s4096_d128_causal": library_train(rt, 4, 32, 8, 4096, 128, true)?,
     }))
 }

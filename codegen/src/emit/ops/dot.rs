@@ -94,8 +94,11 @@ impl<'k> Emitter<'k> {
         let in_smem = |e: &Self, v: ValueId| {
             matches!(e.val(v), Ok(Val::Smem { .. })) || e.layout(v) == Layout::Resident
         };
+        // On the Hopper engine an accumulator-layout A operand is read from its registers
+        // (`tk::sm90::dot_acc_a`): no fallback staging tile for it.
+        let a_in_regs = self.hopper.is_some() && matches!(self.layout(a), Layout::Acc(_));
         let tiles = [
-            (!in_smem(self, a)).then(|| Factor::Stile {
+            (!in_smem(self, a) && !a_in_regs).then(|| Factor::Stile {
                 rows: m,
                 cols: k,
                 elem: ea.clone(),

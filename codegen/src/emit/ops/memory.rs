@@ -6,9 +6,9 @@ use super::{boole, i64e, misrouted};
 use crate::emit::{layout_name, param_name, Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
-use crate::names::{elem_ctype, shape_type};
+use crate::names::{dim_expr, elem_ctype, shape_type};
 use crate::smem::Factor;
-use tilekit_ir::{CachePolicy, Inst, Op, ParamKind, Shape, ValueId};
+use tilekit_ir::{CachePolicy, Dim, Inst, Op, ParamKind, Shape, ValueId};
 
 impl<'k> Emitter<'k> {
     /// Tensor views, extents, row views, `load`/`store` and `store_tile` (`load_tile` is [`Self::load_tile`]).
@@ -114,6 +114,9 @@ impl<'k> Emitter<'k> {
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
                 let al = self.aligned_flag(*tensor);
+                if self.layout(r) == Layout::Resident && self.chain_resident() == Some(r) {
+                    return self.resident_hopper(inst, r, *tensor, shape, (&t, &o, &al));
+                }
                 if self.layout(r) == Layout::Resident {
                     let (_, elem, _) = self.view(*tensor)?;
                     let off = self.smem.add_persistent(
@@ -177,6 +180,62 @@ impl<'k> Emitter<'k> {
             }
             _ => Err(misrouted("load_tile")),
         }
+    }
+
+    /// The resident tile of the Hopper engine's chained form (`crate::engine::Form::Chain`),
+    /// if this variant has one.
+    fn chain_resident(&self) -> Option<ValueId> {
+        match self.hopper.map(|h| h.form) {
+            Some(crate::engine::Form::Chain { resident }) => Some(resident),
+            _ => None,
+        }
+    }
+
+    /// The chained form's resident tile: 128-byte swizzled panels (1024-byte aligned, as
+    /// wgmma's descriptors need) that the consumer warpgroups fill once per tile
+    /// (`tk::sm90::stage_tile`); the producer warpgroup skips the copy.
+    fn resident_hopper(
+        &mut self,
+        inst: &'k Inst,
+        r: ValueId,
+        tensor: ValueId,
+        shape: &[Dim],
+        (t, o, al): (&str, &str, &str),
+    ) -> Result<(), CodegenError> {
+        let [rows, cols] = shape else {
+            return Err(CodegenError::Unsupported(
+                "a resident tile that is not rank 2".into(),
+            ));
+        };
+        let (_, elem, _) = self.view(tensor)?;
+        let off = self.smem.add_persistent(
+            format!(
+                "resident [{rows}, {cols}] {elem} (line {}): 1024 bytes of alignment slack, 128-byte swizzled panels",
+                inst.loc.line
+            ),
+            vec![
+                vec![Factor::Dim(Dim::Const(1024))],
+                vec![
+                    Factor::Dim(rows.clone()),
+                    Factor::Dim(cols.clone()),
+                    Factor::SizeOf(elem.clone()),
+                ],
+            ],
+        );
+        let name = self.define_typed(r)?;
+        let s = Shape::new(shape.to_vec());
+        self.w.line("// [block] resident: the consumer warpgroups copy it once per tile into 128-byte swizzled panels that wgmma reads in place (the producer warpgroup skips it)");
+        self.w.line(&format!(
+            "const tk::sm90::tma_tile<{}, {}, {}> {name}{{tk::sm90::align1024(smem + {off})}};",
+            elem_ctype(&elem),
+            dim_expr(rows),
+            dim_expr(cols)
+        ));
+        self.w.line(&format!(
+            "if constexpr (TK_ROLE == tk::sm90::ROLE_CONSUMER) tk::stage_tile({name}, tk::global_tile<{al}, TK_THREADS, {}>({t}, {o}));",
+            shape_type(&s)
+        ));
+        Ok(())
     }
 
     pub(in crate::emit) fn origin(&self, origin: &[ValueId]) -> Result<String, CodegenError> {

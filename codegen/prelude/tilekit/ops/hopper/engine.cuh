@@ -193,6 +193,17 @@ TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, 
                     (int)o.c[0]);
 }
 
+/// The same for a ring tile of a row view of a rank-3 tensor (`x.row(z)`): the tensor map
+/// is rank 3 and `z` the view's leading index.
+template <class T, long long R, long long C>
+TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, unsigned long long* full, const coord& o,
+                             long long z) {
+#pragma unroll
+    for (int p = 0; p < tma_tile<T, R, C>::PANELS; ++p)
+        tma_load_3d(t.base + (long long)p * R * 128, map, full, (int)(o.c[1] + (long long)p * tma_tile<T, R, C>::PANEL_COLS),
+                    (int)o.c[0], (int)z);
+}
+
 /// A persistent program's pipeline state, one per thread, carried across the tiles it
 /// runs (the wrapper loops `run` over tiles `blockIdx.x`, `+ gridDim.x`, ...): how many
 /// iterations this thread has produced or consumed (the ring's phase) and whether the
@@ -388,8 +399,119 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<float, BM, 32>& sa,
     return r;
 }
 
+/// A resident dot operand on the Hopper engine (attention's query tile, loaded before the
+/// loop): the consumer warpgroups copy the R x C tile of `x` (zero outside the tensor) into
+/// `dst`'s 128-byte swizzled panels with 16-byte loads, then fence the writes for the async
+/// proxy (wgmma reads them) and meet at the consumers' barrier. A barrier before the copy
+/// keeps a persistent program from overwriting the tile while another consumer warpgroup
+/// still reads the previous tile's. Consumers only (the generated code guards the call).
+template <class T, long long R, long long C, bool ALIGNED, int THREADS>
+TK_DEVICE void stage_tile(const tma_tile<T, R, C>& dst, const gtile<ALIGNED, THREADS, T, R, C, false>& x) {
+    static_assert(ALIGNED, "tk::sm90::stage_tile: the Hopper engine reads 16-byte aligned row-major tensors");
+    constexpr int E = 16 / (int)sizeof(T); // elements per 16-byte chunk
+    constexpr int CHUNKS = (int)(C / E);   // chunks per row
+    static_assert(C % E == 0, "tk::sm90::stage_tile: whole 16-byte chunks");
+    sync();
+    for (int i = thread_rank(); i < (int)R * CHUNKS; i += THREADS) {
+        const int r = i / CHUNKS, c = i % CHUNKS;
+        const long long gr = x.o.c[0] + r, gc = x.o.c[1] + (long long)c * E;
+        uint4 val = make_uint4(0u, 0u, 0u, 0u);
+        if (gr >= 0 && gr < x.v.shape[0]) {
+            const T* src = x.v.ptr + gr * x.v.stride[0] + gc;
+            if (gc >= 0 && gc + E <= x.v.shape[1]) {
+                val = *reinterpret_cast<const uint4*>(src);
+            } else {
+                T e[E];
+#pragma unroll
+                for (int j = 0; j < E; ++j) e[j] = (gc + j >= 0 && gc + j < x.v.shape[1]) ? src[j] : T(0.0f);
+                val = *reinterpret_cast<const uint4*>(e);
+            }
+        }
+        *reinterpret_cast<uint4*>(dst.base + (long long)(c / 8) * R * 128 + detail::sw128(r, c % 8)) = val;
+    }
+    fence_proxy_async_smem();
+    sync();
+}
+
+/// acc + A @ X^T on wgmma from a resident tile A (M x K) and a ring tile X (N x K): both
+/// K-major (X's rows are B's columns: attention's q @ trans(k)), per k16 step one
+/// `wgmma.m64nNk16` per consumer warpgroup (its 64 rows of A), across K's 128-byte panels.
+template <bool TF32, class T, long long BM, long long K, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, const tma_tile<T, BN, K>& sx,
+                                                   const rt<float, shape<BM, BN>, L>& acc) {
+    static_assert(!TF32 && !is_same<T, float>::value, "tk::sm90::mma_dot_bt: bf16 / f16 operands");
+    static_assert(is_mma_acc<L>::value, "tk::sm90::mma_dot_bt: an MMA accumulator");
+    using G = typename L::grid;
+    static_assert(G::WN == 1 && G::WTM == 16 && G::MI == 1, "tk::sm90::mma_dot_bt: one warp per 16 accumulator rows");
+    static_assert(BM == 16LL * L::warps, "tk::sm90::mma_dot_bt: 64 rows per consumer warpgroup");
+    constexpr int STEPS = 128 / 32; // k16 steps per 128-byte panel
+    rt<float, shape<BM, BN>, L> r = acc;
+    const int wg = thread_rank() / 128;
+#pragma unroll
+    for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < (int)(K / 16); ++kk) {
+        const int p = kk / STEPS, q = kk % STEPS;
+        const unsigned long long da = smem_desc_sw128(sa.base + (long long)p * BM * 128 + wg * 64 * 128 + q * 32, 16, 1024);
+        const unsigned long long db = smem_desc_sw128(sx.base + (long long)p * BN * 128 + q * 32, 16, 1024);
+        wgmma_n<(int)BN, T>::template run<0, 0>(r.v, da, db, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
+    return r;
+}
+
+/// acc + a @ B on wgmma where `a` is an accumulator-layout tile in registers (attention's
+/// probabilities, already cast to T) and B a ring tile (K x N, N-major): `a`'s pairs of n8
+/// tiles are the k16 A fragments of `wgmma.m64nNk16` with A from registers (the packing
+/// of `tk::dot_acc_a`), B from its descriptor. Every fragment is packed before the first
+/// wgmma: the hardware reads A's registers asynchronously until the wait.
+template <bool TF32, int KIND, bool SYNC, class T, long long M, long long K, long long N, class LA, class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, const tma_tile<T, K, N>& b,
+                                               const rt<float, shape<M, N>, L>& acc, char*, char*) {
+    static_assert(!TF32 && (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value),
+                  "tk::sm90::dot_acc_a: bf16 / f16 operands");
+    static_assert(is_mma_acc<LA>::value && is_mma_acc<L>::value, "tk::sm90::dot_acc_a: MMA accumulators");
+    using GA = typename LA::grid;
+    using G = typename L::grid;
+    static_assert(GA::WN == 1 && G::WN == 1 && GA::WTM == 16 && G::WTM == 16 && GA::MI == 1 && G::MI == 1,
+                  "tk::sm90::dot_acc_a: one warp per 16 accumulator rows");
+    static_assert(M == 16LL * L::warps && K % 16 == 0, "tk::sm90::dot_acc_a: 64 rows per consumer warpgroup, whole k16 steps");
+    constexpr int STEPS = (int)(K / 16);
+    unsigned af[STEPS][4];
+#pragma unroll
+    for (int kk = 0; kk < STEPS; ++kk) {
+        const int s0 = 2 * kk * 4, s1 = s0 + 4;
+        af[kk][0] = tk::detail::pack2(a.v[s0], a.v[s0 + 1]);
+        af[kk][1] = tk::detail::pack2(a.v[s0 + 2], a.v[s0 + 3]);
+        af[kk][2] = tk::detail::pack2(a.v[s1], a.v[s1 + 1]);
+        af[kk][3] = tk::detail::pack2(a.v[s1 + 2], a.v[s1 + 3]);
+    }
+    rt<float, shape<M, N>, L> r = acc;
+#pragma unroll
+    for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < STEPS; ++kk) {
+        // k16 step kk: rows 16 kk .. of every N panel (panels K * 128 bytes apart).
+        const unsigned long long db = smem_desc_sw128(b.base + kk * 2048, (unsigned)(K * 128), 1024);
+        wgmma_rs16_n<(int)N, T>::template run<1>(r.v, af[kk], db, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
+    return r;
+}
+
 } // namespace sm90
 
+using sm90::dot_acc_a;
+using sm90::mma_dot_bt;
+using sm90::stage_tile;
 using sm90::mma_dot;
 
 } // namespace tk

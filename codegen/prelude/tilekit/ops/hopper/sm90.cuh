@@ -96,6 +96,19 @@ TK_DEVICE void tma_load_2d(void* dst, const tensor_map* map, unsigned long long*
 #endif
 }
 
+/// TMA: the box of a rank-3 `map` at coordinates (c0 innermost, c1, c2) into shared memory at
+/// `dst` (a box of extent 1 along c2: one row view of a rank-3 tensor), completing on
+/// `bar`. Zero-filled past the tensor's extents, so a box never reads a neighbouring row.
+TK_DEVICE void tma_load_3d(void* dst, const tensor_map* map, unsigned long long* bar, int c0, int c1, int c2) {
+#if TK_SM90A
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+            saddr(dst)),
+        "l"(map), "r"(saddr(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+#endif
+}
+
 /// A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets
 /// (multiples of 16), 128-byte swizzle.
 TK_DEVICE unsigned long long smem_desc_sw128(const void* p, unsigned lbo, unsigned sbo) {

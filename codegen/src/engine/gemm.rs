@@ -1,0 +1,178 @@
+//! The Hopper engine's GEMM form ([`Form::Gemm`]): one `dot` of the pipelined loop's two
+//! ring loads.
+
+use crate::access::AccessClass;
+use crate::engine::facts::multiple_of;
+use crate::engine::types::{Cx, Form, HopperPlan, RingFill, TmaOperand, PANEL_BYTES};
+use crate::layout::{DotSite, Layout, Layouts, RingLoop};
+use crate::smem::eval_dim;
+use tilekit_ir::{DType, Kernel, Op, ParamKind, Precision, ValueId};
+
+/// The GEMM plan for loop `rl` and its only dot, or why the variant keeps mma.sync.
+pub(super) fn gemm_plan(
+    cx: &Cx<'_>,
+    rl: &RingLoop,
+    dot: &DotSite,
+    warps: u32,
+) -> Result<HopperPlan, String> {
+    let Cx {
+        kernel,
+        analysis,
+        layouts,
+        config,
+        bindings,
+        access,
+    } = *cx;
+    if rl.rings.len() != 2 || !dot.from_rings {
+        return Err("the dot's operands are not both ring loads".into());
+    }
+    if dot.b_transposed || dot.a_from_acc.is_some() {
+        return Err("a transposed or accumulator operand".into());
+    }
+    let ring_of = |v: ValueId| {
+        rl.rings
+            .iter()
+            .copied()
+            .find(|&r| layouts.rings.get(r).is_some_and(|g| g.load == v))
+    };
+    let (Some(ra), Some(rb)) = (ring_of(dot.operands[0]), ring_of(dot.operands[1])) else {
+        return Err("the dot's operands are not this loop's rings".into());
+    };
+    if (ra, rb) != (rl.rings[0], rl.rings[1]) {
+        return Err("rings out of operand order".into());
+    }
+    prefix_is_register_only(kernel, layouts, rl.iv)?;
+    if warps != 4 && warps != 8 {
+        return Err(format!("{warps} warps (the engine takes 4 or 8)"));
+    }
+    let mut tma = Vec::with_capacity(2);
+    for (which, r) in [("A", ra), ("B", rb)] {
+        let ring = &layouts.rings[r];
+        let dtype = ring
+            .elem
+            .resolve(bindings)
+            .ok_or_else(|| format!("{which}: unbound element type"))?;
+        match (dtype, dot.precision) {
+            (DType::BF16 | DType::F16, Precision::Ieee) | (DType::F32, Precision::Tf32) => {}
+            (DType::F32, Precision::Ieee) => {
+                return Err(format!(
+                    "{which} is f32 without TF32 (exact f32 runs on FMA units)"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{which} is {dtype} (the engine takes bf16, f16, and f32 with dot_tf32)"
+                ))
+            }
+        }
+        let Some(Op::TensorParam { index }) = analysis.defs[ring.tensor.index()].map(|i| &i.op)
+        else {
+            return Err(format!("{which} is not read from a tensor parameter"));
+        };
+        match kernel.params.get(*index).map(|p| &p.kind) {
+            Some(ParamKind::Tensor { rank: 2, .. }) => {}
+            _ => return Err(format!("{which}'s tensor is not rank 2")),
+        }
+        if access.class(*index) != AccessClass::Rows {
+            return Err(format!(
+                "{which}'s tensor is not 16-byte aligned row-major in this variant"
+            ));
+        }
+        let rows = eval_dim(&ring.rows, config).map_err(|e| e.to_string())?;
+        let cols = eval_dim(&ring.cols, config).map_err(|e| e.to_string())?;
+        let es = dtype.size_bytes() as u64;
+        if !(cols * es).is_multiple_of(PANEL_BYTES) || !rows.is_multiple_of(8) || rows > 256 {
+            return Err(format!(
+                "{which} tile [{rows}, {cols}] is not whole 128-byte panels of 8-256 rows"
+            ));
+        }
+        let Some(Op::LoadTile { origin, .. }) = analysis.defs[ring.load.index()].map(|i| &i.op)
+        else {
+            return Err(format!("{which} is not a load_tile"));
+        };
+        let inner = origin
+            .get(1)
+            .map_or(0, |&o| multiple_of(o, analysis, config));
+        // 0 (a literal origin) is a multiple of everything.
+        if !inner.is_multiple_of(16 / es) {
+            return Err(format!(
+                "{which}'s column origin is not provably a multiple of 16 bytes"
+            ));
+        }
+        tma.push((
+            rows,
+            cols,
+            TmaOperand {
+                param: *index as u32,
+                rank: 2,
+                box_cols: (PANEL_BYTES / es) as u32,
+                box_rows: rows as u32,
+                dtype,
+            },
+        ));
+    }
+    let (bm, bk) = (tma[0].0, tma[0].1);
+    let (bk2, bn) = (tma[1].0, tma[1].1);
+    let es = tma[0].2.dtype.size_bytes() as u64;
+    if bk != bk2 || bk * es != PANEL_BYTES {
+        return Err(format!(
+            "K tile {bk} (the engine takes one 128-byte panel: 64 bf16/f16, 32 f32)"
+        ));
+    }
+    if bm != 16 * u64::from(warps) {
+        return Err(format!(
+            "BM = {bm} with {warps} warps (the engine takes 64 rows per consumer warpgroup)"
+        ));
+    }
+    if !bn.is_multiple_of(64) || bn > 256 {
+        return Err(format!(
+            "BN = {bn} (the engine takes multiples of 64 up to 256)"
+        ));
+    }
+    if tma[0].2.dtype != tma[1].2.dtype {
+        return Err("A and B differ in element type".into());
+    }
+    let fill = if tma[0].2.dtype == DType::F32 {
+        RingFill::Convert
+    } else {
+        RingFill::Tma
+    };
+    Ok(HopperPlan {
+        loop_iv: rl.iv,
+        consumers: warps / 4,
+        tma: [tma[0].2, tma[1].2],
+        fill,
+        form: Form::Gemm,
+    })
+}
+
+/// The producer warpgroup runs the kernel up to the loop and leaves after it: the loop must
+/// be a top-level instruction, and everything before it thread-local work that touches no
+/// memory and no other thread (scalars, views, `zeros`/`full`, `arange`), so that the extra
+/// threads neither write nor wait at a barrier.
+fn prefix_is_register_only(kernel: &Kernel, layouts: &Layouts, iv: ValueId) -> Result<(), String> {
+    for inst in &kernel.body.insts {
+        let ok = match &inst.op {
+            Op::For { body, .. } if body.args.first() == Some(&iv) => return Ok(()),
+            // Elementwise work on scalars only (uniform: every thread holds the value).
+            Op::Unary { .. }
+            | Op::Binary { .. }
+            | Op::Cmp { .. }
+            | Op::Select { .. }
+            | Op::Fma { .. }
+            | Op::Cast { .. } => inst
+                .results
+                .iter()
+                .all(|r| layouts.get(*r) == Layout::Uniform),
+            // Ids, literals, parameters, views, `zeros`/`full`, `arange`.
+            op => op.is_register_only() && !matches!(op, Op::ExpandDims { .. }),
+        };
+        if !ok {
+            return Err(format!(
+                "line {}: work before the loop that the producer warpgroup must not do",
+                inst.loc.line
+            ));
+        }
+    }
+    Err("the pipelined loop is not a top-level instruction".into())
+}
