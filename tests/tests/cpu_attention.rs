@@ -130,10 +130,13 @@ fn bad_launches_are_refused_and_write_nothing() {
     // k has Z / heads * kv_heads heads: 2 query heads over 1 kv head expects 1, not 2.
     let e = refused(c, 64, 2, 1, s);
     assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{e}");
-    assert!(matches!(
-        refused(c, 64, 2, 2, f32::NAN),
-        LaunchError::ArgConstraint { .. }
-    ));
+    // The scale: finite and positive.
+    for bad in [f32::NAN, f32::INFINITY, 0.0, -0.125] {
+        assert!(matches!(
+            refused(c, 64, 2, 2, bad),
+            LaunchError::ArgConstraint { .. }
+        ));
+    }
     // A head dimension outside D's values (64, 128, 256): no configuration.
     let odd = case(17, 17, 48, false);
     let e = refused(odd, 48, 2, 2, s);

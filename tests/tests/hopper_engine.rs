@@ -302,8 +302,9 @@ fn show_names_the_engine_and_its_shared_memory() {
 
 /// The chained form (`tilekit_codegen::engine::Form::Chain`): the library's attention forward
 /// configurations the engine must take (BM = 64 rows per consumer warpgroup).
-const ATTENTION_CASES: [&str; 4] = [
+const ATTENTION_CASES: [&str; 5] = [
     "BM=128,BN=64,D=128,WARPS=8,STAGES=2",
+    "BM=128,BN=128,D=128,WARPS=8,STAGES=2",
     "BM=128,BN=32,D=64,WARPS=8,STAGES=3",
     "BM=64,BN=64,D=128,WARPS=4,STAGES=2",
     "BM=64,BN=32,D=64,WARPS=4,STAGES=3",
@@ -342,7 +343,7 @@ fn attention_takes_the_chained_hopper_engine_with_rank3_tensor_maps() {
                 "tk::sm90::ws_pipeline<",
                 "const tk::sm90::tma_tile<T, BM, D> v",
                 "if constexpr (TK_ROLE == tk::sm90::ROLE_CONSUMER) tk::stage_tile(",
-                "tk::mma_dot_bt<false>(",
+                "tk::mma_dot_bt_into_zeros<false>(",
                 "tk::dot_acc_a<false, TK_SMEM_KIND, false>(",
                 "tk_full, tk::coord{{",
             ] {

@@ -10,13 +10,15 @@ use tilekit::prelude::*;
 /// `b` reads key/value head `h / (heads / kv_heads)` of the same batch), `lse` `[Z, M]` f32.
 /// With `causal`, query `i` sees key `j` only where `j <= i + N - M` (aligned at the bottom
 /// right, as a query block at the end of a KV cache: FlashAttention's convention); a query
-/// that sees no key gets `o = 0` and `lse = +inf`.
+/// that sees no key gets `o = 0` and `lse = +inf`. `scale` is positive and finite.
 ///
 /// One program per `BM` query rows of one head (grid `[cdiv(M, BM), Z]`): the `[BM, D]`
-/// query tile against key blocks of `BN` rows with the online softmax (running row max
-/// `m`, row sum `l`, f32), keys past `N` or outside the causal band masked to `-inf`, the
-/// loop stopping at the last key block the band reaches. Inputs bf16, f16 or f32; scores,
-/// probabilities and the output accumulator f32.
+/// query tile against key blocks of `BN` rows with the online softmax in base 2 (scores
+/// times `scale * log2(e)`, `exp2`; running row max `m`, row sum `l`, f32), keys past `N`
+/// or outside the causal band masked to `-inf` (only in the blocks some row does not see
+/// whole), the loop stopping at the last key block the band reaches. Inputs bf16, f16 or
+/// f32; scores, probabilities and the output accumulator f32. On sm_90a the loop runs on
+/// the Hopper engine (TMA rings for `k` and `v`, both products on wgmma).
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -32,14 +34,14 @@ use tilekit::prelude::*;
 /// assert!((lse.to_vec().unwrap()[0] - 2f32.ln()).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(q.dim(1), BM), q.dim(0)])]
-#[tune(BM = [128, 64], BN = [64, 32], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3])]
+#[tune(BM = [128, 64], BN = [64, 32, 128], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3])]
 #[constraint(q.dim(2) == D)]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * D <= 2048 * WARPS)]
 #[check(heads > 0 && kv_heads > 0)]
 #[check(heads / kv_heads * kv_heads == heads)]
 #[check(Z / heads * heads == Z && ZK == Z / heads * kv_heads)]
-#[check(scale.is_finite())]
+#[check(scale > 0.0 && scale.is_finite())]
 #[shapes(q = [Z, M, E], k = [ZK, N, E], v = [ZK, N, E], o = [Z, M, E], lse = [Z, M], scale = 0.088388, heads = 1, kv_heads = 1, causal = false)]
 #[cost(flops = 4 * Z * M * N * E)]
 #[allow(clippy::too_many_arguments)]
@@ -63,21 +65,32 @@ pub fn attention<T: Float>(
     let band = if causal { n_len - m_len } else { n_len };
     let lim = minimum(arange::<BM>() + r0 + band + 1, n_len);
     let end = minimum(r0 + BM + band, n_len);
+    // Keys below `unmasked` are seen by every row of the block: their blocks skip the mask.
+    let unmasked = minimum(r0 + band + 1, n_len);
+    // Scores in base-2 units (exp(x) = exp2(x * log2(e)), the scale folded in): `exp2` for
+    // the probabilities; `m` is the row max in those units.
+    let c = scale * 1.4426950408889634;
     let qt = load_tile(qz, [r0, 0], [BM, D]);
     let mut m = full::<f32, BM>(f32::NEG_INF);
     let mut l = zeros::<f32, BM>();
     let mut acc = zeros::<f32, BM, D>();
     for j in pipelined(0..end, BN, STAGES) {
         let kt = load_tile(kz, [j, 0], [BN, D]);
-        let s = dot(qt, trans(kt), zeros::<f32, BM, BN>()) * scale;
-        let keys = arange::<BN>() + j;
-        let seen = expand_dims(keys, 0) < expand_dims(lim, 1);
-        let s = where_(seen, s, f32::NEG_INF);
-        let m_new = maximum(m, max(s, 1));
+        let s = dot(qt, trans(kt), zeros::<f32, BM, BN>());
+        let s = if j + BN <= unmasked {
+            s
+        } else {
+            let keys = arange::<BN>() + j;
+            let seen = expand_dims(keys, 0) < expand_dims(lim, 1);
+            where_(seen, s, f32::NEG_INF)
+        };
+        // The row max of the scaled scores is the scaled row max (c > 0): one fused
+        // multiply-add per score in `exp2`'s argument.
+        let m_new = maximum(m, max(s, 1) * c);
         // A row that has seen no key yet keeps m = -inf: subtract 0 instead (p = 0).
         let m_sub = where_(m_new == f32::NEG_INF, 0.0, m_new);
-        let p = exp(s - expand_dims(m_sub, 1));
-        let alpha = exp(m - m_sub);
+        let p = exp2(s * c - expand_dims(m_sub, 1));
+        let alpha = exp2(m - m_sub);
         l = l * alpha + sum(p, 1);
         let vt = load_tile(vz, [j, 0], [BN, D]);
         acc = dot(p.cast::<T>(), vt, acc * expand_dims(alpha, 1));
@@ -87,6 +100,7 @@ pub fn attention<T: Float>(
     let l_div = where_(empty, 1.0, l);
     store_tile(o.row(z), [r0, 0], (acc / expand_dims(l_div, 1)).cast::<T>());
     let rows = arange::<BM>() + r0;
-    let lse_rows = where_(empty, f32::INFINITY, m + log(l_div));
+    // ln(sum exp(x)) = m * ln(2) + ln(l) with m in base-2 units.
+    let lse_rows = where_(empty, f32::INFINITY, m * 0.6931471805599453 + log(l_div));
     store(lse.row(z), rows, lse_rows, rows < m_len);
 }

@@ -6,9 +6,19 @@ use crate::emit::{Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::smem::Factor;
-use tilekit_ir::{DType, Dim, Elem, Inst, Precision, Shape, ValueId};
+use tilekit_ir::{DType, Dim, Elem, Inst, Literal, Op, Precision, Shape, ValueId};
 
 impl<'k> Emitter<'k> {
+    /// True when `v` is `zeros`/`full` of the literal 0.
+    fn is_zeros(&self, v: ValueId) -> bool {
+        let lit = |x: ValueId| match self.defs[x.index()] {
+            Some(Op::Lit(Literal::Float(f))) => *f == 0.0,
+            Some(Op::Lit(Literal::Int(i))) => *i == 0,
+            _ => false,
+        };
+        matches!(self.defs[v.index()], Some(Op::Full { value, .. }) if lit(*value))
+    }
+
     /// `dot(a, b, acc)`: from ring slots (`tk::mma_dot`), or from registers staged through
     /// shared memory (`tk::dot_regs`). The prelude picks the engine from the types.
     pub(in crate::emit) fn dot(
@@ -56,7 +66,15 @@ impl<'k> Emitter<'k> {
                 if rings { "" } else { " and resident tiles" }
             ));
             let name = self.define_typed(r)?;
-            let f = if bt { "mma_dot_bt" } else { "mma_dot" };
+            // On the Hopper engine a product into zeros starts its accumulator with wgmma's
+            // scale-d = 0: the zeros are never written to registers (their tile only names
+            // the result's type).
+            let fresh = self.hopper.is_some() && bt && self.is_zeros(acc);
+            let f = match (bt, fresh) {
+                (true, true) => "mma_dot_bt_into_zeros",
+                (true, false) => "mma_dot_bt",
+                _ => "mma_dot",
+            };
             self.w.line(&format!(
                 "const auto {name} = tk::{f}<{tf32}>({an}, {bn}, {ce});"
             ));

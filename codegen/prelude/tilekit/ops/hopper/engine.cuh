@@ -436,7 +436,7 @@ TK_DEVICE void stage_tile(const tma_tile<T, R, C>& dst, const gtile<ALIGNED, THR
 /// acc + A @ X^T on wgmma from a resident tile A (M x K) and a ring tile X (N x K): both
 /// K-major (X's rows are B's columns: attention's q @ trans(k)), per k16 step one
 /// `wgmma.m64nNk16` per consumer warpgroup (its 64 rows of A), across K's 128-byte panels.
-template <bool TF32, class T, long long BM, long long K, long long BN, class L>
+template <bool TF32, bool ZERO = false, class T, long long BM, long long K, long long BN, class L>
 TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, const tma_tile<T, BN, K>& sx,
                                                    const rt<float, shape<BM, BN>, L>& acc) {
     static_assert(!TF32 && !is_same<T, float>::value, "tk::sm90::mma_dot_bt: bf16 / f16 operands");
@@ -445,7 +445,8 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
     static_assert(G::WN == 1 && G::WTM == 16 && G::MI == 1, "tk::sm90::mma_dot_bt: one warp per 16 accumulator rows");
     static_assert(BM == 16LL * L::warps, "tk::sm90::mma_dot_bt: 64 rows per consumer warpgroup");
     constexpr int STEPS = 128 / 32; // k16 steps per 128-byte panel
-    rt<float, shape<BM, BN>, L> r = acc;
+    rt<float, shape<BM, BN>, L> r;
+    if constexpr (!ZERO) r = acc;
     const int wg = thread_rank() / 128;
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
@@ -455,13 +456,22 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
         const int p = kk / STEPS, q = kk % STEPS;
         const unsigned long long da = smem_desc_sw128(sa.base + (long long)p * BM * 128 + wg * 64 * 128 + q * 32, 16, 1024);
         const unsigned long long db = smem_desc_sw128(sx.base + (long long)p * BN * 128 + q * 32, 16, 1024);
-        wgmma_n<(int)BN, T>::template run<0, 0>(r.v, da, db, 1);
+        // Into zeros: the first step ignores the registers' old values (scale-d = 0).
+        wgmma_n<(int)BN, T>::template run<0, 0>(r.v, da, db, ZERO && kk == 0 ? 0 : 1);
     }
     wgmma_commit();
     wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
     return r;
+}
+
+/// `mma_dot_bt` into zeros: `acc` (a tile of zeros) only names the result's type; the first
+/// wgmma ignores the registers' old values, so the zeros are never written.
+template <bool TF32, class T, long long BM, long long K, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt_into_zeros(const tma_tile<T, BM, K>& sa, const tma_tile<T, BN, K>& sx,
+                                                              const rt<float, shape<BM, BN>, L>& acc) {
+    return mma_dot_bt<TF32, true>(sa, sx, acc);
 }
 
 /// acc + a @ B on wgmma where `a` is an accumulator-layout tile in registers (attention's
@@ -511,6 +521,7 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
 
 using sm90::dot_acc_a;
 using sm90::mma_dot_bt;
+using sm90::mma_dot_bt_into_zeros;
 using sm90::stage_tile;
 using sm90::mma_dot;
 
