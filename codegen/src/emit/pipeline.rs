@@ -10,9 +10,9 @@ use super::{Emitter, Val};
 use crate::engine::RingFill;
 use crate::error::CodegenError;
 use crate::layout::{Layout, RingLoop};
-use crate::names::dim_expr;
+use crate::names::{dim_expr, elem_ctype};
 use crate::smem::Factor;
-use tilekit_ir::{Block, Dim, Inst, Op, ValueId};
+use tilekit_ir::{Block, Dim, Elem, Inst, Op, ValueId};
 
 impl<'k> Emitter<'k> {
     /// A ring load inside the consumer: the slot of this iteration.
@@ -44,6 +44,15 @@ impl<'k> Emitter<'k> {
     pub(super) fn add_hopper_pipe(&mut self) {
         let rings = self.layouts.rings.clone();
         let mut parts = vec![vec![Factor::Dim(Dim::Const(1024))]];
+        // The chained form's resident tile first (its bytes are a multiple of 1024, so the
+        // rings after it keep the swizzle atom's alignment).
+        if let Some((rows, cols, elem)) = self.chain_resident_tile() {
+            parts.push(vec![
+                Factor::Dim(rows),
+                Factor::Dim(cols),
+                Factor::SizeOf(elem),
+            ]);
+        }
         for r in &rings {
             parts.push(vec![
                 Factor::Dim(r.stages.clone()),
@@ -72,13 +81,43 @@ impl<'k> Emitter<'k> {
                 )
             } else {
                 format!(
-                    "Hopper pipeline: alignment slack, {} TMA ring(s), 2 mbarriers per stage",
+                    "Hopper pipeline: alignment slack, {}{} TMA ring(s), 2 mbarriers per stage",
+                    if self.chain_resident_tile().is_some() {
+                        "the resident tile, "
+                    } else {
+                        ""
+                    },
                     rings.len()
                 )
             },
             parts,
         );
         self.ring_offsets = vec![off; rings.len()];
+    }
+
+    /// The chained form's resident tile: rows, columns, element type (`None` in other
+    /// variants).
+    pub(super) fn chain_resident_tile(&self) -> Option<(Dim, Dim, Elem)> {
+        let Some(crate::engine::Form::Chain { resident }) = self.hopper.map(|h| h.form) else {
+            return None;
+        };
+        let (elem, shape) = self.ty(resident).ok()?;
+        match shape.0.as_slice() {
+            [r, c] => Some((r.clone(), c.clone(), elem)),
+            _ => None,
+        }
+    }
+
+    /// The C++ expression of the resident tile's bytes, which the Hopper pipeline region
+    /// starts with (`None` outside the chained form).
+    pub(super) fn chain_resident_bytes(&self) -> Option<String> {
+        let (r, c, e) = self.chain_resident_tile()?;
+        Some(format!(
+            "(long long)({}) * (long long)({}) * (long long)sizeof({})",
+            dim_expr(&r),
+            dim_expr(&c),
+            elem_ctype(&e)
+        ))
     }
 
     /// A `pipelined` loop on the Hopper engine (see `crate::engine` and the prelude's
@@ -107,7 +146,10 @@ impl<'k> Emitter<'k> {
         self.w.line(&format!(
             "char* const tk_pipe = tk::sm90::align1024(smem + {off});"
         ));
-        let mut at = "tk_pipe".to_string();
+        let mut at = match self.chain_resident_bytes() {
+            Some(b) => format!("tk_pipe + {b}"),
+            None => "tk_pipe".to_string(),
+        };
         let mut stage_bytes = Vec::new();
         for &r in &rl.rings {
             self.w

@@ -208,23 +208,15 @@ impl<'k> Emitter<'k> {
             ));
         };
         let (_, elem, _) = self.view(tensor)?;
-        let off = self.smem.add_persistent(
-            format!(
-                "resident [{rows}, {cols}] {elem} (line {}): 1024 bytes of alignment slack, 128-byte swizzled panels",
-                inst.loc.line
-            ),
-            vec![
-                vec![Factor::Dim(Dim::Const(1024))],
-                vec![
-                    Factor::Dim(rows.clone()),
-                    Factor::Dim(cols.clone()),
-                    Factor::SizeOf(elem.clone()),
-                ],
-            ],
-        );
+        // The first bytes of the Hopper pipeline's region (`add_hopper_pipe`), 1024-aligned.
+        let off = self
+            .ring_offsets
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "0".into());
         let name = self.define_typed(r)?;
         let s = Shape::new(shape.to_vec());
-        self.w.line("// [block] resident: the consumer warpgroups copy it once per tile into 128-byte swizzled panels that wgmma reads in place (the producer warpgroup skips it)");
+        self.w.line(&format!("// [block] resident (line {}): the consumer warpgroups copy it once per tile into 128-byte swizzled panels at the start of the Hopper pipeline's region, which wgmma reads in place (the producer warpgroup skips it)", inst.loc.line));
         self.w.line(&format!(
             "const tk::sm90::tma_tile<{}, {}, {}> {name}{{tk::sm90::align1024(smem + {off})}};",
             elem_ctype(&elem),
