@@ -4,10 +4,10 @@
 //! Change a value here only with the shipped layer.
 
 use tilekit_kernels::{
-    bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd, log_softmax,
-    matmul, matmul_batched, matmul_bias_act, partial_sum, residual_add, rmsnorm, rmsnorm_bwd,
-    rmsnorm_residual, scale, silu, silu_bwd, softmax, softmax_bwd, softmax_online, swiglu,
-    swiglu_bwd,
+    attention, bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd,
+    log_softmax, matmul, matmul_batched, matmul_bias_act, partial_sum, residual_add, rmsnorm,
+    rmsnorm_bwd, rmsnorm_residual, scale, silu, silu_bwd, softmax, softmax_bwd, softmax_online,
+    swiglu, swiglu_bwd,
 };
 
 #[test]
@@ -18,6 +18,8 @@ fn shipped_kernels_keep_their_spec_hashes() {
         // 128 x 256 x 64 (session 13). Shipped since session 18 (run 112: the H200's GEMMs,
         // with matmul_bias_act and matmul_batched).
         (&matmul::SPEC, 12160912468272879901u64),
+        // Shipped since session 20 (run 118: the H200's entry, BN = 128 on the Hopper engine).
+        (&attention::SPEC, 10868237986252677163u64),
         (&matmul_bias_act::SPEC, 3793787358164441479u64),
         (&matmul_batched::SPEC, 11732454333459130508u64),
         (&rmsnorm::SPEC, 1276040822956320176),
