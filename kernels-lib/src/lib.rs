@@ -21,12 +21,14 @@
 mod activation;
 mod attention_backward;
 mod backward;
+mod folded;
 pub mod helpers;
 mod loss;
 mod ops;
 
 pub use activation::{matmul_bias_activation, Activation};
 pub use attention_backward::attention_backward;
+pub use folded::{linear_batchnorm, BatchNorm, FoldError, FoldedBatchNorm};
 pub use helpers::welford;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
@@ -49,6 +51,7 @@ pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
 pub use ops::matmul_batched::matmul_batched;
 pub use ops::matmul_bias_act::matmul_bias_act;
+pub use ops::matmul_scale_shift::matmul_scale_shift;
 pub use ops::partial_sum::partial_sum;
 pub use ops::residual_add::residual_add;
 pub use ops::rmsnorm::rmsnorm;
@@ -88,6 +91,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &scale_chain::SPEC,
     &matmul::SPEC,
     &matmul_bias_act::SPEC,
+    &matmul_scale_shift::SPEC,
     &matmul_batched::SPEC,
     &log_softmax::SPEC,
     &softmax_online::SPEC,

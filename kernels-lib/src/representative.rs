@@ -17,6 +17,8 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("matmul", "1000x1000x1000", "bf16"),
     ("matmul_bias_act", "8192x768x3072", "bf16"),
     ("matmul_bias_act", "4097x4097x4097", "bf16"),
+    // Linear + BatchNorm folded into one GEMM (`linear_batchnorm`).
+    ("matmul_scale_shift", "8192x4096x4096", "bf16"),
     ("matmul_batched", "32x512x512x512", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),

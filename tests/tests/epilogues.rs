@@ -12,7 +12,10 @@ use common::{assert_close, f64s, rng, strided, Rng};
 use half::{bf16, f16};
 use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
-use tilekit_kernels::{matmul_bias_act, Activation};
+use tilekit_kernels::{
+    linear_batchnorm, matmul_bias_act, matmul_scale_shift, Activation, BatchNorm, FoldError,
+    FoldedBatchNorm,
+};
 
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 
@@ -122,6 +125,164 @@ fn cpu_matmul_bias_act_matches_f64_reference() {
         }
         cpu_case::<f16>(33, 17, 70, act, true, &mut r);
     }
+}
+
+/// BatchNorm (inference) after a Linear with a bias, then `act`, in f64, unfolded: what
+/// `linear_batchnorm` must equal.
+#[allow(clippy::too_many_arguments)]
+fn linear_then_batchnorm(
+    x: &[f64],
+    w: &[f64],
+    bias: &[f64],
+    bn: &BatchNorm<'_>,
+    m: usize,
+    k: usize,
+    n: usize,
+    act: Activation,
+) -> Vec<f64> {
+    let lin = reference(x, w, bias, m, k, n, Activation::None);
+    let mut out = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let g = f64::from(bn.gamma[j]) / (f64::from(bn.var[j]) + f64::from(bn.eps)).sqrt();
+            let v = (lin[i * n + j] - f64::from(bn.mean[j])) * g + f64::from(bn.beta[j]);
+            out[i * n + j] = act_ref(v, act);
+        }
+    }
+    out
+}
+
+fn folded_case<T: Float>(m: usize, k: usize, n: usize, act: Activation, r: &mut Rng) {
+    let rt = Runtime::cpu();
+    let x_: Vec<T> = r.vec(m * k, 1.0);
+    let w_: Vec<T> = r.vec(k * n, 1.0);
+    let f = |r: &mut Rng, lo: f32, span: f32| -> Vec<f32> {
+        (0..n)
+            .map(|_| lo + span * (r.uniform() as f32 + 1.0) / 2.0)
+            .collect()
+    };
+    let (mean, var, gamma, beta, bias) = (
+        f(r, -1.0, 2.0),
+        f(r, 0.0, 4.0),
+        f(r, 0.5, 1.5),
+        f(r, -1.0, 2.0),
+        f(r, -1.0, 2.0),
+    );
+    let bn = BatchNorm {
+        mean: &mean,
+        var: &var,
+        gamma: &gamma,
+        beta: &beta,
+        eps: 1e-5,
+    };
+    let x = Tensor2::from_vec(&rt, x_.clone(), [m, k]).unwrap();
+    let w = Tensor2::from_vec(&rt, w_.clone(), [k, n]).unwrap();
+    let folded = FoldedBatchNorm::new(&rt, &bn, Some(&bias)).unwrap();
+    let mut y = Tensor2::<T>::full(&rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+    linear_batchnorm(&rt, &x, &w, &folded, &mut y, act).unwrap();
+    let bias64: Vec<f64> = bias.iter().map(|&b| f64::from(b)).collect();
+    let want = linear_then_batchnorm(&f64s(&x_), &f64s(&w_), &bias64, &bn, m, k, n, act);
+    // The scale reaches gamma / sqrt(eps) ~ 470 where a variance is near 0: the bound
+    // scales with the largest magnitude through `assert_close`'s absolute term.
+    let big = want.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    assert_close(
+        &format!("linear_batchnorm {m}x{k}x{n} {act:?}"),
+        &y.to_vec().unwrap(),
+        &want,
+        tol::<T>(k),
+        tol::<T>(k) * big,
+    );
+}
+
+/// Linear + BatchNorm folded into one GEMM (issue 27 item 4) against the unfolded pair in
+/// f64 on the CPU backend: every activation, boundary shapes, f32 / bf16 / f16.
+#[test]
+fn cpu_linear_batchnorm_matches_the_unfolded_pair() {
+    let mut r = rng("linear_batchnorm cpu");
+    for act in Activation::ALL {
+        for &(m, k, n) in &[(1, 1, 1), (7, 13, 5), (65, 64, 33), (64, 100, 129)] {
+            folded_case::<f32>(m, k, n, act, &mut r);
+            folded_case::<bf16>(m, k, n, act, &mut r);
+        }
+        folded_case::<f16>(33, 17, 70, act, &mut r);
+    }
+}
+
+/// Folding refuses what it cannot fold, naming the parameter; the launch refuses a fold of
+/// another channel count and an unknown activation code, writing nothing.
+#[test]
+fn bad_batchnorm_folds_and_launches_are_refused() {
+    let rt = Runtime::cpu();
+    let ones = [1.0f32; 3];
+    let bn = |mean: &'static [f32], var: &'static [f32], eps: f32| BatchNorm {
+        mean,
+        var,
+        gamma: &[1.0; 3],
+        beta: &[0.0; 3],
+        eps,
+    };
+    let e = FoldedBatchNorm::new(&rt, &bn(&[0.0; 3], &[1.0; 2], 1e-5), None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            FoldError::Channels {
+                name: "var",
+                got: 2,
+                want: 3
+            }
+        ),
+        "{e}"
+    );
+    let e = FoldedBatchNorm::new(&rt, &bn(&[0.0; 3], &[1.0, -1.0, 1.0], 1e-5), None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            FoldError::Value {
+                name: "var",
+                channel: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e =
+        FoldedBatchNorm::new(&rt, &bn(&[0.0, f32::NAN, 0.0], &[1.0; 3], 1e-5), None).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            FoldError::Value {
+                name: "mean",
+                channel: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    for eps in [0.0, -1.0, f32::INFINITY] {
+        let e = FoldedBatchNorm::new(&rt, &bn(&[0.0; 3], &[1.0; 3], eps), None).unwrap_err();
+        assert!(matches!(e, FoldError::Eps(_)), "{e}");
+    }
+    let e =
+        FoldedBatchNorm::new(&rt, &bn(&[0.0; 3], &[1.0; 3], 1e-5), Some(&ones[..2])).unwrap_err();
+    assert!(matches!(e, FoldError::Channels { name: "bias", .. }), "{e}");
+    // Three channels folded, a Linear with four outputs: a shape error on `scale`.
+    let folded = FoldedBatchNorm::new(&rt, &bn(&[0.0; 3], &[1.0; 3], 1e-5), None).unwrap();
+    let x = Tensor2::<f32>::full(&rt, [2, 2], 1.0).unwrap();
+    let w = Tensor2::<f32>::full(&rt, [2, 4], 1.0).unwrap();
+    let mut y = Tensor2::<f32>::full(&rt, [2, 4], 7.0).unwrap();
+    let e = linear_batchnorm(&rt, &x, &w, &folded, &mut y, Activation::None).unwrap_err();
+    assert!(matches!(e, LaunchError::Shape { .. }), "{e}");
+    let w3 = Tensor2::<f32>::full(&rt, [2, 3], 1.0).unwrap();
+    let mut y3 = Tensor2::<f32>::full(&rt, [2, 3], 7.0).unwrap();
+    let e = matmul_scale_shift::launch(&rt, &x, &w3, &folded.scale, &folded.shift, &mut y3, 4)
+        .unwrap_err();
+    assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{e}");
+    assert!(y
+        .to_vec()
+        .unwrap()
+        .iter()
+        .chain(&y3.to_vec().unwrap())
+        .all(|v| *v == 7.0));
 }
 
 /// An unknown activation code used to run with no activation (issue 32, item 6); it is
