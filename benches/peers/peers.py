@@ -574,7 +574,29 @@ def m_epilogue(b, ctx):
             out[f"{prov} {m}x{k}x{n}"] = rec
         del a, w, bias, ref
         gc.collect(); torch.cuda.empty_cache()
+    # Linear then BatchNorm1d (eval: running statistics), bf16, as tilekit's
+    # linear_batchnorm folds them: eager and torch.compile of the pair.
+    m, k, n = FOLDED_BN_SHAPE
+    lin = torch.nn.Linear(k, n, device="cuda", dtype=torch.bfloat16)
+    bn = torch.nn.BatchNorm1d(n, device="cuda", dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        bn.running_mean.uniform_(-0.5, 0.5); bn.running_var.uniform_(0.5, 1.5)
+        bn.weight.uniform_(0.5, 1.5); bn.bias.uniform_(-0.5, 0.5)
+    pair = lambda x: bn(lin(x))
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        for prov, fn in (("eager", pair), ("compile", torch.compile(pair))):
+            try:
+                rec = b.time(lambda i: fn(x))
+                rate(rec, (m * k + k * n + m * n) * 2, None, flops=2.0 * m * n * k)
+            except Exception as e:  # noqa: BLE001 - report and go on
+                rec = {"error": err_str(e)}
+            row("epilogue", prov, f"linear+batchnorm {m}x{k}x{n}", rec)
+            out[f"{prov} linear+batchnorm {m}x{k}x{n}"] = rec
     return out
+
+
+FOLDED_BN_SHAPE = (8192, 4096, 4096)
 
 
 # ----------------------------------------------------------------------------- (f) train

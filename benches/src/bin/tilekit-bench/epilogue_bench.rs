@@ -2,8 +2,9 @@
 //! tanh form) in bf16 at 8192x768x3072 (M x K x N, a transformer MLP's up projection) and
 //! 4096^3 and 4097^3 (rows not 16-byte aligned), the default and the matmul bench's
 //! configurations, median of 10, and a user's own GEMM + bias + GELU at its default and
-//! Hopper configurations; the peers (torch.compile, cuBLASLt's GELU epilogue) are
-//! `peers.py --only epilogue`.
+//! Hopper configurations; Linear + BatchNorm folded into one GEMM (`linear_batchnorm`) at
+//! 8192x4096x4096; the peers (torch.compile, cuBLASLt's GELU epilogue, the unfolded pair)
+//! are `peers.py --only epilogue`.
 
 use crate::matmul_bench::MATMUL_CONFIGS;
 use crate::{random, time_ms};
@@ -128,9 +129,45 @@ fn user_shape(rt: &Runtime, m: usize, k: usize, n: usize) -> Result<Value> {
     Ok(json!({"m": m, "k": k, "n": n, "rows": rows}))
 }
 
+/// Linear + BatchNorm (inference) folded into one GEMM (`linear_batchnorm`, issue 27) at
+/// `m` x `k` x `n`, bf16: its `launch()` (the tuned or declared default), median of 10, in
+/// TFLOP/s of the product; the peers (eager Linear then BatchNorm1d in eval, torch.compile
+/// of the pair) are `peers.py --only epilogue`.
+fn folded_batchnorm(rt: &Runtime, m: usize, k: usize, n: usize) -> Result<Value> {
+    use tilekit_kernels::{linear_batchnorm, BatchNorm, FoldedBatchNorm};
+    let x = Tensor2::<half::bf16>::from_vec(rt, random(m * k, 21), [m, k])?;
+    let w = Tensor2::<half::bf16>::from_vec(rt, random(k * n, 22), [k, n])?;
+    let param = |seed: u64, lo: f32| -> Vec<f32> {
+        random::<f32>(n, seed).into_iter().map(|v| lo + v.abs()).collect()
+    };
+    let (mean, var, gamma, beta, bias) = (
+        param(23, -0.5),
+        param(24, 0.5),
+        param(25, 0.5),
+        param(26, -0.5),
+        param(27, -0.5),
+    );
+    let bn = BatchNorm {
+        mean: &mean,
+        var: &var,
+        gamma: &gamma,
+        beta: &beta,
+        eps: 1e-5,
+    };
+    let folded = FoldedBatchNorm::new(rt, &bn, Some(&bias))?;
+    let mut y = Tensor2::<half::bf16>::zeros(rt, [m, n])?;
+    let ms = time_ms(rt, 3, 10, || {
+        linear_batchnorm(rt, &x, &w, &folded, &mut y, Activation::None).map_err(Into::into)
+    })?;
+    let tf = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
+    println!("linear+batchnorm folded {m}x{k}x{n:<6} launch() {ms:>8.4} ms {tf:>7.1} TFLOP/s");
+    Ok(json!({"m": m, "k": k, "n": n, "ms": ms, "tflops": tf}))
+}
+
 /// Both shapes, and a user's kernel beside the library's at the aligned one and 4096^3.
 pub(crate) fn epilogue_record(rt: &Runtime) -> Result<Value> {
     Ok(json!({
+        "linear_batchnorm_8192x4096x4096": folded_batchnorm(rt, 8192, 4096, 4096)?,
         "bias_gelu_8192x768x3072": epilogue_shape(rt, 8192, 768, 3072)?,
         "bias_gelu_4096": epilogue_shape(rt, 4096, 4096, 4096)?,
         "bias_gelu_4097": epilogue_shape(rt, 4097, 4097, 4097)?,
