@@ -25,6 +25,7 @@ mod folded;
 pub mod helpers;
 mod loss;
 mod ops;
+mod optim;
 
 pub use activation::{matmul_bias_activation, Activation};
 pub use attention_backward::attention_backward;
@@ -33,7 +34,9 @@ pub use helpers::welford;
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
+pub use optim::{adamw_step, AdamW};
 
+pub use ops::adamw::adamw;
 pub use ops::attention::attention;
 pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
 pub use ops::attention_bwd_dq::attention_bwd_dq;
@@ -117,6 +120,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &softmax_rows::SPEC,
     &rmsnorm_rows::SPEC,
     &layernorm_rows::SPEC,
+    &adamw::SPEC,
     &attention::SPEC,
     &attention_bwd_dq::SPEC,
     &attention_bwd_dkdv::SPEC,

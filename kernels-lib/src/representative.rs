@@ -19,6 +19,8 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("matmul_bias_act", "4097x4097x4097", "bf16"),
     // Linear + BatchNorm folded into one GEMM (`linear_batchnorm`).
     ("matmul_scale_shift", "8192x4096x4096", "bf16"),
+    // One AdamW step over 64 Mi f32 parameters (issue 30's single-tensor target).
+    ("adamw", "67108864", "f32"),
     ("matmul_batched", "32x512x512x512", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),

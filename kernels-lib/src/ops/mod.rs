@@ -1,5 +1,6 @@
 //! One file per kernel; `#[kernel]` turns each fn into a module of the same name.
 
+pub mod adamw;
 pub mod attention;
 pub mod attention_bwd_dkdv;
 pub mod attention_bwd_dq;

@@ -138,7 +138,10 @@ fn folded_batchnorm(rt: &Runtime, m: usize, k: usize, n: usize) -> Result<Value>
     let x = Tensor2::<half::bf16>::from_vec(rt, random(m * k, 21), [m, k])?;
     let w = Tensor2::<half::bf16>::from_vec(rt, random(k * n, 22), [k, n])?;
     let param = |seed: u64, lo: f32| -> Vec<f32> {
-        random::<f32>(n, seed).into_iter().map(|v| lo + v.abs()).collect()
+        random::<f32>(n, seed)
+            .into_iter()
+            .map(|v| lo + v.abs())
+            .collect()
     };
     let (mean, var, gamma, beta, bias) = (
         param(23, -0.5),

@@ -1,0 +1,75 @@
+//! Optimizer steps: the typed launcher of the fused [`adamw`](crate::adamw) kernel.
+
+use crate::adamw;
+use tilekit::prelude::*;
+use tilekit::LaunchError;
+
+/// AdamW's hyper-parameters (decoupled weight decay). `Default` is PyTorch's: `lr` 1e-3,
+/// betas (0.9, 0.999), `eps` 1e-8, `weight_decay` 1e-2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamW {
+    /// Learning rate (>= 0).
+    pub lr: f32,
+    /// First-moment decay, in [0, 1).
+    pub beta1: f32,
+    /// Second-moment decay, in [0, 1).
+    pub beta2: f32,
+    /// Added to the second moment's square root (> 0).
+    pub eps: f32,
+    /// Decoupled weight decay (>= 0).
+    pub weight_decay: f32,
+}
+
+impl Default for AdamW {
+    fn default() -> Self {
+        AdamW {
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 1e-2,
+        }
+    }
+}
+
+/// Step `step` (counted from 1) of AdamW on the f32 parameters `p` with gradient `g` and
+/// the f32 moments `m`, `v` (zeros before the first step), all of one length: the fused
+/// [`adamw`](crate::adamw) kernel. Out-of-range hyper-parameters or `step == 0` are
+/// refused (`LaunchError::ArgConstraint`) and nothing is written.
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::{adamw_step, AdamW};
+/// let rt = Runtime::cpu();
+/// let mut p = Tensor1::<f32>::from_vec(&rt, vec![1.0, -1.0], [2]).unwrap();
+/// let g = Tensor1::<f32>::from_vec(&rt, vec![0.5, -2.0], [2]).unwrap();
+/// let (mut m, mut v) = (Tensor1::<f32>::zeros(&rt, [2]).unwrap(), Tensor1::<f32>::zeros(&rt, [2]).unwrap());
+/// let h = AdamW { lr: 0.1, weight_decay: 0.0, ..AdamW::default() };
+/// adamw_step(&rt, &mut p, &g, &mut m, &mut v, &h, 1).unwrap();
+/// let p = p.to_vec().unwrap();
+/// assert!((p[0] - 0.9).abs() < 1e-6 && (p[1] + 0.9).abs() < 1e-6);
+/// ```
+pub fn adamw_step<T: Float>(
+    rt: &Runtime,
+    p: &mut impl WriteTensor<f32, 1>,
+    g: &impl ReadTensor<T, 1>,
+    m: &mut impl WriteTensor<f32, 1>,
+    v: &mut impl WriteTensor<f32, 1>,
+    h: &AdamW,
+    step: u64,
+) -> Result<(), LaunchError> {
+    let step = i64::try_from(step).unwrap_or(i64::MAX);
+    adamw::launch(
+        rt,
+        p,
+        g,
+        m,
+        v,
+        h.lr,
+        h.beta1,
+        h.beta2,
+        h.eps,
+        h.weight_decay,
+        step,
+    )
+}
