@@ -843,9 +843,49 @@ def m_train(b, ctx):
                 row("train", prov, f"{name} {dt_name}", rec)
             del sets, ref
             gc.collect(); torch.cuda.empty_cache()
+    if not keep or "adamw" in keep:
+        res["adamw"] = m_adamw(b, ctx)
     res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE,
-                     "swiglu": SWIGLU_SHAPE, "gelu": SWIGLU_SHAPE}
+                     "swiglu": SWIGLU_SHAPE, "gelu": SWIGLU_SHAPE, "adamw": ADAMW_N}
     return res
+
+
+ADAMW_N = 64 << 20
+
+
+def m_adamw(b, ctx):
+    """One AdamW step over 64 Mi f32 parameters (f32 gradient), as tilekit's `adamw`:
+    `torch._fused_adamw_` (what AdamW(fused=True) launches), the foreach path, and
+    torch.compile of the eager formula; 28 bytes per parameter."""
+    n, out = ADAMW_N, {}
+    lr, b1, b2, eps, wd = 1e-3, 0.9, 0.999, 1e-8, 0.01
+    p, g = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    m, v = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+    step = torch.tensor(10.0, device="cuda")
+
+    def fused(i):
+        torch._fused_adamw_([p], [g], [m], [v], [], [step], lr=lr, beta1=b1, beta2=b2,
+                            weight_decay=wd, eps=eps, amsgrad=False, maximize=False)
+
+    def formula(p, g, m, v, t):
+        p.mul_(1 - lr * wd)
+        m.mul_(b1).add_(g, alpha=1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = (v.sqrt() / math.sqrt(1 - b2 ** t)).add_(eps)
+        p.addcdiv_(m, denom, value=-lr / (1 - b1 ** t))
+
+    compiled = torch.compile(formula)
+    for prov, fn in (("torch fused", fused), ("compile", lambda i: compiled(p, g, m, v, 10))):
+        try:
+            rec = b.time(fn)
+            rate(rec, 28 * n, ctx.get("copy_gbps"))
+        except Exception as e:  # noqa: BLE001 - report and go on
+            rec = {"error": err_str(e)}
+        row("train", prov, "adamw 64Mi f32", rec)
+        out[prov] = rec
+    del p, g, m, v
+    gc.collect(); torch.cuda.empty_cache()
+    return out
 
 
 MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,

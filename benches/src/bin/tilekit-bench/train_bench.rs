@@ -66,6 +66,7 @@ fn kernels() -> Vec<(&'static KernelSpec, DType)> {
         (&k::cross_entropy_inplace::SPEC, BF16),
         (&k::swiglu::SPEC, BF16),
         (&k::swiglu_bwd::SPEC, BF16),
+        (&k::adamw::SPEC, F32),
         (&k::gelu::SPEC, BF16),
         (&k::gelu_bwd::SPEC, BF16),
         (&k::bias_gelu::SPEC, BF16),
@@ -596,12 +597,13 @@ type Group<'a> = dyn Fn(&mut serde_json::Map<String, Value>) -> Result<()> + 'a;
 pub(crate) fn train_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let mut out = serde_json::Map::new();
     out.insert("precompile".into(), precompile(rt)?);
-    let groups: [(&str, &Group); 5] = [
+    let groups: [(&str, &Group); 6] = [
         ("softmax_family", &|o| softmax_family(rt, ceiling, o)),
         ("norms_bf16", &|o| norms::<B>(rt, "bf16", ceiling, o)),
         ("norms_f32", &|o| norms::<f32>(rt, "f32", ceiling, o)),
         ("cross_entropy", &|o| cross_entropy(rt, ceiling, o)),
         ("activations", &|o| activations(rt, ceiling, o)),
+        ("optimizer", &|o| optimizer(rt, ceiling, o)),
     ];
     for (name, g) in groups {
         if let Err(e) = g(&mut out) {
@@ -610,6 +612,46 @@ pub(crate) fn train_record(rt: &Runtime, ceiling: f64) -> Result<Value> {
         }
     }
     Ok(Value::Object(out))
+}
+
+/// One AdamW step over 64 Mi f32 parameters (f32 gradient): p, m, v read and written, g
+/// read (28 bytes per parameter); repeated steps keep every value finite.
+fn optimizer(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Value>) -> Result<()> {
+    let n = 64usize << 20;
+    let mut p = t1::<f32>(rt, n, 61)?;
+    let g = [t1::<f32>(rt, n, 62)?, t1::<f32>(rt, n, 63)?];
+    let mut m = Tensor1::<f32>::zeros(rt, [n])?;
+    let mut v = Tensor1::<f32>::zeros(rt, [n])?;
+    let mut i = 0usize;
+    let r = sweep(
+        rt,
+        "train",
+        "adamw 64Mi f32",
+        &k::adamw::SPEC,
+        28.0 * n as f64,
+        ceiling,
+        |c| {
+            i += 1;
+            let step = i as i64;
+            Ok(run!(
+                adamw,
+                rt,
+                c,
+                &mut p,
+                &g[i % 2],
+                &mut m,
+                &mut v,
+                1e-3,
+                0.9,
+                0.999,
+                1e-8,
+                0.01,
+                step
+            )?)
+        },
+    )?;
+    out.insert("adamw".into(), r);
+    Ok(())
 }
 
 /// `tilekit-bench ncu-target NAME`: launches one library kernel (its `launch`, three times,
