@@ -30,6 +30,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/block/broadcast.cuh",
     "tilekit/ops/block/transpose.cuh",
     "tilekit/ops/block/slice.cuh",
+    "tilekit/ops/block/concat.cuh",
     "tilekit/ops/memory/memory.cuh",
     "tilekit/ops/memory/vec.cuh",
     "tilekit/ops/memory/cache.cuh",

@@ -38,6 +38,7 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::Reduce { op, x, axis } => format!("reduce_{} {} axis {axis}", op.name(), v(k, *x)),
         Op::ExpandDims { x, axis } => format!("expand_dims {} axis {axis}", v(k, *x)),
         Op::Trans { x } => format!("trans {}", v(k, *x)),
+        Op::Cat { a, b, axis } => format!("cat {}, {} axis {axis}", v(k, *a), v(k, *b)),
         Op::Slice { x, offsets, shape } => {
             let o: Vec<String> = offsets.iter().map(|d| d.to_string()).collect();
             let s: Vec<String> = shape

@@ -630,6 +630,18 @@ pub enum Op {
         /// Yielded values.
         values: Vec<ValueId>,
     },
+    /// `cat(a, b, axis)`: `a` then `b` along `axis` (a literal): tiles of one rank and
+    /// element type whose extents agree on every other axis; the result's extent along
+    /// `axis` is the sum of theirs. (Last in the enum: the serialised form of the ops before
+    /// it, and so every spec hash, stays as it was.)
+    Cat {
+        /// First operand.
+        a: ValueId,
+        /// Second operand.
+        b: ValueId,
+        /// Axis (literal).
+        axis: u8,
+    },
 }
 
 impl Op {
@@ -639,6 +651,7 @@ impl Op {
             Op::Reduce { .. }
             | Op::Trans { .. }
             | Op::Slice { .. }
+            | Op::Cat { .. }
             | Op::Dot { .. }
             | Op::For { .. }
             | Op::If { .. } => Scope::Block,
@@ -711,7 +724,9 @@ impl Op {
             | Op::ExpandDims { x, .. }
             | Op::Slice { x, .. }
             | Op::Trans { x } => vec![*x],
-            Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } => vec![*a, *b],
+            Op::Binary { a, b, .. } | Op::Cmp { a, b, .. } | Op::Cat { a, b, .. } => {
+                vec![*a, *b]
+            }
             Op::Select { cond, a, b } => vec![*cond, *a, *b],
             Op::Fma { a, b, c } => vec![*a, *b, *c],
             Op::Full { value, .. } => vec![*value],

@@ -79,9 +79,11 @@ pub(crate) fn required(a: &Analysis, of: &[Option<Layout>], u: &Use) -> Option<L
             Some(Layout::Acc(_)) if a.shape(*x).is_some_and(|s| s.rank() == 2) => None,
             _ => Some(Layout::Blocked),
         },
-        Op::Trans { .. } | Op::Slice { .. } | Op::Load { .. } | Op::Store { .. } => {
-            Some(Layout::Blocked)
-        }
+        Op::Trans { .. }
+        | Op::Slice { .. }
+        | Op::Cat { .. }
+        | Op::Load { .. }
+        | Op::Store { .. } => Some(Layout::Blocked),
         _ => None,
     }
 }

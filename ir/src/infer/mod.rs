@@ -254,6 +254,7 @@ impl<'k> Checker<'k> {
             Op::ExpandDims { x, axis } => self.expand_dims(*x, *axis, loc),
             Op::Trans { x } => self.trans(*x, loc),
             Op::Slice { x, offsets, shape } => self.slice(*x, offsets, shape, loc),
+            Op::Cat { a, b, axis } => self.cat(*a, *b, *axis, loc),
             // memory.rs
             Op::TensorDim { tensor, axis } => self.tensor_dim(*tensor, *axis, loc),
             Op::Row { tensor, index } => self.row(*tensor, *index, loc),

@@ -444,3 +444,91 @@ fn a_scalar_start_is_promoted_to_the_tile_its_loop_assigns() {
     infer_promoting(&mut k);
     assert_eq!(k, again);
 }
+
+#[test]
+fn cat_adds_the_extents_along_its_axis_and_needs_the_others_equal() {
+    let mut b = base();
+    let one = b.push(Op::Lit(Literal::Float(1.0)), at(1));
+    let full = |b: &mut KernelBuilder, shape: Vec<Dim>, dtype: DType, line: u32| {
+        b.push(
+            Op::Full {
+                elem: Elem::of(dtype),
+                shape,
+                value: one,
+            },
+            at(line),
+        )
+    };
+    let x = full(&mut b, vec![Dim::Const(1), Dim::param("BN")], DType::F32, 2);
+    let y = full(&mut b, vec![Dim::Const(1), Dim::param("BN")], DType::F32, 2);
+    let z = full(&mut b, vec![Dim::Const(2), Dim::param("BN")], DType::F32, 2);
+    let i = full(&mut b, vec![Dim::Const(1), Dim::param("BN")], DType::I32, 2);
+    let along1 = b.push(
+        Op::Cat {
+            a: x,
+            b: y,
+            axis: 1,
+        },
+        at(3),
+    );
+    let along0 = b.push(
+        Op::Cat {
+            a: x,
+            b: z,
+            axis: 0,
+        },
+        at(4),
+    );
+    b.push(
+        Op::Cat {
+            a: x,
+            b: z,
+            axis: 1,
+        },
+        at(5),
+    );
+    b.push(
+        Op::Cat {
+            a: x,
+            b: i,
+            axis: 0,
+        },
+        at(6),
+    );
+    b.push(
+        Op::Cat {
+            a: x,
+            b: y,
+            axis: 2,
+        },
+        at(7),
+    );
+    b.finish_body();
+    let k = b.into_kernel();
+    let (types, diags) = infer(&k);
+    let two_bn = crate::Affine::param("BN").scale(2).expect("2 BN").to_dim();
+    let f32_tile = |s: Vec<Dim>| Ty::tile(Elem::of(DType::F32), Shape::new(s));
+    assert_eq!(types.of(along1), &f32_tile(vec![Dim::Const(1), two_bn]));
+    assert_eq!(
+        types.of(along0),
+        &f32_tile(vec![Dim::Const(3), Dim::param("BN")])
+    );
+    let lines: Vec<u32> = diags.iter().map(|d| d.loc.line).collect();
+    assert_eq!(lines, vec![5, 6, 7], "{diags:#?}");
+    assert!(
+        diags[0].message.contains("equal extents on axis 0"),
+        "{}",
+        diags[0].message
+    );
+    assert!(
+        diags[1].message.contains("one element type"),
+        "{}",
+        diags[1].message
+    );
+    assert!(
+        diags[2].message.contains("out of range"),
+        "{}",
+        diags[2].message
+    );
+    assert!(k.to_string().contains("cat %"));
+}

@@ -157,4 +157,67 @@ impl Checker<'_> {
             weak,
         })
     }
+
+    /// `cat(a, b, axis)`: `a` then `b` along `axis`; one rank and element type, equal
+    /// extents off the axis, the axis's extents added.
+    pub(super) fn cat(&mut self, a: ValueId, b: ValueId, axis: u8, loc: Loc) -> Option<Ty> {
+        let ta = self.expect_tile(a, loc, "the first operand of `cat`");
+        let tb = self.expect_tile(b, loc, "the second operand of `cat`");
+        let ((ea, sa, _), (eb, sb, _)) = (ta?, tb?);
+        let (ra, rb) = (sa.rank(), sb.rank());
+        if sa.is_scalar() || ra != rb {
+            self.err(
+                loc,
+                format!("rank mismatch: `cat` joins tiles of one rank, found {sa} and {sb}"),
+            );
+            return Some(Ty::Error);
+        }
+        if usize::from(axis) >= ra {
+            self.err(
+                loc,
+                format!("`cat` axis {axis} is out of range for rank-{ra} tiles ({sa}, {sb})"),
+            );
+            return Some(Ty::Error);
+        }
+        if ea != eb {
+            self.err(
+                loc,
+                format!(
+                    "`cat` joins tiles of one element type, found {ea} and {eb} (convert one with `.cast::<..>()`)"
+                ),
+            );
+            return Some(Ty::Error);
+        }
+        let mut shape = Vec::with_capacity(ra);
+        for (i, (x, y)) in sa.0.iter().zip(&sb.0).enumerate() {
+            if i == usize::from(axis) {
+                let sum = Affine::of_dim(x).add(&Affine::of_dim(y));
+                match sum {
+                    Some(s) => shape.push(s.to_dim()),
+                    None => {
+                        self.err(
+                            loc,
+                            format!("`cat`: the extent {x} + {y} along axis {axis} overflows"),
+                        );
+                        return Some(Ty::Error);
+                    }
+                }
+            } else if x != y {
+                self.err(
+                    loc,
+                    format!(
+                        "shape mismatch: `cat` along axis {axis} needs equal extents on axis {i}, found {sa} and {sb}"
+                    ),
+                );
+                return Some(Ty::Error);
+            } else {
+                shape.push(x.clone());
+            }
+        }
+        Some(Ty::Tile {
+            elem: ea,
+            shape: Shape::new(shape),
+            weak: false,
+        })
+    }
 }

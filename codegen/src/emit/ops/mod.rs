@@ -53,6 +53,7 @@ impl<'k> Emitter<'k> {
             | Op::ExpandDims { .. }
             | Op::Trans { .. }
             | Op::Slice { .. }
+            | Op::Cat { .. }
             | Op::Full { .. } => self.shape_op(inst),
             Op::Reduce { op, x, axis } => self.reduce(inst, *op, *x, *axis),
             Op::TensorParam { .. }

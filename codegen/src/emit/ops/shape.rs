@@ -1,5 +1,5 @@
-//! Ops that make or reshape tiles, in C++: `arange`, `expand_dims`, `trans` and `slice`
-//! (through shared memory unless fused into a dot) and `full` (mirrors
+//! Ops that make or reshape tiles, in C++: `arange`, `expand_dims`, `trans`, `slice` and
+//! `cat` (through shared memory unless fused into a dot) and `full` (mirrors
 //! `runtime/src/cpu/interp/shape.rs`; reductions are `reduce.rs`).
 
 use super::misrouted;
@@ -11,7 +11,7 @@ use crate::smem::Factor;
 use tilekit_ir::{Inst, Op, Shape};
 
 impl<'k> Emitter<'k> {
-    /// `arange`, `expand_dims`, `trans`, `slice` and `full`.
+    /// `arange`, `expand_dims`, `trans`, `slice`, `cat` and `full`.
     pub(super) fn shape_op(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
         match &inst.op {
             Op::Arange { n } => {
@@ -112,6 +112,30 @@ impl<'k> Emitter<'k> {
                         "tk::slice<{}, {l}>({xe}, tk::corner<{}>{{}}, smem + {off})",
                         shape_type(&shape),
                         at.join(", ")
+                    ),
+                )
+            }
+            Op::Cat { a, b, axis } => {
+                // [block] through a row-major shared-memory copy of the result.
+                let r = Self::result(inst)?;
+                let (elem, shape) = self.ty(r)?;
+                let (_, _, ashape, _) = self.tile(*a)?;
+                let (_, _, bshape, _) = self.tile(*b)?;
+                let ae = self.coerce(*a, &elem, &ashape, Layout::Blocked)?;
+                let be = self.coerce(*b, &elem, &bshape, Layout::Blocked)?;
+                let mut f: Vec<Factor> = shape.0.iter().cloned().map(Factor::Dim).collect();
+                f.push(Factor::SizeOf(elem.clone()));
+                let u = self.smem.add(format!("cat into {shape}"), vec![f]);
+                let off = self.smem.scratch_offset(u, 0);
+                self.w.line(&format!(
+                    "// [block] cat {ashape} and {bshape} along axis {axis} -> {shape}: through shared memory"
+                ));
+                let l = layout_name(self.layout(r));
+                self.assign(
+                    r,
+                    &format!(
+                        "tk::cat<{}, {l}, {axis}>({ae}, {be}, smem + {off})",
+                        shape_type(&shape)
                     ),
                 )
             }

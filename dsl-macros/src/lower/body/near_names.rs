@@ -33,6 +33,10 @@ const NEAR_NAMES: &[(&str, &str)] = &[
     ("select", "`where_(mask, a, b)`"),
     ("fmax", "`maximum(a, b)`"),
     ("fmin", "`minimum(a, b)`"),
+    ("concat", "`cat([a, b], axis)`"),
+    ("concatenate", "`cat([a, b], axis)`"),
+    ("hstack", "`cat([a, b], 1)`"),
+    ("vstack", "`cat([a, b], 0)`"),
 ];
 
 /// What to write instead of `name`, if it is a near name of a tile operation (see

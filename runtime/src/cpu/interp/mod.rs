@@ -214,6 +214,7 @@ impl<'a> Program<'a> {
                 Op::ExpandDims { x, axis } => Some(self.expand_dims(*x, *axis)?.into()),
                 Op::Trans { x } => Some(self.trans(*x)?.into()),
                 Op::Slice { x, offsets, shape } => Some(self.slice(*x, offsets, shape)?.into()),
+                Op::Cat { a, b, axis } => Some(self.cat(*a, *b, *axis)?.into()),
                 Op::Full { elem, shape, value } => Some(self.full(elem, shape, *value)?.into()),
                 // Tensors and memory (`memory`).
                 Op::TensorParam { index } => Some(Value::View(self.tensor_param(*index)?)),

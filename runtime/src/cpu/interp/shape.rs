@@ -1,5 +1,5 @@
 //! Ops that make or reshape tiles: `arange`, reductions along an axis, `expand_dims`,
-//! `trans`, `full`.
+//! `trans`, `slice`, `cat`, `full`.
 
 use super::Program;
 use crate::cpu::reduce;
@@ -55,6 +55,45 @@ impl Program<'_> {
         };
         let mut r = Tile::new(t.dtype, vec![n, m], data);
         r.weak = t.weak;
+        Ok(r)
+    }
+
+    /// `cat(a, b, axis)`: `a` then `b` along `axis` (equal extents on every other axis).
+    pub(super) fn cat(&self, a: ValueId, b: ValueId, axis: u8) -> Result<Tile, String> {
+        let (x, y) = (self.tile(a)?, self.tile(b)?);
+        let ax = usize::from(axis);
+        let rank = x.shape.len();
+        let agree = y.shape.len() == rank
+            && ax < rank
+            && (0..rank).all(|i| i == ax || x.shape[i] == y.shape[i]);
+        if !agree || x.dtype != y.dtype {
+            return Err(format!(
+                "malformed IR: `cat` of {:?} {:?} and {:?} {:?} along axis {ax}",
+                x.dtype, x.shape, y.dtype, y.shape
+            ));
+        }
+        // Row-major: the outer axes' blocks, each `a`'s run along the axis then `b`'s.
+        let inner: usize = x.shape[ax + 1..].iter().product();
+        let outer: usize = x.shape[..ax].iter().product();
+        let (ra, rb) = (x.shape[ax] * inner, y.shape[ax] * inner);
+        fn join<E: Copy>(p: &[E], q: &[E], outer: usize, ra: usize, rb: usize) -> Vec<E> {
+            let mut out = Vec::with_capacity(outer * (ra + rb));
+            for o in 0..outer {
+                out.extend_from_slice(&p[o * ra..(o + 1) * ra]);
+                out.extend_from_slice(&q[o * rb..(o + 1) * rb]);
+            }
+            out
+        }
+        let data = match (&x.data, &y.data) {
+            (Data::F(p), Data::F(q)) => Data::F(join(p, q, outer, ra, rb)),
+            (Data::I(p), Data::I(q)) => Data::I(join(p, q, outer, ra, rb)),
+            (Data::B(p), Data::B(q)) => Data::B(join(p, q, outer, ra, rb)),
+            _ => return Err("malformed IR: `cat` of tiles of different kinds".into()),
+        };
+        let mut shape = x.shape.clone();
+        shape[ax] += y.shape[ax];
+        let mut r = Tile::new(x.dtype, shape, data);
+        r.weak = x.weak && y.weak;
         Ok(r)
     }
 

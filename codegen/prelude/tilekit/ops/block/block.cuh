@@ -6,3 +6,4 @@
 #include "tilekit/ops/block/transpose.cuh"
 
 #include "tilekit/ops/block/slice.cuh"
+#include "tilekit/ops/block/concat.cuh"

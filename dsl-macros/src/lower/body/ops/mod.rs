@@ -137,6 +137,7 @@ const CALLS: &[CallOp] = &[
     // shape
     CallOp::new("expand_dims", |l, c| l.expand_dims_call(c)),
     CallOp::new("trans", |l, c| l.trans_call(c)),
+    CallOp::new("cat", |l, c| l.cat_call(c)),
     // elementwise math
     CallOp::new("exp", |l, c| l.unary_call(c, UnaryOp::Exp)),
     CallOp::new("log", |l, c| l.unary_call(c, UnaryOp::Log)),
@@ -328,10 +329,21 @@ impl Lowerer<'_, '_> {
         None
     }
 
-    /// A call to no known operation: its arguments are still checked.
+    /// A call to no known operation: its arguments are still checked (a list's elements
+    /// one by one: the list itself is not an expression of the DSL, and a near name such
+    /// as `concat([a, b], 1)` must be one error, not two).
     fn unknown_call(&mut self, call: &Call) -> Option<ValueId> {
         for x in &call.expr.args {
-            self.expr(x);
+            match crate::lower::body::strip(x) {
+                syn::Expr::Array(list) => {
+                    for e in &list.elems {
+                        self.expr(e);
+                    }
+                }
+                _ => {
+                    self.expr(x);
+                }
+            }
         }
         let help = match near_name(call.name) {
             Some(instead) => format!("did you mean {instead}?"),

@@ -89,4 +89,49 @@ impl Lowerer<'_, '_> {
         }
         Some(self.push(Op::Trans { x: mc.recv? }, mc.span))
     }
+
+    /// `cat([a, b, ..], axis)`: the tiles joined along `axis`, left to right (two or more
+    /// tiles; nested `cat` ops, each of two).
+    pub(super) fn cat_call(&mut self, call: &Call) -> Option<ValueId> {
+        const USAGE: &str = "cat([a, b, ..], axis)";
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 2..=2, USAGE) {
+            return None;
+        }
+        let axis = self.axis(&a[1]);
+        let syn::Expr::Array(list) = crate::lower::body::strip(&a[0]) else {
+            self.cx.error_help(
+                syn::spanned::Spanned::span(&a[0]),
+                "`cat` takes a list of tiles: `cat([a, b], axis)`",
+                "write the tiles in brackets, as for `torch.cat`: `cat([lo, hi], 1)`",
+            );
+            return None;
+        };
+        if list.elems.len() < 2 {
+            self.cx.error(
+                syn::spanned::Spanned::span(list),
+                format!(
+                    "`cat` joins two or more tiles, found {} (usage: {USAGE})",
+                    list.elems.len()
+                ),
+            );
+            return None;
+        }
+        // Every tile lowered first, so each mistake in the list is reported.
+        let tiles: Vec<Option<ValueId>> = list.elems.iter().map(|e| self.expr(e)).collect();
+        let axis = axis?;
+        let mut tiles = tiles.into_iter();
+        let mut acc = tiles.next().flatten()?;
+        for t in tiles {
+            acc = self.push(
+                Op::Cat {
+                    a: acc,
+                    b: t?,
+                    axis,
+                },
+                span,
+            );
+        }
+        Some(acc)
+    }
 }
