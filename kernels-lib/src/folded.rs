@@ -47,6 +47,12 @@ pub enum FoldError {
         /// Its value.
         value: f32,
     },
+    /// A folded scale or shift overflows f32 (a huge `gamma` over a tiny `var + eps`).
+    #[error("batch norm: channel {channel}: the folded scale or shift is not finite in f32")]
+    Overflow {
+        /// The channel.
+        channel: usize,
+    },
     /// The folded vectors could not be made on the runtime.
     #[error(transparent)]
     Tensor(#[from] TensorError),
@@ -112,8 +118,15 @@ impl FoldedBatchNorm {
         for c in 0..n {
             let s = f64::from(bn.gamma[c]) / (f64::from(bn.var[c]) + f64::from(bn.eps)).sqrt();
             let b = bias.map_or(0.0, |b| f64::from(b[c]));
-            scale.push(s as f32);
-            shift.push((f64::from(bn.beta[c]) + (b - f64::from(bn.mean[c])) * s) as f32);
+            let (sf, hf) = (
+                s as f32,
+                (f64::from(bn.beta[c]) + (b - f64::from(bn.mean[c])) * s) as f32,
+            );
+            if !(sf.is_finite() && hf.is_finite()) {
+                return Err(FoldError::Overflow { channel: c });
+            }
+            scale.push(sf);
+            shift.push(hf);
         }
         Ok(FoldedBatchNorm {
             scale: Tensor1::from_vec(rt, scale, [n])?,

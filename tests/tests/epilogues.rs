@@ -258,6 +258,16 @@ fn bad_batchnorm_folds_and_launches_are_refused() {
         ),
         "{e}"
     );
+    // A huge gamma over a zero variance overflows the folded scale.
+    let huge = BatchNorm {
+        mean: &[0.0; 3],
+        var: &[0.0; 3],
+        gamma: &[1e38; 3],
+        beta: &[0.0; 3],
+        eps: 1e-5,
+    };
+    let e = FoldedBatchNorm::new(&rt, &huge, None).unwrap_err();
+    assert!(matches!(e, FoldError::Overflow { channel: 0 }), "{e}");
     for eps in [0.0, -1.0, f32::INFINITY] {
         let e = FoldedBatchNorm::new(&rt, &bn(&[0.0; 3], &[1.0; 3], eps), None).unwrap_err();
         assert!(matches!(e, FoldError::Eps(_)), "{e}");

@@ -113,14 +113,7 @@ pub(super) fn chain_plan(
         else {
             return Err(format!("{which} is not a load_tile"));
         };
-        let inner = origin
-            .get(1)
-            .map_or(0, |&o| multiple_of(o, cx.analysis, cx.config));
-        if !inner.is_multiple_of(16 / es) {
-            return Err(format!(
-                "{which}'s column origin is not provably a multiple of 16 bytes"
-            ));
-        }
+        column_origin_aligned(cx, origin, es, which)?;
         let (param, rank) = tma_tensor(cx, ring.tensor).map_err(|e| format!("{which}: {e}"))?;
         tma.push(TmaOperand {
             param,
@@ -136,12 +129,15 @@ pub(super) fn chain_plan(
     // The resident tile [BM, D]: 64 rows per consumer warpgroup.
     let Some(Op::LoadTile {
         tensor,
+        origin: rorigin,
         shape: rshape,
-        ..
     }) = cx.analysis.defs[resident.index()].map(|i| &i.op)
     else {
         return Err("the resident operand is not a load_tile".into());
     };
+    // The consumers copy it with 16-byte loads (`tk::sm90::stage_tile`), as TMA reads the
+    // rings: its column origin too must be a multiple of 16 bytes.
+    column_origin_aligned(cx, rorigin, dt.size_bytes() as u64, "the resident tile")?;
     let [bm, rd] = rshape.as_slice() else {
         return Err("the resident tile is not rank 2".into());
     };
@@ -170,6 +166,26 @@ pub(super) fn chain_plan(
         fill: RingFill::Tma,
         form: Form::Chain { resident },
     })
+}
+
+/// A tile's column origin (`origin[1]`) provably a multiple of 16 bytes of `es`-byte
+/// elements (a literal 0 is a multiple of everything).
+fn column_origin_aligned(
+    cx: &Cx<'_>,
+    origin: &[ValueId],
+    es: u64,
+    which: &str,
+) -> Result<(), String> {
+    let inner = origin
+        .get(1)
+        .map_or(0, |&o| multiple_of(o, cx.analysis, cx.config));
+    if inner.is_multiple_of(16 / es) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{which}'s column origin is not provably a multiple of 16 bytes"
+        ))
+    }
 }
 
 /// `v`, or the operand of the `trans` that defines it.

@@ -39,7 +39,8 @@ use types::Cx;
 /// tile = 128 bytes (`BK` = 64 bf16/f16, 32 f32); `BM` = 16 x `WARPS` with 4 or 8 warps (64 accumulator rows
 /// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates
 /// provably multiples of 16 bytes; only register work before the loop. (The variant also
-/// needs the engine's shared memory to fit: `lowered::hopper_lowering` checks that.)
+/// needs the engine's shared memory to fit: `lowered::hopper_lowering` checks that.) Or, with
+/// two dots, the chained form's conditions (`chain.rs`: a flash-attention main loop).
 ///
 /// ```
 /// # use tilekit_codegen::{engine::{engine, Engine}, Access, Target, Variant};

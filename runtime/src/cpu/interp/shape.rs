@@ -92,9 +92,8 @@ impl Program<'_> {
         };
         let mut shape = x.shape.clone();
         shape[ax] += y.shape[ax];
-        let mut r = Tile::new(x.dtype, shape, data);
-        r.weak = x.weak && y.weak;
-        Ok(r)
+        // Typed, as inference says: `cat` takes tiles, never weak scalar literals.
+        Ok(Tile::new(x.dtype, shape, data))
     }
 
     /// `x.slice(offsets, shape)`: the sub-tile at `offsets` (`None` extents run to the end
