@@ -331,6 +331,46 @@ fn trans_lowers_as_call_and_method_and_rejects_rank_1() {
 }
 
 #[test]
+fn size_of_a_generic_in_constraints_is_a_target_phase_expression() {
+    let k = ok(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128], WARPS = [1, 2])]
+            #[constraint(BLOCK % (WARPS * 512 / size_of::<T>()) == 0 || std::mem::size_of::<f32>() == 4)]
+            pub fn k<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+                let cols = arange::<BLOCK>();
+                let v = load(x.row(program_id(0)), cols, cols < x.cols(), 0.0);
+                store(y.row(program_id(0)), cols, v, cols < x.cols());
+            }
+        },
+    );
+    assert_eq!(k.constraints[0].phase(), Phase::Target);
+    let text = k.constraints[0].expr.to_string();
+    assert!(
+        text.contains("sizeof(T)") && text.contains("sizeof(f32)"),
+        "{text}"
+    );
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        quote! {
+            #[tune(BLOCK = [128])]
+            #[constraint(BLOCK * size_of::<U>() <= 512 && size_of(4) > 0)]
+            pub fn k<T: Float>(x: &Tensor2<T>) {}
+        },
+    );
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("generic parameter of the kernel")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("`size_of::<T>()`")),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn float_literals_and_float_scalars_in_launch_constraints() {
     let k = ok(
         quote!(grid = [x.rows()]),

@@ -642,6 +642,7 @@ const NARROW: &[(usize, usize, bool)] = &[
     (19, 64, false),
     (7, 300, true),
     (3, 1024, false),
+    (6, 768, true),
 ];
 
 /// `rmsnorm_rows` and `layernorm_rows` at every configuration of their spaces (f32), then
@@ -659,7 +660,7 @@ fn narrow_row_norms_match_reference_at_every_configuration() {
         None,
         Some(Config::parse("ROWS=8,BLOCK=1024,WARPS=4").unwrap()),
     ] {
-        for (rows, cols) in [(33usize, 512usize), (4, 1000)] {
+        for (rows, cols) in [(33usize, 512usize), (4, 1000), (6, 768)] {
             check_rows_norms::<f16>(rows, cols, false, cfg.as_ref(), &mut r);
             check_rows_norms::<bf16>(rows, cols, true, cfg.as_ref(), &mut r);
         }
@@ -677,7 +678,7 @@ fn check_rows_norms<T: Float>(
     let (xs, ws, bs) = norm_inputs::<T>(rows, cols, r);
     let x = input(&rt, &xs, [rows, cols], s);
     let (w, b) = (vec1(&rt, &ws), vec1(&rt, &bs));
-    let fits = cfg.is_none_or(|c| cols <= c.int("BLOCK").unwrap() as usize);
+    let fits = cfg.is_none_or(|c| common::rows_config_fits(c, cols, std::mem::size_of::<T>()));
     let what = format!("{rows}x{cols} strided={s} {:?} [{cfg:?}]", T::DTYPE);
 
     let mut y = output::<T>(&rt, [rows, cols], s);

@@ -388,8 +388,10 @@ fn gpu_narrow_row_kernels_every_dtype_config_and_size() {
     }
     // Passes of several whole rows (segmented rows: shuffles within a row's lanes) at each
     // narrow BLOCK, for 2-byte and 4-byte elements.
-    for block in [64, 128, 256] {
-        for (rows, warps) in [(8, 1), (4, 2), (8, 4)] {
+    // And 768 columns (BLOCK = 768: three warps a pass in bf16/f16, one row three passes of
+    // one or two warps in f32; WARPS = 4 is refused by both).
+    for block in [64, 128, 256, 768] {
+        for (rows, warps) in [(8, 1), (4, 2), (8, 4), (4, 3)] {
             let c = Config::parse(&format!("BLOCK={block},ROWS={rows},WARPS={warps}")).unwrap();
             if !cfgs.contains(&c) {
                 cfgs.push(c);
@@ -432,7 +434,15 @@ fn gpu_narrow_row_kernels_every_dtype_config_and_size() {
         jobs.len()
     );
     for cfg in &cfgs {
-        for (rows, cols) in [(1, 1), (5, 17), (19, 64), (7, 300), (33, 512), (3, 1024)] {
+        for (rows, cols) in [
+            (1, 1),
+            (5, 17),
+            (19, 64),
+            (7, 300),
+            (33, 512),
+            (9, 768),
+            (3, 1024),
+        ] {
             each_dtype!(narrow_rows_case, &g, cfg, rows, cols, &mut r);
         }
     }

@@ -6,3 +6,8 @@ use tilekit::prelude::*;
 fn k(x: &Tensor2<f32>) {}
 
 fn main() {}
+
+#[kernel(grid = [x.rows()])]
+#[tune(BLOCK = [128])]
+#[constraint(BLOCK * size_of::<U>() <= 512 && size_of(4) > 0)]
+fn k2<T: Float>(x: &Tensor2<T>) {}

@@ -40,6 +40,49 @@ fn axis_literal(e: &Expr) -> Option<u8> {
     None
 }
 
+/// A path as written (`size_of::<T>`, `std::mem::size_of`), for messages.
+fn path_text(p: &syn::Path) -> String {
+    quote::quote!(#p).to_string().replace(' ', "")
+}
+
+/// `size_of::<T>()` (or `std::mem::size_of::<T>()`): `None` if the path names another
+/// function; `Some(None)` when it is `size_of` with a bad type argument (reported);
+/// `Some(Some(elem))` for the bytes of a kernel generic or a concrete element type.
+fn size_of_call(p: &syn::Path, s: &HostScope, cx: &mut Ctxt) -> Option<Option<tilekit_ir::Elem>> {
+    let last = p.segments.last()?;
+    if last.ident != "size_of" {
+        return None;
+    }
+    let ty = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some(ty) = ty else {
+        cx.error(
+            last.span(),
+            "`size_of` takes one element type: `size_of::<T>()`",
+        );
+        return Some(None);
+    };
+    let generics: Vec<syn::Ident> = s
+        .kernel
+        .generics
+        .iter()
+        .map(|g| syn::Ident::new(g, proc_macro2::Span::call_site()))
+        .collect();
+    let elem = crate::parse::signature::parse_elem(ty, &generics);
+    if elem.is_none() {
+        cx.error(
+            ty.span(),
+            "`size_of::<T>()` takes a generic parameter of the kernel or an element type (f32, bf16, f16, i32, i64)",
+        );
+    }
+    Some(elem)
+}
+
 /// Lowers a host expression; reports errors and returns `None` on failure.
 pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
     match e {
@@ -163,16 +206,21 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 cx.error(c.func.span(), "expected a function name");
                 return None;
             };
-            let fname = fp
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
+            if let Some(elem) = size_of_call(&fp.path, s, cx) {
+                // A bad type argument is reported once; the arguments only after a good one.
+                let elem = elem?;
+                if !c.args.is_empty() {
+                    cx.error(c.span(), "`size_of::<T>()` takes no arguments");
+                    return None;
+                }
+                return Some(HExpr::SizeOf(elem));
+            }
+            let fname = path_text(&fp.path);
             let Some(f) = Func::parse(&fname) else {
                 cx.error_help(
                     c.func.span(),
                     format!("unknown function `{fname}` in a host expression"),
-                    "available: cdiv, min, max, is_finite, smem_bytes, max_smem, threads, registers, spills",
+                    "available: cdiv, min, max, is_finite, smem_bytes, max_smem, threads, registers, spills, size_of::<T>()",
                 );
                 return None;
             };

@@ -21,8 +21,11 @@ use tilekit::prelude::*;
 // that holds the row (the first declared configuration whose constraints hold), with ROWS=4,
 // WARPS=2: passes of whole rows (or of 2-8 whole rows, reduced by shuffles) for every width
 // from 128 columns on, at most 64 elements per thread (issue 34, BENCHMARKS run 109).
-#[tune(BLOCK = [64, 128, 256, 512, 1024], ROWS = [4, 2, 1, 8], WARPS = [2, 1, 4])]
+#[tune(BLOCK = [64, 128, 256, 512, 768, 1024], ROWS = [4, 2, 1, 8], WARPS = [2, 3, 1, 4])]
 #[constraint(x.cols() <= BLOCK)]
+// A pass of the blocked layout (16 bytes x 32 lanes x WARPS) holds whole rows or a whole
+// number of passes make a row: the rows' sums stay in registers and shuffles.
+#[constraint(BLOCK % (WARPS * 512 / size_of::<T>()) == 0 || (WARPS * 512 / size_of::<T>()) % BLOCK == 0)]
 #[constraint(eps > 0.0)]
 #[check(eps.is_finite())]
 #[shapes(x = [M, N], w = [N], y = [M, N], eps = 1e-5)]

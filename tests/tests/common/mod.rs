@@ -110,3 +110,13 @@ pub fn finite_diff(f: impl Fn(&[f64]) -> f64, x: &[f64], h: f64) -> Vec<f64> {
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+/// Whether a narrow-row kernel (`softmax_rows`, `rmsnorm_rows`, `layernorm_rows`) takes a
+/// row of `cols` elements of `bytes` bytes at `cfg`: `BLOCK` holds the row, and a pass of
+/// the blocked layout (16 bytes x 32 lanes x `WARPS`) holds whole rows or a whole number of
+/// passes make `BLOCK` (the kernels' two constraints).
+pub fn rows_config_fits(cfg: &tilekit::Config, cols: usize, bytes: usize) -> bool {
+    let block = cfg.int("BLOCK").unwrap_or(0) as usize;
+    let pass = cfg.int("WARPS").unwrap_or(0) as usize * 512 / bytes;
+    cols <= block && block > 0 && pass > 0 && (block % pass == 0 || pass % block == 0)
+}
