@@ -112,6 +112,8 @@ pub enum OffValue {
     False,
     /// The integer 1.
     One,
+    /// A name (`SCHEDULE = cooperative`).
+    Name(&'static str),
 }
 
 impl OffValue {
@@ -120,6 +122,7 @@ impl OffValue {
         match self {
             OffValue::False => TuneValue::Bool(false),
             OffValue::One => TuneValue::Int(1),
+            OffValue::Name(n) => TuneValue::Enum(n.to_string()),
         }
     }
 }
@@ -136,7 +139,7 @@ pub const SMEM_LAYOUTS: [&str; 6] = [
 
 /// Every reserved tuning name: the one list (also in `docs/semantics.md`, "Names").
 /// `STAGES` and tile extents (`BLOCK`, `BM`, ..) are ordinary names.
-pub const RESERVED: [ReservedName; 5] = [
+pub const RESERVED: [ReservedName; 6] = [
     ReservedName {
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
@@ -173,7 +176,17 @@ pub const RESERVED: [ReservedName; 5] = [
         when_omitted: Some(OffValue::One),
         meaning: "the fewest programs the compiler must fit on one SM at once (the second argument of `__launch_bounds__`): it caps registers per thread at 65536 / (MIN_BLOCKS x threads), so a persistent or latency-bound kernel keeps more warps resident; it changes no result",
     },
+    ReservedName {
+        name: "SCHEDULE",
+        values: ReservedValues::Names(&SCHEDULES),
+        launch_only: false,
+        when_omitted: Some(OffValue::Name("cooperative")),
+        meaning: "how the two consumer warpgroups of a Hopper-engine chained loop (attention: two products per iteration) share the tensor cores: `cooperative` issues both warpgroups' products together, `pingpong` makes them take turns (one's first product runs while the other computes its softmax); other variants ignore it; it changes no result",
+    },
 ];
+
+/// The values of the reserved name `SCHEDULE` (see [`RESERVED`]).
+pub const SCHEDULES: [&str; 2] = ["cooperative", "pingpong"];
 
 /// The reserved name of the padding switch (see [`RESERVED`]).
 pub const PAD64: &str = "PAD64";

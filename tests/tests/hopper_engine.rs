@@ -302,9 +302,10 @@ fn show_names_the_engine_and_its_shared_memory() {
 
 /// The chained form (`tilekit_codegen::engine::Form::Chain`): the library's attention forward
 /// configurations the engine must take (BM = 64 rows per consumer warpgroup).
-const ATTENTION_CASES: [&str; 5] = [
+const ATTENTION_CASES: [&str; 6] = [
     "BM=128,BN=64,D=128,WARPS=8,STAGES=2",
     "BM=128,BN=128,D=128,WARPS=8,STAGES=2",
+    "BM=128,BN=128,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong",
     "BM=128,BN=32,D=64,WARPS=8,STAGES=3",
     "BM=64,BN=64,D=128,WARPS=4,STAGES=2",
     "BM=64,BN=32,D=64,WARPS=4,STAGES=3",
@@ -348,6 +349,13 @@ fn attention_takes_the_chained_hopper_engine_with_rank3_tensor_maps() {
                 "tk_full, tk::coord{{",
             ] {
                 assert!(src.contains(want), "{c}: no `{want}` in\n{src}");
+            }
+            // `SCHEDULE = pingpong`: the turn barriers are compiled in and warpgroup 1
+            // passes the first turn; `cooperative` (also what an omitted SCHEDULE means)
+            // has neither.
+            let pingpong = c.contains("SCHEDULE=pingpong");
+            for want in ["#define TK_PINGPONG 1", "tk::sm90::pingpong_init();"] {
+                assert_eq!(src.contains(want), pingpong, "{c}: `{want}`");
             }
         }
     }

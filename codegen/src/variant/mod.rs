@@ -8,7 +8,7 @@ use crate::lowered::lowered as lower;
 use crate::params::{arguments, check_bindings};
 use crate::plan::choose_vec;
 use crate::smem::{eval_dim, SizeEnv, SmemKind};
-use tilekit_ir::{Config, Kernel};
+use tilekit_ir::{Config, Kernel, TuneValue};
 
 pub(crate) mod point;
 pub use point::Variant;
@@ -113,11 +113,21 @@ pub fn variant_source(
     }
 
     let mut out = String::with_capacity(template.len() + 1024);
+    // `SCHEDULE = pingpong` (Hopper engine, two consumer warpgroups): they take turns at
+    // the chained loop's first product (`tk::sm90::pingpong_*`, named barriers 2 and 3).
+    let pingpong = is_hopper
+        && threads == 256
+        && matches!(config.get("SCHEDULE"), Some(TuneValue::Enum(s)) if s == "pingpong");
     if is_hopper {
         // Before the prelude: `tk::sync()` is a barrier of the consumer threads alone.
         out.push_str(&format!(
             "// Hopper engine: tk::sync() synchronizes the {threads} consumer threads (named barrier 1).\n#define TK_SYNC_THREADS {threads}\n"
         ));
+    }
+    if pingpong {
+        out.push_str(
+            "// SCHEDULE = pingpong: the two consumer warpgroups take turns issuing the chained loop's first product (named barriers 2 and 3).\n#define TK_PINGPONG 1\n",
+        );
     }
     out.push_str(template);
     out.push_str(&format!(
@@ -184,6 +194,10 @@ pub fn variant_source(
             out.push_str(&format!(
                 "{open}\n        tk::sm90::{regs}<tilekit_variant::TK_THREADS / 128, tilekit_variant::TK_PRODUCER_REGS>();\n"
             ));
+            if pingpong && role == "ROLE_CONSUMER" {
+                // The first turn is warpgroup 0's: warpgroup 1 passes it once per program.
+                out.push_str("        tk::sm90::pingpong_init();\n");
+            }
             out.push_str(
                 "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
             );

@@ -34,8 +34,9 @@ use tilekit::prelude::*;
 /// assert!((lse.to_vec().unwrap()[0] - 2f32.ln()).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(q.dim(1), BM), q.dim(0)])]
-#[tune(BM = [128, 64], BN = [64, 32, 128], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3])]
+#[tune(BM = [128, 64], BN = [64, 32, 128], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3], SCHEDULE = [cooperative, pingpong])]
 #[constraint(q.dim(2) == D)]
+#[constraint(WARPS == 8 || SCHEDULE == cooperative)]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * D <= 2048 * WARPS)]
 #[check(heads > 0 && kv_heads > 0)]

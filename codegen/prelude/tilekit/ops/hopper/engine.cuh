@@ -433,6 +433,34 @@ TK_DEVICE void stage_tile(const tma_tile<T, R, C>& dst, const gtile<ALIGNED, THR
     sync();
 }
 
+/// `SCHEDULE = pingpong` (`TK_PINGPONG`, two consumer warpgroups): the warpgroups take turns
+/// issuing the chained loop's first product, so one's product runs on the tensor cores
+/// while the other computes its softmax (FlashAttention-3's warpgroup ping-pong). Named
+/// barrier 2 + w is warpgroup w's turn (128 threads wait, the other 128 arrive): a
+/// warpgroup waits for its turn before issuing and hands the turn over right after
+/// issuing. `pingpong_init` gives warpgroup 0 the first turn, once per program (a
+/// persistent program's tiles continue the alternation: both warpgroups run the same
+/// iterations of every tile). Without `TK_PINGPONG` these are empty.
+TK_DEVICE void pingpong_init() {
+#ifdef TK_PINGPONG
+    if (thread_rank() / 128 == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+#endif
+}
+
+/// Waits for this warpgroup's turn (see `pingpong_init`).
+template <int CONSUMERS> TK_DEVICE void pingpong_wait() {
+#ifdef TK_PINGPONG
+    if constexpr (CONSUMERS == 2) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + thread_rank() / 128) : "memory");
+#endif
+}
+
+/// Gives the turn to the other warpgroup (see `pingpong_init`).
+template <int CONSUMERS> TK_DEVICE void pingpong_pass() {
+#ifdef TK_PINGPONG
+    if constexpr (CONSUMERS == 2) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - thread_rank() / 128) : "memory");
+#endif
+}
+
 /// acc + A @ X^T on wgmma from a resident tile A (M x K) and a ring tile X (N x K): both
 /// K-major (X's rows are B's columns: attention's q @ trans(k)), per k16 step one
 /// `wgmma.m64nNk16` per consumer warpgroup (its 64 rows of A), across K's 128-byte panels.
@@ -450,6 +478,7 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
     const int wg = thread_rank() / 128;
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
+    pingpong_wait<L::warps / 4>();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < (int)(K / 16); ++kk) {
@@ -460,6 +489,7 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
         wgmma_n<(int)BN, T>::template run<0, 0>(r.v, da, db, ZERO && kk == 0 ? 0 : 1);
     }
     wgmma_commit();
+    pingpong_pass<L::warps / 4>();
     wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
