@@ -12,5 +12,6 @@ def text(v):
     return str(v)
 
 
-w = json.load(open(sys.argv[1]))[0]["winner"]
-print(",".join(f"{n}={text(v)}" for n, v in w["values"]))
+if __name__ == "__main__":
+    w = json.load(open(sys.argv[1]))[0]["winner"]
+    print(",".join(f"{n}={text(v)}" for n, v in w["values"]))

@@ -5,10 +5,12 @@
 //! Module map: `device` (`CudaDevice`, the state of a CUDA [`crate::Runtime`], and
 //! [`DeviceInfo`]); `libraries` (libcuda, NVRTC and headers before a device is touched, the
 //! NVRTC identity); `variants` (the in-memory caches, loading a variant from memory, disk or
-//! NVRTC); `cache` (the on-disk CUBIN cache); `abi` (the access classes, argument packing);
-//! `launch` (this backend's part of the launch path); `pad` (`PAD64`: padded copies of
-//! misaligned read-only tensors, the scratch pool); `graph` (launch graphs); `ffi` (every
-//! `unsafe` operation: the ABI structs, the launch, raw copies).
+//! NVRTC); `cache` (the on-disk CUBIN cache); `in_flight` (a variant another runtime of
+//! the process is compiling into that cache is waited for, not compiled twice); `abi` (the
+//! access classes, argument packing); `launch` (this backend's part of the launch path);
+//! `pad` (`PAD64`: padded copies of misaligned read-only tensors, the scratch pool);
+//! `graph` (launch graphs); `ffi` (every `unsafe` operation: the ABI structs, the launch,
+//! raw copies).
 //!
 //! A launch takes the one launch path of `crate::launch` (`launch_on`), with these steps
 //! on this backend:
@@ -46,6 +48,7 @@ mod device;
 pub(crate) mod error;
 mod ffi;
 pub(crate) mod graph;
+mod in_flight;
 mod launch;
 mod libraries;
 pub(crate) mod pad;

@@ -2,6 +2,7 @@
 //! plans and loaded functions), and loading a variant from memory, the disk cache or NVRTC.
 
 use super::cache::{self, Counters, Lookup};
+use super::in_flight;
 use super::{lock, CudaDevice};
 use crate::cuda::error::CudaLaunchError;
 use crate::launch::check_bindings;
@@ -150,27 +151,45 @@ impl CudaDevice {
             &self.nvrtc_key,
             self.info.target.arch(),
         );
-        let lookup = self.disk.as_deref().map(|d| cache::load(d, &key));
-        let disk_read = t.elapsed();
-        let t = Instant::now();
-        let from_disk = match lookup {
-            Some(Lookup::Hit(bytes)) => match self.load(bytes, vplan) {
-                Ok(l) => {
-                    Counters::bump(&self.counters.disk_hits);
-                    Some(l)
-                }
-                Err(_) => {
+        let mut disk_read = t.elapsed();
+        let mut module_load = std::time::Duration::ZERO;
+        // A miss claims the compile: another runtime of this process compiling the same
+        // entry (another device's) is waited for, then the disk is read again.
+        let mut claim = None;
+        let from_disk = loop {
+            let t = Instant::now();
+            let lookup = self.disk.as_deref().map(|d| cache::load(d, &key));
+            disk_read += t.elapsed();
+            let t = Instant::now();
+            let found = match lookup {
+                Some(Lookup::Hit(bytes)) => match self.load(bytes, vplan) {
+                    Ok(l) => {
+                        Counters::bump(&self.counters.disk_hits);
+                        Some(l)
+                    }
+                    Err(_) => {
+                        Counters::bump(&self.counters.disk_errors);
+                        None
+                    }
+                },
+                Some(Lookup::Corrupt) => {
                     Counters::bump(&self.counters.disk_errors);
                     None
                 }
-            },
-            Some(Lookup::Corrupt) => {
-                Counters::bump(&self.counters.disk_errors);
-                None
+                Some(Lookup::Miss) | None => None,
+            };
+            module_load += t.elapsed();
+            match (found, self.disk.as_deref()) {
+                (Some(l), _) => break Some(l),
+                (None, None) => break None,
+                (None, Some(dir)) => {
+                    if let Some(c) = in_flight::claim(dir, &key) {
+                        claim = Some(c);
+                        break None;
+                    }
+                }
             }
-            Some(Lookup::Miss) | None => None,
         };
-        let mut module_load = t.elapsed();
         let mut compile = std::time::Duration::ZERO;
         let loaded = match from_disk {
             Some(l) => l,
@@ -185,6 +204,7 @@ impl CudaDevice {
                         Counters::bump(&self.counters.disk_errors);
                     }
                 }
+                drop(claim);
                 compile = t.elapsed();
                 let t = Instant::now();
                 let mut l = self.load(cubin.bytes, vplan)?;

@@ -29,15 +29,30 @@ fn check_kernel(name: Option<&str>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `tilekit tune`.
+/// Runs `tilekit tune` (`--plan` needs no GPU; `--devices` opens every device named).
 pub fn tune(cache_path: Option<PathBuf>, args: &super::tune::TuneArgs) -> anyhow::Result<ExitCode> {
     check_kernel(args.kernel.as_deref())?;
-    let rt = match need_gpu("tune", args.device) {
-        Ok(rt) => rt,
-        Err(code) => return Ok(code),
+    if args.plan {
+        return super::tune::plan(args);
+    }
+    let runtimes = match &args.devices {
+        None => match need_gpu("tune", args.device) {
+            Ok(rt) => vec![rt],
+            Err(code) => return Ok(code),
+        },
+        Some(list) => match list.open() {
+            Ok(rts) => rts,
+            Err(e) => {
+                errln!(
+                    "tilekit tune: `--devices {list}` needs those CUDA GPUs: {e}\n\
+                     (`tilekit devices` lists what this machine has)"
+                );
+                return Ok(ExitCode::from(NO_GPU));
+            }
+        },
     };
     let cache = super::cache::open(cache_path)?;
-    super::tune::run(args, &rt, cache)
+    super::tune::run(args, &runtimes, cache)
 }
 
 /// Runs `tilekit bench`: the arguments are checked first (a bad kernel, shape or

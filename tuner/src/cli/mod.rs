@@ -42,6 +42,7 @@ macro_rules! errln {
 
 mod bench;
 mod cache;
+mod device_list;
 mod escape;
 mod gpu;
 mod list;
@@ -60,6 +61,7 @@ mod catalog;
 pub(crate) use catalog::catalog;
 pub use catalog::Catalog;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+pub use device_list::{DeviceList, DeviceListParseError, OpenDevicesError};
 pub use shard::{Shard, ShardParseError};
 use std::path::PathBuf;
 use std::process::ExitCode;

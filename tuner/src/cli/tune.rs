@@ -1,10 +1,14 @@
 //! `tilekit tune`: one kernel on one problem, or `--all` (every library kernel on its
-//! representative problems, resumable), with progress bars and a result table.
+//! representative problems, resumable), on one device or on several at once (`--devices`,
+//! a worker per device: [`crate::tune::pool`]), with progress bars and a result table.
 
 use super::progress::Bars;
 use super::table::Table;
 use crate::cache::{CacheKey, GpuId, Origin, TuneCache};
-use crate::tune::{tune, Isolation, Outcome, TuneOptions, TuneProblem, TuneReport, WorkerExe};
+use crate::tune::{
+    tune_on_devices, Isolation, Job, JobOutcome, Outcome, PoolEvent, TuneOptions, TuneProblem,
+    TuneReport, WorkerExe,
+};
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -57,6 +61,20 @@ pub struct TuneArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
+    /// With --all: tune on these CUDA devices at once, `all` or ordinals such as `0,2,3`: a
+    /// worker per device, the problems shared out through a queue per GPU model (each
+    /// problem tuned once per model), each candidate timed on its worker's device only.
+    #[arg(
+        long,
+        value_name = "all|I,J,..",
+        requires = "all",
+        conflicts_with = "device"
+    )]
+    pub devices: Option<super::DeviceList>,
+    /// Print the problems this command would tune (with --shard, this shard's) and exit;
+    /// needs no GPU. With --json, as JSON.
+    #[arg(long)]
+    pub plan: bool,
     /// With --all: only shard I of N (0-based), every N-th problem from the I-th in the
     /// representative order, so N hosts tune the set between them; merge their exports
     /// with `tilekit cache merge` (see docs/tuning-at-scale.md).
@@ -80,70 +98,127 @@ fn problem(
     Ok(p)
 }
 
-/// Runs `tilekit tune` on an opened GPU.
-pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<ExitCode> {
-    let mut jobs: Vec<(&'static KernelSpec, TuneProblem)> = Vec::new();
-    if args.all {
-        if super::catalog().representative().is_empty() {
-            anyhow::bail!(
-                "`--all`: this program declares no representative problems \
-                 (Catalog::with_representative); tune one with --kernel and --shape"
-            );
-        }
-        for (k, shape, dtype) in super::catalog().representative() {
-            if args.kernel.as_deref().is_some_and(|only| only != *k) {
-                continue;
-            }
-            let spec = super::find_kernel(k)?;
-            // `--scalar` applies to the kernels that have that scalar parameter.
-            let kernel = spec.kernel()?;
-            let own: Vec<String> = args
-                .scalar
-                .iter()
-                .filter(|a| {
-                    let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n).trim();
-                    kernel.params.iter().any(|p| {
-                        p.name == name && matches!(p.kind, tilekit_ir::ParamKind::Scalar { .. })
-                    })
-                })
-                .cloned()
-                .collect();
-            jobs.push((spec, problem(spec, shape, dtype, &own)?));
-        }
-        if let Some(shard) = args.shard {
-            let all = jobs.len();
-            jobs = shard.take(jobs).collect();
-            if !args.json {
-                outln!("shard {shard}: {} of {all} problems", jobs.len());
-            }
-        }
-    } else {
+/// The problems of this command: the one named, or with `--all` the catalog's
+/// representative problems (only `--kernel`'s, when given; only `--shard`'s, when given),
+/// in the representative order.
+pub fn jobs(args: &TuneArgs) -> anyhow::Result<Vec<Job>> {
+    let mut jobs: Vec<Job> = Vec::new();
+    if !args.all {
         let name = args.kernel.as_deref().context("--kernel is required")?;
         let spec = super::find_kernel(name)?;
         let shape = args.shape.as_deref().context("--shape is required")?;
-        jobs.push((spec, problem(spec, shape, &args.dtype, &args.scalar)?));
+        let problem = problem(spec, shape, &args.dtype, &args.scalar)?;
+        return Ok(vec![Job { spec, problem }]);
     }
-    let gpu = rt.device().map(GpuId::from_device).context("no device")?;
-    let tuned: Vec<CacheKey> = if args.force {
-        Vec::new()
+    if super::catalog().representative().is_empty() {
+        anyhow::bail!(
+            "`--all`: this program declares no representative problems \
+             (Catalog::with_representative); tune one with --kernel and --shape"
+        );
+    }
+    for (k, shape, dtype) in super::catalog().representative() {
+        if args.kernel.as_deref().is_some_and(|only| only != *k) {
+            continue;
+        }
+        let spec = super::find_kernel(k)?;
+        // `--scalar` applies to the kernels that have that scalar parameter.
+        let kernel = spec.kernel()?;
+        let own: Vec<String> = args
+            .scalar
+            .iter()
+            .filter(|a| {
+                let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n).trim();
+                kernel.params.iter().any(|p| {
+                    p.name == name && matches!(p.kind, tilekit_ir::ParamKind::Scalar { .. })
+                })
+            })
+            .cloned()
+            .collect();
+        let problem = problem(spec, shape, dtype, &own)?;
+        jobs.push(Job { spec, problem });
+    }
+    if let Some(shard) = args.shard {
+        let all = jobs.len();
+        jobs = shard.take(jobs).collect();
+        if !args.json {
+            outln!("shard {shard}: {} of {all} problems", jobs.len());
+        }
+    }
+    Ok(jobs)
+}
+
+/// `tilekit tune --plan`: the problems, one a line as tunes name them (`softmax M=32768
+/// N=4096 T=bf16`), or with `--json` every problem as JSON ([`TuneProblem`]s).
+pub fn plan(args: &TuneArgs) -> anyhow::Result<ExitCode> {
+    let jobs = jobs(args)?;
+    if args.json {
+        let problems: Vec<&TuneProblem> = jobs.iter().map(|j| &j.problem).collect();
+        outln!("{}", serde_json::to_string_pretty(&problems)?);
     } else {
-        let (entries, _) = match cache.read_entries() {
-            Ok(e) => e,
-            Err(e) => {
-                // Still tune, but say that nothing can be skipped.
-                errln!(
-                    "tilekit tune: the tuning cache could not be read ({e}); \
-                     nothing is skipped as already tuned"
-                );
-                Default::default()
-            }
-        };
-        entries
-            .into_iter()
-            .filter(|e| e.value.provenance.origin == Origin::Local)
-            .map(|e| e.key)
-            .collect()
+        for j in &jobs {
+            outln!("{}", j.problem);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The keys this cache already holds as local winners (nothing with `--force`): `tune`
+/// skips them.
+fn tuned_keys(args: &TuneArgs, cache: &TuneCache) -> Vec<CacheKey> {
+    if args.force {
+        return Vec::new();
+    }
+    let (entries, _) = match cache.read_entries() {
+        Ok(e) => e,
+        Err(e) => {
+            // Still tune, but say that nothing can be skipped.
+            errln!(
+                "tilekit tune: the tuning cache could not be read ({e}); \
+                 nothing is skipped as already tuned"
+            );
+            Default::default()
+        }
     };
+    entries
+        .into_iter()
+        .filter(|e| e.value.provenance.origin == Origin::Local)
+        .map(|e| e.key)
+        .collect()
+}
+
+/// The label of a worker in progress and summaries: `gpu<ordinal>`.
+fn label(rt: &Runtime) -> String {
+    rt.device()
+        .map_or_else(|| "cpu".to_string(), |d| format!("gpu{}", d.ordinal))
+}
+
+/// Runs `tilekit tune` on opened GPUs (one, or every device of `--devices`: a worker each).
+pub fn run(args: &TuneArgs, runtimes: &[Runtime], cache: TuneCache) -> anyhow::Result<ExitCode> {
+    let jobs = jobs(args)?;
+    let models: Vec<GpuId> = runtimes
+        .iter()
+        .map(|rt| rt.device().map(GpuId::from_device).context("no device"))
+        .collect::<anyhow::Result<_>>()?;
+    let mut distinct = models.clone();
+    distinct.sort();
+    distinct.dedup();
+    let several = runtimes.len() > 1;
+    if several && !args.json {
+        let names: Vec<String> = runtimes
+            .iter()
+            .zip(&models)
+            .map(|(rt, m)| format!("{} {}", label(rt), m.name))
+            .collect();
+        outln!(
+            "{} problems on {} devices ({}); {} GPU model{}: each problem is tuned once per model",
+            jobs.len(),
+            runtimes.len(),
+            names.join(", "),
+            distinct.len(),
+            if distinct.len() == 1 { "" } else { "s" }
+        );
+    }
+    let tuned = tuned_keys(args, &cache);
     let mut opts = TuneOptions {
         seed: args.seed,
         timeout: std::time::Duration::from_secs(args.timeout.max(1)),
@@ -156,32 +231,50 @@ pub fn run(args: &TuneArgs, rt: &Runtime, cache: TuneCache) -> anyhow::Result<Ex
     } else {
         opts.isolation = Isolation::Subprocess(WorkerExe::CurrentExe);
     }
-    let bars = Bars::new(jobs.len(), !args.json);
-    let mut reports: Vec<TuneReport> = Vec::new();
-    let mut failed = 0;
-    let mut skipped = 0;
-    for (spec, p) in &jobs {
-        let key = p.cache_key(spec, &gpu).context("shape bucket")?;
-        if tuned.contains(&key) {
-            bars.println(&format!("skip {p}: already tuned (--force to re-tune)"));
-            skipped += 1;
+    let labels: Vec<String> = if several {
+        runtimes.iter().map(label).collect()
+    } else {
+        vec![String::new()]
+    };
+    let bars = Bars::with_workers(jobs.len() * distinct.len(), &labels, !args.json);
+    let prefix = |w: usize| {
+        if several {
+            format!("[{}] ", labels[w])
+        } else {
+            String::new()
+        }
+    };
+    let skip = |job: &Job, model: Option<&GpuId>| {
+        model
+            .and_then(|g| job.problem.cache_key(job.spec, g))
+            .is_some_and(|k| tuned.contains(&k))
+    };
+    let observe = |w: usize, e: PoolEvent<'_>| match e {
+        PoolEvent::Started { job } => bars.start_job_on(w, &jobs[job].problem.to_string()),
+        PoolEvent::Tune(e) => bars.event_on(w, e),
+        PoolEvent::Finished(r) => {
+            let p = &jobs[r.job].problem;
+            bars.println(&match &r.outcome {
+                JobOutcome::Skipped => {
+                    format!("{}skip {p}: already tuned (--force to re-tune)", prefix(w))
+                }
+                JobOutcome::Tuned(report) => format!("{}{}", prefix(w), summary(report)),
+                JobOutcome::Failed(e) => format!("{}FAILED {p}: {e}", prefix(w)),
+            });
             bars.job_done();
-            continue;
         }
-        bars.start_job(&p.to_string());
-        match tune(rt, spec, p, &opts, &|e| bars.event(e)) {
-            Ok(r) => {
-                bars.println(&summary(&r));
-                reports.push(r);
-            }
-            Err(e) => {
-                failed += 1;
-                bars.println(&format!("FAILED {p}: {e}"));
-            }
-        }
-        bars.job_done();
-    }
+    };
+    let results = tune_on_devices(runtimes, &jobs, &opts, &skip, &observe)?;
     bars.finish();
+    let mut reports: Vec<TuneReport> = Vec::new();
+    let (mut failed, mut skipped) = (0, 0);
+    for r in results {
+        match r.outcome {
+            JobOutcome::Skipped => skipped += 1,
+            JobOutcome::Failed(_) => failed += 1,
+            JobOutcome::Tuned(report) => reports.push(*report),
+        }
+    }
     if !args.json {
         for r in &reports {
             out!("{}", candidates_table(r));

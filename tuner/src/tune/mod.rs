@@ -25,13 +25,15 @@
 //! fresh inputs with poisoned outputs ([`gate`]): the first correct one wins, a wrong one is
 //! reported and never wins; store the winner ([`crate::cache`]).
 //! Candidates run in a long-lived worker subprocess ([`worker`]) unless
-//! [`Isolation::InProcess`] is chosen.
+//! [`Isolation::InProcess`] is chosen. [`tune_on_devices`] tunes many problems on several
+//! GPUs of one host at once ([`pool`]: a worker per device, a queue per GPU model).
 
 pub mod compile;
 pub mod data;
 pub mod eliminate;
 pub mod gate;
 pub mod measure;
+pub mod pool;
 pub mod problem;
 pub mod report;
 pub mod rng;
@@ -40,6 +42,7 @@ pub mod session;
 pub mod worker;
 
 pub use eliminate::Policy;
+pub use pool::{tune_on_devices, Job, JobOutcome, JobResult, PoolError, PoolEvent};
 pub use problem::TuneProblem;
 pub use report::{CandidateReport, Outcome, PhaseTimes, TuneReport};
 pub use search::tune;

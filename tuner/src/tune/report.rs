@@ -129,6 +129,9 @@ pub struct TuneReport {
     pub seed: u64,
     /// The GPU (`None` on the CPU backend).
     pub gpu: Option<GpuId>,
+    /// The CUDA ordinal of the device it was tuned on (`None` on the CPU backend).
+    #[serde(default)]
+    pub device: Option<usize>,
     /// The cache key of the result.
     pub key: Option<CacheKey>,
     /// Whether the winner was written to the cache.

@@ -126,6 +126,7 @@ pub fn tune(
         problem: problem.clone(),
         seed: search.seed,
         gpu,
+        device: device.as_ref().map(|d| d.ordinal),
         key,
         stored,
         winner,

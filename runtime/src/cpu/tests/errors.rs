@@ -483,10 +483,34 @@ fn aliased_outputs_are_refused() {
     assert_eq!(t.get([3, 4]), Some(20.0));
 }
 
+/// `row_copy`'s arguments as device tensors at fake addresses: `x` (read) at `x_at`, `y`
+/// (written) at `y_at`, and `n = 5`.
+fn device_args(
+    x: crate::launch::Layout,
+    x_at: u64,
+    y: crate::launch::Layout,
+    y_at: u64,
+) -> [Arg<'static>; 3] {
+    use crate::launch::{TensorArg, TensorArgMut};
+    [
+        Arg::Tensor(TensorArg {
+            layout: x,
+            data: None,
+            device: Some(x_at),
+        }),
+        Arg::TensorMut(TensorArgMut {
+            layout: y,
+            data: None,
+            device: Some(y_at),
+        }),
+        Arg::from(5usize),
+    ]
+}
+
 #[test]
 fn a_written_tensor_must_not_meet_another_arguments_memory() {
     use crate::backend::Backend;
-    use crate::launch::{Layout, TensorArg, TensorArgMut};
+    use crate::launch::Layout;
     let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
         .analyzed()
         .unwrap()
@@ -501,19 +525,7 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
         offset,
     };
     let args = |x_at: u64, x_offset: usize, y_at: u64| {
-        [
-            Arg::Tensor(TensorArg {
-                layout: layout(x_offset),
-                data: None,
-                device: Some(x_at),
-            }),
-            Arg::TensorMut(TensorArgMut {
-                layout: layout(0),
-                data: None,
-                device: Some(y_at),
-            }),
-            Arg::from(5usize),
-        ]
+        device_args(layout(x_offset), x_at, layout(0), y_at)
     };
     // The full check, and what a launch memo hit runs: the overlap test of the arguments
     // its entry names (the entry made by a launch at disjoint addresses).
@@ -556,7 +568,7 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
 #[test]
 fn views_of_one_buffer_are_checked_for_overlap() {
     use crate::backend::Backend;
-    use crate::launch::{Layout, TensorArg, TensorArgMut};
+    use crate::launch::Layout;
     use crate::tensor::Geometry;
     let kernel = &row_copy(vec![dim(0, 0)], vec![], true)
         .analyzed()
@@ -566,21 +578,7 @@ fn views_of_one_buffer_are_checked_for_overlap() {
     // tensors over the same memory give): `x` read, `y` written.
     let whole = Geometry::row_major([8, 10]).unwrap();
     let layout = |g: Geometry<2>| Layout::new(DType::F32, Backend::Cuda { ordinal: 0 }, &g);
-    let args = |x: Geometry<2>, y: Geometry<2>| {
-        [
-            Arg::Tensor(TensorArg {
-                layout: layout(x),
-                data: None,
-                device: Some(0x1000),
-            }),
-            Arg::TensorMut(TensorArgMut {
-                layout: layout(y),
-                data: None,
-                device: Some(0x1000),
-            }),
-            Arg::from(5usize),
-        ]
-    };
+    let args = |x: Geometry<2>, y: Geometry<2>| device_args(layout(x), 0x1000, layout(y), 0x1000);
     let window = |r: usize, c: usize| whole.narrow(0, r, 4).unwrap().narrow(1, c, 5).unwrap();
     let check = |a: &[Arg<'_>]| crate::launch::check_aliasing(kernel, a);
     // Rows 0..4 and rows 4..8: disjoint spans, fine.
@@ -707,4 +705,56 @@ fn fully_masked_accesses_through_an_out_of_range_row_are_legal() {
         other => panic!("unexpected {other}"),
     }
     assert!(untouched(&s.y));
+}
+
+/// Several runtimes in one program (`Runtime::cuda(n)` per device): a tensor of one device
+/// passed to another device's launch is refused by the argument check that every launch
+/// runs (before any memo, variant or address is used), as `LaunchError::ArgKind` naming
+/// both devices. Checked here without a GPU on fake device tensors; `tests/tests/gpu_devices.rs`
+/// does it with two GPUs.
+#[test]
+fn a_tensor_of_another_device_is_refused() {
+    use crate::backend::Backend;
+    use crate::launch::Layout;
+    let spec = row_copy(vec![dim(0, 0)], vec![], true);
+    let analyzed = spec.analyzed().unwrap();
+    let config = spec.default_config().unwrap();
+    let layout = |ordinal: usize| Layout {
+        dtype: DType::F32,
+        backend: Backend::Cuda { ordinal },
+        rank: 2,
+        dims: [4, 5, 0],
+        stride: [5, 1, 0],
+        offset: 0,
+    };
+    let args = |x: usize, y: usize| device_args(layout(x), 0x1000, layout(y), 0x2000);
+    let check = |a: &[Arg<'_>], on: usize| {
+        let backend = Backend::Cuda { ordinal: on };
+        crate::launch::check(
+            &analyzed.kernel,
+            &analyzed.types,
+            &config,
+            &f32s(),
+            a,
+            backend,
+            None,
+        )
+        .map(|_| ())
+    };
+    assert!(check(&args(1, 1), 1).is_ok());
+    assert!(check(&args(0, 0), 0).is_ok());
+    for (x, y, on, param, other) in [
+        (1, 0, 0, "x", 1),
+        (0, 1, 0, "y", 1),
+        (0, 0, 1, "x", 0),
+        (2, 2, 1, "x", 2),
+    ] {
+        let e = check(&args(x, y), on).unwrap_err();
+        let want = format!("a tensor on the cuda:{on} backend (found one on cuda:{other})");
+        assert!(
+            matches!(&e, LaunchError::ArgKind { param: p, expected, .. }
+                if p == param && *expected == want),
+            "{e}"
+        );
+    }
 }
