@@ -14,9 +14,11 @@
 # Env: SHARD=I/N tunes only that deterministic part of the problems in both runs (the same
 # part: a smaller comparison when device time is short); TUNE_TIMEOUT seconds per tune run
 # (default 560); MAX_RETIME differing problems re-timed at most (default 12).
-# State between calls lives in /tmp/multigpu (kept while the machine stays warm); what comes
-# back is under $OUT (six files at most): multigpu.log, single.json, multi.json (the runs'
-# reports), single-export.json, multi-export.json, retime.json.
+# State between calls lives in /tmp/multigpu (kept while the machine stays warm: the parts
+# may run in separate calls); what comes back is under $OUT (six files at most):
+# multigpu.log, single.json, multi.json (the runs' `--out` reports, written when a run
+# finishes: a run killed by TUNE_TIMEOUT leaves none, so size SHARD to the time),
+# single-export.json, multi-export.json, retime.json.
 set -u
 shopt -s nullglob
 OUT=${OUT:-/tmp/out}
@@ -37,18 +39,20 @@ log() { echo "$*" | tee -a "$LOG"; }
 tune_run() {
   local name=$1 s e rc
   shift
-  rm -rf "$S/$name.sled" "$S/$name.json" "$S/$name.journal" "$S/cubin-$name"
+  rm -rf "$S/$name.sled" "$S/$name.json" "$S/$name.journal" "$S/cubin-$name" "$S/$name-export.json" "$S/$name-report.json"
   log "== $name: tilekit tune --all ${SUBSET[*]} $*"
   s=$(date +%s.%N)
   TILEKIT_TUNE_CACHE=$S/$name.sled TILEKIT_CACHE_DIR=$S/cubin-$name \
-    timeout "$TUNE_TIMEOUT" "$TK" tune --all "${SUBSET[@]}" "$@" --out "$OUT/$name.json" \
+    timeout "$TUNE_TIMEOUT" "$TK" tune --all "${SUBSET[@]}" "$@" --out "$S/$name-report.json" \
     > "$S/$name.log" 2>&1
   rc=$?
   e=$(date +%s.%N)
   grep -E "problems on|^shard|winner|skip|tuned, |FAILED|error" "$S/$name.log" >> "$LOG"
   awk "BEGIN { printf \"%.1f\", $e - $s }" > "$S/$name.wall"
   log "$name: wall $(cat "$S/$name.wall") s, rc $rc"
-  TILEKIT_TUNE_CACHE=$S/$name.sled "$TK" cache export "$OUT/$name-export.json" >> "$LOG" 2>&1
+  TILEKIT_TUNE_CACHE=$S/$name.sled "$TK" cache export "$S/$name-export.json" >> "$LOG" 2>&1
+  cp "$S/$name-report.json" "$OUT/$name.json"
+  cp "$S/$name-export.json" "$OUT/$name-export.json"
 }
 
 parts=("$@")
@@ -76,8 +80,8 @@ for part in "${parts[@]}"; do
       log "wall: 1 GPU $(cat "$S/single.wall") s, $n GPUs $(cat "$S/multi.wall") s: $(awk \
         "BEGIN { printf \"ratio %.3f (target <= %.3f, resolve <= %.3f)\", $(cat "$S/multi.wall") / $(cat "$S/single.wall"), 1.15 / $n, 1.3 / $n }")"
     fi
-    python3 benches/gpu/multigpu_compare.py diff "$OUT/single.json" "$OUT/multi.json" \
-      "$OUT/single-export.json" > "$S/diff.txt" 2>&1
+    python3 benches/gpu/multigpu_compare.py diff "$S/single-report.json" "$S/multi-report.json" \
+      "$S/single-export.json" > "$S/diff.txt" 2>&1
     grep -v "^RETIME" "$S/diff.txt" | tee -a "$LOG"
     rm -f "$S"/retime-*.json*
     i=0
