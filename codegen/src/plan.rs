@@ -299,18 +299,41 @@ pub struct ResourceEnv {
 }
 
 impl ResourceEnv {
-    /// Validates the configuration and bindings and computes the launch plan.
+    /// Validates the configuration and bindings and computes the launch plan of the
+    /// variant for aligned tensors ([`crate::Access::ROWS`]) on `target`
+    /// ([`ResourceEnv::for_variant`]): on sm_90a the Hopper engine's plan where that
+    /// variant takes the engine (its shared memory, its threads with the producer
+    /// warpgroup), so that `smem_bytes() <= max_smem()` does not refuse a Hopper variant
+    /// whose mma.sync twin would not fit. A launch checks its own access classes' plan.
     pub fn new(
         kernel: &Kernel,
         config: &Config,
         bindings: &Bindings,
         target: Target,
     ) -> Result<ResourceEnv, CodegenError> {
-        let plan = launch_plan(kernel, config, bindings)?;
+        Self::for_variant(
+            kernel,
+            &crate::variant::point::Variant {
+                config: config.clone(),
+                bindings: bindings.clone(),
+                access: crate::Access::ROWS,
+                target,
+            },
+        )
+    }
+
+    /// Validates the variant's configuration and bindings and computes its launch plan
+    /// ([`variant_plan`]: the engine this variant takes on its target with its access
+    /// classes).
+    pub fn for_variant(
+        kernel: &Kernel,
+        v: &crate::variant::point::Variant,
+    ) -> Result<ResourceEnv, CodegenError> {
+        let plan = variant_plan(kernel, v)?.launch;
         Ok(ResourceEnv {
-            config: kernel.space.validate(config)?,
-            bindings: bindings.clone(),
-            target,
+            config: kernel.space.validate(&v.config)?,
+            bindings: v.bindings.clone(),
+            target: v.target,
             plan,
         })
     }

@@ -50,6 +50,20 @@ fn gpu_attention_covering_configs_match_the_reference() {
             }
         }
     }
+    // The Hopper engine's schedules (SCHEDULE = pingpong: two consumer warpgroups taking
+    // turns) at each head dimension it takes, and BN = 128 with 3 stages (fits sm_90a on
+    // the engine alone).
+    for c in [
+        "BM=128,BN=64,D=64,WARPS=8,STAGES=2,SCHEDULE=pingpong",
+        "BM=128,BN=128,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong",
+        "BM=128,BN=128,D=128,WARPS=8,STAGES=3,SCHEDULE=pingpong",
+        "BM=128,BN=128,D=128,WARPS=8,STAGES=3,SCHEDULE=cooperative",
+    ] {
+        let cfg = Config::parse(c).unwrap();
+        if !cases.contains(&(cfg.clone(), DType::BF16)) {
+            cases.push((cfg, DType::BF16));
+        }
+    }
     precompile(&rt, &[&attention::SPEC], &cases);
     let mut ran = std::collections::BTreeSet::new();
     for (cfg, dtype) in &cases {
@@ -68,6 +82,30 @@ fn gpu_attention_covering_configs_match_the_reference() {
                 ran.insert((d, dtype.to_string()));
             }
         }
+    }
+    // More tiles than SMs (280 on 132): each persistent program runs several tiles, the
+    // turns of the ping-pong carried across them; three launches bitwise identical.
+    let many = Case {
+        z: 140,
+        m: 129,
+        n: 77,
+        d: 128,
+        heads: 4,
+        kv_heads: 2,
+        causal: true,
+    };
+    let pp = Config::parse("BM=128,BN=128,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong").unwrap();
+    let mut r = common::rng("attention pingpong tiles");
+    let inputs = Inputs::<bf16> {
+        q: r.vec(many.z * many.m * many.d, 2.0),
+        k: r.vec(many.zk() * many.n * many.d, 2.0),
+        v: r.vec(many.zk() * many.n * many.d, 2.0),
+    };
+    let first = check_inputs(&rt, many, Some(&pp), tol(DType::BF16), &inputs).expect("pingpong");
+    for _ in 0..2 {
+        let again =
+            check_inputs(&rt, many, Some(&pp), tol(DType::BF16), &inputs).expect("pingpong");
+        assert!(again == first, "pingpong over {many:?}: a repeat differs");
     }
     // Every head dimension ran with every element type it has a fitting configuration for
     // in the subset (f32 at D = 256 fits none of the forward's: its tiles are too large).
@@ -181,6 +219,11 @@ fn gpu_attention_sanitizer_small() {
             causal: true,
         };
         assert!(run(&rt, DType::BF16, c, None));
+        let pp = Config::parse(&format!(
+            "BM=128,BN=64,D={d},WARPS=8,STAGES=2,SCHEDULE=pingpong"
+        ))
+        .unwrap();
+        assert!(run(&rt, DType::BF16, c, Some(&pp)));
         drop(check_backward::<bf16>(&rt, c, (3e-2, 3e-2)));
     }
 }

@@ -402,3 +402,32 @@ fn attention_hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// `smem_bytes()` reads the plan of the variant that would run: attention at BN = 128 with
+/// 3 stages fits sm_90a's 227 KiB on the Hopper engine (the rings and the resident q, no
+/// staged operands) while its mma.sync twin does not, so the tuner's target check, the
+/// runtime's resource environment for aligned tensors and the cache's validation keep it on
+/// sm_90a and refuse it on sm_80 and for unaligned tensors (mma.sync on both).
+#[test]
+fn shared_memory_constraints_read_the_engine_that_runs() {
+    use tilekit_codegen::ResourceEnv;
+    let k = tilekit_kernels::attention::SPEC
+        .kernel()
+        .expect("kernel IR");
+    let c = "BM=128,BN=128,D=128,WARPS=8,STAGES=3";
+    let smem = |access, target| {
+        let v = variant(k, c, DType::BF16, access, target);
+        ResourceEnv::for_variant(k, &v)
+            .expect("plan")
+            .plan()
+            .smem_bytes
+    };
+    let max = Target::Sm90a.limits().max_dynamic_smem;
+    let hopper = smem(Access::ROWS, Target::Sm90a);
+    assert!(hopper <= max, "Hopper plan {hopper} > {max}");
+    assert!(smem(Access::GENERAL, Target::Sm90a) > max);
+    assert!(smem(Access::ROWS, Target::Sm80) > max);
+    let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+    assert!(tilekit_tuner::target_check(k, &v.config, &v.bindings, Target::Sm90a).is_ok());
+    assert!(tilekit_tuner::target_check(k, &v.config, &v.bindings, Target::Sm80).is_err());
+}

@@ -41,6 +41,7 @@ impl LaunchBackend for CpuBackend {
         config: &Config,
         bindings: &Bindings,
         args: &[Arg<'_>],
+        _access: Access,
     ) -> Result<Checked<'k>, LaunchError> {
         check(
             &analyzed.kernel,

@@ -54,9 +54,10 @@ impl LaunchBackend for CudaDevice {
         launch_access(args, || capable(spec, analyzed))
     }
 
-    /// The argument check with the variant's resources (`smem_bytes()`, `max_smem()`,
-    /// `threads()` from its launch plan for the device's target), then, unless the grid is
-    /// empty, the block limit and the device addresses. Loads nothing.
+    /// The argument check with the resources of the variant `access` selects
+    /// (`smem_bytes()`, `max_smem()`, `threads()` from its launch plan for the device's
+    /// target: on sm_90a the Hopper engine's where that variant takes it), then, unless the
+    /// grid is empty, the block limit and the device addresses. Loads nothing.
     fn check<'k>(
         &self,
         spec: &KernelSpec,
@@ -64,6 +65,7 @@ impl LaunchBackend for CudaDevice {
         config: &Config,
         bindings: &Bindings,
         args: &[Arg<'_>],
+        access: Access,
     ) -> Result<Checked<'k>, LaunchError> {
         let kernel = &analyzed.kernel;
         let cuda_err = cuda_err(&kernel.name);
@@ -71,7 +73,7 @@ impl LaunchBackend for CudaDevice {
         let target = self.info.target;
         let resources = |cfg: &Config| -> Result<ResourceEnv, LaunchError> {
             let plan = self
-                .plan(id, kernel, cfg, bindings)
+                .plan(id, kernel, cfg, bindings, access)
                 .map_err(|e| cuda_err(e.into()))?;
             Ok(ResourceEnv::from_plan(
                 cfg.clone(),

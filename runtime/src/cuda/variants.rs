@@ -20,8 +20,8 @@ use std::time::Instant;
 use tilekit_codegen::abi::ENTRY_POINT;
 use tilekit_codegen::engine::TmaOperand;
 use tilekit_codegen::{
-    launch_plan, prelude_headers, variant_plan, variant_source, Access, CodegenError, LaunchPlan,
-    Variant, VariantPlan,
+    prelude_headers, variant_plan, variant_source, Access, CodegenError, LaunchPlan, Variant,
+    VariantPlan,
 };
 use tilekit_ir::{Bindings, Config, Kernel};
 
@@ -71,33 +71,42 @@ fn bucket(spec: u64, config: &Config, bindings: &Bindings, access: Access) -> u6
 }
 
 impl CudaDevice {
-    /// The launch plan of a configuration (launch-only values such as `PAD64` are
-    /// ignored: [`Config::for_codegen`]).
+    /// The launch plan of the variant a configuration and the access classes select on
+    /// this device's target (launch-only values such as `PAD64` are ignored:
+    /// [`Config::for_codegen`]): on sm_90a the Hopper engine's plan where the variant takes
+    /// it ([`variant_plan`]), so constraints on `smem_bytes()` read the shared memory the
+    /// variant that would run uses.
     pub(super) fn plan(
         &self,
         spec: u64,
         kernel: &Kernel,
         config: &Config,
         bindings: &Bindings,
+        access: Access,
     ) -> Result<LaunchPlan, CodegenError> {
         let config = &config.for_codegen();
-        // Plans do not depend on the access classes.
-        let h = bucket(spec, config, bindings, Access::GENERAL);
+        let h = bucket(spec, config, bindings, access);
         if let Some(list) = lock(&self.plans).get(&h) {
             if let Some((_, v)) = list
                 .iter()
-                .find(|(k, _)| k.matches(spec, config, bindings, Access::GENERAL))
+                .find(|(k, _)| k.matches(spec, config, bindings, access))
             {
                 return v.clone();
             }
         }
-        let plan = launch_plan(kernel, config, bindings);
+        let variant = Variant {
+            config: config.clone(),
+            bindings: bindings.clone(),
+            access,
+            target: self.info.target,
+        };
+        let plan = variant_plan(kernel, &variant).map(|p| p.launch);
         lock(&self.plans).entry(h).or_default().push((
             VariantKey {
                 spec,
                 config: config.clone(),
                 bindings: bindings.clone(),
-                access: Access::GENERAL,
+                access,
             },
             plan.clone(),
         ));

@@ -23,8 +23,9 @@ pub(crate) trait LaunchBackend {
     fn access(&self, spec: &KernelSpec, analyzed: &Analyzed, args: &[Arg<'_>]) -> Access;
 
     /// The shared argument check ([`super::check`]) of one configuration, with what this
-    /// backend knows (its [`crate::backend::Backend`], the variant's resources) and what it adds (the
-    /// CUDA backend: the block limit and device addresses). Runs nothing.
+    /// backend knows (its [`crate::backend::Backend`], the resources of the variant that
+    /// `access` selects) and what it adds (the CUDA backend: the block limit and device
+    /// addresses). Runs nothing.
     fn check<'k>(
         &self,
         spec: &KernelSpec,
@@ -32,6 +33,7 @@ pub(crate) trait LaunchBackend {
         config: &Config,
         bindings: &Bindings,
         args: &[Arg<'_>],
+        access: Access,
     ) -> Result<Checked<'k>, LaunchError>;
 
     /// What running a checked configuration needs (the CUDA backend loads its variant and,

@@ -411,6 +411,6 @@ pub fn launch_cpu_with_options(
     options: &CpuOptions,
 ) -> Result<(), LaunchError> {
     let analyzed = spec.analyzed()?;
-    let checked = CpuBackend.check(spec, analyzed, config, bindings, args)?;
+    let checked = CpuBackend.check(spec, analyzed, config, bindings, args, Access::GENERAL)?;
     cpu::run_checked(&checked, args, options).map(|_| ())
 }

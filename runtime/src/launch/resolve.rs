@@ -135,6 +135,6 @@ pub(crate) fn resolve_on<'k, B: LaunchBackend, R>(
                 access,
             )
         },
-        |c| finish(backend.check(spec, analyzed, c, bindings, args)?),
+        |c| finish(backend.check(spec, analyzed, c, bindings, args, access)?),
     )
 }
