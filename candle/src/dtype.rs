@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use candle_core::DType;
+use std::fmt::Display;
 use tilekit_runtime::ir::DType as TkDType;
 
 /// What the library kernels' floating-point operands take.
@@ -31,7 +32,7 @@ pub fn tilekit_dtype(dtype: DType) -> Option<TkDType> {
 }
 
 /// [`tilekit_dtype`], or [`Error::UnsupportedDType`].
-pub(crate) fn element(op: &'static str, what: &str, dtype: DType) -> Result<TkDType> {
+pub(crate) fn element(op: &'static str, what: impl Display, dtype: DType) -> Result<TkDType> {
     tilekit_dtype(dtype).ok_or_else(|| Error::UnsupportedDType {
         op,
         what: what.to_string(),
@@ -42,7 +43,7 @@ pub(crate) fn element(op: &'static str, what: &str, dtype: DType) -> Result<TkDT
 
 /// The element type of a library kernel's `T: Float` operand, or
 /// [`Error::UnsupportedDType`].
-pub(crate) fn float(op: &'static str, what: &str, dtype: DType) -> Result<TkDType> {
+pub(crate) fn float(op: &'static str, what: impl Display, dtype: DType) -> Result<TkDType> {
     match dtype {
         DType::F32 | DType::F16 | DType::BF16 => element(op, what, dtype),
         _ => Err(Error::UnsupportedDType {

@@ -3,7 +3,7 @@
 use crate::dtype;
 use crate::error::{Error, Result};
 use crate::operand::{self, Dst, Operand, Place, Src};
-use crate::view::View;
+use crate::view::{View, What};
 use candle_core::op::BackpropOp;
 use candle_core::{DType, Device, Shape, StorageRef, Tensor};
 use tilekit_runtime::ir::DType as TkDType;
@@ -119,7 +119,7 @@ impl<'a> Launch<'a> {
             .generics
             .iter()
             .enumerate()
-            .map(|(i, d)| dtype::element(op, &format!("generic parameter {i}"), *d))
+            .map(|(i, d)| dtype::element(op, What::Generic(i), *d))
             .collect::<Result<Vec<TkDType>>>()?;
         // Lock every input's storage (read) for the whole launch.
         let mut locked: Vec<(StorageRef<'_>, &candle_core::Layout)> = Vec::new();
@@ -134,14 +134,14 @@ impl<'a> Launch<'a> {
         let mut dtypes = Vec::new();
         let mut inputs = locked.iter();
         for (i, p) in self.params.iter().enumerate() {
-            let what = format!("parameter {i}");
+            let what = What::Parameter(i);
             operands.push(match p {
                 Param::In(_, rows) => {
                     let Some((storage, layout)) = inputs.next() else {
                         unreachable!("one lock per input");
                     };
                     let src = Src::of(op, storage)?;
-                    dtype::element(op, &what, src.dtype())?;
+                    dtype::element(op, what, src.dtype())?;
                     let here = src.place();
                     match &place {
                         None => place = Some(here),
@@ -149,22 +149,22 @@ impl<'a> Launch<'a> {
                         Some(p) => {
                             return Err(Error::DeviceMismatch {
                                 op,
-                                what,
+                                what: what.to_string(),
                                 expected: p.location(),
                                 found: here.location(),
                             })
                         }
                     }
                     let view = if *rows {
-                        View::rows(op, &what, layout)?
+                        View::rows(op, what, layout)?
                     } else {
-                        View::of(op, &what, layout)?
+                        View::of(op, what, layout)?
                     };
                     Operand::In(src, view)
                 }
                 Param::Out(shape, dt, zeroed) => {
-                    dtype::element(op, &what, *dt)?;
-                    let view = View::contiguous(op, &what, shape.dims())?;
+                    dtype::element(op, what, *dt)?;
+                    let view = View::contiguous(op, what, shape.dims())?;
                     shapes.push(shape.clone());
                     dtypes.push((*dt, *zeroed));
                     Operand::Out(shapes.len() - 1, view)

@@ -50,6 +50,7 @@ pub(crate) enum Place<'a> {
 }
 
 /// One kernel parameter.
+#[derive(Clone, Copy)]
 pub(crate) enum Operand<'a> {
     /// A `&TensorN<T>` parameter.
     In(Src<'a>, View),
@@ -180,7 +181,9 @@ pub(crate) fn run(
     match place {
         Place::Cpu => run_cpu(spec, generics, operands, outputs),
         #[cfg(feature = "cuda")]
-        Place::Cuda(dev) => cuda::run(dev, spec, generics, operands, outputs),
+        Place::Cuda(dev) => crate::runtimes::with_cuda(dev, |rt| {
+            cuda::run(rt, dev, spec, generics, operands, outputs)
+        })?,
         #[cfg(not(feature = "cuda"))]
         Place::Never(_) => unreachable!("no such place"),
     }
@@ -276,14 +279,15 @@ fn run_cpu(
 
 #[cfg(feature = "cuda")]
 mod cuda {
-    use super::{missing_output, out_views, Dst, Operand, Src};
+    use super::{missing_output, Dst, Operand, Src};
     use crate::error::{Error, Result};
+    use crate::view::View;
     use candle_core::backend::BackendDevice;
     use candle_core::cuda::CudaStorageSlice as S;
     use candle_core::{CudaDevice, CudaStorage, DType, DeviceLocation};
     use cudarc::driver::{DevicePtr, DevicePtrMut, SyncOnDrop};
     use tilekit_runtime::ir::DType as TkDType;
-    use tilekit_runtime::{Arg, KernelSpec, TensorArg, TensorArgMut};
+    use tilekit_runtime::{Arg, KernelSpec, Runtime, ScalarValue, TensorArg, TensorArgMut};
 
     /// A new device allocation of `len` elements (one at least: every argument needs an
     /// address).
@@ -336,26 +340,58 @@ mod cuda {
         }
     }
 
-    /// Runs the launch on the device's runtime (candle's stream).
+    /// Operands passed without a heap allocation: the library's ops have at most seven
+    /// (three inputs, an output and two statistics, a scalar); a [`crate::Launch`] with more
+    /// takes a `Vec`.
+    const INLINE: usize = 8;
+
+    /// Where output `i` is passed: its operand's index and view, or [`missing_output`] when
+    /// no operand or more than one passes it.
+    fn output_slot(spec: &KernelSpec, operands: &[Operand<'_>], i: usize) -> Result<(usize, View)> {
+        let mut found = None;
+        for (k, o) in operands.iter().enumerate() {
+            if let Operand::Out(j, v) = o {
+                if *j == i {
+                    if found.is_some() {
+                        return Err(missing_output(spec, i));
+                    }
+                    found = Some((k, *v));
+                }
+            }
+        }
+        found.ok_or_else(|| missing_output(spec, i))
+    }
+
+    /// Runs the launch on `rt`, the device's runtime (candle's stream).
     pub(super) fn run(
+        rt: &Runtime,
         dev: &CudaDevice,
         spec: &KernelSpec,
         generics: &[TkDType],
         operands: &[Operand<'_>],
         outputs: &mut [Dst],
     ) -> Result<()> {
-        let rt = crate::runtimes::cuda(dev)?;
         let Some(stream) = rt.cuda_stream() else {
             unreachable!("a CUDA runtime has a stream");
         };
         let ordinal = dev.location_ordinal();
-        // The cudarc access guards: reads and writes are recorded when they drop, after
-        // the launch was issued.
-        let mut guards: Vec<SyncOnDrop<'_>> = Vec::with_capacity(operands.len());
-        let views = out_views(operands, outputs.len());
-        let mut outs: Vec<Option<Arg<'_>>> = Vec::with_capacity(outputs.len());
-        for (i, (d, v)) in outputs.iter_mut().zip(views).enumerate() {
-            let v = v.ok_or_else(|| missing_output(spec, i))?;
+        let (n, n_out) = (operands.len(), outputs.len());
+        // The arguments in parameter order (each slot written once below), and the cudarc
+        // access guards: reads and writes are recorded when they drop, after the launch was
+        // issued (a `Record(None)` slot records nothing).
+        let mut args_inline = [const { Arg::Scalar(ScalarValue::I64(0)) }; INLINE];
+        let mut guards_inline = [const { SyncOnDrop::Record(None) }; INLINE];
+        let mut args_heap = Vec::new();
+        let mut guards_heap = Vec::new();
+        let (args, guards): (&mut [Arg<'_>], &mut [SyncOnDrop<'_>]) = if n <= INLINE {
+            (&mut args_inline[..n], &mut guards_inline[..n])
+        } else {
+            args_heap.resize_with(n, || Arg::Scalar(ScalarValue::I64(0)));
+            guards_heap.resize_with(n, || SyncOnDrop::Record(None));
+            (&mut args_heap, &mut guards_heap)
+        };
+        for (i, d) in outputs.iter_mut().enumerate() {
+            let (k, v) = output_slot(spec, operands, i)?;
             let Dst::Cuda(s) = d else {
                 return Err(missing_output(spec, i));
             };
@@ -363,7 +399,7 @@ mod cuda {
                 ($slice:expr, $dt:expr) => {{
                     let len = $slice.len();
                     let (ptr, g) = $slice.device_ptr_mut(stream);
-                    guards.push(g);
+                    guards[k] = g;
                     // SAFETY: `ptr` addresses `len` elements of a live allocation of this
                     // device, owned by the output (nothing else holds it) until the launch
                     // was issued on the stream candle orders its work on.
@@ -388,11 +424,10 @@ mod cuda {
                 S::I64(x) => out!(x, TkDType::I64),
                 _ => return Err(missing_output(spec, i)),
             };
-            outs.push(Some(Arg::TensorMut(arg)));
+            args[k] = Arg::TensorMut(arg);
         }
-        let mut args = Vec::with_capacity(operands.len());
-        for o in operands {
-            args.push(match o {
+        for (k, o) in operands.iter().enumerate() {
+            args[k] = match o {
                 Operand::In(Src::Cuda(s), v) => {
                     if s.device.id() != dev.id() {
                         return Err(wrong_device(spec.name, dev, s.device.location()));
@@ -401,7 +436,7 @@ mod cuda {
                         ($slice:expr, $dt:expr) => {{
                             let len = $slice.len();
                             let (ptr, g) = $slice.device_ptr(stream);
-                            guards.push(g);
+                            guards[k] = g;
                             // SAFETY: `ptr` addresses `len` live elements of this device;
                             // the candle storage is borrowed (its lock held by the caller)
                             // until after the launch is issued, and candle frees device
@@ -439,16 +474,13 @@ mod cuda {
                 Operand::In(Src::Cpu(_), _) => {
                     return Err(wrong_device(spec.name, dev, DeviceLocation::Cpu))
                 }
-                Operand::Out(i, _) => outs
-                    .get_mut(*i)
-                    .and_then(Option::take)
-                    .ok_or_else(|| missing_output(spec, *i))?,
+                // Placed above; an index past the outputs is passed to no output.
+                Operand::Out(i, _) if *i < n_out => continue,
+                Operand::Out(i, _) => return Err(missing_output(spec, *i)),
                 Operand::Scalar(s) => Arg::Scalar(*s),
-            });
+            };
         }
-        tilekit_runtime::launch(&rt, spec, generics, &mut args)?;
-        drop(args);
-        drop(guards);
+        tilekit_runtime::launch(rt, spec, generics, args)?;
         Ok(())
     }
 

@@ -4,6 +4,29 @@
 
 use crate::error::{Error, Result};
 use candle_core::Layout;
+use std::fmt;
+
+/// Which operand a refusal names (`what` of [`Error::Layout`] and the other errors), made
+/// into a `String` only when something is refused: a launch that passes formats nothing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum What {
+    /// Operand `i` of a candle op (`"operand {i}"`).
+    Operand(usize),
+    /// Parameter `i` of a [`crate::Launch`] (`"parameter {i}"`).
+    Parameter(usize),
+    /// Generic parameter `i` of a [`crate::Launch`] (`"generic parameter {i}"`).
+    Generic(usize),
+}
+
+impl fmt::Display for What {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            What::Operand(i) => write!(f, "operand {i}"),
+            What::Parameter(i) => write!(f, "parameter {i}"),
+            What::Generic(i) => write!(f, "generic parameter {i}"),
+        }
+    }
+}
 
 /// Shape, strides (in elements) and start offset of a tilekit tensor argument, inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,16 +57,48 @@ impl View {
     }
 
     /// A contiguous row-major view of `shape` from element 0 (an output).
-    pub fn contiguous(op: &'static str, what: &str, shape: &[usize]) -> Result<View> {
-        let mut strides = vec![1; shape.len()];
-        for a in (0..shape.len().saturating_sub(1)).rev() {
+    pub fn contiguous(op: &'static str, what: impl fmt::Display, shape: &[usize]) -> Result<View> {
+        let rank = shape.len();
+        if !(1..=3).contains(&rank) {
+            let mut strides = vec![1; rank];
+            for a in (0..rank.saturating_sub(1)).rev() {
+                strides[a] = strides[a + 1] * shape[a + 1].max(1);
+            }
+            return Err(layout_error(op, what, shape, &strides));
+        }
+        let mut strides = [1; 3];
+        for a in (0..rank - 1).rev() {
             strides[a] = strides[a + 1] * shape[a + 1].max(1);
         }
-        View::new(shape, &strides, 0).ok_or_else(|| layout_error(op, what, shape, &strides))
+        let strides = &strides[..rank];
+        View::new(shape, strides, 0).ok_or_else(|| layout_error(op, what, shape, strides))
+    }
+
+    /// [`View::rows`] of a contiguous candle layout of `dims` (a new output), without
+    /// building the layout.
+    pub fn rows_of_contiguous(
+        op: &'static str,
+        what: impl fmt::Display,
+        dims: &[usize],
+    ) -> Result<View> {
+        let Some((&cols, lead)) = dims.split_last() else {
+            return Err(layout_error(op, what, dims, &[]));
+        };
+        let rows: usize = lead.iter().product();
+        // A contiguous layout's leading axes always merge; the merged axis's stride is the
+        // innermost leading axis of extent > 1's, `cols` (candle's contiguous strides do not
+        // skip zero extents), else one row's `cols.max(1)`.
+        let row_stride = if lead.iter().any(|&d| d != 1) {
+            cols
+        } else {
+            cols.max(1)
+        };
+        View::new(&[rows, cols], &[row_stride, 1], 0)
+            .ok_or_else(|| layout_error(op, what, &[rows, cols], &[row_stride, 1]))
     }
 
     /// The candle layout as is (1 to 3 axes).
-    pub fn of(op: &'static str, what: &str, layout: &Layout) -> Result<View> {
+    pub fn of(op: &'static str, what: impl fmt::Display, layout: &Layout) -> Result<View> {
         View::new(layout.dims(), layout.stride(), layout.start_offset())
             .ok_or_else(|| layout_error(op, what, layout.dims(), layout.stride()))
     }
@@ -52,9 +107,9 @@ impl View {
     /// other axis merged (a rank-1 tensor is one row). The leading axes must be mergeable
     /// without a copy (each one's stride the next one's times its extent, axes of extent 1
     /// aside); any last-axis stride and row stride is kept.
-    pub fn rows(op: &'static str, what: &str, layout: &Layout) -> Result<View> {
+    pub fn rows(op: &'static str, what: impl fmt::Display, layout: &Layout) -> Result<View> {
         let (dims, strides) = (layout.dims(), layout.stride());
-        let err = || layout_error(op, what, dims, strides);
+        let err = || layout_error(op, &what, dims, strides);
         let Some((&cols, lead)) = dims.split_last() else {
             return Err(err());
         };
@@ -94,7 +149,12 @@ impl View {
     }
 }
 
-fn layout_error(op: &'static str, what: &str, shape: &[usize], strides: &[usize]) -> Error {
+fn layout_error(
+    op: &'static str,
+    what: impl fmt::Display,
+    shape: &[usize],
+    strides: &[usize],
+) -> Error {
     Error::Layout {
         op,
         what: what.to_string(),
@@ -136,6 +196,45 @@ mod tests {
             Err(Error::Layout { .. })
         ));
         assert!(View::rows("t", "x", &layout(&[], &[], 0)).is_err());
+    }
+
+    #[test]
+    fn rows_of_contiguous_is_rows_of_a_contiguous_layout() {
+        let shapes: [&[usize]; 12] = [
+            &[],
+            &[5],
+            &[0],
+            &[1, 5],
+            &[3, 5],
+            &[3, 0],
+            &[0, 5],
+            &[2, 3, 5],
+            &[2, 1, 0],
+            &[1, 1, 4],
+            &[2, 3, 4, 5],
+            &[1, 0, 1, 3],
+        ];
+        for dims in shapes {
+            let want = View::rows("t", "x", &Layout::contiguous(dims));
+            let got = View::rows_of_contiguous("t", "x", dims);
+            match (want, got) {
+                (Ok(w), Ok(g)) => assert_eq!(w, g, "{dims:?}"),
+                (Err(w), Err(g)) => assert_eq!(w.to_string(), g.to_string(), "{dims:?}"),
+                (w, g) => panic!("{dims:?}: {w:?} vs {g:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn what_names_the_operand_only_when_refused() {
+        let e = View::rows("t", What::Operand(2), &layout(&[], &[], 0)).unwrap_err();
+        assert!(e.to_string().contains("operand 2"), "{e}");
+        let e = View::contiguous("t", What::Parameter(1), &[1, 2, 3, 4]).unwrap_err();
+        assert!(
+            matches!(&e, Error::Layout { what, strides, .. } if what == "parameter 1" && strides == &[24, 12, 4, 1]),
+            "{e:?}"
+        );
+        assert_eq!(What::Generic(0).to_string(), "generic parameter 0");
     }
 
     #[test]

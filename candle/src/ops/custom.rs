@@ -1,10 +1,14 @@
 //! The `CustomOp` plumbing: candle hands an op its operands' storages and layouts; the op
 //! describes its kernel's parameters ([`RowKernel`]) and gets back one output storage of
 //! the first operand's shape.
+//!
+//! A call allocates nothing on the host beyond what candle needs (the output's storage and
+//! its shape): operands, views and outputs are inline arrays, and names of operands are
+//! formatted only in errors.
 
 use crate::error::{Error, Result};
 use crate::operand::{self, Dst, Operand, Src};
-use crate::view::View;
+use crate::view::{View, What};
 use candle_core::{CpuStorage, Layout, Shape};
 use tilekit_runtime::{KernelSpec, ScalarValue};
 
@@ -17,58 +21,89 @@ pub(crate) enum Pass {
     AsIs,
 }
 
+/// The most operands a [`RowKernel`] takes (candle's `CustomOp3`).
+const MAX_SRCS: usize = 3;
+
 /// A kernel whose parameters are the op's operands (each passed as [`Pass`] says), then
 /// one output shaped as operand 0 and written whole, then (with `stats`) two f32 vectors of
-/// one element per row (LayerNorm's mean and `1 / std`, dropped), then scalars.
+/// one element per row (LayerNorm's mean and `1 / std`, dropped), then the scalar, if any.
 pub(crate) struct RowKernel {
     pub name: &'static str,
     pub spec: &'static KernelSpec,
     pub pass: &'static [Pass],
     pub stats: bool,
-    pub scalars: Vec<ScalarValue>,
+    pub scalar: Option<ScalarValue>,
 }
 
 impl RowKernel {
-    /// Runs on the storages; returns the output and its shape.
+    /// Runs on the storages (at most [`MAX_SRCS`]); returns the output and its shape.
     fn run(&self, srcs: &[(Src<'_>, &Layout)]) -> Result<(Dst, Shape)> {
         let op = self.name;
         let (first, first_layout) = srcs.first().ok_or_else(|| Error::Shape {
             op,
             message: "no operand".into(),
         })?;
-        let generic = crate::dtype::float(op, "operand 0", first.dtype())?;
+        if srcs.len() > MAX_SRCS {
+            return Err(Error::Shape {
+                op,
+                message: format!("{} operands; at most {MAX_SRCS} are supported", srcs.len()),
+            });
+        }
+        let generic = crate::dtype::float(op, What::Operand(0), first.dtype())?;
         let place = first.place();
-        let mut operands = Vec::with_capacity(srcs.len() + 1 + self.scalars.len());
+        // Inputs, the output, two statistics, the scalar.
+        let mut operands = [Operand::Scalar(ScalarValue::I64(0)); MAX_SRCS + 4];
+        let mut n = 0;
         for (i, ((src, layout), pass)) in srcs.iter().zip(self.pass).enumerate() {
-            let what = format!("operand {i}");
             let view = match pass {
-                Pass::Rows => View::rows(op, &what, layout)?,
-                Pass::AsIs => View::of(op, &what, layout)?,
+                Pass::Rows => View::rows(op, What::Operand(i), layout)?,
+                Pass::AsIs => View::of(op, What::Operand(i), layout)?,
             };
-            operands.push(Operand::In(*src, view));
+            operands[n] = Operand::In(*src, view);
+            n += 1;
         }
-        let out = View::rows(op, "the output", &Layout::contiguous(first_layout.shape()))?;
-        operands.push(Operand::Out(0, out));
-        let n = first_layout.shape().elem_count();
-        let mut outs = vec![place.alloc(first.dtype(), n, false)?];
+        let dims = first_layout.dims();
+        let out = View::rows_of_contiguous(op, "the output", dims)?;
+        operands[n] = Operand::Out(0, out);
+        n += 1;
+        let rows = out.shape()[0];
         if self.stats {
-            let rows = out.shape()[0];
             let stat = View::contiguous(op, "a statistic", &[rows])?;
-            for i in 1..=2 {
-                operands.push(Operand::Out(i, stat));
-                outs.push(place.alloc(candle_core::DType::F32, rows, false)?);
-            }
+            operands[n] = Operand::Out(1, stat);
+            operands[n + 1] = Operand::Out(2, stat);
+            n += 2;
         }
-        operands.extend(self.scalars.iter().copied().map(Operand::Scalar));
-        operand::run(place, self.spec, &[generic], &operands, &mut outs)?;
-        let out = outs.swap_remove(0);
-        Ok((out, first_layout.shape().clone()))
+        if let Some(s) = self.scalar {
+            operands[n] = Operand::Scalar(s);
+            n += 1;
+        }
+        let operands = &operands[..n];
+        let y = place.alloc(first.dtype(), first_layout.shape().elem_count(), false)?;
+        let y = if self.stats {
+            let f32 = candle_core::DType::F32;
+            let mut outs = [
+                y,
+                place.alloc(f32, rows, false)?,
+                place.alloc(f32, rows, false)?,
+            ];
+            operand::run(place, self.spec, &[generic], operands, &mut outs)?;
+            let [y, _, _] = outs;
+            y
+        } else {
+            let mut outs = [y];
+            operand::run(place, self.spec, &[generic], operands, &mut outs)?;
+            let [y] = outs;
+            y
+        };
+        Ok((y, first_layout.shape().clone()))
     }
 
     /// [`RowKernel::run`] on CPU storages, for `cpu_fwd`.
-    pub fn cpu(&self, srcs: &[(&CpuStorage, &Layout)]) -> candle_core::Result<(CpuStorage, Shape)> {
-        let srcs: Vec<_> = srcs.iter().map(|(s, l)| (Src::Cpu(s), *l)).collect();
-        match self.run(&srcs)? {
+    pub fn cpu<const N: usize>(
+        &self,
+        srcs: [(&CpuStorage, &Layout); N],
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        match self.run(&srcs.map(|(s, l)| (Src::Cpu(s), l)))? {
             (Dst::Cpu(s), shape) => Ok((s, shape)),
             #[cfg(feature = "cuda")]
             (Dst::Cuda(_), _) => unreachable!("a CPU launch allocates on the CPU"),
@@ -77,12 +112,11 @@ impl RowKernel {
 
     /// [`RowKernel::run`] on CUDA storages, for `cuda_fwd`.
     #[cfg(feature = "cuda")]
-    pub fn cuda(
+    pub fn cuda<const N: usize>(
         &self,
-        srcs: &[(&candle_core::CudaStorage, &Layout)],
+        srcs: [(&candle_core::CudaStorage, &Layout); N],
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        let srcs: Vec<_> = srcs.iter().map(|(s, l)| (Src::Cuda(s), *l)).collect();
-        match self.run(&srcs)? {
+        match self.run(&srcs.map(|(s, l)| (Src::Cuda(s), l)))? {
             (Dst::Cuda(s), shape) => Ok((s, shape)),
             (Dst::Cpu(_), _) => unreachable!("a CUDA launch allocates on the device"),
         }

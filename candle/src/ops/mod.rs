@@ -27,6 +27,7 @@ pub use softmax::{log_softmax_last_dim, softmax_last_dim};
 
 use crate::error::{Error, Result};
 use candle_core::{Tensor, D};
+use std::borrow::Cow;
 
 /// The widest row the single-pass row kernels take (their largest `BLOCK`).
 pub const MAX_ROW: usize = 8192;
@@ -37,8 +38,9 @@ pub const MAX_ROW: usize = 8192;
 /// kernels (issue 34: LayerNorm over 512-column rows at 0.32-0.37x candle on those).
 pub const NARROW_ROW: usize = 1024;
 
-/// `t` with leading axes that merge into rows (made contiguous when they do not).
-pub(crate) fn rowable(op: &'static str, t: &Tensor) -> Result<Tensor> {
+/// `t` with leading axes that merge into rows: `t` itself (borrowed), or a contiguous copy
+/// when they do not.
+pub(crate) fn rowable<'t>(op: &'static str, t: &'t Tensor) -> Result<Cow<'t, Tensor>> {
     if t.rank() == 0 {
         return Err(Error::Shape {
             op,
@@ -47,9 +49,9 @@ pub(crate) fn rowable(op: &'static str, t: &Tensor) -> Result<Tensor> {
     }
     let l = t.layout();
     if crate::view::View::rows(op, "x", l).is_ok() {
-        Ok(t.clone())
+        Ok(Cow::Borrowed(t))
     } else {
-        Ok(t.contiguous()?)
+        Ok(Cow::Owned(t.contiguous()?))
     }
 }
 

@@ -8,14 +8,14 @@ use candle_core::{CpuStorage, CustomOp2, CustomOp3, DType, Layout, Shape, Tensor
 
 /// The number of partial rows for a weight gradient (see `tilekit_kernels::partial_rows`).
 fn partial_rows(x: &Tensor, rows: usize) -> Result<usize> {
-    let rt = match x.device() {
-        candle_core::Device::Cpu => crate::runtimes::cpu().clone(),
-        #[cfg(feature = "cuda")]
-        candle_core::Device::Cuda(d) => crate::runtimes::cuda(d)?,
-        #[allow(unreachable_patterns)]
-        _ => crate::runtimes::cpu().clone(),
-    };
-    Ok(tilekit_kernels::partial_rows(&rt, rows))
+    #[cfg(feature = "cuda")]
+    if let candle_core::Device::Cuda(d) = x.device() {
+        let p = crate::runtimes::with_cuda(d, |rt| tilekit_kernels::partial_rows(rt, rows))?;
+        return Ok(p);
+    }
+    // The CPU (and any other device, which the launches then refuse).
+    let _ = x;
+    Ok(tilekit_kernels::partial_rows(crate::runtimes::cpu(), rows))
 }
 
 /// Sums the `[P, N]` f32 partials into a `[N]` vector of `dtype`.
@@ -65,7 +65,7 @@ impl RmsNorm {
             },
             pass: &[Pass::Rows, Pass::AsIs],
             stats: false,
-            scalars: vec![self.eps.into()],
+            scalar: Some(self.eps.into()),
         }
     }
 }
@@ -82,7 +82,7 @@ impl CustomOp2 for RmsNorm {
         s2: &CpuStorage,
         l2: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        self.kernel(last(l1)).cpu(&[(s1, l1), (s2, l2)])
+        self.kernel(last(l1)).cpu([(s1, l1), (s2, l2)])
     }
 
     #[cfg(feature = "cuda")]
@@ -93,7 +93,7 @@ impl CustomOp2 for RmsNorm {
         s2: &candle_core::CudaStorage,
         l2: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        self.kernel(last(l1)).cuda(&[(s1, l1), (s2, l2)])
+        self.kernel(last(l1)).cuda([(s1, l1), (s2, l2)])
     }
 
     fn bwd(
@@ -166,7 +166,7 @@ impl LayerNorm {
             spec: layernorm_spec(cols),
             pass: &[Pass::Rows, Pass::AsIs, Pass::AsIs],
             stats: true,
-            scalars: vec![self.eps.into()],
+            scalar: Some(self.eps.into()),
         }
     }
 }
@@ -185,7 +185,7 @@ impl CustomOp3 for LayerNorm {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        self.kernel(last(l1)).cpu(&[(s1, l1), (s2, l2), (s3, l3)])
+        self.kernel(last(l1)).cpu([(s1, l1), (s2, l2), (s3, l3)])
     }
 
     #[cfg(feature = "cuda")]
@@ -198,7 +198,7 @@ impl CustomOp3 for LayerNorm {
         s3: &candle_core::CudaStorage,
         l3: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        self.kernel(last(l1)).cuda(&[(s1, l1), (s2, l2), (s3, l3)])
+        self.kernel(last(l1)).cuda([(s1, l1), (s2, l2), (s3, l3)])
     }
 
     fn bwd(

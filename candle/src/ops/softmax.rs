@@ -5,6 +5,7 @@ use super::rowable;
 use crate::error::Result;
 use crate::Launch;
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
+use std::sync::{Arc, OnceLock};
 
 /// Which function.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +36,7 @@ impl RowSoftmax {
             spec,
             pass: &[Pass::Rows],
             stats: false,
-            scalars: Vec::new(),
+            scalar: None,
         }
     }
 }
@@ -50,7 +51,7 @@ impl CustomOp1 for RowSoftmax {
     }
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        self.kernel(last(l)).cpu(&[(s, l)])
+        self.kernel(last(l)).cpu([(s, l)])
     }
 
     #[cfg(feature = "cuda")]
@@ -59,7 +60,7 @@ impl CustomOp1 for RowSoftmax {
         s: &candle_core::CudaStorage,
         l: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        self.kernel(last(l)).cuda(&[(s, l)])
+        self.kernel(last(l)).cuda([(s, l)])
     }
 
     fn bwd(&self, _x: &Tensor, y: &Tensor, dy: &Tensor) -> candle_core::Result<Option<Tensor>> {
@@ -79,10 +80,24 @@ impl CustomOp1 for RowSoftmax {
     }
 }
 
+/// The op of `kind`, made once and shared (candle keeps an `Arc` of the op for backward):
+/// a call allocates no op.
+fn shared(kind: Kind) -> Arc<Box<dyn CustomOp1 + Send + Sync>> {
+    type Shared = OnceLock<Arc<Box<dyn CustomOp1 + Send + Sync>>>;
+    static SOFTMAX: Shared = OnceLock::new();
+    static LOG_SOFTMAX: Shared = OnceLock::new();
+    let cell = match kind {
+        Kind::Softmax => &SOFTMAX,
+        Kind::LogSoftmax => &LOG_SOFTMAX,
+    };
+    cell.get_or_init(|| Arc::new(Box::new(RowSoftmax(kind))))
+        .clone()
+}
+
 fn apply(kind: Kind, op: &'static str, x: &Tensor) -> Result<Tensor> {
     crate::dtype::float(op, "x", x.dtype())?;
     let x = rowable(op, x)?;
-    Ok(x.apply_op1(RowSoftmax(kind))?)
+    Ok(x.apply_op1_arc(shared(kind))?)
 }
 
 /// `softmax(x)` along the last axis (any width: rows wider than

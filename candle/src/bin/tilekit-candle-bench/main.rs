@@ -6,8 +6,10 @@
 //! 2. **The ops alone** on the step's shapes and on the brief's 32768x4096 softmax, with
 //!    achieved GB/s.
 //! 3. **Per-call host overhead** (`overhead.rs`): issuing a tiny softmax through
-//!    tilekit-candle against a plain tilekit launch on the same stream (target: at most
-//!    1.5x), and candle's own op for reference.
+//!    tilekit-candle against a plain tilekit launch on the same stream (the exit status
+//!    checks at most 1.5x; issue 34's floor, 1.2x, is reported as `within_1_2x`), with
+//!    the breakdown: candle allocating the output alone, the plain launch plus that
+//!    allocation, `Launch`, and candle's own op for reference.
 //!
 //! Usage: `tilekit-candle-bench [--json PATH] [--quick]` (or `$TILEKIT_CANDLE_BENCH_JSON`);
 //! prints a table and writes the results as JSON. Exit status 1 if a check fails.
