@@ -63,6 +63,9 @@ pub fn variant_source(
     // rings differ); every other variant instantiates the kernel's one template.
     let hopper = crate::lowered::hopper_lowering(kernel, v)?;
     let is_hopper = hopper.is_some();
+    let chained = hopper
+        .as_ref()
+        .is_some_and(|(plan, _, _)| matches!(plan.form, crate::engine::Form::Chain { .. }));
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -113,9 +116,10 @@ pub fn variant_source(
     }
 
     let mut out = String::with_capacity(template.len() + 1024);
-    // `SCHEDULE = pingpong` (Hopper engine, two consumer warpgroups): they take turns at
-    // the chained loop's first product (`tk::sm90::pingpong_*`, named barriers 2 and 3).
-    let pingpong = is_hopper
+    // `SCHEDULE = pingpong` (Hopper engine's chained form, two consumer warpgroups): they
+    // take turns at the tensor cores (`tk::sm90::pingpong_*`, named barriers 2 and 3). The
+    // GEMM form's consumers share each stage, so turns there would deadlock: it ignores it.
+    let pingpong = chained
         && threads == 256
         && matches!(config.get("SCHEDULE"), Some(TuneValue::Enum(s)) if s == "pingpong");
     if is_hopper {
@@ -126,7 +130,7 @@ pub fn variant_source(
     }
     if pingpong {
         out.push_str(
-            "// SCHEDULE = pingpong: the two consumer warpgroups take turns issuing the chained loop's first product (named barriers 2 and 3).\n#define TK_PINGPONG 1\n",
+            "// SCHEDULE = pingpong: the two consumer warpgroups take turns at the tensor cores (named barriers 2 and 3).\n#define TK_PINGPONG 1\n",
         );
     }
     out.push_str(template);

@@ -213,6 +213,38 @@ struct pipe_state {
     bool ready = false;
 };
 
+/// `SCHEDULE = pingpong` (`TK_PINGPONG`, two consumer warpgroups): the warpgroups take turns
+/// at the tensor cores in blocks of products with no softmax between them — {first product
+/// of iteration 0}, {second product of iteration j, first product of j + 1}, ..., {second
+/// product of the last iteration} — so one warpgroup's softmax runs alone while the other's
+/// block runs (FlashAttention-3's warpgroup ping-pong). Named barrier 2 + w is warpgroup
+/// w's turn (128 threads wait, the other warpgroup's 128 arrive). A turn is taken before
+/// the loop (`consume_stages`) and before each second product (`dot_acc_a`), and handed
+/// over after each first product is issued (`mma_dot_bt`) and after the loop: one wait and
+/// one pass per block, so a tile with any number of iterations balances. `pingpong_init`
+/// gives warpgroup 0 the first turn, once per program (a persistent program's tiles
+/// continue the alternation; no consumer barrier is reached while a turn is held).
+/// Without `TK_PINGPONG` these are empty.
+TK_DEVICE void pingpong_init() {
+#ifdef TK_PINGPONG
+    if (thread_rank() / 128 == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+#endif
+}
+
+/// Waits for this warpgroup's turn (see `pingpong_init`).
+template <int CONSUMERS> TK_DEVICE void pingpong_wait() {
+#ifdef TK_PINGPONG
+    if constexpr (CONSUMERS == 2) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + thread_rank() / 128) : "memory");
+#endif
+}
+
+/// Gives the turn to the other warpgroup (see `pingpong_init`).
+template <int CONSUMERS> TK_DEVICE void pingpong_pass() {
+#ifdef TK_PINGPONG
+    if constexpr (CONSUMERS == 2) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - thread_rank() / 128) : "memory");
+#endif
+}
+
 namespace detail {
 /// Sets up a program's barriers on its first tile: `full` with `full_arrivals` per phase,
 /// `empty` with one per consumer warpgroup, and with SETS = 3 a `landed` barrier per stage
@@ -237,15 +269,18 @@ TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full
 
 /// The consumers' side: waits for each stage's full barrier, runs `consume(iv, slot)`
 /// and releases the stage (`mma_dot` on ring tiles returns after its wgmma group retired).
-template <int STAGES, class C>
+/// With `SCHEDULE = pingpong` the loop is bracketed by a turn (see `pingpong_init`).
+template <int STAGES, int CONSUMERS, class C>
 TK_DEVICE void consume_stages(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                               C&& consume) {
+    pingpong_wait<CONSUMERS>();
     for (long long iv = start; iv < end; iv += step, ++st.it) {
         const int s = st.it % STAGES;
         mbar_wait(&bars[s], (st.it / STAGES) & 1);
         consume(iv, s);
         if (thread_rank() % 128 == 0) mbar_arrive(&bars[STAGES + s]);
     }
+    pingpong_pass<CONSUMERS>();
 }
 } // namespace detail
 
@@ -277,7 +312,7 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
         }
         return false;
     } else {
-        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
+        detail::consume_stages<STAGES, CONSUMERS>(start, end, step, bars, st, consume);
         return true;
     }
 }
@@ -324,7 +359,7 @@ TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step
         st.it += (int)n;
         return false;
     } else {
-        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
+        detail::consume_stages<STAGES, CONSUMERS>(start, end, step, bars, st, consume);
         return true;
     }
 }
@@ -433,34 +468,6 @@ TK_DEVICE void stage_tile(const tma_tile<T, R, C>& dst, const gtile<ALIGNED, THR
     sync();
 }
 
-/// `SCHEDULE = pingpong` (`TK_PINGPONG`, two consumer warpgroups): the warpgroups take turns
-/// issuing the chained loop's first product, so one's product runs on the tensor cores
-/// while the other computes its softmax (FlashAttention-3's warpgroup ping-pong). Named
-/// barrier 2 + w is warpgroup w's turn (128 threads wait, the other 128 arrive): a
-/// warpgroup waits for its turn before issuing and hands the turn over right after
-/// issuing. `pingpong_init` gives warpgroup 0 the first turn, once per program (a
-/// persistent program's tiles continue the alternation: both warpgroups run the same
-/// iterations of every tile). Without `TK_PINGPONG` these are empty.
-TK_DEVICE void pingpong_init() {
-#ifdef TK_PINGPONG
-    if (thread_rank() / 128 == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
-#endif
-}
-
-/// Waits for this warpgroup's turn (see `pingpong_init`).
-template <int CONSUMERS> TK_DEVICE void pingpong_wait() {
-#ifdef TK_PINGPONG
-    if constexpr (CONSUMERS == 2) asm volatile("bar.sync %0, 256;\n" ::"r"(2 + thread_rank() / 128) : "memory");
-#endif
-}
-
-/// Gives the turn to the other warpgroup (see `pingpong_init`).
-template <int CONSUMERS> TK_DEVICE void pingpong_pass() {
-#ifdef TK_PINGPONG
-    if constexpr (CONSUMERS == 2) asm volatile("bar.arrive %0, 256;\n" ::"r"(3 - thread_rank() / 128) : "memory");
-#endif
-}
-
 /// acc + A @ X^T on wgmma from a resident tile A (M x K) and a ring tile X (N x K): both
 /// K-major (X's rows are B's columns: attention's q @ trans(k)), per k16 step one
 /// `wgmma.m64nNk16` per consumer warpgroup (its 64 rows of A), across K's 128-byte panels.
@@ -478,7 +485,6 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
     const int wg = thread_rank() / 128;
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
-    pingpong_wait<L::warps / 4>();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < (int)(K / 16); ++kk) {
@@ -533,6 +539,7 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
     rt<float, shape<M, N>, L> r = acc;
 #pragma unroll
     for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
+    pingpong_wait<L::warps / 4>();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < STEPS; ++kk) {
