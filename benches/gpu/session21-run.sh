@@ -9,8 +9,10 @@
 #     pingpong side by side) and SDPA (cuDNN, flash) on the same shapes;
 #  4. `tilekit tune` of attention (full and causal) into a fresh cache, exported (the
 #     shipped H200 entry);
-#  5. the concat GPU test.
-# PARTS="1 2 3 4 5" picks parts (default all).
+#  5. the concat GPU test;
+#  6. tilekit-candle's GPU tests and bench (`.gpu/candle-run`, packed by `cargo xtask
+#     candle-pack` after pack.sh).
+# PARTS="1 2 3 4 5 6" picks parts (default 1-5).
 set -x
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda TILEKIT_CACHE_DIR=/tmp/tkc
 PARTS=${PARTS:-1 2 3 4 5}
@@ -48,4 +50,8 @@ if has 5; then
   T=$(ls .gpu/tests/concat-*)
   timeout 120 $T --ignored --test-threads=1 > $OUT/concat-tests.log 2>&1; echo "concat tests rc $?"
   grep -E "test result|panicked" $OUT/concat-tests.log
+fi
+if has 6; then
+  timeout 400 .gpu/candle-run $OUT > $OUT/candle.log 2>&1; echo "candle rc $?"
+  grep -E "^test |test result|overhead|ratio|==" $OUT/candle.log | tail -40
 fi

@@ -71,8 +71,10 @@ fn rope_ref(x: &[f32], cos: &[f32], sin: &[f32], rows: usize, h: usize) -> Vec<f
     y
 }
 
+/// `rope_half` on `rt` over inputs drawn from `seed` (the same seed gives the same inputs
+/// on every backend).
 fn run_rope(rt: &Runtime, cfg: &Config, rows: usize, h: usize, seed: u64) -> Vec<f32> {
-    let mut r = common::rng(&format!("rope {rows} {h} {seed}"));
+    let mut r = common::Rng(seed);
     let n = 2 * h;
     let (x, c, s): (Vec<f32>, Vec<f32>, Vec<f32>) = (
         r.vec(rows * n, 2.0),
@@ -96,13 +98,18 @@ fn run_rope(rt: &Runtime, cfg: &Config, rows: usize, h: usize, seed: u64) -> Vec
 }
 
 /// The outputs of `joins` on `rt` for `rows` rows of `a` and `b`.
-fn run_joins(rt: &Runtime, cfg: &Config, rows: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>) {
+fn run_joins(
+    rt: &Runtime,
+    cfg: &Config,
+    rows: usize,
+    seed: u64,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>, Vec<i32>) {
     let (bm, n) = (
         cfg.int("BM").unwrap() as usize,
         cfg.int("N").unwrap() as usize,
     );
     let progs = rows.div_ceil(bm);
-    let mut r = common::rng(&format!("joins {cfg} {rows}"));
+    let mut r = common::Rng(seed);
     let (av, bv): (Vec<f32>, Vec<f32>) = (r.vec(rows * n, 1.0), r.vec(rows * n, 1.0));
     let a = Tensor2::from_vec(rt, av.clone(), [rows, n]).unwrap();
     let b = Tensor2::from_vec(rt, bv.clone(), [rows, n]).unwrap();
@@ -153,15 +160,16 @@ fn run_joins(rt: &Runtime, cfg: &Config, rows: usize) -> (Vec<f32>, Vec<f32>, Ve
 #[test]
 fn cpu_cat_joins_tiles_along_each_axis_in_every_configuration() {
     let rt = Runtime::cpu();
+    let mut r = common::rng("cat on the CPU backend");
     for cfg in configs(&joins::SPEC) {
         let bm = cfg.int("BM").unwrap() as usize;
         for rows in [bm, 3 * bm] {
-            run_joins(&rt, &cfg, rows);
+            run_joins(&rt, &cfg, rows, r.next_u64());
         }
     }
     for cfg in configs(&rope_half::SPEC) {
         let h = cfg.int("H").unwrap() as usize;
-        run_rope(&rt, &cfg, 5, h, 1);
+        run_rope(&rt, &cfg, 5, h, r.next_u64());
     }
 }
 
@@ -183,6 +191,12 @@ fn cat_variants_compile_with_nvrtc() {
     for (spec, v) in &jobs {
         let kernel = spec.kernel().expect("IR");
         let src = tilekit_codegen::variant_source(kernel, spec.cuda_template, v).expect("source");
+        if let Ok(dir) = std::env::var("TK_DUMP_CAT") {
+            let _ = std::fs::write(
+                format!("{dir}/{}-{}-{:?}.cu", spec.name, v.config, v.target),
+                &src,
+            );
+        }
         let opts = if v.target == Target::Sm80 {
             &opts80
         } else {
@@ -204,19 +218,51 @@ fn cat_variants_compile_with_nvrtc() {
 fn gpu_cat_matches_the_cpu_backend_bitwise() {
     let gpu = Runtime::cuda(0).expect("CUDA device 0");
     let cpu = Runtime::cpu();
+    // One seed per comparison, the same inputs on both backends (run 120 compared
+    // different draws).
+    let mut r = common::rng("cat on the GPU against the CPU backend");
     for cfg in configs(&joins::SPEC) {
         let bm = cfg.int("BM").unwrap() as usize;
-        assert_eq!(
-            run_joins(&gpu, &cfg, 3 * bm),
-            run_joins(&cpu, &cfg, 3 * bm),
-            "{cfg}"
+        let seed = r.next_u64();
+        let (g, c) = (
+            run_joins(&gpu, &cfg, 3 * bm, seed),
+            run_joins(&cpu, &cfg, 3 * bm, seed),
         );
+        // The first difference of each output, with its neighbourhood (the whole tuple is
+        // too long to read in a panic message).
+        let first = |name: &str, g: &[f32], c: &[f32]| {
+            g.iter()
+                .zip(c)
+                .position(|(x, y)| x.to_bits() != y.to_bits())
+                .map(|i| {
+                    let lo = i.saturating_sub(2);
+                    let hi = (i + 3).min(g.len());
+                    format!(
+                        "{name}[{i}] of {}: gpu {:?} cpu {:?}",
+                        g.len(),
+                        &g[lo..hi],
+                        &c[lo..hi]
+                    )
+                })
+        };
+        let us = |v: &[i32]| v.iter().map(|&x| x as f32).collect::<Vec<_>>();
+        let diffs: Vec<String> = [
+            first("y", &g.0, &c.0),
+            first("z", &g.1, &c.1),
+            first("w", &g.2, &c.2),
+            first("u", &us(&g.3), &us(&c.3)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        assert!(diffs.is_empty(), "{cfg}: {}", diffs.join("; "));
     }
     for cfg in configs(&rope_half::SPEC) {
         let h = cfg.int("H").unwrap() as usize;
+        let seed = r.next_u64();
         let (g, c) = (
-            run_rope(&gpu, &cfg, 33, h, 2),
-            run_rope(&cpu, &cfg, 33, h, 2),
+            run_rope(&gpu, &cfg, 33, h, seed),
+            run_rope(&cpu, &cfg, 33, h, seed),
         );
         for (i, (x, y)) in g.iter().zip(&c).enumerate() {
             assert!(

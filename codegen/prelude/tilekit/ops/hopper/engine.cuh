@@ -214,17 +214,16 @@ struct pipe_state {
 };
 
 /// `SCHEDULE = pingpong` (`TK_PINGPONG`, two consumer warpgroups): the warpgroups take turns
-/// at the tensor cores in blocks of products with no softmax between them — {first product
-/// of iteration 0}, {second product of iteration j, first product of j + 1}, ..., {second
-/// product of the last iteration} — so one warpgroup's softmax runs alone while the other's
-/// block runs (FlashAttention-3's warpgroup ping-pong). Named barrier 2 + w is warpgroup
-/// w's turn (128 threads wait, the other warpgroup's 128 arrive). A turn is taken before
-/// the loop (`consume_stages`) and before each second product (`dot_acc_a`), and handed
-/// over after each first product is issued (`mma_dot_bt`) and after the loop: one wait and
-/// one pass per block, so a tile with any number of iterations balances. `pingpong_init`
-/// gives warpgroup 0 the first turn, once per program (a persistent program's tiles
-/// continue the alternation; no consumer barrier is reached while a turn is held).
-/// Without `TK_PINGPONG` these are empty.
+/// issuing the chained loop's first product, so that one's product is queued on the tensor
+/// cores ahead of the other's and their softmaxes drift apart (a light form of
+/// FlashAttention-3's warpgroup ping-pong). Named barrier 2 + w is warpgroup w's turn (128
+/// threads wait, the other warpgroup's 128 arrive): a warpgroup waits for its turn before
+/// issuing and hands it over right after the commit (`mma_dot_bt`). `pingpong_init` gives
+/// warpgroup 0 the first turn, once per program (a persistent program's tiles continue the
+/// alternation: both warpgroups run the same iterations of every tile). Run 121 measured
+/// the other form, a turn held over the blocks {second product of j, first of j + 1}: 12%
+/// slower at BN = 128 (a turn held through the second product's wait and the next stage's
+/// barrier serializes the warpgroups). Without `TK_PINGPONG` these are empty.
 TK_DEVICE void pingpong_init() {
 #ifdef TK_PINGPONG
     if (thread_rank() / 128 == 1) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
@@ -269,18 +268,15 @@ TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full
 
 /// The consumers' side: waits for each stage's full barrier, runs `consume(iv, slot)`
 /// and releases the stage (`mma_dot` on ring tiles returns after its wgmma group retired).
-/// With `SCHEDULE = pingpong` the loop is bracketed by a turn (see `pingpong_init`).
-template <int STAGES, int CONSUMERS, class C>
+template <int STAGES, class C>
 TK_DEVICE void consume_stages(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                               C&& consume) {
-    pingpong_wait<CONSUMERS>();
     for (long long iv = start; iv < end; iv += step, ++st.it) {
         const int s = st.it % STAGES;
         mbar_wait(&bars[s], (st.it / STAGES) & 1);
         consume(iv, s);
         if (thread_rank() % 128 == 0) mbar_arrive(&bars[STAGES + s]);
     }
-    pingpong_pass<CONSUMERS>();
 }
 } // namespace detail
 
@@ -312,7 +308,7 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
         }
         return false;
     } else {
-        detail::consume_stages<STAGES, CONSUMERS>(start, end, step, bars, st, consume);
+        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
         return true;
     }
 }
@@ -359,7 +355,7 @@ TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step
         st.it += (int)n;
         return false;
     } else {
-        detail::consume_stages<STAGES, CONSUMERS>(start, end, step, bars, st, consume);
+        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
         return true;
     }
 }
@@ -485,6 +481,7 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
     const int wg = thread_rank() / 128;
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
+    pingpong_wait<L::warps / 4>();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < (int)(K / 16); ++kk) {
@@ -539,7 +536,6 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
     rt<float, shape<M, N>, L> r = acc;
 #pragma unroll
     for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
-    pingpong_wait<L::warps / 4>();
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < STEPS; ++kk) {
