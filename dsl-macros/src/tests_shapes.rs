@@ -1,5 +1,5 @@
 //! `#[shapes]`: values and ranges for scalar parameters, relations between dimensions and
-//! integer tensors' value ranges, the errors each reports (all at once, named), and their
+//! tensors' value ranges (integer ones over dimensions, float ones between literals), the errors each reports (all at once, named), and their
 //! part in the spec hash.
 
 use super::tests::{errors, ok};
@@ -73,6 +73,26 @@ fn shapes_gives_scalar_values() {
             InputGen::Value(0.0),
         ]
     );
+}
+
+#[test]
+fn a_float_tensor_takes_a_literal_value_range() {
+    let got = inputs(quote!(x = [M, N], y = [M, N], x: -2..0.5));
+    assert_eq!(got[0], InputGen::Uniform(-2.0, 0.5));
+    assert_eq!(got[1], InputGen::Random);
+    let errs = errors(
+        quote!(grid = [x.rows()]),
+        scalars_kernel(quote!(x = [M, N], x: 1.0..1.0, y: 0.0..=1.0)),
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("the range of `x` is empty")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|e| e.contains("must be half-open")),
+        "{errs:?}"
+    );
+    assert_eq!(errs.len(), 2, "{errs:?}");
 }
 
 #[test]
@@ -327,8 +347,8 @@ fn bad_relations_and_ranges_are_reported_together() {
         "dimension `L` is defined in terms of itself",
         "`table` is a parameter, not a dimension",
         "this is not a dimension expression",
-        "`table: lo..hi` needs an integer tensor",
-        "`scale: lo..hi` needs an integer tensor",
+        "the range of the float tensor `table` takes number literals",
+        "`scale: lo..hi` needs a tensor parameter",
         "`W` is not a dimension of this kernel",
         "the range of `ids` is empty",
     ];

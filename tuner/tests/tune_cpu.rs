@@ -320,3 +320,23 @@ fn generated_inputs_respect_relations_and_value_ranges() {
         );
     }
 }
+
+/// AdamW's second moment `v` is declared `v: 0.0..1.0`: filled with negative values (the
+/// default for float tensors) the update is NaN wherever `v < 0`, and at `tune --all`'s
+/// size the gate's reference is sampled, where any NaN in a candidate counts as unwritten:
+/// every candidate was refused on an H200 (session 21). The declaration is read, and a
+/// winner passes the gate on the CPU backend.
+#[test]
+fn tunes_adamw_with_a_non_negative_second_moment() {
+    let rt = Runtime::cpu();
+    let spec = &tilekit_kernels::adamw::SPEC;
+    let kernel = spec.kernel().unwrap();
+    let v = kernel.params.iter().position(|p| p.name == "v").unwrap();
+    assert_eq!(
+        kernel.problem.inputs[v],
+        tilekit::ir::InputGen::Uniform(0.0, 1.0)
+    );
+    let p = TuneProblem::parse(kernel, "5000", "f32").unwrap();
+    let r = tune(&rt, spec, &p, &options(3), &|_| {}).unwrap();
+    assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()), "{r:?}");
+}

@@ -210,8 +210,9 @@ pub fn derived(
     out
 }
 
-/// The value range of an integer tensor (`ids: 0..V`), as an input generator; `known` are
-/// every dimension's names (given and derived).
+/// The value range of a tensor as an input generator: an integer tensor's (`ids: 0..V`,
+/// ends over dimension names; `known` are every dimension's names, given and derived) or a
+/// float tensor's (`v: 0.0..1.0`, literal ends: uniform floats in `[lo, hi)`).
 pub fn value_range(
     param: &Ident,
     e: &Expr,
@@ -231,17 +232,17 @@ pub fn value_range(
         &p.kind,
         ParamKind::Tensor { elem: Elem::Concrete(d), .. } if matches!(d, DType::I32 | DType::I64)
     );
+    if matches!(p.kind, ParamKind::Tensor { .. }) && !integer {
+        // A float tensor: literal ends, uniform floats in [lo, hi) (AdamW's second moment
+        // `v: 0.0..1.0`, never negative).
+        return float_range(param, e, cx);
+    }
     if !integer {
-        let help = match p.kind {
-            ParamKind::Scalar { .. } => {
-                format!("give a scalar a value or a range with `=`: `{param} = 1..128`")
-            }
-            _ => "float tensors are generated uniform in [-1, 1)".to_string(),
-        };
+        let help = format!("give a scalar a value or a range with `=`: `{param} = 1..128`");
         cx.error_help(
             param.span(),
             format!(
-                "`{param}: lo..hi` needs an integer tensor (`&Tensor1<i32>`, `&Tensor2<i64>`, ..)"
+                "`{param}: lo..hi` needs a tensor parameter (`&Tensor1<i32>`, `&Tensor2<f32>`, ..)"
             ),
             help,
         );
@@ -287,4 +288,73 @@ pub fn value_range(
         }
     }
     Some(InputGen::Range(lo, hi))
+}
+
+/// A float tensor's value range `lo..hi` with literal ends (`0.0..1.0`, `-2..2`).
+fn float_range(param: &Ident, e: &Expr, cx: &mut Ctxt) -> Option<InputGen> {
+    let Expr::Range(r) = e else {
+        cx.error_spanned(
+            e,
+            format!("the values of `{param}` are given as a range, `lo..hi`"),
+            None,
+        );
+        return None;
+    };
+    if let syn::RangeLimits::Closed(dots) = r.limits {
+        cx.error_spanned(
+            &dots,
+            format!("the range of `{param}` must be half-open, `lo..hi` (values in [lo, hi))"),
+            None,
+        );
+        return None;
+    }
+    let (Some(start), Some(end)) = (&r.start, &r.end) else {
+        cx.error_spanned(
+            e,
+            format!("the range of `{param}` needs both ends, `lo..hi`"),
+            None,
+        );
+        return None;
+    };
+    let end_value = |x: &Expr, cx: &mut Ctxt| -> Option<f64> {
+        let v = literal_number(x);
+        if v.is_none() {
+            cx.error_spanned(
+                x,
+                format!(
+                    "the range of the float tensor `{param}` takes number literals (`0.0..1.0`)"
+                ),
+                None,
+            );
+        }
+        v
+    };
+    let lo = end_value(start, cx);
+    let hi = end_value(end, cx);
+    let (lo, hi) = (lo?, hi?);
+    if lo >= hi {
+        cx.error_spanned(
+            e,
+            format!("the range of `{param}` is empty: `lo..hi` needs lo < hi"),
+            None,
+        );
+        return None;
+    }
+    Some(InputGen::Uniform(lo, hi))
+}
+
+/// A finite number literal, possibly negated (`1`, `0.5`, `-2.0`).
+fn literal_number(e: &Expr) -> Option<f64> {
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) => i.base10_parse::<f64>().ok(),
+            syn::Lit::Float(f) => f.base10_parse::<f64>().ok(),
+            _ => None,
+        },
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => literal_number(&u.expr).map(|v| -v),
+        Expr::Paren(p) => literal_number(&p.expr),
+        Expr::Group(g) => literal_number(&g.expr),
+        _ => None,
+    }
+    .filter(|v| v.is_finite())
 }

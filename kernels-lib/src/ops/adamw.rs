@@ -32,7 +32,7 @@ use tilekit::prelude::*;
 #[check(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0)]
 #[check(eps > 0.0 && eps.is_finite())]
 #[check(step >= 1)]
-#[shapes(p = [N], g = [N], m = [N], v = [N], lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01, step = 10)]
+#[shapes(p = [N], g = [N], m = [N], v = [N], v: 0.0..1.0, lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01, step = 10)]
 #[cost(flops = 14 * N)]
 #[allow(clippy::too_many_arguments)]
 pub fn adamw<T: Float>(
