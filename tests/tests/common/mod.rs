@@ -118,5 +118,8 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 pub fn rows_config_fits(cfg: &tilekit::Config, cols: usize, bytes: usize) -> bool {
     let block = cfg.int("BLOCK").unwrap_or(0) as usize;
     let pass = cfg.int("WARPS").unwrap_or(0) as usize * 512 / bytes;
-    cols <= block && block > 0 && pass > 0 && (block.is_multiple_of(pass) || pass.is_multiple_of(block))
+    cols <= block
+        && block > 0
+        && pass > 0
+        && (block.is_multiple_of(pass) || pass.is_multiple_of(block))
 }
