@@ -773,3 +773,26 @@ fn from_cuda_stream_shares_the_state_of_handles_with_a_config_source() {
     // Three repeats of the chain: (x * 2 * 0.5) * 2.
     assert_eq!(y.to_vec().unwrap(), vec![3.0; 4096]);
 }
+
+/// `Tensor::copy_from` on the device (the tuner resets in-place tensors with it): a
+/// contiguous window into another, the rest untouched, a second copy from the first's
+/// result, and refusals that write nothing.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_tensor_copy_from_copies_on_the_device() {
+    let g = gpu();
+    let src = Tensor1::from_vec_strided(&g, (0..1000).map(|i| i as f32).collect(), [300], [1], 7)
+        .unwrap();
+    let mut dst = Tensor1::from_vec_strided(&g, vec![-1.0f32; 1000], [300], [1], 11).unwrap();
+    dst.copy_from(&src).unwrap();
+    let want: Vec<f32> = (7..307).map(|i| i as f32).collect();
+    assert_eq!(dst.to_vec().unwrap(), want);
+    let mut again = Tensor1::<f32>::zeros(&g, [300]).unwrap();
+    again.copy_from(&dst).unwrap();
+    assert_eq!(again.to_vec().unwrap(), want);
+    let short = Tensor1::<f32>::zeros(&g, [299]).unwrap();
+    assert!(dst.copy_from(&short).is_err());
+    let cpu = Tensor1::<f32>::zeros(&Runtime::cpu(), [300]).unwrap();
+    assert!(dst.copy_from(&cpu).is_err());
+    assert_eq!(dst.to_vec().unwrap(), want);
+}

@@ -340,3 +340,41 @@ fn tunes_adamw_with_a_non_negative_second_moment() {
     let r = tune(&rt, spec, &p, &options(3), &|_| {}).unwrap();
     assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()), "{r:?}");
 }
+
+/// An in-place kernel's tensors are reset between launches from a copy kept on the same
+/// backend (not uploaded again): after a launch has changed AdamW's `p`, `m` and `v`, a
+/// reset gives back exactly the generated data, and a second reset (from the kept copy)
+/// too.
+#[test]
+fn resets_restore_in_place_tensors_from_the_kept_copy() {
+    let rt = Runtime::cpu();
+    let spec = &tilekit_kernels::adamw::SPEC;
+    let k = spec.kernel().unwrap();
+    let p = TuneProblem::parse(k, "1000", "f32").unwrap();
+    let host = ArgSet::host_data(k, &p, 5).unwrap();
+    let mut set = ArgSet::upload(&rt, k, &p, &host).unwrap();
+    let writable = set.outputs();
+    assert_eq!(writable.len(), 3, "p, m and v");
+    let initial: Vec<Vec<f64>> = writable.iter().map(|&i| set.read(i).unwrap()).collect();
+    for round in 0..2 {
+        let config = spec.default_config().unwrap();
+        let mut args = set.launch_args();
+        tilekit::launch_with(&rt, spec, &config, &p.bindings, &mut args).unwrap();
+        drop(args);
+        for (j, &i) in writable.iter().enumerate() {
+            assert_ne!(
+                set.read(i).unwrap(),
+                initial[j],
+                "round {round}: the step wrote {i}"
+            );
+        }
+        set.reset_outputs(&rt).unwrap();
+        for (j, &i) in writable.iter().enumerate() {
+            assert_eq!(
+                set.read(i).unwrap(),
+                initial[j],
+                "round {round}: reset of {i}"
+            );
+        }
+    }
+}

@@ -258,6 +258,26 @@ pub(crate) fn download<T: DeviceRepr>(
     stream.synchronize()
 }
 
+/// Copies `bytes` bytes from device address `src` to device address `dst`, ordered on
+/// `stream` after everything issued before on it (no wait).
+///
+/// The caller guarantees that both ranges are live allocations of the stream's context,
+/// `bytes` long, and that they do not overlap.
+pub(crate) fn copy_device(
+    stream: &CudaStream,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+) -> Result<(), DriverError> {
+    if bytes == 0 {
+        return Ok(());
+    }
+    stream.context().bind_to_thread()?;
+    // SAFETY: both ranges are valid, disjoint device memory of `bytes` bytes in this
+    // context (the caller's guarantee above); the copy is ordered on `stream`.
+    unsafe { result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
+}
+
 /// Ends a stream capture that is being abandoned (a launch in it failed, or the closure
 /// panicked) and destroys whatever graph the driver returns, without instantiating it. A
 /// no-op when the stream is not capturing. Afterwards the stream is in normal mode.

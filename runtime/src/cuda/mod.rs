@@ -67,7 +67,7 @@ pub use timings::CudaTimings;
 use std::sync::{Mutex, MutexGuard};
 
 pub(crate) use cache::cubin_key;
-pub(crate) use ffi::download;
+pub(crate) use ffi::{copy_device, download};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock cannot leave a map half-updated (inserts are single

@@ -69,6 +69,14 @@ pub enum TensorError {
         /// The axis' extent.
         extent: usize,
     },
+    /// [`crate::Tensor::copy_from`] between tensors of different shapes.
+    #[error("cannot copy a tensor of shape {src:?} into one of shape {dst:?}")]
+    CopyShape {
+        /// The destination's shape.
+        dst: Vec<usize>,
+        /// The source's shape.
+        src: Vec<usize>,
+    },
     /// `reshape` to a shape with another number of elements.
     #[error("cannot reshape {from:?} into {to:?}: the element counts differ")]
     Reshape {

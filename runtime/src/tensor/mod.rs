@@ -10,8 +10,10 @@
 //! Files: `geometry.rs` (shape, strides, offset and the checked view transformations),
 //! `storage.rs` (host or device storage, reading through a geometry), `host.rs` (type-erased
 //! host slices for the CPU backend), `interop.rs` (cudarc and raw device memory),
-//! `view.rs` (views), `operand.rs` (what launchers accept: [`ReadTensor`], [`WriteTensor`]).
+//! `view.rs` (views), `operand.rs` (what launchers accept: [`ReadTensor`], [`WriteTensor`]),
+//! `copy.rs` ([`Tensor::copy_from`], in place on the device).
 
+mod copy;
 pub(crate) mod error;
 pub(crate) mod geometry;
 pub(crate) mod host;

@@ -128,6 +128,44 @@ pub(crate) fn upload<T: Element>(
 }
 
 impl<T: Element> Storage<T> {
+    /// Copies `n` elements of `src` from storage index `from` into `self` from index `to`:
+    /// a slice copy on the host, a device-to-device copy ordered on `self`'s stream on a
+    /// device (no wait). Both storages on one backend and device, the ranges inside their
+    /// allocations (the caller checked them against the geometries) and, on a device, not
+    /// overlapping (refused: [`TensorError::Backend`]).
+    pub(crate) fn copy_range(
+        &mut self,
+        to: usize,
+        src: &Storage<T>,
+        from: usize,
+        n: usize,
+    ) -> Result<(), TensorError> {
+        match (self, src) {
+            (Storage::Host(d), Storage::Host(s)) => {
+                d[to..to + n].copy_from_slice(&s[from..from + n]);
+                Ok(())
+            }
+            (Storage::Cuda(d), Storage::Cuda(s)) if d.ordinal == s.ordinal => {
+                let bytes = n * std::mem::size_of::<T>();
+                let (dst, srcp) = (d.address_of(to), s.address_of(from));
+                let (d_end, s_end) = (dst + bytes as u64, srcp + bytes as u64);
+                if n > 0 && dst < s_end && srcp < d_end {
+                    return Err(TensorError::Backend {
+                        message: "a tensor cannot be copied onto memory it overlaps".into(),
+                    });
+                }
+                crate::cuda::copy_device(&d.stream, dst, srcp, bytes).map_err(device_error("copy"))
+            }
+            (d, s) => Err(TensorError::Backend {
+                message: format!(
+                    "a copy needs both tensors on one backend: {} into {}",
+                    s.backend(),
+                    d.backend()
+                ),
+            }),
+        }
+    }
+
     /// Elements the storage holds (what views are checked against).
     pub fn len(&self) -> usize {
         match self {
