@@ -5,7 +5,7 @@
 //! against it the way the tuner checks a variant it compiled (`tilekit show --resources`).
 
 use crate::variants::VariantKey;
-use tilekit_codegen::{launch_plan, prelude_headers, variant_source};
+use tilekit_codegen::{prelude_headers, variant_plan, variant_source};
 use tilekit_ir::Kernel;
 use tilekit_runtime::nvrtc::{compile_cubin, ptxas::parse_ptxas_log, CompileOptions};
 use tilekit_runtime::{compiled_constraints_hold, KernelSpec, VariantResources};
@@ -43,7 +43,10 @@ pub fn compile_resources(
     variant: &VariantKey,
 ) -> Result<CompiledResources, String> {
     let v = variant.to_variant();
-    let plan = launch_plan(kernel, &v.config, &v.bindings).map_err(|e| e.to_string())?;
+    // The plan of the variant compiled below (the Hopper engine's on sm_90a where it applies).
+    let plan = variant_plan(kernel, &v)
+        .map(|p| p.launch)
+        .map_err(|e| e.to_string())?;
     let source = variant_source(kernel, spec.cuda_template, &v).map_err(|e| e.to_string())?;
     let opts = CompileOptions::new(v.target.arch()).map_err(|e| e.to_string())?;
     let cubin = compile_cubin(

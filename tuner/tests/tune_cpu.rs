@@ -376,5 +376,16 @@ fn resets_restore_in_place_tensors_from_the_kept_copy() {
                 "round {round}: reset of {i}"
             );
         }
+        // A restore (after a candidate that may have written where it should not) drops the
+        // kept copies; the next reset makes them again from the host data.
+        set.restore_all(&rt).unwrap();
+    }
+    set.reset_outputs(&rt).unwrap();
+    for (j, &i) in writable.iter().enumerate() {
+        assert_eq!(
+            set.read(i).unwrap(),
+            initial[j],
+            "after a restore: reset of {i}"
+        );
     }
 }

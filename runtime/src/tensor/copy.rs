@@ -6,9 +6,9 @@ use crate::element::Element;
 
 impl<T: Element, const R: usize> Tensor<T, R> {
     /// Copies `src`'s elements into this tensor, in place: same shape, both contiguous
-    /// row-major, same backend and device. On a device the copy is ordered on this
-    /// tensor's stream after everything issued before it (no wait, no host copy); on the
-    /// CPU backend it is a slice copy. Nothing is written when it fails.
+    /// row-major, same backend, device and stream (tensors of one runtime). On a device the
+    /// copy is ordered on that stream after everything issued before it (no wait, no host
+    /// copy); on the CPU backend it is a slice copy. Nothing is written when it fails.
     ///
     /// ```
     /// use tilekit_runtime::{Runtime, Tensor2, TensorError};

@@ -130,9 +130,9 @@ pub(crate) fn upload<T: Element>(
 impl<T: Element> Storage<T> {
     /// Copies `n` elements of `src` from storage index `from` into `self` from index `to`:
     /// a slice copy on the host, a device-to-device copy ordered on `self`'s stream on a
-    /// device (no wait). Both storages on one backend and device, the ranges inside their
-    /// allocations (the caller checked them against the geometries) and, on a device, not
-    /// overlapping (refused: [`TensorError::Backend`]).
+    /// device (no wait). Both storages on one backend, device and stream (one runtime), the
+    /// ranges inside their allocations (the caller checked them against the geometries)
+    /// and, on a device, not overlapping (refused: [`TensorError::Backend`]).
     pub(crate) fn copy_range(
         &mut self,
         to: usize,
@@ -146,6 +146,13 @@ impl<T: Element> Storage<T> {
                 Ok(())
             }
             (Storage::Cuda(d), Storage::Cuda(s)) if d.ordinal == s.ordinal => {
+                // Ordered on one stream only: a source written (or freed) on another stream
+                // would race the copy.
+                if !Arc::ptr_eq(&d.stream, &s.stream) {
+                    return Err(TensorError::Backend {
+                        message: "a copy needs both tensors on one stream (one runtime)".into(),
+                    });
+                }
                 let bytes = n * std::mem::size_of::<T>();
                 let (dst, srcp) = (d.address_of(to), s.address_of(from));
                 let (d_end, s_end) = (dst + bytes as u64, srcp + bytes as u64);

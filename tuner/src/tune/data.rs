@@ -340,11 +340,13 @@ pub struct ArgSet {
     pub host: Vec<Option<HostVec>>,
     /// Shapes of tensors (`None` for scalars).
     pub shapes: Vec<Option<Vec<usize>>>,
-    /// Copies of the writable tensors' initial data on the same backend, made at the
-    /// first [`ArgSet::reset_outputs`]: later resets copy from them on the device instead
-    /// of uploading the host data again (an in-place kernel such as AdamW resets its
-    /// tensors before every timed launch: 3 x 256 MiB from the host took a tune of ~2
-    /// minutes, run 124).
+    /// Which parameters the kernel both reads and writes (in place: AdamW's `p`, `m`, `v`).
+    in_place: Vec<bool>,
+    /// Copies of the in-place tensors' initial data on the same backend, made at the first
+    /// [`ArgSet::reset_outputs`]: later resets copy from them on the device instead of
+    /// uploading the host data again (an in-place kernel is reset before every timed
+    /// launch: AdamW's 3 x 256 MiB from the host made its tune take ~2 minutes, run 124).
+    /// Cleared by [`ArgSet::restore_all`] (a stray write may have reached them).
     pristine: Vec<Option<DynTensor>>,
 }
 
@@ -446,7 +448,9 @@ impl ArgSet {
                 }
             }
         }
+        let read_written = kernel.read_written_params();
         Ok(ArgSet {
+            in_place: (0..args.len()).map(|i| read_written.contains(&i)).collect(),
             pristine: (0..args.len()).map(|_| None).collect(),
             args,
             host: host.to_vec(),
@@ -466,15 +470,19 @@ impl ArgSet {
             .collect()
     }
 
-    /// Restores every writable tensor to its host data (poison for pure outputs): from a
-    /// copy on the same backend kept since the first reset (uploaded from the host then),
-    /// so a reset moves no data over the host link.
+    /// Restores every writable tensor to its host data (poison for pure outputs, uploaded);
+    /// an in-place tensor from a copy on the same backend kept since its first reset, so
+    /// resetting it moves no data over the host link.
     pub fn reset_outputs(&mut self, rt: &Runtime) -> Result<(), TuneError> {
         for (i, a) in self.args.iter_mut().enumerate() {
             if let OwnedArg::TensorMut(t) = a {
                 let (Some(data), Some(shape)) = (&self.host[i], &self.shapes[i]) else {
                     continue;
                 };
+                if !self.in_place[i] {
+                    *t = DynTensor::upload(rt, data.clone(), shape)?;
+                    continue;
+                }
                 if self.pristine[i].is_none() {
                     self.pristine[i] = Some(DynTensor::upload(rt, data.clone(), shape)?);
                 }
@@ -489,6 +497,8 @@ impl ArgSet {
     /// Uploads every tensor again from its host data (inputs included): after a candidate
     /// that may have written where it should not.
     pub fn restore_all(&mut self, rt: &Runtime) -> Result<(), TuneError> {
+        // The kept copies lie in the same device memory a stray write may have reached.
+        self.pristine.iter_mut().for_each(|p| *p = None);
         for (i, a) in self.args.iter_mut().enumerate() {
             if let OwnedArg::Tensor(t) | OwnedArg::TensorMut(t) = a {
                 let (Some(data), Some(shape)) = (&self.host[i], &self.shapes[i]) else {
