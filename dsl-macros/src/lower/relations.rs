@@ -248,30 +248,7 @@ pub fn value_range(
         );
         return None;
     }
-    let Expr::Range(r) = e else {
-        cx.error_spanned(
-            e,
-            format!("the values of `{param}` are given as a range, `lo..hi`"),
-            None,
-        );
-        return None;
-    };
-    if let syn::RangeLimits::Closed(dots) = r.limits {
-        cx.error_spanned(
-            &dots,
-            format!("the range of `{param}` must be half-open, `lo..hi` (values in [lo, hi))"),
-            None,
-        );
-        return None;
-    }
-    let (Some(start), Some(end)) = (&r.start, &r.end) else {
-        cx.error_spanned(
-            e,
-            format!("the range of `{param}` needs both ends, `lo..hi`"),
-            None,
-        );
-        return None;
-    };
+    let (start, end) = half_open_ends(param, e, cx)?;
     let names = Names::Known(known);
     let mut read = Vec::new();
     let lo = dim_expr(start, sig, &names, &mut read, cx);
@@ -290,8 +267,9 @@ pub fn value_range(
     Some(InputGen::Range(lo, hi))
 }
 
-/// A float tensor's value range `lo..hi` with literal ends (`0.0..1.0`, `-2..2`).
-fn float_range(param: &Ident, e: &Expr, cx: &mut Ctxt) -> Option<InputGen> {
+/// The two ends of a tensor's value range `lo..hi`; reports (and gives `None` for) an
+/// expression that is not a range, a closed range and a missing end.
+fn half_open_ends<'e>(param: &Ident, e: &'e Expr, cx: &mut Ctxt) -> Option<(&'e Expr, &'e Expr)> {
     let Expr::Range(r) = e else {
         cx.error_spanned(
             e,
@@ -316,6 +294,12 @@ fn float_range(param: &Ident, e: &Expr, cx: &mut Ctxt) -> Option<InputGen> {
         );
         return None;
     };
+    Some((start, end))
+}
+
+/// A float tensor's value range `lo..hi` with literal ends (`0.0..1.0`, `-2..2`).
+fn float_range(param: &Ident, e: &Expr, cx: &mut Ctxt) -> Option<InputGen> {
+    let (start, end) = half_open_ends(param, e, cx)?;
     let end_value = |x: &Expr, cx: &mut Ctxt| -> Option<f64> {
         let v = literal_number(x);
         if v.is_none() {
