@@ -74,7 +74,7 @@ trait Real: Sized {
 }
 
 macro_rules! real {
-    ($t:ty, $erf:path) => {
+    ($t:ty, $erf:path, $exp2:path) => {
         impl Real for $t {
             fn exp(self) -> Self {
                 <$t>::exp(self)
@@ -98,7 +98,7 @@ macro_rules! real {
                 $erf(self)
             }
             fn exp2(self) -> Self {
-                <$t>::exp2(self)
+                $exp2(self)
             }
             fn log2(self) -> Self {
                 <$t>::log2(self)
@@ -121,8 +121,20 @@ macro_rules! real {
         }
     };
 }
-real!(f32, libm::erff);
-real!(f64, libm::erf);
+real!(f32, libm::erff, exp2_ftz);
+real!(f64, libm::erf, f64::exp2);
+
+/// `exp2` in f32 as the CUDA backend computes it (`ex2.approx.ftz.f32`, MUFU.EX2): results
+/// below the smallest normal f32 (2^-126) flush to zero, as does a subnormal argument's
+/// (2^x of a subnormal x is 1 either way). Exact mode (f64) keeps libm's `exp2`.
+fn exp2_ftz(x: f32) -> f32 {
+    let y = x.exp2();
+    if y < f32::MIN_POSITIVE {
+        0.0
+    } else {
+        y
+    }
+}
 
 /// A unary op; the result has the operand's dtype.
 pub(crate) fn unary(op: UnaryOp, x: &Tile, exact: bool) -> Result<Tile, String> {

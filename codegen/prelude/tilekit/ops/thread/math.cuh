@@ -36,9 +36,19 @@ TK_FLOAT_UNARY(sigmoid, __fdividef(1.0f, 1.0f + __expf(-x)), 1.0 / (1.0 + ::exp(
 TK_FLOAT_UNARY(gelu, __fdividef(x, 1.0f + __expf(-1.5957691216057308f * (x + 0.044715f * x * x * x))),
                0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))))
 TK_FLOAT_UNARY(erf, erff(x), ::erf(x))
+// exp2 in f32 is the hardware's MUFU.EX2 (`ex2.approx.ftz.f32`): at most 2 ulp, as CUDA's
+// `exp2f`, with results below 2^-126 flushed to zero (CUDA's `exp2f` under fast math).
+// `exp2f` spends three more instructions per element on subnormal results (a compare and
+// two predicated multiplies around MUFU.EX2): a softmax in base 2 (attention) pays them on
+// every score for probabilities below 1e-38. The CPU backend flushes likewise.
+TK_DEVICE float ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+TK_FLOAT_UNARY(exp2, ex2_ftz(x), ::exp2(x))
 // The C99 functions of CUDA's math library (no fast-math approximations); `round` rounds
 // halfway cases away from zero (`roundf`), as Rust's `f32::round`.
-TK_FLOAT_UNARY(exp2, exp2f(x), ::exp2(x))
 TK_FLOAT_UNARY(log2, log2f(x), ::log2(x))
 TK_FLOAT_UNARY(log1p, log1pf(x), ::log1p(x))
 TK_FLOAT_UNARY(expm1, expm1f(x), ::expm1(x))

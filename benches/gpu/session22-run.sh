@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Session 22's first device call (issues 30 and 31; nvidia-h200-x2; carry .gpu, packed with
+# PACK_TESTS="gpu_devices gpu_kernels" bash benches/gpu/pack.sh plus the release `tilekit`):
+#  1. `gpu_tensor_copy_from_copies_on_the_device` (Tensor::copy_from on the device, run 0);
+#  2. issue 31's comparison: benches/gpu/multigpu-run.sh test single multi compare with
+#     SHARD=0/4 (the same quarter of `tune --all` on one GPU, then on both; winners compared);
+#  3. the other three quarters on both GPUs into the same cache as part 2's `multi` run (the
+#     whole H200 layer for `tune --all`'s problems), exported as h200-all-export.json.
+#  4. (second call) `exp2` on MUFU.EX2 with flush to zero: the math ops' GPU test, the
+#     attention GPU tests, and `tilekit-bench --only attention` built before the change
+#     (tilekit-bench-base) and after, interleaved base/new, then SDPA on the same shapes.
+# PARTS="1 2 3" picks parts (default 1-3).
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda
+PARTS=${PARTS:-1 2 3}
+has() { [[ " $PARTS " == *" $1 "* ]]; }
+nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv > $OUT/gpu.txt
+start=$(date +%s)
+if has 1; then
+  T=$(ls .gpu/tests/gpu_kernels-*)
+  TILEKIT_CACHE_DIR=/tmp/tkc timeout 120 $T --ignored --test-threads=1 gpu_tensor_copy_from > $OUT/copy-from.log 2>&1
+  echo "copy_from test rc $?"; grep -E "^test |test result|panicked" $OUT/copy-from.log
+fi
+if has 2; then
+  SHARD=${SHARD:-0/4} TUNE_TIMEOUT=${TUNE_TIMEOUT:-240} bash benches/gpu/multigpu-run.sh test single multi compare
+fi
+if has 3; then
+  S=/tmp/multigpu
+  for i in 1 2 3; do
+    left=$(( ${BUDGET:-560} - ($(date +%s) - start) ))
+    if (( left < 40 )); then echo "shard $i/4 skipped: ${left} s left"; continue; fi
+    s=$(date +%s.%N)
+    TILEKIT_TUNE_CACHE=$S/multi.sled TILEKIT_CACHE_DIR=$S/cubin-multi \
+      timeout $left .gpu/bin/tilekit tune --all --shard $i/4 --devices all --out $OUT/multi-shard$i.json > $OUT/multi-shard$i.log 2>&1
+    rc=$?
+    echo "shard $i/4 on 2 GPUs: rc $rc, $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $s }") s"
+    grep -E "tuned, |FAILED|failed|error" $OUT/multi-shard$i.log | tail -3
+  done
+  TILEKIT_TUNE_CACHE=$S/multi.sled .gpu/bin/tilekit cache export $OUT/h200-all-export.json 2>&1 | tail -1
+fi
+if has 4; then
+  export TILEKIT_CACHE_DIR=/tmp/tkc
+  T=$(ls .gpu/tests/math_ops-*)
+  timeout 60 $T --ignored --test-threads=1 > $OUT/math-tests.log 2>&1; echo "math tests rc $?"
+  grep -E "^test .*gpu|test result|panicked" $OUT/math-tests.log
+  T=$(ls .gpu/tests/gpu_attention-*)
+  timeout 200 $T --ignored --test-threads=1 > $OUT/attention-tests.log 2>&1; echo "attention tests rc $?"
+  grep -E "^test |test result|panicked" $OUT/attention-tests.log
+  for which in base new; do
+    bin=.gpu/bin/tilekit-bench; [[ $which == base ]] && bin=.gpu/bin/tilekit-bench-base
+    TILEKIT_CACHE_DIR=/tmp/tkc-$which timeout 170 $bin --only attention --out $OUT/attention-$which.json > $OUT/attention-$which.log 2>&1
+    echo "attention bench $which rc $?"
+    grep -iE "attention" $OUT/attention-$which.log | cut -c1-260
+  done
+  timeout 150 python3 benches/peers/sdpa.py --out $OUT/sdpa.json > $OUT/sdpa.log 2>&1; echo "sdpa rc $?"
+  grep -sE "^sdpa" $OUT/sdpa.log | cut -c1-300
+fi
+echo "total $(( $(date +%s) - start )) s"
