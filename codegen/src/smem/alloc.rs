@@ -66,6 +66,22 @@ impl Lifetime {
     }
 }
 
+/// One part's placement under a configuration ([`SmemAlloc::placed`]).
+#[cfg(test)]
+#[derive(Clone, Debug)]
+pub(crate) struct Placed {
+    /// Its region's key.
+    pub key: PartKey,
+    /// Its region's lifetime.
+    pub lifetime: Lifetime,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Alignment.
+    pub align: u64,
+}
+
 /// One placed region: its key, its lifetime and where its parts are in the plan.
 #[derive(Clone, Debug)]
 struct Region {
@@ -154,10 +170,7 @@ impl SmemAlloc {
     #[cfg(test)]
     /// Every part's byte range `[start, end)` and alignment under a configuration, with
     /// its region's key and lifetime (what the tests check the placement rules against).
-    pub fn placed(
-        &self,
-        env: &super::SizeEnv,
-    ) -> Result<Vec<(PartKey, Lifetime, u64, u64, u64)>, CodegenError> {
+    pub fn placed(&self, env: &super::SizeEnv) -> Result<Vec<Placed>, CodegenError> {
         let mut base = Vec::new();
         let mut at = 0u64;
         for u in &self.plan.persistent {
@@ -173,7 +186,13 @@ impl SmemAlloc {
             };
             let mut at = start;
             for (size, align) in u.part_sizes(env)? {
-                out.push((r.key.clone(), r.lifetime, at, at + size, align));
+                out.push(Placed {
+                    key: r.key.clone(),
+                    lifetime: r.lifetime,
+                    start: at,
+                    end: at + size,
+                    align,
+                });
                 at += size;
             }
         }

@@ -1,19 +1,24 @@
 //! Stage 3, the shared-memory plan: every region the generated code uses, with its size
 //! as a C++ constant expression and as a number under a configuration.
 //!
-//! Two kinds of region:
-//! - **persistent** (cp.async rings): live across their loop, laid out one after another
-//!   from offset 0, each part 128-byte aligned (swizzled tiles need whole 128-byte lines);
+//! `pass` plans it before printing (walking the kernel and its layouts in print order)
+//! and the allocator (`alloc`) places each region by its key and lifetime:
+//! - **persistent** (cp.async rings, the Hopper pipeline, resident tiles): live for the
+//!   whole kernel, laid out one after another from offset 0, each part 128-byte aligned
+//!   (swizzled tiles need whole 128-byte lines);
 //! - **scratch** (reductions, broadcasts, layout conversions, staged `dot` operands): each
 //!   ends with a barrier, so they never overlap in time and share one region at
 //!   `TK_SCRATCH` (the persistent total) of the largest one's size.
 //!
-//! **Invariant:** this plan is the only source of shared-memory sizes. The emitter renders
-//! offsets and the template's `SMEM_BYTES` from it, [`crate::launch_plan`] evaluates the
-//! same structure, and every variant `static_assert`s that the two agree.
+//! **Invariant:** this plan is the only source of shared-memory sizes. The emitter looks
+//! offsets up in it (never adds), renders the template's `SMEM_BYTES` from it,
+//! [`crate::launch_plan`] evaluates the same structure, and every variant
+//! `static_assert`s that the two agree.
 
 mod alloc;
 pub(crate) mod pass;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use alloc::{PartKey, SmemAlloc};
 
