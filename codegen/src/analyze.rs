@@ -2,7 +2,7 @@
 //! every use of it. Later stages read the kernel only through this.
 
 use crate::error::CodegenError;
-use tilekit_ir::{infer, Block, Inst, Kernel, Op, Shape, Ty, Types, ValueId};
+use tilekit_ir::{infer, Block, DType, Elem, Inst, Kernel, Op, Shape, Ty, Types, ValueId};
 
 /// The blocks nested in an op (a `for` body, both branches of an `if`), in order: the one
 /// place the stages learn the shape of structured control flow.
@@ -16,6 +16,26 @@ pub(crate) fn nested_blocks(op: &Op) -> Vec<&Block> {
         } => vec![then_block, else_block],
         _ => Vec::new(),
     }
+}
+
+/// The element type both operands of a comparison are converted to (weak literals adopt
+/// the other operand's type; two distinct integer types meet at `i64`).
+pub(crate) fn cmp_elem(types: &Types, a: ValueId, b: ValueId) -> Result<Elem, CodegenError> {
+    let parts = |v: ValueId| match types.of(v) {
+        Ty::Tile { elem, weak, .. } => Ok((elem.clone(), *weak)),
+        t => Err(CodegenError::Unsupported(format!(
+            "comparison operand is {t:?}"
+        ))),
+    };
+    let ((ea, wa), (eb, wb)) = (parts(a)?, parts(b)?);
+    Ok(match (wa, wb) {
+        (true, true) if ea.is_float() || eb.is_float() => Elem::Concrete(DType::F32),
+        (true, true) => ea,
+        (true, false) => eb,
+        (false, true) => ea,
+        (false, false) if ea == eb => ea,
+        (false, false) => Elem::Concrete(DType::I64),
+    })
 }
 
 /// One use of a value: the instruction and the operand position (`Op::operands` order).

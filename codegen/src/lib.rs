@@ -49,6 +49,7 @@ mod names;
 mod params;
 pub mod plan;
 pub mod prelude;
+mod schedule;
 pub mod smem;
 pub mod target;
 mod threads;

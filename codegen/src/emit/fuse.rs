@@ -10,51 +10,29 @@
 use super::Emitter;
 use crate::error::CodegenError;
 use crate::layout::Layout;
-use crate::smem::Factor;
-use tilekit_ir::{Inst, Op, ReduceOp, ValueId};
-
-/// `(op, operand, result)` of a rank-1 reduction to a scalar whose operand is a blocked tile.
-fn whole_tile_reduce(e: &Emitter<'_>, inst: &Inst) -> Option<(ReduceOp, ValueId, ValueId)> {
-    let Op::Reduce { op, x, axis: 0 } = &inst.op else {
-        return None;
-    };
-    let r = *inst.results.first()?;
-    let (_, shape) = e.ty(*x).ok()?;
-    (shape.rank() == 1 && e.layout(*x) == Layout::Blocked).then_some((*op, *x, r))
-}
+use crate::smem::PartKey;
+use tilekit_ir::Inst;
 
 impl<'k> Emitter<'k> {
     /// Emits `insts[0]` and `insts[1]` as one `tk::reduce_all2` when they are two such
     /// reductions; returns whether it did (else nothing is emitted).
     pub(super) fn fused_reductions(&mut self, insts: &'k [Inst]) -> Result<bool, CodegenError> {
+        let Some(((op1, x1, r1), (op2, x2, r2))) = self.facts().fused_pair(insts) else {
+            return Ok(false);
+        };
         let [first, second, ..] = insts else {
             return Ok(false);
         };
-        let (Some((op1, x1, r1)), Some((op2, x2, r2))) = (
-            whole_tile_reduce(self, first),
-            whole_tile_reduce(self, second),
-        ) else {
-            return Ok(false);
-        };
-        if x2 == r1 {
-            return Ok(false);
-        }
         let ((e1, _), (e2, _)) = (self.ty(r1)?, self.ty(r2)?);
         let (_, _, s1, _) = self.tile(x1)?;
         let (_, _, s2, _) = self.tile(x2)?;
         let a = self.coerce(x1, &e1, &s1, Layout::Blocked)?;
         let b = self.coerce(x2, &e2, &s2, Layout::Blocked)?;
         let (n1, n2) = (op1.name(), op2.name());
-        let u = self.smem.add(
-            format!("{n1} of {s1} and {n2} of {s2} to scalars (one round)"),
-            vec![
-                vec![Factor::Warps, Factor::AccSizeOf(e1.clone())],
-                vec![Factor::Warps, Factor::AccSizeOf(e2.clone())],
-            ],
-        );
+        let key = PartKey::FusedPair(r1);
         let (o1, o2) = (
-            self.smem.scratch_offset(u, 0),
-            self.smem.scratch_offset(u, 1),
+            self.smem.scratch_offset(&key, 0)?,
+            self.smem.scratch_offset(&key, 1)?,
         );
         for inst in [first, second] {
             self.source_line(inst);

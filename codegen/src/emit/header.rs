@@ -206,14 +206,14 @@ impl Emitter<'_> {
             "/// Dynamic shared memory: persistent regions (rings) from 0, then one scratch region",
         );
         w.line("/// at TK_SCRATCH reused by each block-scope op in turn.");
-        for (i, u) in self.smem.persistent.iter().enumerate() {
+        for (i, u) in self.smem.plan.persistent.iter().enumerate() {
             w.line(&format!(
                 "///   persistent {i}: {} = {}",
                 u.what,
                 u.size_expr()
             ));
         }
-        for (i, u) in self.smem.uses.iter().enumerate() {
+        for (i, u) in self.smem.plan.uses.iter().enumerate() {
             w.line(&format!(
                 "///   scratch {i}: {} = {}",
                 u.what,
@@ -222,11 +222,11 @@ impl Emitter<'_> {
         }
         w.line(&format!(
             "static constexpr long long TK_SCRATCH = {};",
-            self.smem.persistent_expr()
+            self.smem.plan.persistent_expr()
         ));
         w.line(&format!(
             "static constexpr long long SMEM_BYTES = {};",
-            self.smem.total_expr()
+            self.smem.plan.total_expr()
         ));
         if !self.stream_loops.is_empty() {
             w.line(

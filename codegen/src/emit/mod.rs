@@ -2,8 +2,8 @@
 //!
 //! [`lower`] runs the stages — [`crate::analyze`] (types, definitions, uses),
 //! [`crate::layout`] (a layout per value, rings, conversions), then this printer, which
-//! builds the [`crate::smem`] plan as it allocates — and returns the template with the
-//! plan. Module map: `values` (what each IR value is in C++, conversions and broadcasts),
+//! looks up the regions the shared-memory pass ([`crate::smem::pass`], run before it)
+//! planned — and returns the template with the plan. Module map: `values` (what each IR value is in C++, conversions and broadcasts),
 //! `ops` (the lowering of each op, one module per op family as in the CPU interpreter:
 //! values, elementwise, shape, reduce, memory, dot, control), `pipeline` (`pipelined`
 //! loops over cp.async or TMA rings), `load_group` (grouped prefix loads), `fuse`,
@@ -24,7 +24,9 @@ use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
 use crate::names::{dim_expr, elem_ctype, sanitize, shape_type};
 use crate::params::{aligned_param, cols_param, declaration, tune_kinds, TuneKind};
-use crate::smem::{Factor, SmemKind, SmemPlan};
+use crate::schedule::Facts;
+use crate::smem::pass::{self, Engine as SmemEngine};
+use crate::smem::{PartKey, SmemAlloc, SmemKind, SmemPlan};
 use crate::threads::ThreadsRule;
 use tilekit_ir::{Block, Inst, Kernel, Op, Shape, Types};
 pub(crate) use values::Val;
@@ -63,7 +65,8 @@ pub(crate) struct Emitter<'k> {
     vals: Vec<Option<Val>>,
     defs: Vec<Option<&'k Op>>,
     w: Writer,
-    smem: SmemPlan,
+    /// The shared-memory pass's result: the printer looks regions up, never adds.
+    smem: SmemAlloc,
     file: String,
     last_line: u32,
     tmp: usize,
@@ -129,6 +132,20 @@ fn smem_kind_expr(kernel: &Kernel) -> Result<String, CodegenError> {
     Ok(expr)
 }
 
+/// What the shared-memory pass needs of the engine plan.
+pub(super) fn smem_engine(hopper: Option<&HopperPlan>) -> SmemEngine {
+    match hopper {
+        None => SmemEngine::MmaSync,
+        Some(h) => SmemEngine::Hopper {
+            chain_resident: match h.form {
+                crate::engine::Form::Chain { resident } => Some(resident),
+                _ => None,
+            },
+            convert: h.fill == crate::engine::RingFill::Convert,
+        },
+    }
+}
+
 /// `TK_GROUP`: the kernel's `GROUP_M` (an integer tuning parameter), else 1.
 fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
     match tune_kinds(kernel)?.iter().find(|(n, _)| n == "GROUP_M") {
@@ -143,8 +160,8 @@ fn group_expr(kernel: &Kernel) -> Result<String, CodegenError> {
 
 /// Runs the stages and lowers a kernel; with `hopper`, its pipelined loop on the Hopper
 /// engine (`crate::engine`: TMA ring, warp-specialized wgmma): the analysis, the layouts,
-/// the rings' shared memory, the body (which adds each block-scope op's scratch), then the
-/// template around it (`header.rs`).
+/// the shared-memory pass, the body (which looks up each block-scope op's scratch), then
+/// the template around it (`header.rs`).
 pub(crate) fn lower_with<'k>(
     kernel: &'k Kernel,
     hopper: Option<&'k HopperPlan>,
@@ -169,7 +186,16 @@ pub(crate) fn lower_with<'k>(
         // unless the kernel tunes GROUP_M itself.
         group = HOPPER_GROUP.to_string();
     }
-    let defs = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
+    let defs: Vec<Option<&Op>> = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
+    let smem = pass::plan(
+        kernel,
+        Facts {
+            types: &analysis.types,
+            defs: &defs,
+            layouts: &layouts,
+        },
+        smem_engine(hopper),
+    );
     let file = std::path::Path::new(&kernel.source_file)
         .file_name()
         .and_then(|f| f.to_str())
@@ -181,7 +207,7 @@ pub(crate) fn lower_with<'k>(
         vals: vec![None; kernel.num_values()],
         defs,
         w: Writer::at(2),
-        smem: SmemPlan::default(),
+        smem,
         file,
         last_line: 0,
         tmp: 0,
@@ -195,9 +221,9 @@ pub(crate) fn lower_with<'k>(
         layouts,
     };
     if hopper.is_some() {
-        e.add_hopper_pipe();
+        e.hopper_pipe_offsets()?;
     } else {
-        e.add_rings();
+        e.ring_offsets()?;
     }
     e.block(&kernel.body)?;
     let head = header::Header {
@@ -224,7 +250,7 @@ pub(crate) fn lower_with<'k>(
     };
     Ok(Lowered {
         template: text,
-        smem: e.smem,
+        smem: e.smem.plan,
         threads: head.threads,
         tile_shapes: e.tile_shapes,
         loop_tiles: e.loop_tiles,
@@ -259,28 +285,13 @@ fn run_params(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Result<Vec<String
 }
 
 impl Emitter<'_> {
-    /// The cp.async rings' persistent shared memory (mma.sync engine), one region each.
-    fn add_rings(&mut self) {
-        for (r, ring) in self.layouts.rings.clone().iter().enumerate() {
-            let off = self.smem.add_persistent(
-                format!(
-                    "ring{r}: {} stages of [{}, {}] {} (line {})",
-                    dim_expr(&ring.stages),
-                    ring.rows,
-                    ring.cols,
-                    ring.elem,
-                    ring.line
-                ),
-                vec![vec![Factor::Ring {
-                    index: r,
-                    rows: ring.rows.clone(),
-                    cols: ring.cols.clone(),
-                    elem: ring.elem.clone(),
-                    stages: ring.stages.clone(),
-                }]],
-            );
+    /// The cp.async rings' offsets (mma.sync engine), from the plan.
+    fn ring_offsets(&mut self) -> Result<(), CodegenError> {
+        for r in 0..self.layouts.rings.len() {
+            let off = self.smem.persistent_offset(&PartKey::Ring(r))?;
             self.ring_offsets.push(off);
         }
+        Ok(())
     }
 }
 

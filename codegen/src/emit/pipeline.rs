@@ -11,7 +11,7 @@ use crate::engine::RingFill;
 use crate::error::CodegenError;
 use crate::layout::{Layout, RingLoop};
 use crate::names::{dim_expr, elem_ctype};
-use crate::smem::Factor;
+use crate::smem::PartKey;
 use tilekit_ir::{Block, Dim, Elem, Inst, Op, ValueId};
 
 impl<'k> Emitter<'k> {
@@ -37,62 +37,12 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    /// The Hopper engine's persistent shared memory (`tk::sm90::ws_pipeline`): 1024 bytes
-    /// of slack to align the rings to the 128-byte swizzle's 1024-byte atom, every ring's
-    /// STAGES slots back to back, then a full and an empty mbarrier per stage (and a landed
-    /// one on the TF32 path).
-    pub(super) fn add_hopper_pipe(&mut self) {
-        let rings = self.layouts.rings.clone();
-        let mut parts = vec![vec![Factor::Dim(Dim::Const(1024))]];
-        // The chained form's resident tile first (its bytes are a multiple of 1024, so the
-        // rings after it keep the swizzle atom's alignment).
-        if let Some((rows, cols, elem)) = self.chain_resident_tile() {
-            parts.push(vec![
-                Factor::Dim(rows),
-                Factor::Dim(cols),
-                Factor::SizeOf(elem),
-            ]);
-        }
-        for r in &rings {
-            parts.push(vec![
-                Factor::Dim(r.stages.clone()),
-                Factor::Dim(r.rows.clone()),
-                Factor::Dim(r.cols.clone()),
-                Factor::SizeOf(r.elem.clone()),
-            ]);
-        }
-        if let Some(r) = rings.first() {
-            // Full and empty per stage; TF32 adds a `landed` barrier per stage.
-            let bytes = if self.hopper.is_some_and(|h| h.fill == RingFill::Convert) {
-                24
-            } else {
-                16
-            };
-            parts.push(vec![
-                Factor::Dim(Dim::Const(bytes)),
-                Factor::Dim(r.stages.clone()),
-            ]);
-        }
-        let off = self.smem.add_persistent(
-            if self.hopper.is_some_and(|h| h.fill == RingFill::Convert) {
-                format!(
-                    "Hopper pipeline: alignment slack, {} TMA ring(s) (TF32: B converted in place by the producer), 3 mbarriers per stage",
-                    rings.len()
-                )
-            } else {
-                format!(
-                    "Hopper pipeline: alignment slack, {}{} TMA ring(s), 2 mbarriers per stage",
-                    if self.chain_resident_tile().is_some() {
-                        "the resident tile, "
-                    } else {
-                        ""
-                    },
-                    rings.len()
-                )
-            },
-            parts,
-        );
-        self.ring_offsets = vec![off; rings.len()];
+    /// The Hopper engine's pipeline region (planned by [`crate::smem::pass`]): every
+    /// ring's offset is the region's.
+    pub(super) fn hopper_pipe_offsets(&mut self) -> Result<(), CodegenError> {
+        let off = self.smem.persistent_offset(&PartKey::HopperPipe)?;
+        self.ring_offsets = vec![off; self.layouts.rings.len()];
+        Ok(())
     }
 
     /// The chained form's resident tile: rows, columns, element type (`None` in other

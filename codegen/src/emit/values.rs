@@ -5,8 +5,10 @@ use super::{layout_name, Emitter};
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{elem_ctype, sanitize, shape_type, value_type};
-use crate::smem::Factor;
-use tilekit_ir::{CmpOp, DType, Elem, Literal, Op, Shape, Ty, ValueId};
+use crate::schedule::{Facts, PrefixBound};
+use crate::smem::pass::conversion;
+use crate::smem::PartKey;
+use tilekit_ir::{DType, Elem, Literal, Shape, Ty, ValueId};
 
 /// The lowered form of an IR value.
 #[derive(Clone, Debug)]
@@ -46,7 +48,7 @@ pub(crate) fn value_name(id: ValueId, debug: Option<&str>) -> String {
     }
 }
 
-impl Emitter<'_> {
+impl<'k> Emitter<'k> {
     pub(super) fn cname(&self, id: ValueId) -> String {
         value_name(
             id,
@@ -168,55 +170,26 @@ impl Emitter<'_> {
                 "cannot broadcast a {vshape} tile to {shape}"
             )));
         }
-        let mut factors: Vec<Factor> = vshape.0.iter().cloned().map(Factor::Dim).collect();
-        factors.push(Factor::SizeOf(elem.clone()));
-        if self
-            .layouts
-            .slice_in_registers(from, &vshape, layout, shape)
-        {
-            // A slice into accumulator fragments it covers, a rows slice into its blocked
-            // tile, a row vector over whole-row blocked passes: a register copy; the region
-            // is used only by a variant where that does not hold.
-            let what = format!("{from} {vshape} -> {layout} {shape}");
-            let (unless, why) = match from {
-                Layout::Slice { .. } => (
-                    "only where the warp arrangements disagree",
-                    "the slice covers the fragments",
-                ),
-                Layout::Rows(_) => (
-                    "only where the blocked passes straddle rows",
-                    "every thread holds every row",
-                ),
-                _ => (
-                    "only where the blocked passes straddle rows",
-                    "where the blocked passes are whole rows: the same columns in the same thread",
-                ),
-            };
-            let u = self.smem.add(format!("{what} ({unless})"), vec![factors]);
-            let off = self.smem.scratch_offset(u, 0);
-            self.tmp += 1;
-            let t = format!("t{}", self.tmp);
-            self.w.line(&format!("// {what}: in registers ({why})"));
-            self.w.line(&format!(
-                "const auto {t} = tk::relayout<{}, {}>({expr}, smem + {off});",
-                shape_type(shape),
-                layout_name(layout)
-            ));
-            return Ok(t);
-        }
-        let what = if &vshape == shape {
-            format!("convert {vshape} {from} -> {layout}")
-        } else if from == layout {
-            format!("broadcast {vshape} -> {shape}")
-        } else {
-            format!("broadcast {vshape} {from} -> {shape} {layout}")
-        };
-        let u = self.smem.add(what.clone(), vec![factors]);
-        let off = self.smem.scratch_offset(u, 0);
+        let label = conversion(&self.facts(), from, &vshape, layout, shape);
+        let off = self.smem.scratch_offset(
+            &PartKey::Convert {
+                value: id,
+                elem: elem.clone(),
+                shape: shape.clone(),
+                to: layout,
+            },
+            0,
+        )?;
         self.tmp += 1;
         let t = format!("t{}", self.tmp);
-        self.w
-            .line(&format!("// [block] {what} through shared memory"));
+        match label.in_registers {
+            Some((_, why)) => self
+                .w
+                .line(&format!("// {}: in registers ({why})", label.what)),
+            None => self
+                .w
+                .line(&format!("// [block] {} through shared memory", label.what)),
+        }
         self.w.line(&format!(
             "const auto {t} = tk::relayout<{}, {}>({expr}, smem + {off});",
             shape_type(shape),
@@ -242,58 +215,23 @@ impl Emitter<'_> {
         value_type(elem, shape, &layout_name(layout))
     }
 
-    /// True for an integer scalar (rank 0).
-    pub(super) fn is_int_scalar(&self, v: ValueId) -> bool {
-        matches!(self.types.of(v), Ty::Tile { elem, shape, .. } if shape.is_scalar() && elem.is_int())
+    /// The scheduling facts ([`crate::schedule`]) of this kernel.
+    pub(super) fn facts(&self) -> Facts<'_, 'k> {
+        Facts {
+            types: &self.types,
+            defs: &self.defs,
+            layouts: &self.layouts,
+        }
     }
 
-    /// `Some(base)` when `offsets` is `arange(N)` (base `None`) or `arange(N) + s` for an
-    /// integer scalar `s`: the offsets of one group of VEC lanes are then contiguous.
+    /// See [`Facts::contiguous_base`].
     pub(super) fn contiguous_base(&self, offsets: ValueId) -> Option<Option<ValueId>> {
-        let is_arange = |v: ValueId| {
-            matches!(
-                self.defs.get(v.index()).copied().flatten(),
-                Some(Op::Arange { .. })
-            )
-        };
-        let is_int_scalar = |v: ValueId| matches!(self.types.of(v), Ty::Tile { elem, shape, .. } if shape.is_scalar() && elem.is_int());
-        if is_arange(offsets) {
-            return Some(None);
-        }
-        if let Some(Op::Binary {
-            op: tilekit_ir::BinOp::Add,
-            a,
-            b,
-        }) = self.defs.get(offsets.index()).copied().flatten()
-        {
-            if is_arange(*a) && is_int_scalar(*b) {
-                return Some(Some(*b));
-            }
-            if is_arange(*b) && is_int_scalar(*a) {
-                return Some(Some(*a));
-            }
-        }
-        None
+        self.facts().contiguous_base(offsets)
     }
 
-    /// A bounds mask `arange (+ base) < limit` / `<= limit` over a rank-1 tile, by value:
-    /// its offsets' base (`None` for a bare `arange`), the limit, and whether it is `<=`.
+    /// See [`Facts::prefix_bound`].
     pub(super) fn prefix_bound(&self, mask: ValueId) -> Option<PrefixBound> {
-        let Some(Op::Cmp { op, a, b }) = self.defs.get(mask.index()).copied().flatten() else {
-            return None;
-        };
-        let rank1 = matches!(self.types.of(mask), Ty::Tile { shape, .. } if shape.rank() == 1);
-        let inclusive = match op {
-            CmpOp::Lt => false,
-            CmpOp::Le => true,
-            _ => return None,
-        };
-        let base = self.contiguous_base(*a)?;
-        (self.is_int_scalar(*b) && rank1).then_some(PrefixBound {
-            base,
-            limit: *b,
-            inclusive,
-        })
+        self.facts().prefix_bound(mask)
     }
 
     /// The limit of a [`PrefixBound`] as a C++ expression (`limit + 1` for `<=`).
@@ -319,15 +257,4 @@ impl Emitter<'_> {
             None => Ok(None),
         }
     }
-}
-
-/// A bounds mask `arange (+ base) < limit` (or `<=`) by value ([`Emitter::prefix_bound`]).
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct PrefixBound {
-    /// The offsets' base (`None`: a bare `arange`).
-    pub base: Option<ValueId>,
-    /// The integer scalar the offsets are compared with.
-    pub limit: ValueId,
-    /// `<=` rather than `<`.
-    pub inclusive: bool,
 }

@@ -5,8 +5,9 @@
 use crate::emit::{Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
-use crate::smem::Factor;
-use tilekit_ir::{DType, Dim, Elem, Inst, Literal, Op, Precision, Shape, ValueId};
+use crate::smem::pass::dot_staging;
+use crate::smem::{Factor, PartKey};
+use tilekit_ir::{DType, Elem, Inst, Literal, Op, Precision, ValueId};
 
 impl<'k> Emitter<'k> {
     /// True when `v` is `zeros`/`full` of the literal 0.
@@ -82,14 +83,11 @@ impl<'k> Emitter<'k> {
         }
         let (ea, sa) = self.ty(a)?;
         let (_, sb) = self.ty(b)?;
-        let dims = |s: &Shape| -> Result<(Dim, Dim), CodegenError> {
-            match s.0.as_slice() {
-                [x, y] => Ok((x.clone(), y.clone())),
-                _ => Err(CodegenError::Unsupported(format!("`dot` of a {s} tile"))),
+        for s in [&sa, &sb] {
+            if s.rank() != 2 {
+                return Err(CodegenError::Unsupported(format!("`dot` of a {s} tile")));
             }
-        };
-        let (m, k) = dims(&sa)?;
-        let (_, n) = dims(&sb)?;
+        }
         // A ring slot is read in place; register tiles are converted to the operand type.
         let operand = |e: &Self, v: ValueId| match e.val(v)? {
             Val::Smem { name } => Ok(name.clone()),
@@ -97,50 +95,26 @@ impl<'k> Emitter<'k> {
         };
         let ae = operand(self, a)?;
         let be = operand(self, b)?;
-        let what = if bt {
-            format!("dot {sa} @ trans([{n}, {k}]) operands")
-        } else {
-            format!("dot {sa} @ {sb} operands")
-        };
-        let (br, bc) = if bt {
-            (n.clone(), k.clone())
-        } else {
-            (k.clone(), n.clone())
-        };
-        // Operands already in shared memory (ring slots, resident tiles) are read in place:
-        // no staging tile for them.
-        let in_smem = |e: &Self, v: ValueId| {
-            matches!(e.val(v), Ok(Val::Smem { .. })) || e.layout(v) == Layout::Resident
-        };
-        // On the Hopper engine an accumulator-layout A operand is read from its registers
-        // (`tk::sm90::dot_acc_a`): no fallback staging tile for it.
-        let a_in_regs = self.hopper.is_some() && matches!(self.layout(a), Layout::Acc(_));
-        let tiles = [
-            (!in_smem(self, a) && !a_in_regs).then(|| Factor::Stile {
-                rows: m,
-                cols: k,
-                elem: ea.clone(),
-            }),
-            (!in_smem(self, b)).then_some(Factor::Stile {
-                rows: br,
-                cols: bc,
-                elem: ea,
-            }),
-        ];
-        let parts: Vec<Vec<Factor>> = tiles.iter().flatten().map(|f| vec![f.clone()]).collect();
-        let (oa, ob) = if parts.is_empty() {
+        let engine_kind = crate::emit::smem_engine(self.hopper);
+        let staging = dot_staging(&self.facts(), engine_kind, a, b).ok_or_else(|| {
+            CodegenError::Unsupported(
+                "internal: a `dot` the shared-memory pass did not plan".into(),
+            )
+        })?;
+        let what = staging.what;
+        let (oa, ob) = if staging.tiles.iter().all(Option::is_none) {
             ("TK_SCRATCH".to_string(), "TK_SCRATCH".to_string())
         } else {
-            let u = self.smem.add(what.clone(), parts);
+            let key = PartKey::Op(r);
             let mut next = 0;
             let mut off = |t: &Option<Factor>| match t {
                 Some(_) => {
                     next += 1;
-                    self.smem.scratch_offset(u, next - 1)
+                    self.smem.scratch_offset(&key, next - 1)
                 }
-                None => "TK_SCRATCH".to_string(),
+                None => Ok("TK_SCRATCH".to_string()),
             };
-            (off(&tiles[0]), off(&tiles[1]))
+            (off(&staging.tiles[0])?, off(&staging.tiles[1])?)
         };
         self.w.line(&format!(
             "// [block] {what} staged in shared memory ({}), then {engine}",

@@ -1,11 +1,11 @@
 //! Elementwise ops in C++: unary math, binary arithmetic and math (`pow`, `atan2`, `powi`),
 //! `fma`, comparisons (with the 32-bit bounds-mask fast path), `where_` and casts (mirrors `runtime/src/cpu/interp/elementwise.rs`).
 
-use super::{boole, i64e, misrouted};
+use super::{boole, misrouted};
 use crate::emit::{layout_name, Emitter};
 use crate::error::CodegenError;
 use crate::names::{elem_ctype, shape_type};
-use tilekit_ir::{BinOp, CmpOp, DType, Elem, Inst, Op, Ty, UnaryOp, ValueId};
+use tilekit_ir::{BinOp, CmpOp, Inst, Op, Ty, UnaryOp};
 
 /// The prelude's functor of a unary op (`tk::op::<name>`): the DSL name
 /// ([`UnaryOp::name`]), but for `not`, a C++ alternative token, which is `lnot`.
@@ -110,7 +110,7 @@ impl<'k> Emitter<'k> {
                         ),
                     );
                 }
-                let u = self.unified(*a, *b)?;
+                let u = crate::analyze::cmp_elem(&self.types, *a, *b)?;
                 let l = self.layout(r);
                 let ae = self.coerce(*a, &u, &shape, l)?;
                 let be = self.coerce(*b, &u, &shape, l)?;
@@ -149,24 +149,5 @@ impl<'k> Emitter<'k> {
             }
             _ => Err(misrouted("elementwise")),
         }
-    }
-
-    /// The element type both operands of a comparison are converted to.
-    fn unified(&self, a: ValueId, b: ValueId) -> Result<Elem, CodegenError> {
-        let parts = |v: ValueId| match self.types.of(v) {
-            Ty::Tile { elem, weak, .. } => Ok((elem.clone(), *weak)),
-            t => Err(CodegenError::Unsupported(format!(
-                "comparison operand is {t:?}"
-            ))),
-        };
-        let ((ea, wa), (eb, wb)) = (parts(a)?, parts(b)?);
-        Ok(match (wa, wb) {
-            (true, true) if ea.is_float() || eb.is_float() => Elem::Concrete(DType::F32),
-            (true, true) => ea,
-            (true, false) => eb,
-            (false, true) => ea,
-            (false, false) if ea == eb => ea,
-            (false, false) => i64e(),
-        })
     }
 }

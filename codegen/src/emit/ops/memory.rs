@@ -7,7 +7,7 @@ use crate::emit::{layout_name, param_name, Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{dim_expr, elem_ctype, shape_type};
-use crate::smem::Factor;
+use crate::smem::PartKey;
 use tilekit_ir::{CachePolicy, Dim, Inst, Op, ParamKind, Shape, ValueId};
 
 impl<'k> Emitter<'k> {
@@ -119,22 +119,7 @@ impl<'k> Emitter<'k> {
                 }
                 if self.layout(r) == Layout::Resident {
                     let (_, elem, _) = self.view(*tensor)?;
-                    let off = self.smem.add_persistent(
-                        format!(
-                            "resident [{}] {elem} (line {})",
-                            shape
-                                .iter()
-                                .map(|d| d.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", "),
-                            inst.loc.line
-                        ),
-                        vec![vec![Factor::Stile {
-                            rows: shape[0].clone(),
-                            cols: shape[1].clone(),
-                            elem: elem.clone(),
-                        }]],
-                    );
+                    let off = self.smem.persistent_offset(&PartKey::Resident(r))?;
                     let name = self.define_typed(r)?;
                     let cols = self.cols_flag(*tensor);
                     self.w.line("// [block] resident: copied once into a persistent shared-memory tile its dots read in place");

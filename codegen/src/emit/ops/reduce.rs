@@ -5,7 +5,7 @@ use crate::emit::{layout_name, Emitter};
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::shape_type;
-use crate::smem::Factor;
+use crate::smem::PartKey;
 use tilekit_ir::{Inst, ReduceOp, ValueId};
 
 fn reduce_op(op: ReduceOp) -> &'static str {
@@ -28,29 +28,12 @@ impl<'k> Emitter<'k> {
         let (elem, out_shape) = self.ty(r)?;
         let (_, _, xshape, _) = self.tile(x)?;
         let red = reduce_op(op);
-        if let (Layout::Acc(k), l @ Layout::Slice { .. }) = (self.layout(x), self.layout(r)) {
+        if let (Layout::Acc(_), l @ Layout::Slice { .. }) = (self.layout(x), self.layout(r)) {
             // An accumulator along either axis, into its slice: registers and shuffles (the
             // region is for the warps' partials where the arrangement splits the axis, and
             // for the blocked fallback).
             let xe = self.cast_to(x, &elem)?;
-            let acc = &self.layouts.accs[k];
-            let kept = if axis == 1 { &acc.m } else { &acc.n };
-            let f = vec![
-                Factor::Dim(kept.clone()),
-                Factor::ReduceSpan {
-                    acc: k,
-                    axis,
-                    m: acc.m.clone(),
-                    n: acc.n.clone(),
-                    rows: acc.rows,
-                },
-                Factor::AccSizeOf(elem.clone()),
-            ];
-            let u = self.smem.add(
-                format!("{red} of accumulator {xshape} over axis {axis} (partials of warps sharing a row or column)"),
-                vec![f],
-            );
-            let off = self.smem.scratch_offset(u, 0);
+            let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
             self.w.line(&format!(
                 "// [warp] {red} over axis {axis} of an accumulator: fragment registers, then shuffles; shared memory only where warps split the axis"
             ));
@@ -68,13 +51,7 @@ impl<'k> Emitter<'k> {
             // Rows of a blocked tile: registers and warp shuffles, one partial per (row,
             // warp) in shared memory, every thread adding up every row's partials; the
             // whole tile only for a variant whose blocked passes straddle rows.
-            let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
-            f.push(Factor::AccSizeOf(elem.clone()));
-            let u = self.smem.add(
-                format!("{red} of {xshape} over axis 1 (per-row partials of the warps)"),
-                vec![f],
-            );
-            let off = self.smem.scratch_offset(u, 0);
+            let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
             self.w.line(&format!(
                 "// [block] {red} over axis 1 into rows{k}: registers, warp shuffles, one partial per (row, warp) in shared memory; every thread holds every row"
             ));
@@ -87,23 +64,14 @@ impl<'k> Emitter<'k> {
             );
         }
         if xshape.rank() == 1 {
-            let u = self.smem.add(
-                format!("{red} of {xshape} to a scalar"),
-                vec![vec![Factor::Warps, Factor::AccSizeOf(elem.clone())]],
-            );
-            let off = self.smem.scratch_offset(u, 0);
+            let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
             self.w.line(&format!("// [block] {red} over axis 0: warp shuffles + one partial per warp in shared memory"));
             self.assign(
                 r,
                 &format!("tk::reduce_all<tk::red::{red}>({xe}, smem + {off})"),
             )
         } else {
-            let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
-            f.push(Factor::AccSizeOf(elem.clone()));
-            let u = self
-                .smem
-                .add(format!("{red} of {xshape} over axis {axis}"), vec![f]);
-            let off = self.smem.scratch_offset(u, 0);
+            let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
             self.w.line(&format!(
                 "// [block] {red} over axis {axis}: staged through shared memory"
             ));

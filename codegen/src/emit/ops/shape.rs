@@ -7,7 +7,7 @@ use crate::emit::{layout_name, Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{dim_expr, elem_ctype, shape_type};
-use crate::smem::Factor;
+use crate::smem::PartKey;
 use tilekit_ir::{Inst, Op, Shape};
 
 impl<'k> Emitter<'k> {
@@ -73,10 +73,7 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, xshape, _) = self.tile(*x)?;
                 let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
-                let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
-                f.push(Factor::SizeOf(elem.clone()));
-                let u = self.smem.add(format!("trans of {xshape}"), vec![f]);
-                let off = self.smem.scratch_offset(u, 0);
+                let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 self.w.line(&format!(
                     "// [block] trans {xshape} -> {shape}: through a swizzled shared-memory tile"
                 ));
@@ -96,10 +93,7 @@ impl<'k> Emitter<'k> {
                 let x = inst.op.operands()[0];
                 let (_, _, xshape, _) = self.tile(x)?;
                 let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
-                let mut f: Vec<Factor> = xshape.0.iter().cloned().map(Factor::Dim).collect();
-                f.push(Factor::SizeOf(elem.clone()));
-                let u = self.smem.add(format!("slice of {xshape}"), vec![f]);
-                let off = self.smem.scratch_offset(u, 0);
+                let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 let at: Vec<String> = offsets.iter().map(dim_expr).collect();
                 self.w.line(&format!(
                     "// [block] slice {xshape} at [{}] -> {shape}: through shared memory",
@@ -123,10 +117,7 @@ impl<'k> Emitter<'k> {
                 let (_, _, bshape, _) = self.tile(*b)?;
                 let ae = self.coerce(*a, &elem, &ashape, Layout::Blocked)?;
                 let be = self.coerce(*b, &elem, &bshape, Layout::Blocked)?;
-                let mut f: Vec<Factor> = shape.0.iter().cloned().map(Factor::Dim).collect();
-                f.push(Factor::SizeOf(elem.clone()));
-                let u = self.smem.add(format!("cat into {shape}"), vec![f]);
-                let off = self.smem.scratch_offset(u, 0);
+                let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 self.w.line(&format!(
                     "// [block] cat {ashape} and {bshape} along axis {axis} -> {shape}: through shared memory"
                 ));

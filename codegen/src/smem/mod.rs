@@ -1,16 +1,26 @@
 //! Stage 3, the shared-memory plan: every region the generated code uses, with its size
 //! as a C++ constant expression and as a number under a configuration.
 //!
-//! Two kinds of region:
-//! - **persistent** (cp.async rings): live across their loop, laid out one after another
-//!   from offset 0, each part 128-byte aligned (swizzled tiles need whole 128-byte lines);
+//! `pass` plans it before printing (walking the kernel and its layouts in print order)
+//! and the allocator (`alloc`) places each region by its key and lifetime:
+//! - **persistent** (cp.async rings, the Hopper pipeline, resident tiles): live for the
+//!   whole kernel, laid out one after another from offset 0, each part 128-byte aligned
+//!   (swizzled tiles need whole 128-byte lines);
 //! - **scratch** (reductions, broadcasts, layout conversions, staged `dot` operands): each
 //!   ends with a barrier, so they never overlap in time and share one region at
 //!   `TK_SCRATCH` (the persistent total) of the largest one's size.
 //!
-//! **Invariant:** this plan is the only source of shared-memory sizes. The emitter renders
-//! offsets and the template's `SMEM_BYTES` from it, [`crate::launch_plan`] evaluates the
-//! same structure, and every variant `static_assert`s that the two agree.
+//! **Invariant:** this plan is the only source of shared-memory sizes. The emitter looks
+//! offsets up in it (never adds), renders the template's `SMEM_BYTES` from it,
+//! [`crate::launch_plan`] evaluates the same structure, and every variant
+//! `static_assert`s that the two agree.
+
+mod alloc;
+pub(crate) mod pass;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use alloc::{PartKey, SmemAlloc};
 
 use crate::error::CodegenError;
 use crate::names::{dim_expr, elem_ctype};
@@ -351,8 +361,9 @@ impl SmemUse {
         }
     }
 
-    fn eval(&self, env: &SizeEnv) -> Result<u64, CodegenError> {
-        let mut total = 0u64;
+    /// Each part's size (rounded up to its alignment) and alignment, under a configuration.
+    fn part_sizes(&self, env: &SizeEnv) -> Result<Vec<(u64, u64)>, CodegenError> {
+        let mut out = Vec::new();
         for p in &self.parts {
             let mut size = 1u64;
             for f in p {
@@ -360,8 +371,20 @@ impl SmemUse {
                     .checked_mul(eval_factor(f, env, &self.what)?)
                     .ok_or_else(|| overflow(&self.what))?;
             }
+            let align = part_align(p);
+            out.push((
+                align_to(size, align).ok_or_else(|| overflow(&self.what))?,
+                align,
+            ));
+        }
+        Ok(out)
+    }
+
+    fn eval(&self, env: &SizeEnv) -> Result<u64, CodegenError> {
+        let mut total = 0u64;
+        for (size, _) in self.part_sizes(env)? {
             total = total
-                .checked_add(align_to(size, part_align(p)).ok_or_else(|| overflow(&self.what))?)
+                .checked_add(size)
                 .ok_or_else(|| overflow(&self.what))?;
         }
         Ok(total)
@@ -369,19 +392,6 @@ impl SmemUse {
 }
 
 impl SmemPlan {
-    /// Adds a scratch region and returns its index.
-    pub fn add(&mut self, what: String, parts: Vec<Vec<Factor>>) -> usize {
-        self.uses.push(SmemUse { what, parts });
-        self.uses.len() - 1
-    }
-
-    /// Adds a persistent region and returns the C++ expression of its offset.
-    pub fn add_persistent(&mut self, what: String, parts: Vec<Vec<Factor>>) -> String {
-        let offset = self.persistent_expr();
-        self.persistent.push(SmemUse { what, parts });
-        offset
-    }
-
     /// C++ expression of the persistent regions' total (`TK_SCRATCH`).
     pub fn persistent_expr(&self) -> String {
         let terms: Vec<String> = self.persistent.iter().map(SmemUse::size_expr).collect();
@@ -389,14 +399,6 @@ impl SmemPlan {
             "0LL".to_string()
         } else {
             terms.join(" + ")
-        }
-    }
-
-    /// C++ expression of part `part` of scratch region `u` (relative to `smem`).
-    pub fn scratch_offset(&self, u: usize, part: usize) -> String {
-        match self.uses.get(u) {
-            Some(use_) => format!("TK_SCRATCH + {}", use_.offset_expr(part)),
-            None => "TK_SCRATCH".to_string(),
         }
     }
 

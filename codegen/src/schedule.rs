@@ -1,0 +1,277 @@
+//! Which instructions the printer emits together, decided from the IR, the types and the
+//! layouts alone: groups of prefix loads behind one bounds test (`emit/load_group.rs`)
+//! and adjacent whole-tile reductions fused into one round (`emit/fuse.rs`).
+//!
+//! The printer and the shared-memory pass ([`crate::smem::pass`]) both read these
+//! decisions, so the pass visits instructions in the order the printer prints them.
+
+use crate::layout::{Layout, Layouts};
+use tilekit_ir::{BinOp, CachePolicy, CmpOp, Inst, Op, ReduceOp, Shape, Ty, Types, ValueId};
+
+/// The most loads one bounds test covers (`tk::load_prefix3`).
+const MAX_GROUP: usize = 3;
+
+/// What the scheduling decisions read: types, the defining op of each value, layouts.
+#[derive(Clone, Copy)]
+pub(crate) struct Facts<'a, 'k> {
+    /// Inferred types.
+    pub types: &'a Types,
+    /// The op defining each value (`None` for block arguments).
+    pub defs: &'a [Option<&'k Op>],
+    /// The layouts stage's result.
+    pub layouts: &'a Layouts,
+}
+
+/// A bounds mask `arange (+ base) < limit` (or `<=`) by value ([`Facts::prefix_bound`]).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PrefixBound {
+    /// The offsets' base (`None`: a bare `arange`).
+    pub base: Option<ValueId>,
+    /// The integer scalar the offsets are compared with.
+    pub limit: ValueId,
+    /// `<=` rather than `<`.
+    pub inclusive: bool,
+}
+
+/// What two prefix loads must share to be grouped: their bounds mask (the offsets' base,
+/// the limit value and comparison) and the tile shape.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PrefixKey {
+    /// The shared bounds mask.
+    pub bound: PrefixBound,
+    /// The shared tile shape.
+    pub shape: Shape,
+}
+
+/// A load of the window that joins the group.
+pub(crate) struct Member<'k> {
+    /// The load.
+    pub inst: &'k Inst,
+    /// Its view.
+    pub view: ValueId,
+    /// Its value for masked-off lanes.
+    pub other: Option<ValueId>,
+    /// Its cache hint.
+    pub cache: CachePolicy,
+    /// Its result.
+    pub result: ValueId,
+}
+
+/// A group of prefix loads starting a window of a block (see `emit/load_group.rs`).
+pub(crate) struct PrefixGroup<'k> {
+    /// The bounds mask and shape the members share.
+    pub key: PrefixKey,
+    /// The loads, in order.
+    pub members: Vec<Member<'k>>,
+    /// Window positions emitted before the group (register work and scalar loads).
+    pub ahead: Vec<usize>,
+    /// Window positions emitted after the group (register work reading its results).
+    pub after: Vec<usize>,
+    /// Instructions the window consumes.
+    pub end: usize,
+}
+
+/// One whole-tile reduction of a fused pair: op, operand, result.
+pub(crate) type WholeReduce = (ReduceOp, ValueId, ValueId);
+
+impl<'k> Facts<'_, 'k> {
+    /// The layout of `v`.
+    fn layout(&self, v: ValueId) -> Layout {
+        self.layouts.get(v)
+    }
+
+    fn def(&self, v: ValueId) -> Option<&'k Op> {
+        self.defs.get(v.index()).copied().flatten()
+    }
+
+    /// True for an integer scalar (rank 0).
+    pub fn is_int_scalar(&self, v: ValueId) -> bool {
+        matches!(self.types.of(v), Ty::Tile { elem, shape, .. } if shape.is_scalar() && elem.is_int())
+    }
+
+    /// `Some(base)` when `offsets` is `arange(N)` (base `None`) or `arange(N) + s` for an
+    /// integer scalar `s`: the offsets of one group of VEC lanes are then contiguous.
+    pub fn contiguous_base(&self, offsets: ValueId) -> Option<Option<ValueId>> {
+        let is_arange = |v: ValueId| matches!(self.def(v), Some(Op::Arange { .. }));
+        if is_arange(offsets) {
+            return Some(None);
+        }
+        if let Some(Op::Binary {
+            op: BinOp::Add,
+            a,
+            b,
+        }) = self.def(offsets)
+        {
+            if is_arange(*a) && self.is_int_scalar(*b) {
+                return Some(Some(*b));
+            }
+            if is_arange(*b) && self.is_int_scalar(*a) {
+                return Some(Some(*a));
+            }
+        }
+        None
+    }
+
+    /// A bounds mask `arange (+ base) < limit` / `<= limit` over a rank-1 tile, by value:
+    /// its offsets' base (`None` for a bare `arange`), the limit, and whether it is `<=`.
+    pub fn prefix_bound(&self, mask: ValueId) -> Option<PrefixBound> {
+        let Some(Op::Cmp { op, a, b }) = self.def(mask) else {
+            return None;
+        };
+        let rank1 = matches!(self.types.of(mask), Ty::Tile { shape, .. } if shape.rank() == 1);
+        let inclusive = match op {
+            CmpOp::Lt => false,
+            CmpOp::Le => true,
+            _ => return None,
+        };
+        let base = self.contiguous_base(*a)?;
+        (self.is_int_scalar(*b) && rank1).then_some(PrefixBound {
+            base,
+            limit: *b,
+            inclusive,
+        })
+    }
+
+    /// The grouping key and the parts of `inst` when it is a rank-1 contiguous load masked
+    /// by the bounds mask of its own offsets (what `load` prints as `tk::load_prefix`),
+    /// blocked.
+    fn prefix_load(&self, inst: &'k Inst) -> Option<(PrefixKey, Member<'k>)> {
+        let Op::Load {
+            view,
+            offsets,
+            mask: Some(mask),
+            other,
+            cache,
+        } = &inst.op
+        else {
+            return None;
+        };
+        let result = *inst.results.first()?;
+        let shape = match self.types.of(result) {
+            Ty::Tile { shape, .. } => shape.clone(),
+            _ => return None,
+        };
+        if shape.rank() != 1 || self.layout(result) != Layout::Blocked {
+            return None;
+        }
+        let bound = self.prefix_bound(*mask)?;
+        (self.contiguous_base(*offsets)? == bound.base).then_some((
+            PrefixKey { bound, shape },
+            Member {
+                inst,
+                view: *view,
+                other: *other,
+                cache: *cache,
+                result,
+            },
+        ))
+    }
+
+    /// Whether `inst` loads a scalar (a saved mean, a label): one access, no branch.
+    fn scalar_load(&self, inst: &Inst) -> bool {
+        let Op::Load { offsets, .. } = &inst.op else {
+            return false;
+        };
+        self.is_int_scalar(*offsets)
+            && inst
+                .results
+                .iter()
+                .all(|r| matches!(self.types.of(*r), Ty::Tile { shape, .. } if shape.is_scalar()))
+    }
+
+    /// The group of two or three prefix loads starting at `insts[0]`, if any. Of the
+    /// window's other instructions, the register-only ones that read none of the group's
+    /// results and the scalar loads go first, then the group, then the register-only ones
+    /// that read its results (a `.to_f32()` of a loaded tile), each part in its order.
+    pub fn prefix_group(&self, insts: &'k [Inst]) -> Option<PrefixGroup<'k>> {
+        let first = insts.first()?;
+        // A load whose tile is carried to the next trip (a row loaded ahead: its result, or
+        // a cast of it, a `yield` or loop-initial value) stays alone: it is meant to be in
+        // flight across this trip's work, and grouped, its registers were moved at once (a
+        // wait: the RMSNorm backward, loading two rows ahead, was slower grouped than alone,
+        // BENCHMARKS run 83). Values merely computed from it (`acc + dy`) do not count.
+        // Conservative: the `yield` of an `if` arm counts too.
+        let carried = |inst: &Inst| {
+            let mut derived: Vec<ValueId> = inst.results.clone();
+            for i in insts {
+                let reads = i.op.operands().iter().any(|v| derived.contains(v));
+                if !reads {
+                    continue;
+                }
+                if matches!(i.op, Op::Yield { .. } | Op::For { .. }) {
+                    return true;
+                }
+                if matches!(i.op, Op::Cast { .. }) {
+                    derived.extend(i.results.iter().copied());
+                }
+            }
+            false
+        };
+        let (key, lead) = self.prefix_load(first).filter(|_| !carried(first))?;
+        let mut members = vec![lead];
+        let mut produced: Vec<ValueId> = first.results.clone();
+        let (mut ahead, mut after) = (Vec::new(), Vec::new());
+        let mut end = 1;
+        for (j, inst) in insts.iter().enumerate().skip(1) {
+            if members.len() == MAX_GROUP {
+                break;
+            }
+            let reads_group = inst.op.operands().iter().any(|v| produced.contains(v));
+            let member = match self.prefix_load(inst) {
+                Some((k, m)) if !reads_group && k == key && !carried(inst) => Some(m),
+                _ => None,
+            };
+            if let Some(m) = member {
+                members.push(m);
+                produced.extend(inst.results.iter().copied());
+                end = j + 1;
+            } else if inst.op.is_register_only() {
+                if reads_group {
+                    produced.extend(inst.results.iter().copied());
+                    after.push(j);
+                } else {
+                    ahead.push(j);
+                }
+            } else if !reads_group && self.scalar_load(inst) {
+                ahead.push(j);
+                end = j + 1;
+            } else {
+                break;
+            }
+        }
+        if members.len() < 2 {
+            return None;
+        }
+        ahead.retain(|&j| j < end);
+        after.retain(|&j| j < end);
+        Some(PrefixGroup {
+            key,
+            members,
+            ahead,
+            after,
+            end,
+        })
+    }
+
+    /// `(op, operand, result)` of a rank-1 reduction to a scalar whose operand is a
+    /// blocked tile.
+    fn whole_tile_reduce(&self, inst: &Inst) -> Option<WholeReduce> {
+        let Op::Reduce { op, x, axis: 0 } = &inst.op else {
+            return None;
+        };
+        let r = *inst.results.first()?;
+        let rank1 = matches!(self.types.of(*x), Ty::Tile { shape, .. } if shape.rank() == 1);
+        (rank1 && self.layout(*x) == Layout::Blocked).then_some((*op, *x, r))
+    }
+
+    /// `insts[0]` and `insts[1]` when they are two such reductions, the second not reading
+    /// the first's result (printed as one `tk::reduce_all2`, `emit/fuse.rs`).
+    pub fn fused_pair(&self, insts: &[Inst]) -> Option<(WholeReduce, WholeReduce)> {
+        let [first, second, ..] = insts else {
+            return None;
+        };
+        let one = self.whole_tile_reduce(first)?;
+        let two = self.whole_tile_reduce(second)?;
+        (two.1 != one.2).then_some((one, two))
+    }
+}

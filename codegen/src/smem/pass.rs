@@ -1,0 +1,688 @@
+//! The shared-memory pass: walks the analyzed kernel and its layouts before printing, in
+//! the order the printer prints (grouped prefix loads and fused reductions as
+//! [`crate::schedule`] decides them), and requests every region the generated code uses
+//! from the allocator ([`super::SmemAlloc`]): the rings or the Hopper pipeline, resident
+//! tiles, the scratch of reductions, `trans`/`slice`/`cat`, staged `dot` operands and
+//! conversions through shared memory. The printer only looks regions up by key.
+//!
+//! The pass never fails: where the printer would report an error (an operand of the wrong
+//! kind, a shape it cannot lower), the pass plans nothing and the printer reports it.
+
+use super::{Factor, PartKey, SmemAlloc};
+use crate::layout::Layout;
+use crate::names::dim_expr;
+use crate::schedule::Facts;
+use tilekit_ir::{Block, DType, Dim, Elem, Inst, Kernel, Op, Shape, Ty, ValueId};
+
+/// The engine a lowering targets, as far as shared memory cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Engine {
+    /// mma.sync: one cp.async ring region per ring.
+    MmaSync,
+    /// The Hopper engine: one pipeline region.
+    Hopper {
+        /// The chained form's resident tile (`load_tile` result), at the region's start.
+        chain_resident: Option<ValueId>,
+        /// The TF32 path (B converted in place): a third mbarrier per stage.
+        convert: bool,
+    },
+}
+
+/// How the printer lowers a conversion ([`conversion`]): its description and, for a
+/// conversion that stays in registers where the variant allows, why and where not.
+pub(crate) struct ConversionLabel {
+    /// `from vshape -> to shape` and the like.
+    pub what: String,
+    /// `(unless, why)`: where the region is used, and why registers suffice elsewhere.
+    pub in_registers: Option<(&'static str, &'static str)>,
+}
+
+/// The label of converting a `vshape` value in layout `from` to `shape` in `to`.
+pub(crate) fn conversion(
+    facts: &Facts<'_, '_>,
+    from: Layout,
+    vshape: &Shape,
+    to: Layout,
+    shape: &Shape,
+) -> ConversionLabel {
+    if facts.layouts.slice_in_registers(from, vshape, to, shape) {
+        // A slice into accumulator fragments it covers, a rows slice into its blocked
+        // tile, a row vector over whole-row blocked passes: a register copy; the region
+        // is used only by a variant where that does not hold.
+        let why = match from {
+            Layout::Slice { .. } => (
+                "only where the warp arrangements disagree",
+                "the slice covers the fragments",
+            ),
+            Layout::Rows(_) => (
+                "only where the blocked passes straddle rows",
+                "every thread holds every row",
+            ),
+            _ => (
+                "only where the blocked passes straddle rows",
+                "where the blocked passes are whole rows: the same columns in the same thread",
+            ),
+        };
+        return ConversionLabel {
+            what: format!("{from} {vshape} -> {to} {shape}"),
+            in_registers: Some(why),
+        };
+    }
+    let what = if vshape == shape {
+        format!("convert {vshape} {from} -> {to}")
+    } else if from == to {
+        format!("broadcast {vshape} -> {shape}")
+    } else {
+        format!("broadcast {vshape} {from} -> {shape} {to}")
+    };
+    ConversionLabel {
+        what,
+        in_registers: None,
+    }
+}
+
+/// The staging tiles of a `dot` whose operands are not already in shared memory.
+pub(crate) struct DotStaging {
+    /// `dot [M, K] @ [K, N] operands` (or `@ trans([N, K])`).
+    pub what: String,
+    /// A's and B's staging tiles (`None`: read in place or from registers).
+    pub tiles: [Option<Factor>; 2],
+}
+
+/// Whether value `v` is a shared-memory tile the printer reads in place (a ring slot, or
+/// a fused `trans` of one).
+fn in_ring(facts: &Facts<'_, '_>, v: ValueId) -> bool {
+    match facts.layouts.get(v) {
+        Layout::Ring(_) => true,
+        _ if facts.layouts.fused_trans.contains(&v) => match facts.defs.get(v.index()) {
+            Some(Some(Op::Trans { x })) => in_ring(facts, *x),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+fn tile_ty(facts: &Facts<'_, '_>, v: ValueId) -> Option<(Elem, Shape)> {
+    match facts.types.of(v) {
+        Ty::Tile { elem, shape, .. } => Some((elem.clone(), shape.clone())),
+        _ => None,
+    }
+}
+
+/// The staging of `dot(a, b, _)` (`None` when an operand is not a rank-2 tile).
+pub(crate) fn dot_staging(
+    facts: &Facts<'_, '_>,
+    engine: Engine,
+    a: ValueId,
+    b: ValueId,
+) -> Option<DotStaging> {
+    let (ea, sa) = tile_ty(facts, a)?;
+    let (_, sb) = tile_ty(facts, b)?;
+    let ([m, k], [_, n]) = (sa.0.as_slice(), sb.0.as_slice()) else {
+        return None;
+    };
+    let bt = facts.layouts.fused_trans.contains(&b);
+    let what = if bt {
+        format!("dot {sa} @ trans([{n}, {k}]) operands")
+    } else {
+        format!("dot {sa} @ {sb} operands")
+    };
+    let (br, bc) = if bt {
+        (n.clone(), k.clone())
+    } else {
+        (k.clone(), n.clone())
+    };
+    // Operands already in shared memory (ring slots, resident tiles) are read in place:
+    // no staging tile for them.
+    let in_smem = |v: ValueId| in_ring(facts, v) || facts.layouts.get(v) == Layout::Resident;
+    // On the Hopper engine an accumulator-layout A operand is read from its registers
+    // (`tk::sm90::dot_acc_a`): no fallback staging tile for it.
+    let a_in_regs = engine != Engine::MmaSync && matches!(facts.layouts.get(a), Layout::Acc(_));
+    let tiles = [
+        (!in_smem(a) && !a_in_regs).then(|| Factor::Stile {
+            rows: m.clone(),
+            cols: k.clone(),
+            elem: ea.clone(),
+        }),
+        (!in_smem(b)).then_some(Factor::Stile {
+            rows: br,
+            cols: bc,
+            elem: ea,
+        }),
+    ];
+    Some(DotStaging { what, tiles })
+}
+
+/// Plans the shared memory of `kernel` (see the module docs).
+pub(crate) fn plan(kernel: &Kernel, facts: Facts<'_, '_>, engine: Engine) -> SmemAlloc {
+    let mut p = Planner {
+        f: facts,
+        engine,
+        alloc: SmemAlloc::default(),
+        targets: Vec::new(),
+    };
+    match engine {
+        Engine::MmaSync => p.rings(),
+        Engine::Hopper {
+            chain_resident,
+            convert,
+        } => p.hopper_pipe(chain_resident, convert),
+    }
+    p.block(&kernel.body);
+    p.alloc
+}
+
+struct Planner<'a, 'k> {
+    f: Facts<'a, 'k>,
+    engine: Engine,
+    alloc: SmemAlloc,
+    /// What the innermost `yield` assigns: (element type, shape, layout) per value.
+    targets: Vec<Vec<(Elem, Shape, Layout)>>,
+}
+
+fn tile_factors(shape: &Shape, elem: Factor) -> Vec<Factor> {
+    let mut f: Vec<Factor> = shape.0.iter().cloned().map(Factor::Dim).collect();
+    f.push(elem);
+    f
+}
+
+impl<'k> Planner<'_, 'k> {
+    fn ty(&self, v: ValueId) -> Option<(Elem, Shape)> {
+        tile_ty(&self.f, v)
+    }
+
+    fn layout(&self, v: ValueId) -> Layout {
+        self.f.layouts.get(v)
+    }
+
+    fn view_elem(&self, v: ValueId) -> Option<Elem> {
+        match self.f.types.of(v) {
+            Ty::Tensor { elem, .. } => Some(elem.clone()),
+            _ => None,
+        }
+    }
+
+    /// The cp.async rings (mma.sync engine), one persistent region each.
+    fn rings(&mut self) {
+        for (r, ring) in self.f.layouts.rings.iter().enumerate() {
+            self.alloc.persistent(
+                PartKey::Ring(r),
+                format!(
+                    "ring{r}: {} stages of [{}, {}] {} (line {})",
+                    dim_expr(&ring.stages),
+                    ring.rows,
+                    ring.cols,
+                    ring.elem,
+                    ring.line
+                ),
+                vec![vec![Factor::Ring {
+                    index: r,
+                    rows: ring.rows.clone(),
+                    cols: ring.cols.clone(),
+                    elem: ring.elem.clone(),
+                    stages: ring.stages.clone(),
+                }]],
+            );
+        }
+    }
+
+    /// The Hopper engine's persistent region (`tk::sm90::ws_pipeline`): 1024 bytes of
+    /// slack to align the rings to the 128-byte swizzle's 1024-byte atom, the chained
+    /// form's resident tile, every ring's STAGES slots back to back, then a full and an
+    /// empty mbarrier per stage (and a landed one on the TF32 path).
+    fn hopper_pipe(&mut self, chain_resident: Option<ValueId>, convert: bool) {
+        let rings = &self.f.layouts.rings;
+        let mut parts = vec![vec![Factor::Dim(Dim::Const(1024))]];
+        // The chained form's resident tile first (its bytes are a multiple of 1024, so the
+        // rings after it keep the swizzle atom's alignment).
+        let resident = chain_resident.and_then(|v| {
+            let (elem, shape) = self.ty(v)?;
+            match shape.0.as_slice() {
+                [r, c] => Some((r.clone(), c.clone(), elem)),
+                _ => None,
+            }
+        });
+        if let Some((rows, cols, elem)) = &resident {
+            parts.push(vec![
+                Factor::Dim(rows.clone()),
+                Factor::Dim(cols.clone()),
+                Factor::SizeOf(elem.clone()),
+            ]);
+        }
+        for r in rings {
+            parts.push(vec![
+                Factor::Dim(r.stages.clone()),
+                Factor::Dim(r.rows.clone()),
+                Factor::Dim(r.cols.clone()),
+                Factor::SizeOf(r.elem.clone()),
+            ]);
+        }
+        if let Some(r) = rings.first() {
+            // Full and empty per stage; TF32 adds a `landed` barrier per stage.
+            let bytes = if convert { 24 } else { 16 };
+            parts.push(vec![
+                Factor::Dim(Dim::Const(bytes)),
+                Factor::Dim(r.stages.clone()),
+            ]);
+        }
+        let what = if convert {
+            format!(
+                "Hopper pipeline: alignment slack, {} TMA ring(s) (TF32: B converted in place by the producer), 3 mbarriers per stage",
+                rings.len()
+            )
+        } else {
+            format!(
+                "Hopper pipeline: alignment slack, {}{} TMA ring(s), 2 mbarriers per stage",
+                if resident.is_some() {
+                    "the resident tile, "
+                } else {
+                    ""
+                },
+                rings.len()
+            )
+        };
+        self.alloc.persistent(PartKey::HopperPipe, what, parts);
+    }
+
+    /// The printer's `Emitter::block`: grouped prefix loads, fused reductions, else one
+    /// instruction at a time.
+    fn block(&mut self, b: &'k Block) {
+        let mut i = 0;
+        while i < b.insts.len() {
+            let rest = &b.insts[i..];
+            if let Some(g) = self.f.prefix_group(rest) {
+                for &j in &g.ahead {
+                    self.inst(&rest[j]);
+                }
+                for m in &g.members {
+                    if let (Some(o), Some(elem)) = (m.other, self.view_elem(m.view)) {
+                        self.convert(o, &elem, &g.key.shape, Layout::Blocked);
+                    }
+                }
+                for &j in &g.after {
+                    self.inst(&rest[j]);
+                }
+                i += g.end;
+                continue;
+            }
+            if let Some(((op1, x1, r1), (op2, x2, r2))) = self.f.fused_pair(rest) {
+                self.fused(op1.name(), x1, r1, op2.name(), (x2, r2));
+                i += 2;
+                continue;
+            }
+            self.inst(&b.insts[i]);
+            i += 1;
+        }
+    }
+
+    fn fused(
+        &mut self,
+        n1: &str,
+        x1: ValueId,
+        r1: ValueId,
+        n2: &str,
+        (x2, r2): (ValueId, ValueId),
+    ) {
+        let (Some((e1, _)), Some((e2, _)), Some((_, s1)), Some((_, s2))) =
+            (self.ty(r1), self.ty(r2), self.ty(x1), self.ty(x2))
+        else {
+            return;
+        };
+        self.convert(x1, &e1, &s1, Layout::Blocked);
+        self.convert(x2, &e2, &s2, Layout::Blocked);
+        self.alloc.scratch(
+            PartKey::FusedPair(r1),
+            format!("{n1} of {s1} and {n2} of {s2} to scalars (one round)"),
+            vec![
+                vec![Factor::Warps, Factor::AccSizeOf(e1)],
+                vec![Factor::Warps, Factor::AccSizeOf(e2)],
+            ],
+        );
+    }
+
+    /// The printer's `Emitter::coerce`: a region when `v` changes shape or layout through
+    /// shared memory.
+    fn convert(&mut self, v: ValueId, elem: &Elem, shape: &Shape, to: Layout) {
+        let Some((_, vshape)) = self.ty(v) else {
+            return;
+        };
+        let from = self.layout(v);
+        if in_ring(&self.f, v)
+            || vshape.is_scalar()
+            || (&vshape == shape && from == to)
+            || vshape.rank() > shape.rank()
+        {
+            return;
+        }
+        let label = conversion(&self.f, from, &vshape, to, shape);
+        let what = match label.in_registers {
+            Some((unless, _)) => format!("{} ({unless})", label.what),
+            None => label.what,
+        };
+        self.alloc.scratch(
+            PartKey::Convert {
+                value: v,
+                elem: elem.clone(),
+                shape: shape.clone(),
+                to,
+            },
+            what,
+            vec![tile_factors(&vshape, Factor::SizeOf(elem.clone()))],
+        );
+    }
+
+    fn inst(&mut self, inst: &'k Inst) {
+        let r = inst.results.first().copied();
+        let rt = r.and_then(|r| Some((r, self.ty(r)?)));
+        match (&inst.op, rt) {
+            (Op::For { .. }, _) => self.for_loop(inst),
+            (
+                Op::If {
+                    then_block,
+                    else_block,
+                    ..
+                },
+                _,
+            ) => {
+                let mut targets = Vec::new();
+                for r in &inst.results {
+                    let Some((elem, shape)) = self.ty(*r) else {
+                        return;
+                    };
+                    targets.push((elem, shape, self.layout(*r)));
+                }
+                self.targets.push(targets);
+                self.block(then_block);
+                self.block(else_block);
+                self.targets.pop();
+            }
+            (Op::Yield { values }, _) => {
+                let targets = self.targets.last().cloned().unwrap_or_default();
+                if targets.len() == values.len() {
+                    for (v, (elem, shape, l)) in values.iter().zip(&targets) {
+                        self.convert(*v, elem, shape, *l);
+                    }
+                }
+            }
+            (Op::Unary { x, .. }, Some((r, (elem, shape)))) => {
+                self.convert(*x, &elem, &shape, self.layout(r))
+            }
+            (Op::Binary { op, a, b }, Some((r, (elem, shape)))) => {
+                let l = self.layout(r);
+                let be = if *op == tilekit_ir::BinOp::Powi {
+                    // The base in the result's type, the integer exponent in its own.
+                    match self.ty(*b) {
+                        Some((e, _)) => e,
+                        None => return,
+                    }
+                } else {
+                    elem.clone()
+                };
+                self.convert(*a, &elem, &shape, l);
+                self.convert(*b, &be, &shape, l);
+            }
+            (Op::Cmp { a, b, .. }, Some((r, (_, shape)))) => {
+                if self.f.prefix_bound(r).is_some() {
+                    return;
+                }
+                let Ok(u) = crate::analyze::cmp_elem(self.f.types, *a, *b) else {
+                    return;
+                };
+                let l = self.layout(r);
+                self.convert(*a, &u, &shape, l);
+                self.convert(*b, &u, &shape, l);
+            }
+            (Op::Select { cond, a, b }, Some((r, (elem, shape)))) => {
+                let l = self.layout(r);
+                self.convert(*cond, &Elem::Concrete(DType::Bool), &shape, l);
+                self.convert(*a, &elem, &shape, l);
+                self.convert(*b, &elem, &shape, l);
+            }
+            (Op::Fma { a, b, c }, Some((r, (elem, shape)))) => {
+                let l = self.layout(r);
+                for v in [a, b, c] {
+                    self.convert(*v, &elem, &shape, l);
+                }
+            }
+            (Op::Cast { x, .. }, Some((r, _))) => {
+                if let Some((xe, xshape)) = self.ty(*x) {
+                    if !xshape.is_scalar() && self.layout(*x) != self.layout(r) {
+                        self.convert(*x, &xe, &xshape, self.layout(r));
+                    }
+                }
+            }
+            (Op::ExpandDims { x, .. }, Some((r, (elem, _)))) => {
+                // A slice stays in its registers ([M] -> [M, 1]: the same flat indices).
+                let l = match self.layout(r) {
+                    l @ (Layout::Slice { .. } | Layout::Rows(_)) => l,
+                    _ => Layout::Blocked,
+                };
+                if let Some((_, xshape)) = self.ty(*x) {
+                    self.convert(*x, &elem, &xshape, l);
+                }
+            }
+            (Op::Trans { .. } | Op::Slice { .. }, Some((r, (elem, _)))) => {
+                if self.f.layouts.fused_trans.contains(&r) {
+                    return;
+                }
+                let x = inst.op.operands()[0];
+                let Some((_, xshape)) = self.ty(x) else {
+                    return;
+                };
+                self.convert(x, &elem, &xshape, Layout::Blocked);
+                let what = match inst.op {
+                    Op::Trans { .. } => format!("trans of {xshape}"),
+                    _ => format!("slice of {xshape}"),
+                };
+                let f = tile_factors(&xshape, Factor::SizeOf(elem));
+                self.alloc.scratch(PartKey::Op(r), what, vec![f]);
+            }
+            (Op::Cat { a, b, .. }, Some((r, (elem, shape)))) => {
+                let (Some((_, ashape)), Some((_, bshape))) = (self.ty(*a), self.ty(*b)) else {
+                    return;
+                };
+                self.convert(*a, &elem, &ashape, Layout::Blocked);
+                self.convert(*b, &elem, &bshape, Layout::Blocked);
+                let f = tile_factors(&shape, Factor::SizeOf(elem));
+                self.alloc
+                    .scratch(PartKey::Op(r), format!("cat into {shape}"), vec![f]);
+            }
+            (Op::Reduce { op, x, axis }, Some((r, (elem, _)))) => {
+                self.reduce(op.name(), *x, *axis, r, elem)
+            }
+            (
+                Op::Load {
+                    view,
+                    offsets,
+                    mask,
+                    other,
+                    ..
+                },
+                Some(_),
+            ) => self.memory_access(*view, *offsets, *mask, (*other, false)),
+            (
+                Op::Store {
+                    view,
+                    offsets,
+                    value,
+                    mask,
+                    ..
+                },
+                _,
+            ) => self.memory_access(*view, *offsets, *mask, (Some(*value), true)),
+            (Op::StoreTile { tensor, value, .. }, _) => {
+                if let (Some(elem), Some((_, vshape))) = (self.view_elem(*tensor), self.ty(*value))
+                {
+                    self.convert(*value, &elem, &vshape, self.layout(*value));
+                }
+            }
+            (Op::LoadTile { tensor, shape, .. }, Some((r, _))) => {
+                self.resident(inst, *tensor, shape, r)
+            }
+            (Op::Dot { a, b, acc, .. }, Some((r, (_, sc)))) => {
+                self.convert(*acc, &Elem::Concrete(DType::F32), &sc, self.layout(r));
+                if let Some(d) = dot_staging(&self.f, self.engine, *a, *b) {
+                    let parts: Vec<Vec<Factor>> =
+                        d.tiles.iter().flatten().map(|f| vec![f.clone()]).collect();
+                    if !parts.is_empty() {
+                        self.alloc.scratch(PartKey::Op(r), d.what, parts);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `for`: the carried values' initial conversions, the producer slice of a ring loop
+    /// (printed once more in its producer), then the body.
+    fn for_loop(&mut self, inst: &'k Inst) {
+        let Op::For {
+            stages,
+            inits,
+            body,
+            ..
+        } = &inst.op
+        else {
+            return;
+        };
+        let Some((iv, carried)) = body.args.split_first() else {
+            return;
+        };
+        if carried.len() != inits.len() || inst.results.len() != inits.len() {
+            return;
+        }
+        let mut targets = Vec::new();
+        for (arg, init) in carried.iter().zip(inits) {
+            let Some((elem, shape)) = self.ty(*arg) else {
+                return;
+            };
+            let l = self.layout(*arg);
+            self.convert(*init, &elem, &shape, l);
+            targets.push((elem, shape, l));
+        }
+        self.targets.push(targets);
+        if let (Some(_), Some(rl)) = (stages, self.f.layouts.ring_loop(*iv)) {
+            for &i in &rl.producer {
+                if let Some(inst) = body.insts.get(i) {
+                    self.inst(inst);
+                }
+            }
+        }
+        self.block(body);
+        self.targets.pop();
+    }
+
+    /// A reduction's scratch, after its operand's conversion to blocked (except for an
+    /// accumulator reduced into its slice).
+    fn reduce(&mut self, red: &str, x: ValueId, axis: u8, r: ValueId, elem: Elem) {
+        let Some((_, xshape)) = self.ty(x) else {
+            return;
+        };
+        if let (Layout::Acc(k), Layout::Slice { .. }) = (self.layout(x), self.layout(r)) {
+            let Some(acc) = self.f.layouts.accs.get(k) else {
+                return;
+            };
+            let kept = if axis == 1 { &acc.m } else { &acc.n };
+            let f = vec![
+                Factor::Dim(kept.clone()),
+                Factor::ReduceSpan {
+                    acc: k,
+                    axis,
+                    m: acc.m.clone(),
+                    n: acc.n.clone(),
+                    rows: acc.rows,
+                },
+                Factor::AccSizeOf(elem),
+            ];
+            self.alloc.scratch(
+                PartKey::Op(r),
+                format!("{red} of accumulator {xshape} over axis {axis} (partials of warps sharing a row or column)"),
+                vec![f],
+            );
+            return;
+        }
+        self.convert(x, &elem, &xshape, Layout::Blocked);
+        let (what, f) = if let Layout::Rows(_) = self.layout(r) {
+            (
+                format!("{red} of {xshape} over axis 1 (per-row partials of the warps)"),
+                tile_factors(&xshape, Factor::AccSizeOf(elem)),
+            )
+        } else if xshape.rank() == 1 {
+            (
+                format!("{red} of {xshape} to a scalar"),
+                vec![Factor::Warps, Factor::AccSizeOf(elem)],
+            )
+        } else {
+            (
+                format!("{red} of {xshape} over axis {axis}"),
+                tile_factors(&xshape, Factor::AccSizeOf(elem)),
+            )
+        };
+        self.alloc.scratch(PartKey::Op(r), what, vec![f]);
+    }
+
+    /// `load`/`store`: the mask's conversion and the value's (a store's, before the mask;
+    /// a load's `other`, after it), blocked, to the offsets' shape.
+    fn memory_access(
+        &mut self,
+        view: ValueId,
+        offsets: ValueId,
+        mask: Option<ValueId>,
+        (value, store): (Option<ValueId>, bool),
+    ) {
+        let (Some(elem), Some((_, shape))) = (self.view_elem(view), self.ty(offsets)) else {
+            return;
+        };
+        let bool_ = Elem::Concrete(DType::Bool);
+        if store {
+            if let Some(v) = value {
+                self.convert(v, &elem, &shape, Layout::Blocked);
+            }
+        }
+        if let Some(m) = mask {
+            self.convert(m, &bool_, &shape, Layout::Blocked);
+        }
+        if !store {
+            if let Some(o) = value {
+                self.convert(o, &elem, &shape, Layout::Blocked);
+            }
+        }
+    }
+
+    /// A resident `load_tile`'s persistent tile (the Hopper chained form's lives in the
+    /// pipeline region).
+    fn resident(&mut self, inst: &Inst, tensor: ValueId, shape: &[Dim], r: ValueId) {
+        if self.layout(r) != Layout::Resident {
+            return;
+        }
+        if let Engine::Hopper {
+            chain_resident: Some(c),
+            ..
+        } = self.engine
+        {
+            if c == r {
+                return;
+            }
+        }
+        let (Some(elem), [rows, cols, ..]) = (self.view_elem(tensor), shape) else {
+            return;
+        };
+        self.alloc.persistent(
+            PartKey::Resident(r),
+            format!(
+                "resident [{}] {elem} (line {})",
+                shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                inst.loc.line
+            ),
+            vec![vec![Factor::Stile {
+                rows: rows.clone(),
+                cols: cols.clone(),
+                elem,
+            }]],
+        );
+    }
+}
