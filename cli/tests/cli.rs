@@ -229,6 +229,84 @@ fn cache_show_export_import_clear() {
 }
 
 #[test]
+fn cache_show_says_what_a_gpu_without_an_exact_layer_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sled");
+    let (h100_key, _) = one_entry(&path, Origin::Local);
+    let h999 = "NVIDIA H999,9.0,132";
+    let shown = stdout(tilekit(&path).args(["cache", "show", "--gpu", h999]));
+    // The summary: the H100's keys (this cache's and shipped) and the shipped H200's.
+    let summary = shown
+        .lines()
+        .find(|l| l.starts_with("for NVIDIA H999 (sm_90, 132 SMs): no NVIDIA H999 layer: "))
+        .unwrap_or_else(|| panic!("{shown}"));
+    for s in [
+        " keys of NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)",
+        " keys of NVIDIA H200 (sm_90, 132 SMs)",
+        " apply",
+    ] {
+        assert!(summary.contains(s), "{s}: {summary}");
+    }
+    let row = |text: &str, kernel_gpu: &str| -> String {
+        text.lines()
+            .find(|l| l.contains("BLOCK=") && l.contains(kernel_gpu))
+            .unwrap_or_else(|| panic!("{kernel_gpu}: {text}"))
+            .trim_end()
+            .to_string()
+    };
+    assert!(shown.contains("for --gpu"), "{shown}");
+    assert!(row(&shown, "H100").ends_with("fallback"), "{shown}");
+    let json: serde_json::Value = serde_json::from_str(&stdout(
+        tilekit(&path).args(["cache", "show", "--json", "--gpu", h999]),
+    ))
+    .unwrap();
+    assert_eq!(json["entries"][0]["for_gpu"], "fallback");
+    assert_eq!(json["gpu"]["own_keys"], 0);
+    assert_eq!(
+        json["gpu"]["borrowed"][0]["from"]["name"],
+        "NVIDIA H100 80GB HBM3"
+    );
+    assert_eq!(json["gpu"]["borrowed"][1]["from"]["name"], "NVIDIA H200");
+
+    // An entry of the made-up model itself: it wins for its key.
+    let mut own = h100_key.clone();
+    own.gpu.name = "NVIDIA H999".into();
+    let v = TunedValue::new(&Config::parse("BLOCK=4096,WARPS=16").unwrap());
+    TuneCache::at(&path).put(&own, &v).unwrap();
+    let shown = stdout(tilekit(&path).args(["cache", "show", "--gpu", h999]));
+    assert!(
+        row(&shown, "H100").ends_with("not used: own entry"),
+        "{shown}"
+    );
+    assert!(row(&shown, "H999").ends_with("own"), "{shown}");
+    assert!(
+        shown.contains(
+            "for NVIDIA H999 (sm_90, 132 SMs): NVIDIA H999 has 1 key; where it has none, "
+        ),
+        "{shown}"
+    );
+
+    // Another compute capability takes nothing.
+    let shown = stdout(tilekit(&path).args(["cache", "show", "--gpu", "NVIDIA A999,8.0,108"]));
+    assert!(
+        shown.contains(
+            "for NVIDIA A999 (sm_80, 108 SMs): no NVIDIA A999 layer, and no other GPU model of \
+             sm_80 has entries: declared defaults"
+        ),
+        "{shown}"
+    );
+    assert!(row(&shown, "H100").ends_with(" -"), "{shown}");
+    // Without --gpu, no such column.
+    assert!(!stdout(tilekit(&path).args(["cache", "show"])).contains("for --gpu"));
+    for bad in ["H999", "H999,9,132", "H999,9.0", ",9.0,132", "H999,9.0,x"] {
+        fails_with(
+            tilekit(&path).args(["cache", "show", "--gpu", bad]),
+            "is not a GPU",
+        );
+    }
+}
+
+#[test]
 fn cache_import_refuses_entries_outside_the_space() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("a.sled");

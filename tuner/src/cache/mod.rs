@@ -11,7 +11,8 @@
 //!   holds the database; damage rebuilt and any loss counted; export / import / merge as a
 //!   versioned JSON file (what survives which fault: `docs/cache.md`).
 //! - [`layers`]: [`Layers`], the in-memory lookup: local tune, then imported, then shipped,
-//!   then the declared default.
+//!   then another GPU model of the same compute capability (for a key this model has no
+//!   entry for: [`Source::SameArch`]), then the declared default.
 //! - [`source`]: [`TunedConfigs`], the layers as the runtime's configuration source, and
 //!   [`attach_tuned`], which loads them and sets them on a runtime.
 //!
@@ -29,7 +30,7 @@ pub mod store;
 pub mod value;
 
 pub use key::{int_scalars, scalar_bucket, CacheKey, GpuId, ShapeBucket, SCHEMA_VERSION};
-pub use layers::{Choice, Layers, Source};
+pub use layers::{describe_borrowed, Borrowed, Choice, Layers, Lender, Source};
 pub use source::{attach_tuned, attach_tuned_from, AttachReport, TunedConfigs};
 pub use store::{
     CacheError, ImportAction, ImportMode, ImportOutcome, ImportReport, Loaded, Recovery, TuneCache,

@@ -6,12 +6,16 @@
 //! argument signature (its launch memo keeps the answer). The source binds the kernel's
 //! named problem dimensions from the tensor shapes, builds the [`CacheKey`] for the
 //! runtime's GPU, and proposes every tuned configuration of that key that passes the shape
-//! constraints, local first; the runtime checks each one again and falls back to the
-//! declared default. Nothing here can fail a user's program: an unreadable cache means no
+//! constraints, local first; for a key this GPU model has no entry for, those of other GPU
+//! models of its compute capability ([`Source::SameArch`], see [`Layers`]); the runtime
+//! checks each one again and falls back to the declared default. Nothing here can fail a user's program: an unreadable cache means no
 //! local or imported layer, with one warning.
 
 use super::store::Recovery;
-use super::{CacheKey, Entry, GpuId, Layers, Loaded, Rejected, ShapeBucket, Source, TuneCache};
+use super::{
+    describe_borrowed, Borrowed, CacheKey, Entry, GpuId, Layers, Loaded, Rejected, ShapeBucket,
+    Source, TuneCache,
+};
 use std::fmt;
 use std::sync::{Arc, Once};
 use tilekit_ir::cost::DimValues;
@@ -20,8 +24,10 @@ use tilekit_runtime::{ConfigSource, KernelSpec, LaunchQuery, Runtime};
 
 /// The tuning cache's layers as a runtime [`ConfigSource`], for one GPU model.
 ///
-/// Launches on another GPU model (or on the CPU backend, which has no device) get no
-/// candidates, so they run the declared default.
+/// Launches on another GPU model than `gpu` (or on the CPU backend, which has no device)
+/// get no candidates, so they run the declared default. A key `gpu` has no entry for takes
+/// the entries of other GPU models of the same compute capability in the layers
+/// ([`Source::SameArch`]; an entry of `gpu` itself always wins).
 #[derive(Clone)]
 pub struct TunedConfigs {
     /// The layers, validated and in memory.
@@ -66,6 +72,8 @@ impl TunedConfigs {
             unavailable,
             recovery,
             attached: false,
+            own_keys: layers.own_keys(&gpu),
+            borrowed: layers.borrowed(&gpu),
             gpu: Some(gpu.clone()),
         };
         (TunedConfigs::new(layers, gpu), report)
@@ -109,8 +117,11 @@ impl fmt::Debug for TunedConfigs {
 
 impl ConfigSource for TunedConfigs {
     /// Every tuned configuration of the launch's key that passes the shape constraints, in
-    /// precedence order (local, imported, shipped); empty on another GPU, on the CPU, or
-    /// for a key with no entry (the runtime then runs the declared default).
+    /// precedence order (local, imported, shipped, then, for a key without an entry of this
+    /// GPU model, other models' of its compute capability: [`Layers::candidates`]); empty on
+    /// another GPU, on the CPU, or for a key no model of this compute capability has an
+    /// entry for (the runtime then runs the declared default). Called once per argument
+    /// signature (the runtime memoizes the answer): one hash lookup, two on a miss.
     fn candidates(&self, query: &LaunchQuery<'_>) -> Vec<Config> {
         let Some((key, dims)) = self.key(query) else {
             return Vec::new();
@@ -137,6 +148,11 @@ pub struct AttachReport {
     pub imported: usize,
     /// Shipped entries that passed validation.
     pub shipped: usize,
+    /// Keys of the runtime's GPU model (exactly: name and SM count), in any layer.
+    pub own_keys: usize,
+    /// The keys this GPU model has no entry for that take another model's of its compute
+    /// capability, per model ([`Layers::borrowed`]).
+    pub borrowed: Vec<Borrowed>,
     /// Entries read and refused as invalid (unreadable, outside the space, failing a
     /// constraint), every layer together: each with its layer, key and reason.
     pub rejected: Vec<Rejected>,
@@ -165,6 +181,11 @@ impl fmt::Display for AttachReport {
                 self.skipped.len(),
                 if self.attached { "" } else { " (not attached)" }
             )?,
+        }
+        if let Some(g) = &self.gpu {
+            if let Some(text) = describe_borrowed(g, self.own_keys, &self.borrowed) {
+                write!(f, "; {text}")?;
+            }
         }
         if let Some(why) = &self.unavailable {
             write!(f, "; cache not read: {why}")?;
@@ -277,10 +298,24 @@ mod tests {
     }
 
     fn entry(shape: &str, config: &str, origin: Origin) -> Entry {
+        entry_on(h100(), shape, config, origin)
+    }
+
+    /// A made-up GPU model: `name` with `cc` and 132 SMs.
+    fn made_up(name: &str, cc: (u32, u32)) -> GpuId {
+        GpuId {
+            name: name.into(),
+            compute_capability: cc,
+            sm_count: 132,
+        }
+    }
+
+    /// Softmax bf16 `shape` tuned to `config` on `gpu`, in the layer `origin`.
+    fn entry_on(gpu: GpuId, shape: &str, config: &str, origin: Origin) -> Entry {
         let k = softmax().kernel().unwrap();
         let dims = tilekit_ir::cost::parse_shape(k, shape).unwrap();
         let bucket = ShapeBucket::of(k, &dims, &bf16()).unwrap();
-        let key = CacheKey::new(h100(), softmax(), bf16(), bucket, Default::default());
+        let key = CacheKey::new(gpu, softmax(), bf16(), bucket, Default::default());
         let mut value = TunedValue::new(&Config::parse(config).unwrap());
         value.provenance.origin = origin;
         Entry { key, value }
@@ -448,5 +483,278 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c, softmax().default_config().unwrap());
+    }
+
+    /// Layers of `local` entries (the local tree) and `shipped` ones, as `gpu`'s source.
+    fn source_for(gpu: GpuId, local: &[Entry], shipped: &[Entry]) -> (TunedConfigs, AttachReport) {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = TuneCache::at(dir.path().join("tune.sled"));
+        for e in local {
+            cache.put(&e.key, &e.value).unwrap();
+        }
+        TunedConfigs::load(Some(&cache), shipped, &[softmax()], gpu)
+    }
+
+    #[test]
+    fn a_gpu_without_an_exact_layer_takes_another_model_of_its_compute_capability() {
+        let h999 = made_up("NVIDIA H999", (9, 0));
+        let local = [entry("4096x4096", "BLOCK=4096,WARPS=16", Origin::Local)];
+        let shipped = [
+            entry("4096x4096", "BLOCK=4096,WARPS=8", Origin::Shipped),
+            entry("4096x8192", "BLOCK=8192,WARPS=16", Origin::Shipped),
+        ];
+        let (src, report) = source_for(h999.clone(), &local, &shipped);
+        let dev = device(&h999);
+        // The H100's entries, local before shipped, each through the shape check.
+        assert_eq!(
+            ask(&src, 4096, 4096, Some(&dev)),
+            ["BLOCK=4096,WARPS=16", "BLOCK=4096,WARPS=8"]
+        );
+        assert_eq!(ask(&src, 4096, 8192, Some(&dev)), ["BLOCK=8192,WARPS=16"]);
+        // No model has the bucket: nothing (the declared default runs).
+        assert!(ask(&src, 64, 64, Some(&dev)).is_empty());
+        // Marked as borrowed, with the model and layer.
+        let key = entry_on(
+            h999.clone(),
+            "4096x4096",
+            "BLOCK=1024,WARPS=4",
+            Origin::Local,
+        )
+        .key;
+        let c = src.layers.choose(&key, softmax(), None);
+        assert_eq!(c.source, Source::SameArch);
+        assert_eq!(
+            c.lender,
+            Some(crate::cache::Lender {
+                gpu: h100(),
+                layer: Source::Local
+            })
+        );
+        assert_eq!(c.origin(), "same-arch: NVIDIA H100 80GB HBM3 local");
+        assert_eq!(src.layers.lender(&key), Some(&h100()));
+        assert_eq!(src.layers.get(&key), None, "`get` is the key's own entries");
+        // The report says so.
+        assert_eq!(report.own_keys, 0);
+        assert_eq!(
+            report.borrowed,
+            [Borrowed {
+                from: h100(),
+                keys: 2
+            }]
+        );
+        let text = report.to_string();
+        assert!(
+            text.contains(
+                "; no NVIDIA H999 layer: 2 keys of NVIDIA H100 80GB HBM3 (sm_90, 132 SMs) apply"
+            ),
+            "{text}"
+        );
+        // The H100 itself is told nothing about borrowing.
+        let (_, report) = source_for(h100(), &local, &shipped);
+        assert!(
+            report.borrowed.is_empty() && report.own_keys == 2,
+            "{report:?}"
+        );
+        assert!(!report.to_string().contains("layer:"), "{report}");
+    }
+
+    #[test]
+    fn an_exact_entry_wins_over_another_models() {
+        let h999 = made_up("NVIDIA H999", (9, 0));
+        let own =
+            |shape: &str, config: &str| entry_on(h999.clone(), shape, config, Origin::Shipped);
+        let shipped = [
+            entry("4096x4096", "BLOCK=4096,WARPS=8", Origin::Shipped),
+            entry("4096x8192", "BLOCK=8192,WARPS=16", Origin::Shipped),
+            own("4096x8192", "BLOCK=8192,WARPS=4"),
+            entry("4096x6000", "BLOCK=8192,WARPS=16", Origin::Shipped),
+            own("4096x6000", "BLOCK=4096,WARPS=4"),
+        ];
+        let local = [entry("4096x8192", "BLOCK=8192,WARPS=8", Origin::Local)];
+        let (src, report) = source_for(h999.clone(), &local, &shipped);
+        let dev = device(&h999);
+        // The made-up model's own entry, though shipped, beats the H100's local one.
+        assert_eq!(ask(&src, 4096, 8192, Some(&dev)), ["BLOCK=8192,WARPS=4"]);
+        // Its own entry is not followed by another model's: where it fails the shape
+        // check (`x.cols() <= BLOCK`), the declared default runs.
+        assert!(ask(&src, 4096, 6000, Some(&dev)).is_empty());
+        // A key it has no entry for still takes the H100's.
+        assert_eq!(ask(&src, 4096, 4096, Some(&dev)), ["BLOCK=4096,WARPS=8"]);
+        assert_eq!(
+            (report.own_keys, report.borrowed.clone()),
+            (
+                2,
+                vec![Borrowed {
+                    from: h100(),
+                    keys: 1
+                }]
+            )
+        );
+        assert!(
+            report.to_string().contains(
+                "NVIDIA H999 has 2 keys; where it has none, 1 key of NVIDIA H100 80GB HBM3 \
+                 (sm_90, 132 SMs) applies"
+            ),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn another_compute_capability_is_never_used() {
+        let a100 = GpuId {
+            name: "NVIDIA A100-SXM4-80GB".into(),
+            compute_capability: (8, 0),
+            sm_count: 108,
+        };
+        let shipped = [entry_on(
+            a100.clone(),
+            "4096x4096",
+            "BLOCK=4096,WARPS=8",
+            Origin::Shipped,
+        )];
+        let h999 = made_up("NVIDIA H999", (9, 0));
+        let (src, report) = source_for(h999.clone(), &[], &shipped);
+        assert_eq!(report.shipped, 1);
+        assert!(ask(&src, 4096, 4096, Some(&device(&h999))).is_empty());
+        assert!(report.borrowed.is_empty(), "{report:?}");
+        let key = entry_on(h999, "4096x4096", "BLOCK=1024,WARPS=4", Origin::Local).key;
+        assert_eq!(src.layers.lender(&key), None);
+        assert_eq!(
+            src.layers.choose(&key, softmax(), None).source,
+            Source::Default
+        );
+        // A made-up model of the A100's compute capability takes it.
+        let a999 = made_up("NVIDIA A999", (8, 0));
+        let (src, report) = source_for(a999.clone(), &[], &shipped);
+        let mut dev = device(&a999);
+        dev.target = Target::Sm80;
+        assert_eq!(ask(&src, 4096, 4096, Some(&dev)), ["BLOCK=4096,WARPS=8"]);
+        assert_eq!(
+            report.borrowed,
+            [Borrowed {
+                from: a100,
+                keys: 1
+            }]
+        );
+    }
+
+    #[test]
+    fn several_other_models_are_taken_in_name_order() {
+        let h999 = made_up("NVIDIA H999", (9, 0));
+        let h200 = made_up("NVIDIA H200", (9, 0));
+        let shipped = [
+            entry_on(
+                h200.clone(),
+                "4096x4096",
+                "BLOCK=4096,WARPS=4",
+                Origin::Shipped,
+            ),
+            entry("4096x4096", "BLOCK=4096,WARPS=8", Origin::Shipped),
+            // Only the H200 has this one.
+            entry_on(
+                h200.clone(),
+                "4096x8192",
+                "BLOCK=8192,WARPS=16",
+                Origin::Shipped,
+            ),
+        ];
+        let local = [entry_on(
+            h200.clone(),
+            "4096x4096",
+            "BLOCK=4096,WARPS=16",
+            Origin::Local,
+        )];
+        let (src, report) = source_for(h999.clone(), &local, &shipped);
+        let dev = device(&h999);
+        // "NVIDIA H100 80GB HBM3" < "NVIDIA H200": the H100's entry first, then the H200's
+        // (local before shipped), whichever order they were read in.
+        assert_eq!(
+            ask(&src, 4096, 4096, Some(&dev)),
+            [
+                "BLOCK=4096,WARPS=8",
+                "BLOCK=4096,WARPS=16",
+                "BLOCK=4096,WARPS=4"
+            ]
+        );
+        assert_eq!(ask(&src, 4096, 8192, Some(&dev)), ["BLOCK=8192,WARPS=16"]);
+        let key =
+            |shape: &str| entry_on(h999.clone(), shape, "BLOCK=1024,WARPS=4", Origin::Local).key;
+        assert_eq!(src.layers.lender(&key("4096x4096")), Some(&h100()));
+        assert_eq!(src.layers.lender(&key("4096x8192")), Some(&h200));
+        let c = src.layers.choose(&key("4096x8192"), softmax(), None);
+        assert_eq!(c.origin(), "same-arch: NVIDIA H200 shipped");
+        // Each key counted once, for the model that comes first.
+        assert_eq!(
+            report.borrowed,
+            [
+                Borrowed {
+                    from: h100(),
+                    keys: 1
+                },
+                Borrowed {
+                    from: h200.clone(),
+                    keys: 1
+                }
+            ]
+        );
+        // The H200 itself has both keys: it borrows nothing.
+        let (src, report) = source_for(h200.clone(), &local, &shipped);
+        assert!(report.borrowed.is_empty());
+        assert_eq!(
+            ask(&src, 4096, 4096, Some(&device(&h200))),
+            ["BLOCK=4096,WARPS=16", "BLOCK=4096,WARPS=4"]
+        );
+    }
+
+    #[test]
+    fn a_third_model_sees_the_shipped_h100_and_h200_entries() {
+        let (shipped, unreadable) = crate::cache::shipped::entries(
+            tilekit_kernels::SHIPPED_TUNING,
+            tilekit_kernels::SHIPPED_TUNING_NAME,
+        );
+        assert!(unreadable.is_empty(), "{unreadable:?}");
+        let layers = Layers::new(Loaded::default(), &shipped, tilekit_kernels::ALL);
+        assert!(layers.rejected().is_empty(), "{:?}", layers.rejected());
+        let h200 = made_up("NVIDIA H200", (9, 0));
+        let (h100_keys, h200_keys) = (layers.own_keys(&h100()), layers.own_keys(&h200));
+        assert!(h100_keys > 0 && h200_keys > 0, "{h100_keys} {h200_keys}");
+        let h999 = made_up("NVIDIA H999", (9, 0));
+        assert_eq!(layers.own_keys(&h999), 0);
+        // The shipped models tuned different kernels: every key of both applies.
+        assert_eq!(
+            layers.borrowed(&h999),
+            [
+                Borrowed {
+                    from: h100(),
+                    keys: h100_keys
+                },
+                Borrowed {
+                    from: h200.clone(),
+                    keys: h200_keys
+                }
+            ]
+        );
+        // Each shipped key is found under the made-up model's name, from its model.
+        for e in &shipped {
+            let mut key = e.key.clone();
+            key.gpu = h999.clone();
+            let spec = tilekit_kernels::ALL
+                .iter()
+                .find(|s| s.name == key.kernel)
+                .unwrap();
+            let c = layers.choose(&key, spec, None);
+            assert_eq!(c.source, Source::SameArch, "{key}");
+            assert_eq!(c.lender.map(|l| l.gpu), Some(e.key.gpu.clone()), "{key}");
+        }
+        // The H100 borrows the H200's GEMMs and the H200 the H100's norms.
+        assert_eq!(
+            layers.borrowed(&h100()),
+            [Borrowed {
+                from: h200.clone(),
+                keys: h200_keys
+            }]
+        );
+        // A device of another compute capability sees none of them.
+        assert!(layers.borrowed(&made_up("NVIDIA A999", (8, 0))).is_empty());
     }
 }

@@ -509,7 +509,7 @@ pub fn run(
         .map(|k| layers.candidates(&k, spec, Some(&problem.dims)))
         .unwrap_or_default();
     let tuned_label = match candidates.iter().find(|c| c.config == tuned) {
-        Some(c) => format!("tuned ({})", c.source.as_str()),
+        Some(c) => format!("tuned ({})", c.origin()),
         None if candidates.is_empty() => "tuned (no entry)".to_string(),
         None => "tuned (entries refused)".to_string(),
     };
