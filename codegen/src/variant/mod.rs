@@ -202,11 +202,19 @@ pub fn variant_source(
                 // The first turn is warpgroup 0's: warpgroup 1 passes it once per program.
                 out.push_str("        tk::sm90::pingpong_init();\n");
             }
+            // Round r gives program b tile r * G + b, or r * G + G - 1 - b on odd rounds (a
+            // serpentine: the tiles of one round are the same set either way, so L2 reuse is
+            // unchanged, but a program that got a light tile in one round gets a heavy one
+            // in the next: a causal attention's tiles differ in work by their query block).
             out.push_str(
-                "        for (unsigned tk_block = blockIdx.x; tk_block < tk_tiles; tk_block += gridDim.x)\n",
+                "        for (unsigned tk_round = 0; tk_round * gridDim.x < tk_tiles; ++tk_round) {\n",
             );
+            out.push_str(
+                "            const unsigned tk_block = tk_round * gridDim.x + ((tk_round & 1u) ? gridDim.x - 1u - blockIdx.x : blockIdx.x);\n",
+            );
+            out.push_str("            if (tk_block >= tk_tiles) continue;\n");
             out.push_str(&format!(
-                "            tilekit_variant::run<tk::sm90::{role}>({args}, tk_state, tk_block);\n"
+                "            tilekit_variant::run<tk::sm90::{role}>({args}, tk_state, tk_block);\n        }}\n"
             ));
         }
         out.push_str("    }\n}\n");

@@ -57,7 +57,11 @@ pub fn attention<T: Float>(
     kv_heads: i64,
     causal: bool,
 ) {
-    let (pm, z) = (program_id(0), program_id(1));
+    // Query blocks in reverse order: under a causal mask the last block sees the most keys,
+    // so the heaviest programs start first and the light ones fill the end (the Hopper
+    // engine's persistent programs take tiles in this order).
+    let pm = (q.dim(1) + BM - 1) / BM - 1 - program_id(0);
+    let z = program_id(1);
     let zk = z / heads * kv_heads + z % heads / (heads / kv_heads);
     let (qz, kz, vz) = (q.row(z), k.row(zk), v.row(zk));
     let (m_len, n_len) = (q.dim(1), k.dim(1));
