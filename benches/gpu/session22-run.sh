@@ -9,6 +9,11 @@
 #  4. (second call) `exp2` on MUFU.EX2 with flush to zero: the math ops' GPU test, the
 #     attention GPU tests, and `tilekit-bench --only attention` built before the change
 #     (tilekit-bench-base) and after, interleaved base/new, then SDPA on the same shapes.
+#  5. (third call, nvidia-h200; pack PACK_TESTS="gpu_attention gpu_hopper" with the ftz-only
+#     tilekit-bench as tilekit-bench-base) the serpentine persistent order and attention's
+#     reversed query blocks: gpu_attention (+ compute-sanitizer on the small case) and
+#     gpu_hopper tests; `tilekit-bench --only attention` base/new; `tilekit tune` of
+#     attention full and causal into a fresh cache, exported (the shipped H200 entry).
 # PARTS="1 2 3" picks parts (default 1-3).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda
@@ -54,5 +59,28 @@ if has 4; then
   done
   timeout 150 python3 benches/peers/sdpa.py --out $OUT/sdpa.json > $OUT/sdpa.log 2>&1; echo "sdpa rc $?"
   grep -sE "^sdpa" $OUT/sdpa.log | cut -c1-300
+fi
+if has 5; then
+  export TILEKIT_CACHE_DIR=/tmp/tkc
+  T=$(ls .gpu/tests/gpu_attention-*)
+  timeout 200 $T --ignored --test-threads=1 > $OUT/attention-tests.log 2>&1; echo "attention tests rc $?"
+  for tool in memcheck racecheck synccheck; do
+    timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool $tool $T --ignored --test-threads=1 gpu_attention_sanitizer_small 2>&1 | grep -E "test result|SUMMARY|Error" | sed "s/^/$tool: /" >> $OUT/attention-tests.log
+  done
+  grep -E "^test |test result|SUMMARY|panicked" $OUT/attention-tests.log
+  T=$(ls .gpu/tests/gpu_hopper-*)
+  timeout 200 $T --ignored --test-threads=1 > $OUT/hopper-tests.log 2>&1; echo "hopper tests rc $?"
+  grep -E "^test |test result|panicked" $OUT/hopper-tests.log
+  C=/tmp/tune-attn.sled
+  for causal in 0 1; do
+    timeout 100 .gpu/bin/tilekit tune --cache-path $C --kernel attention --shape 128x4096x128x128x4096 --dtype bf16 --scalar causal=$causal --scalar scale=0.088388 > $OUT/tune-$causal.log 2>&1; echo "tune causal=$causal rc $?"; grep -E "winner" $OUT/tune-$causal.log | cut -c1-250
+  done
+  .gpu/bin/tilekit cache --cache-path $C export $OUT/attention-h200-export.json 2>&1 | tail -1
+  for which in base new; do
+    bin=.gpu/bin/tilekit-bench; [[ $which == base ]] && bin=.gpu/bin/tilekit-bench-base
+    TILEKIT_CACHE_DIR=/tmp/tkc-$which timeout 170 $bin --only attention --out $OUT/attention-$which.json > $OUT/attention-$which.log 2>&1
+    echo "attention bench $which rc $?"
+    grep -iE "library attention" $OUT/attention-$which.log | cut -c1-220
+  done
 fi
 echo "total $(( $(date +%s) - start )) s"
