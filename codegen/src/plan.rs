@@ -279,7 +279,7 @@ pub(crate) fn choose_vec(
 }
 
 /// An [`ExprEnv`] for constraints of one (configuration, bindings, target): tuning values,
-/// element sizes, `smem_bytes()`, `max_smem()` and `threads()`. `registers()` and
+/// element sizes, `smem_bytes()`, `max_smem()`, `threads()` and `hopper_engine()`. `registers()` and
 /// `spills()` stay unknown (they need the compiled binary).
 ///
 /// ```
@@ -296,6 +296,7 @@ pub struct ResourceEnv {
     bindings: Bindings,
     target: Target,
     plan: LaunchPlan,
+    hopper: bool,
 }
 
 impl ResourceEnv {
@@ -329,16 +330,18 @@ impl ResourceEnv {
         kernel: &Kernel,
         v: &crate::variant::point::Variant,
     ) -> Result<ResourceEnv, CodegenError> {
-        let plan = variant_plan(kernel, v)?.launch;
+        let vp = variant_plan(kernel, v)?;
         Ok(ResourceEnv {
             config: kernel.space.validate(&v.config)?,
             bindings: v.bindings.clone(),
             target: v.target,
-            plan,
+            plan: vp.launch,
+            hopper: vp.tma.is_some(),
         })
     }
 
-    /// An environment from an already computed plan.
+    /// An environment from an already computed plan (of a variant off the Hopper engine:
+    /// `hopper_engine()` is false; see [`ResourceEnv::with_hopper_engine`]).
     pub fn from_plan(
         config: Config,
         bindings: Bindings,
@@ -350,7 +353,14 @@ impl ResourceEnv {
             bindings,
             target,
             plan,
+            hopper: false,
         }
+    }
+
+    /// The same environment for a variant that does (or does not) run on the Hopper engine.
+    pub fn with_hopper_engine(mut self, hopper: bool) -> ResourceEnv {
+        self.hopper = hopper;
+        self
     }
 
     /// The launch plan.
@@ -373,6 +383,7 @@ impl ExprEnv for ResourceEnv {
             Func::SmemBytes => i64::try_from(self.plan.smem_bytes).ok(),
             Func::MaxSmem => i64::try_from(self.target.limits().max_dynamic_smem).ok(),
             Func::Threads => Some(i64::from(self.plan.threads)),
+            Func::HopperEngine => Some(i64::from(self.hopper)),
             _ => None,
         }
     }

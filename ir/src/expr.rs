@@ -81,6 +81,10 @@ pub enum Func {
     /// neither infinite nor NaN (an integer always is). With a comparison it bounds a float
     /// scalar: `eps > 0.0 && eps.is_finite()`.
     IsFinite,
+    /// `hopper_engine()`: whether this variant runs on the Hopper engine (sm_90a, TMA rings,
+    /// wgmma, a producer warpgroup and consumers with `setmaxnreg`'s larger register budget);
+    /// a constraint can allow tiles there that the mma.sync engine's registers cannot hold.
+    HopperEngine,
 }
 
 impl Func {
@@ -96,6 +100,7 @@ impl Func {
             "registers" => Func::Registers,
             "spills" => Func::Spills,
             "is_finite" => Func::IsFinite,
+            "hopper_engine" => Func::HopperEngine,
             _ => return None,
         })
     }
@@ -112,6 +117,7 @@ impl Func {
             Func::Registers => "registers",
             Func::Spills => "spills",
             Func::IsFinite => "is_finite",
+            Func::HopperEngine => "hopper_engine",
         }
     }
 
@@ -267,7 +273,8 @@ pub trait ExprEnv {
     fn size_of(&self, _elem: &Elem) -> Option<i64> {
         None
     }
-    /// A resource function (`smem_bytes()`, `max_smem()`, `threads()`, `registers()`, `spills()`).
+    /// A resource function (`smem_bytes()`, `max_smem()`, `threads()`, `registers()`, `spills()`;
+    /// `hopper_engine()` as 1 or 0).
     fn resource(&self, _f: Func) -> Option<i64> {
         None
     }
@@ -295,7 +302,9 @@ impl Expr {
             Expr::TensorDim { .. } | Expr::Scalar(_) | Expr::Dim(_) => Phase::Launch,
             Expr::Call(f, args) => {
                 let own = match f {
-                    Func::SmemBytes | Func::MaxSmem | Func::Threads => Phase::Target,
+                    Func::SmemBytes | Func::MaxSmem | Func::Threads | Func::HopperEngine => {
+                        Phase::Target
+                    }
                     Func::Registers | Func::Spills => Phase::Compiled,
                     _ => Phase::Static,
                 };
@@ -374,6 +383,11 @@ impl Expr {
                         v => return Err(EvalError::Type(format!("`is_finite` applied to {v}"))),
                     }
                 }
+                Func::HopperEngine => Bool(
+                    env.resource(Func::HopperEngine)
+                        .ok_or_else(|| unavailable("hopper_engine()".into()))?
+                        != 0,
+                ),
                 other => Int(env
                     .resource(*other)
                     .ok_or_else(|| unavailable(format!("{}()", other.name())))?),

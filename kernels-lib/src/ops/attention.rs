@@ -38,7 +38,7 @@ use tilekit::prelude::*;
 #[constraint(q.dim(2) == D)]
 #[constraint(WARPS == 8 || SCHEDULE == cooperative)]
 #[constraint(smem_bytes() <= max_smem())]
-#[constraint(BM * D <= 2048 * WARPS)]
+#[constraint(BM * D <= 2048 * WARPS || hopper_engine())]
 #[check(heads > 0 && kv_heads > 0)]
 #[check(heads / kv_heads * kv_heads == heads)]
 #[check(Z / heads * heads == Z && ZK == Z / heads * kv_heads)]

@@ -77,7 +77,7 @@ pub(crate) struct CudaDevice {
     pub(super) disk: Option<PathBuf>,
     /// Where open and the in-memory misses spent their time.
     pub(super) timings: Mutex<CudaTimings>,
-    pub(super) plans: Mutex<Buckets<Result<LaunchPlan, CodegenError>>>,
+    pub(super) plans: Mutex<Buckets<Result<(LaunchPlan, bool), CodegenError>>>,
     pub(super) functions: Mutex<Buckets<Arc<Loaded>>>,
     pub(super) counters: Counters,
     /// True while a launch graph is being captured on `stream` (see `graph`).

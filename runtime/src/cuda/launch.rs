@@ -55,7 +55,7 @@ impl LaunchBackend for CudaDevice {
     }
 
     /// The argument check with the resources of the variant `access` selects
-    /// (`smem_bytes()`, `max_smem()`, `threads()` from its launch plan for the device's
+    /// (`smem_bytes()`, `max_smem()`, `threads()`, `hopper_engine()` from its plan for the device's
     /// target: on sm_90a the Hopper engine's where that variant takes it), then, unless the
     /// grid is empty, the block limit and the device addresses. Loads nothing.
     fn check<'k>(
@@ -72,15 +72,13 @@ impl LaunchBackend for CudaDevice {
         let id = spec.content_id();
         let target = self.info.target;
         let resources = |cfg: &Config| -> Result<ResourceEnv, LaunchError> {
-            let plan = self
+            let (plan, hopper) = self
                 .plan(id, kernel, cfg, bindings, access)
                 .map_err(|e| cuda_err(e.into()))?;
-            Ok(ResourceEnv::from_plan(
-                cfg.clone(),
-                bindings.clone(),
-                target,
-                plan,
-            ))
+            Ok(
+                ResourceEnv::from_plan(cfg.clone(), bindings.clone(), target, plan)
+                    .with_hopper_engine(hopper),
+            )
         };
         let backend = crate::backend::Backend::Cuda {
             ordinal: self.info.ordinal,

@@ -83,7 +83,7 @@ impl CudaDevice {
         config: &Config,
         bindings: &Bindings,
         access: Access,
-    ) -> Result<LaunchPlan, CodegenError> {
+    ) -> Result<(LaunchPlan, bool), CodegenError> {
         let config = &config.for_codegen();
         let h = bucket(spec, config, bindings, access);
         if let Some(list) = lock(&self.plans).get(&h) {
@@ -100,7 +100,7 @@ impl CudaDevice {
             access,
             target: self.info.target,
         };
-        let plan = variant_plan(kernel, &variant).map(|p| p.launch);
+        let plan = variant_plan(kernel, &variant).map(|p| (p.launch, p.tma.is_some()));
         lock(&self.plans).entry(h).or_default().push((
             VariantKey {
                 spec,

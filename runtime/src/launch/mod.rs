@@ -367,9 +367,9 @@ fn pads(spec: &KernelSpec, kernel: &tilekit_ir::Kernel, args: &[Arg<'_>]) -> u64
 /// must be equal; every `#[constraint]` that can be evaluated must hold; and the grid must
 /// evaluate to non-negative extents. A grid with a zero extent makes the launch a no-op.
 ///
-/// Constraints that read `smem_bytes()`, `max_smem()` or `threads()` describe a GPU
-/// lowering: the CUDA backend evaluates them for the variant's launch plan on the device's
-/// target, and a configuration failing them is refused with [`LaunchError::Constraint`]
+/// Constraints that read `smem_bytes()`, `max_smem()`, `threads()` or `hopper_engine()`
+/// describe a GPU lowering: the CUDA backend evaluates them for the variant's launch plan
+/// on the device's target, and a configuration failing them is refused with [`LaunchError::Constraint`]
 /// (so [`launch`] falls back past it). On the CPU backend those parts are unknown and are not
 /// checked; `registers()` and `spills()` need a compiled binary and are left to the tuner. A
 /// conjunction is still refused when one of its known parts is false.
