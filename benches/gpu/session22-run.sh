@@ -14,6 +14,11 @@
 #     reversed query blocks: gpu_attention (+ compute-sanitizer on the small case) and
 #     gpu_hopper tests; `tilekit-bench --only attention` base/new; `tilekit tune` of
 #     attention full and causal into a fresh cache, exported (the shipped H200 entry).
+#  6. (fourth call, nvidia-h200; pack PACK_TESTS="gpu_attention", the ftz-only build as
+#     tilekit-bench-base) D = 256 on the Hopper engine (`hopper_engine()`): gpu_attention
+#     (+ sanitizer); `tilekit tune` of attention D = 128 (the shipped entry); the attention
+#     bench interleaved base, new, base, new (new with TK_ATTENTION_LIBRARY_ONLY=1: the
+#     library at D = 64, 128, 256, every configuration); SDPA on the same shapes.
 # PARTS="1 2 3" picks parts (default 1-3).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda
@@ -82,5 +87,26 @@ if has 5; then
     echo "attention bench $which rc $?"
     grep -iE "library attention" $OUT/attention-$which.log | cut -c1-220
   done
+fi
+if has 6; then
+  export TILEKIT_CACHE_DIR=/tmp/tkc
+  T=$(ls .gpu/tests/gpu_attention-*)
+  timeout 200 $T --ignored --test-threads=1 > $OUT/attention-tests.log 2>&1; echo "attention tests rc $?"
+  for tool in memcheck racecheck synccheck; do
+    timeout 100 /usr/local/cuda/bin/compute-sanitizer --tool $tool $T --ignored --test-threads=1 gpu_attention_sanitizer_small 2>&1 | grep -E "test result|SUMMARY|Error" | sed "s/^/$tool: /" >> $OUT/attention-tests.log
+  done
+  grep -E "^test |test result|SUMMARY|panicked" $OUT/attention-tests.log
+  C=/tmp/tune-attn6.sled
+  timeout 100 .gpu/bin/tilekit tune --cache-path $C --kernel attention --shape 128x4096x128x128x4096 --dtype bf16 --scalar causal=0 --scalar scale=0.088388 > /tmp/tune.log 2>&1; echo "tune rc $?"; grep -E "winner" /tmp/tune.log | cut -c1-250
+  .gpu/bin/tilekit cache --cache-path $C export $OUT/attention-h200-export.json 2>&1 | tail -1
+  for round in 1 2; do
+    for which in base new; do
+      bin=.gpu/bin/tilekit-bench; [[ $which == base ]] && bin=.gpu/bin/tilekit-bench-base
+      TK_ATTENTION_LIBRARY_ONLY=1 TILEKIT_CACHE_DIR=/tmp/tkc-$which timeout 140 $bin --only attention --out $OUT/attention-$which-$round.json > /tmp/attention-$which-$round.log 2>&1
+      echo "attention bench $which round $round rc $?"
+      grep -iE "library attention" /tmp/attention-$which-$round.log | cut -c1-220
+    done
+  done
+  timeout 120 python3 benches/peers/sdpa.py --out $OUT/sdpa.json > /tmp/sdpa.log 2>&1; echo "sdpa rc $?"
 fi
 echo "total $(( $(date +%s) - start )) s"

@@ -58,6 +58,9 @@ fn gpu_attention_covering_configs_match_the_reference() {
         "BM=128,BN=128,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong",
         "BM=128,BN=128,D=128,WARPS=8,STAGES=3,SCHEDULE=pingpong",
         "BM=128,BN=128,D=128,WARPS=8,STAGES=3,SCHEDULE=cooperative",
+        // D = 256 on the engine (`hopper_engine()` admits BM = 128 there).
+        "BM=128,BN=64,D=256,WARPS=8,STAGES=2,SCHEDULE=cooperative",
+        "BM=128,BN=32,D=256,WARPS=8,STAGES=3,SCHEDULE=pingpong",
     ] {
         let cfg = Config::parse(c).unwrap();
         if !cases.contains(&(cfg.clone(), DType::BF16)) {

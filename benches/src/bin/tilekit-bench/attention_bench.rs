@@ -155,12 +155,21 @@ fn library_train(
 }
 
 /// Both head dimensions of the user's kernel, the library's kernel full and causal (every
-/// configuration), and the library's forward and backward at `launch()` on issue 28's
-/// shapes (D = 128 full and causal, D = 64, D = 256, grouped-query 32/8 heads).
+/// configuration; D = 64 and 256 full too), and the library's forward and backward at
+/// `launch()` on issue 28's shapes (D = 128 full and causal, D = 64, D = 256, grouped-query
+/// 32/8 heads). `TK_ATTENTION_LIBRARY_ONLY=1` leaves out the user's kernel.
 pub(crate) fn attention_record(rt: &Runtime) -> Result<Value> {
+    let user = std::env::var("TK_ATTENTION_LIBRARY_ONLY").as_deref() != Ok("1");
+    let (d64, d128) = if user {
+        (shape(rt, 32768, 4096, 64)?, shape(rt, 32768, 4096, 128)?)
+    } else {
+        (Value::Null, Value::Null)
+    };
     Ok(json!({
-        "d64": shape(rt, 32768, 4096, 64)?,
-        "d128": shape(rt, 32768, 4096, 128)?,
+        "d64": d64,
+        "d128": d128,
+        "library_b8h16_s2048_d64_full": library(rt, 128, 2048, 64, false)?,
+        "library_b4h16_s4096_d256_full": library(rt, 64, 4096, 256, false)?,
         "library_b4h32_s4096_d128_full": library(rt, 128, 4096, 128, false)?,
         "library_b4h32_s4096_d128_causal": library(rt, 128, 4096, 128, true)?,
         "train_b4h32_s4096_d128_full": library_train(rt, 4, 32, 32, 4096, 128, false)?,
