@@ -720,7 +720,23 @@ mod tests {
         assert!(h100_keys > 0 && h200_keys > 0, "{h100_keys} {h200_keys}");
         let h999 = made_up("NVIDIA H999", (9, 0));
         assert_eq!(layers.own_keys(&h999), 0);
-        // The shipped models tuned different kernels: every key of both applies.
+        // A key both models shipped is lent by the first by name (the H100); the H200 lends
+        // the keys only it has (its GEMMs, attention, the narrow rows, ...).
+        let key_of = |e: &crate::cache::Entry| {
+            let mut k = e.key.clone();
+            k.gpu = h999.clone();
+            k
+        };
+        let h100_set: std::collections::HashSet<_> = shipped
+            .iter()
+            .filter(|e| e.key.gpu == h100())
+            .map(key_of)
+            .collect();
+        let h200_only = shipped
+            .iter()
+            .filter(|e| e.key.gpu == h200 && !h100_set.contains(&key_of(e)))
+            .count();
+        assert!(h200_only > 0 && h200_only <= h200_keys);
         assert_eq!(
             layers.borrowed(&h999),
             [
@@ -730,30 +746,36 @@ mod tests {
                 },
                 Borrowed {
                     from: h200.clone(),
-                    keys: h200_keys
+                    keys: h200_only
                 }
             ]
         );
-        // Each shipped key is found under the made-up model's name, from its model.
+        // Each shipped key is found under the made-up model's name, from the first model by
+        // name that has it.
         for e in &shipped {
-            let mut key = e.key.clone();
-            key.gpu = h999.clone();
+            let key = key_of(e);
             let spec = tilekit_kernels::ALL
                 .iter()
                 .find(|s| s.name == key.kernel)
                 .unwrap();
             let c = layers.choose(&key, spec, None);
             assert_eq!(c.source, Source::SameArch, "{key}");
-            assert_eq!(c.lender.map(|l| l.gpu), Some(e.key.gpu.clone()), "{key}");
+            let lender = if h100_set.contains(&key) {
+                h100()
+            } else {
+                h200.clone()
+            };
+            assert_eq!(c.lender.map(|l| l.gpu), Some(lender), "{key}");
         }
-        // The H100 borrows the H200's GEMMs and the H200 the H100's norms.
+        // The H100 borrows the keys only the H200 has; the H200 has every key the H100 has.
         assert_eq!(
             layers.borrowed(&h100()),
             [Borrowed {
                 from: h200.clone(),
-                keys: h200_keys
+                keys: h200_only
             }]
         );
+        assert!(layers.borrowed(&h200).is_empty());
         // A device of another compute capability sees none of them.
         assert!(layers.borrowed(&made_up("NVIDIA A999", (8, 0))).is_empty());
     }

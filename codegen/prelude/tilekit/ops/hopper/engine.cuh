@@ -7,8 +7,9 @@
 // CONSUMERS * 128 + 128) are the producer warpgroup, whose first thread issues one TMA load
 // per ring tile (`tma_load_tile`) into a STAGES-deep ring and which skips the code after
 // the loop (the epilogue runs on the consumers alone). Programs are persistent: the
-// variant launches min(tiles, SMs) blocks, each running `run` for tiles blockIdx.x,
-// blockIdx.x + gridDim.x, ... with the ring's phase carried across them (`pipe_state`), so
+// variant launches min(tiles, SMs) blocks, each running `run` for one tile per round of
+// gridDim.x tiles, in a serpentine (round r: tile r * gridDim.x + blockIdx.x, reversed on
+// odd rounds), with the ring's phase carried across them (`pipe_state`), so
 // the producer fills the ring for a block's next tile while its consumers finish this one.
 // Every stage has a `full` mbarrier (one arrival with the stage's transaction bytes: the
 // TMA loads complete it) and an `empty` one (one arrival per consumer warpgroup after its
@@ -205,7 +206,7 @@ TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, 
 }
 
 /// A persistent program's pipeline state, one per thread, carried across the tiles it
-/// runs (the wrapper loops `run` over tiles `blockIdx.x`, `+ gridDim.x`, ...): how many
+/// runs (the wrapper loops `run` over its tiles, one per round: see the header): how many
 /// iterations this thread has produced or consumed (the ring's phase) and whether the
 /// barriers and registers are set up.
 struct pipe_state {
