@@ -283,12 +283,8 @@ mod tests;
 #[cfg(test)]
 mod tests_cache;
 #[cfg(test)]
-mod tests_load_group;
-#[cfg(test)]
 mod tests_shapes;
 #[cfg(test)]
 mod tests_subtiles;
 #[cfg(test)]
 mod tests_tile_fn;
-#[cfg(test)]
-mod tests_unroll;

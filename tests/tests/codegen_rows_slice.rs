@@ -7,9 +7,12 @@
 
 use tilekit::prelude::*;
 use tilekit_kernels as k;
+use tilekit_tests::support::Rng;
 
-mod common;
-use common::random;
+/// `n` values uniform in [-scale, scale) from the splitmix64 stream of `seed`.
+fn random<T: tilekit::Element>(n: usize, seed: u64, scale: f64) -> Vec<T> {
+    Rng(seed).vec(n, scale)
+}
 
 /// `layernorm_bwd` over `[ROWS, BLOCK]` tiles: ROWS rows per step, their statistics
 /// reduced along axis 1 in registers, the per-row inputs `mean` and `rstd` loaded as
