@@ -165,6 +165,9 @@ fn attention_layouts_keep_s_and_p_in_registers() {
     let text = dump(kernel, None, Stage::Layouts).expect("layouts");
     let tail = &text[text.find("accumulators:").expect("accumulators")..];
     assert_eq!(tail, EXPECTED_LAYOUTS, "layouts stage:\n{text}");
+    // Every conversion point is listed, and none goes through shared memory.
+    assert_eq!(text.matches(": in registers (").count(), 4, "{text}");
+    assert!(!text.contains("via shared memory"), "{text}");
     let v = tilekit_codegen::Variant {
         config: Config::parse("BM=128,BN=64,D=128,WARPS=8,STAGES=2").unwrap(),
         bindings: tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16),
@@ -209,15 +212,14 @@ rings:
 column-major operands (a Cols variant copies them along their first axis into transposed shared-memory tiles): q, k, v
 general with aligned dot operands (a variant may take these element-wise, together, while the dot operands stay Rows/Cols): o
 in registers (no shared memory):
-  line 60: %35 slice(acc0, 0) -> acc0: broadcast to [BM, BN] from the slice's registers
   line 61: %38 acc0 -> slice(acc0, 1): max along axis 1: fragment registers, then warp shuffles within each quad
-  line 62: %41 slice(acc0, 1) -> acc0: broadcast to [BM, BN] from the slice's registers
   line 64: %43 acc0 -> slice(acc0, 1): sum along axis 1: fragment registers, then warp shuffles within each quad
-  line 66: %52 slice(acc0, 1) -> acc1: broadcast to [BM, D] from the slice's registers
   line 66: %51 acc0 -> acc1: A operand from the accumulator's registers (two n8 tiles per k16 fragment)
-  line 69: %59 slice(acc0, 1) -> acc1: broadcast to [BM, D] from the slice's registers
-conversions through shared memory:
-  (none)
+conversions (in program order; each one region of shared memory, used unless it stays in registers):
+  line 60: %35 slice(acc0, 0) [1, BN] -> acc0 [BM, BN] for `where_` (inst 35, operand 0): in registers (the slice covers the fragments; shared memory only where the warp arrangements disagree)
+  line 62: %41 slice(acc0, 1) [BM, 1] -> acc0 [BM, BN] for `-` (inst 39, operand 1): in registers (the slice covers the fragments; shared memory only where the warp arrangements disagree)
+  line 66: %52 slice(acc0, 1) [BM, 1] -> acc1 [BM, D] for `*` (inst 50, operand 1): in registers (the slice covers the fragments; shared memory only where the warp arrangements disagree)
+  line 69: %59 slice(acc0, 1) [BM, 1] -> acc1 [BM, D] for `/` (inst 55, operand 1): in registers (the slice covers the fragments; shared memory only where the warp arrangements disagree)
 ";
 
 const EXPECTED_VARIANT: &str = "\

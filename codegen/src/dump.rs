@@ -146,7 +146,7 @@ pub fn dump(
 /// each dot's warp arrangement, the rows layouts' passes and the engine.
 fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, CodegenError> {
     let a = Analysis::of(kernel)?;
-    let l = layout::assign(&a)?;
+    let l = crate::convert::layouts(&a)?;
     let mut s = layout::render(&a, &l);
     if let Some(v) = variant {
         let config = kernel.space.validate(&v.config)?;

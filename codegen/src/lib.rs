@@ -39,6 +39,7 @@
 pub mod abi;
 pub mod access;
 mod analyze;
+mod convert;
 mod dump;
 mod emit;
 pub mod engine;

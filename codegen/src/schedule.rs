@@ -112,6 +112,19 @@ impl<'k> Facts<'_, 'k> {
         None
     }
 
+    /// Whether value `v` is a shared-memory tile the printer reads in place (a ring slot,
+    /// or a fused `trans` of one).
+    pub fn in_ring(&self, v: ValueId) -> bool {
+        match self.layouts.get(v) {
+            Layout::Ring(_) => true,
+            _ if self.layouts.fused_trans.contains(&v) => match self.defs.get(v.index()) {
+                Some(Some(Op::Trans { x })) => self.in_ring(*x),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// A bounds mask `arange (+ base) < limit` / `<= limit` over a rank-1 tile, by value:
     /// its offsets' base (`None` for a bare `arange`), the limit, and whether it is `<=`.
     pub fn prefix_bound(&self, mask: ValueId) -> Option<PrefixBound> {

@@ -80,11 +80,13 @@ fn per_row_inputs_load_into_the_rows_slice() {
     for want in [
         "mu         f32[ROWS, 1]       rows0",
         "inv        f32[ROWS, 1]       rows0",
-        "rows0 -> blocked: broadcast to [ROWS, BLOCK] from the rows slice's registers",
-        "conversions through shared memory:\n  (none)",
+        "%40 `mu` rows0 [ROWS, 1] -> blocked [ROWS, BLOCK] for `-` (inst 41, operand 1): in registers (every thread holds every row; shared memory only where the blocked passes straddle rows)",
     ] {
         assert!(text.contains(want), "missing `{want}` in:\n{text}");
     }
+    // The conversion points are listed, none through shared memory.
+    assert!(text.contains("\nconversions (in program order"), "{text}");
+    assert!(!text.contains("via shared memory"), "{text}");
 }
 
 /// dx and the dw, db partials (summed) of `layernorm_bwd_rows` at every ROWS equal the

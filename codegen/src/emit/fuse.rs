@@ -26,8 +26,8 @@ impl<'k> Emitter<'k> {
         let ((e1, _), (e2, _)) = (self.ty(r1)?, self.ty(r2)?);
         let (_, _, s1, _) = self.tile(x1)?;
         let (_, _, s2, _) = self.tile(x2)?;
-        let a = self.coerce(x1, &e1, &s1, Layout::Blocked)?;
-        let b = self.coerce(x2, &e2, &s2, Layout::Blocked)?;
+        let a = self.coerce((first, 0), x1, &e1, &s1, Layout::Blocked)?;
+        let b = self.coerce((second, 0), x2, &e2, &s2, Layout::Blocked)?;
         let (n1, n2) = (op1.name(), op2.name());
         let key = PartKey::FusedPair(r1);
         let (o1, o2) = (

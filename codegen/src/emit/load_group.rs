@@ -23,6 +23,7 @@
 
 use super::ops::cache_policy;
 use super::Emitter;
+use crate::convert::other_operand;
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{elem_ctype, shape_type};
@@ -61,7 +62,13 @@ impl<'k> Emitter<'k> {
         for m in members {
             let (v, elem, _) = self.view(m.view)?;
             let o = match m.other {
-                Some(o) => self.coerce(o, &elem, &key.shape, Layout::Blocked)?,
+                Some(o) => self.coerce(
+                    (m.inst, other_operand(&m.inst.op)),
+                    o,
+                    &elem,
+                    &key.shape,
+                    Layout::Blocked,
+                )?,
                 None => format!("tk::cast<{}>(0)", elem_ctype(&elem)),
             };
             flags.push(format!(

@@ -167,7 +167,7 @@ pub(crate) fn lower_with<'k>(
     hopper: Option<&'k HopperPlan>,
 ) -> Result<Lowered, CodegenError> {
     let analysis = Analysis::of(kernel)?;
-    let mut layouts = layout::assign(&analysis)?;
+    let mut layouts = crate::convert::layouts(&analysis)?;
     if hopper.is_some() {
         // wgmma's accumulator order is the rows policy's arrangement (one warp per 16
         // rows): every accumulator, its aliases, grids and reduction scratch take it.

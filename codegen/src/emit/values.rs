@@ -3,12 +3,11 @@
 
 use super::{layout_name, Emitter};
 use crate::error::CodegenError;
-use crate::layout::Layout;
+use crate::layout::{ConvertPath, Layout};
 use crate::names::{elem_ctype, sanitize, shape_type, value_type};
 use crate::schedule::{Facts, PrefixBound};
-use crate::smem::pass::conversion;
 use crate::smem::PartKey;
-use tilekit_ir::{DType, Elem, Literal, Shape, Ty, ValueId};
+use tilekit_ir::{DType, Elem, Inst, Literal, Shape, Ty, ValueId};
 
 /// The lowered form of an IR value.
 #[derive(Clone, Debug)]
@@ -38,6 +37,14 @@ pub(crate) enum Val {
         /// Rank.
         rank: u8,
     },
+}
+
+/// The printer met an operand conversion the layouts stage did not list.
+fn unlisted(id: ValueId, inst: &Inst) -> CodegenError {
+    CodegenError::Unsupported(format!(
+        "internal: the layouts stage lists no conversion of %{} at line {}",
+        id.0, inst.loc.line
+    ))
 }
 
 /// The C++ variable name of a value: `v<id>` plus its debug name.
@@ -149,11 +156,14 @@ impl<'k> Emitter<'k> {
         self.layouts.get(id)
     }
 
-    /// An expression for value `id` converted to `elem` and, unless it is a scalar,
-    /// broadcast to `shape` in `layout` (through shared memory when the shape or the
-    /// layout differs: `tk::relayout`).
+    /// An expression for operand `operand` of `inst` (value `id`) converted to `elem` and,
+    /// unless it is a scalar, broadcast to `shape` in `layout`: where the layouts stage
+    /// listed a conversion point there ([`crate::layout::Conversion`]), its `tk::relayout`
+    /// over the point's region; else the value itself (an operand the stage did not list
+    /// must already be in that shape and layout).
     pub(super) fn coerce(
         &mut self,
+        (inst, operand): (&Inst, usize),
         id: ValueId,
         elem: &Elem,
         shape: &Shape,
@@ -161,34 +171,31 @@ impl<'k> Emitter<'k> {
     ) -> Result<String, CodegenError> {
         let expr = self.cast_to(id, elem)?;
         let (_, _, vshape, _) = self.tile(id)?;
-        let from = self.layout(id);
-        if vshape.is_scalar() || (&vshape == shape && from == layout) {
-            return Ok(expr);
+        let Some(c) = self.layouts.conversion_at(inst, operand) else {
+            if vshape.is_scalar() || (&vshape == shape && self.layout(id) == layout) {
+                return Ok(expr);
+            }
+            if vshape.rank() > shape.rank() {
+                return Err(CodegenError::Unsupported(format!(
+                    "cannot broadcast a {vshape} tile to {shape}"
+                )));
+            }
+            return Err(unlisted(id, inst));
+        };
+        if c.value != id || &c.elem != elem || &c.shape != shape || c.to != layout {
+            return Err(unlisted(id, inst));
         }
-        if vshape.rank() > shape.rank() {
-            return Err(CodegenError::Unsupported(format!(
-                "cannot broadcast a {vshape} tile to {shape}"
-            )));
-        }
-        let label = conversion(&self.facts(), from, &vshape, layout, shape);
-        let off = self.smem.scratch_offset(
-            &PartKey::Convert {
-                value: id,
-                elem: elem.clone(),
-                shape: shape.clone(),
-                to: layout,
-            },
-            0,
-        )?;
+        let (key, what, path) = (PartKey::Convert(c.id), c.what.clone(), c.path);
+        let off = self.smem.scratch_offset(&key, 0)?;
         self.tmp += 1;
         let t = format!("t{}", self.tmp);
-        match label.in_registers {
-            Some((_, why)) => self
+        match path {
+            ConvertPath::Registers { why, .. } => {
+                self.w.line(&format!("// {what}: in registers ({why})"))
+            }
+            ConvertPath::SharedMemory => self
                 .w
-                .line(&format!("// {}: in registers ({why})", label.what)),
-            None => self
-                .w
-                .line(&format!("// [block] {} through shared memory", label.what)),
+                .line(&format!("// [block] {what} through shared memory")),
         }
         self.w.line(&format!(
             "const auto {t} = tk::relayout<{}, {}>({expr}, smem + {off});",

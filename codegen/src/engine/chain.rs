@@ -10,7 +10,7 @@ use crate::access::AccessClass;
 use crate::analyze::nested_blocks;
 use crate::engine::facts::multiple_of;
 use crate::engine::types::{Cx, Form, HopperPlan, RingFill, TmaOperand, PANEL_BYTES};
-use crate::layout::{DotSite, Layout, RingLoop};
+use crate::layout::{ConvertPath, DotSite, Layout, RingLoop};
 use crate::smem::eval_dim;
 use tilekit_ir::{DType, Dim, Inst, Op, ParamKind, Precision, Ty, ValueId};
 
@@ -241,12 +241,10 @@ fn prefix_ok(cx: &Cx<'_>, iv: ValueId, resident: ValueId) -> Result<(), String> 
                 Op::Yield { .. } => true,
                 op => op.is_register_only(),
             };
-            let converts = inst.op.operands().iter().any(|v| {
-                cx.layouts
-                    .conversions
-                    .iter()
-                    .any(|c| c.value == *v && c.line == inst.loc.line)
-            });
+            let converts = cx
+                .layouts
+                .conversions_of(inst)
+                .any(|c| c.path == ConvertPath::SharedMemory);
             if !ok || converts {
                 return Err(format!(
                     "line {}: work before the loop that the producer warpgroup must not do",

@@ -55,7 +55,7 @@ use types::Cx;
 pub fn engine(kernel: &Kernel, v: &Variant) -> Result<Engine, CodegenError> {
     let config = kernel.space.validate(&v.config)?.for_codegen();
     let analysis = Analysis::of(kernel)?;
-    let layouts = crate::layout::assign(&analysis)?;
+    let layouts = crate::convert::layouts(&analysis)?;
     let threads = crate::threads::ThreadsRule::of(kernel).eval(&config)?;
     let cx = Cx {
         kernel,

@@ -25,9 +25,10 @@
 //! ([`Layouts::slice_in_registers`], listed in [`Layouts::in_registers`]); an accumulator
 //! used as a dot's A operand is packed into A fragments in registers.
 //!
-//! Where a use needs another layout than its operand has ([`required`]), the emitter
-//! converts through shared memory (`tk::relayout`); [`Layouts::conversions`] lists each
-//! one, and `tilekit show --stage layouts` prints them.
+//! Where an op needs another layout (or shape) than its operand has, the operand is
+//! converted (`tk::relayout`): `crate::convert` lists each conversion point after this
+//! assignment, in [`Layouts::conversions`] (registers or shared memory), and
+//! `tilekit show --stage layouts` prints them in program order.
 
 mod mma;
 mod operands;
@@ -46,47 +47,9 @@ pub(crate) use operands::fusable_trans;
 use operands::{cols_operands, direct_operands, general_operands, rows_policy};
 pub(crate) use render::render;
 pub(crate) use rings::{Ring, RingLoop};
-pub use types::{AccLayout, Conversion, DotSite, Layout, Layouts, RegisterUse, RowsLayout};
-
-/// The layout a use needs of a tile operand, given the layouts assigned so far; `None`
-/// when any layout serves (the op adapts, or the operand is not a tile).
-pub(crate) fn required(a: &Analysis, of: &[Option<Layout>], u: &Use) -> Option<Layout> {
-    let lay = |v: ValueId| of.get(v.index()).copied().flatten();
-    let first = |i: &Inst| i.results.first().copied();
-    match &u.inst.op {
-        Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
-            let r = first(u.inst)?;
-            lay(r)
-        }
-        Op::Dot { .. } if u.operand == 2 => first(u.inst).and_then(lay),
-        // Elementwise: the result's layout (the same as the operand's, unless the result
-        // was created in a register layout its operand could not take).
-        Op::Unary { .. } | Op::Cast { .. } => first(u.inst).and_then(lay),
-        Op::Dot { .. } | Op::StoreTile { .. } => None,
-        Op::For { body, .. } => {
-            // Operands: start, end, step, inits...
-            let i = u.operand.checked_sub(3)?;
-            body.args.get(i + 1).and_then(|&arg| lay(arg))
-        }
-        Op::Yield { .. } => None, // resolved by the owner (see `yield_targets`)
-        // A slice keeps its layout through `expand_dims` ([M] -> [M, 1]).
-        Op::ExpandDims { .. } => match first(u.inst).and_then(lay) {
-            Some(l @ (Layout::Slice { .. } | Layout::Rows(_))) => Some(l),
-            _ => Some(Layout::Blocked),
-        },
-        // An accumulator reduces along either axis in registers, into its slice.
-        Op::Reduce { x, .. } => match lay(*x) {
-            Some(Layout::Acc(_)) if a.shape(*x).is_some_and(|s| s.rank() == 2) => None,
-            _ => Some(Layout::Blocked),
-        },
-        Op::Trans { .. }
-        | Op::Slice { .. }
-        | Op::Cat { .. }
-        | Op::Load { .. }
-        | Op::Store { .. } => Some(Layout::Blocked),
-        _ => None,
-    }
-}
+pub use types::{
+    AccLayout, Conversion, ConvertPath, DotSite, Layout, Layouts, RegisterUse, RowsLayout,
+};
 
 /// The accumulator-family layout a use would like its operand created in (for values
 /// whose layout is still open): the result's layout for elementwise ops and `expand_dims`
@@ -174,7 +137,7 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
                 .is_some_and(|u| u.inst.results.first() == Some(&d.result))
         });
     }
-    conversions(a, &a.kernel.body, &yields, &mut out);
+    register_uses(&a.kernel.body, &mut out);
     out.cols = cols_operands(a, &out.of);
     out.general = general_operands(a, out.cols);
     Ok(out)
@@ -442,11 +405,13 @@ fn backward(a: &Analysis, of: &mut [Option<Layout>], yields: &YieldTargets, chan
     }
 }
 
-fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts) {
+/// The ops that change a value's layout in registers by themselves (an accumulator reduced
+/// into its slice, a blocked tile into its rows slice, an accumulator as a dot's A
+/// operand), into [`Layouts::in_registers`]. Operands converted for an op are the
+/// conversion points (`crate::convert`).
+fn register_uses(b: &Block, out: &mut Layouts) {
     for inst in &b.insts {
         let lay = |v: ValueId| out.of.get(v.index()).copied().unwrap_or(Layout::Uniform);
-        let opts: Vec<Option<Layout>> = out.of.iter().map(|l| Some(*l)).collect();
-        let operands = inst.op.operands();
         let r = inst.results.first().copied();
         if r.is_some_and(|r| out.fused_trans.contains(&r)) {
             continue;
@@ -495,67 +460,8 @@ fn conversions(a: &Analysis, b: &Block, yields: &YieldTargets, out: &mut Layouts
             }
             _ => {}
         }
-        for (i, v) in operands.iter().enumerate() {
-            if !a.is_tile(*v)
-                || matches!(lay(*v), Layout::Ring(_) | Layout::Direct | Layout::Resident)
-            {
-                continue;
-            }
-            let u = Use { inst, operand: i };
-            let (to, target_shape) = match &inst.op {
-                Op::Yield { .. } => {
-                    let Some(t) = targets_of(yields, inst).and_then(|t| t.get(i)) else {
-                        continue;
-                    };
-                    (Some(lay(*t)), a.shape(*t).cloned())
-                }
-                Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => (
-                    required(a, &opts, &u),
-                    inst.results.first().and_then(|r| a.shape(*r).cloned()),
-                ),
-                _ => (required(a, &opts, &u), a.shape(*v).cloned()),
-            };
-            let from = lay(*v);
-            let vshape = a.shape(*v).cloned().unwrap_or_default();
-            let in_regs = target_shape
-                .as_ref()
-                .zip(to)
-                .is_some_and(|(s, to)| out.slice_in_registers(from, &vshape, to, s));
-            let broadcast = target_shape.filter(|s| *s != vshape);
-            let to = to.unwrap_or(from);
-            if in_regs && (to != from || broadcast.is_some()) {
-                let what = match (&broadcast, from) {
-                    (Some(sh), Layout::Blocked) => format!(
-                        "broadcast to {sh} from the thread's own columns (where the blocked passes are whole rows)"
-                    ),
-                    (Some(sh), Layout::Rows(_)) => format!(
-                        "broadcast to {sh} from the rows slice's registers (every row in every thread)"
-                    ),
-                    (Some(sh), _) => format!("broadcast to {sh} from the slice's registers"),
-                    (None, Layout::Rows(_)) => {
-                        "the rows slice's registers (every row in every thread)".to_string()
-                    }
-                    (None, _) => "the same registers (the slices distribute alike)".to_string(),
-                };
-                out.in_registers.push(RegisterUse {
-                    value: *v,
-                    from,
-                    to,
-                    what,
-                    line: inst.loc.line,
-                });
-            } else if !in_regs && (to != from || broadcast.is_some()) {
-                out.conversions.push(Conversion {
-                    value: *v,
-                    from,
-                    to,
-                    broadcast,
-                    line: inst.loc.line,
-                });
-            }
-        }
         for b in nested_blocks(&inst.op) {
-            conversions(a, b, yields, out);
+            register_uses(b, out);
         }
     }
 }

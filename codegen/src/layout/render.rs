@@ -138,8 +138,8 @@ fn dots_and_operands(s: &mut String, a: &Analysis, l: &Layouts) {
     }
 }
 
-/// The rings, the `Cols`/`General` tensors, what stays in registers and the conversions
-/// through shared memory.
+/// The rings, the `Cols`/`General` tensors, the ops that work in registers and the
+/// conversion points.
 fn rings_and_conversions(s: &mut String, a: &Analysis, l: &Layouts) {
     let _ = writeln!(s, "rings:");
     for (r, ring) in l.rings.iter().enumerate() {
@@ -181,20 +181,42 @@ fn rings_and_conversions(s: &mut String, a: &Analysis, l: &Layouts) {
             u.line, u.value.0, u.from, u.to, u.what
         );
     }
-    let _ = writeln!(s, "conversions through shared memory:");
+    conversions(s, a, l);
+}
+
+/// The conversion points in program order: where each happens, of what, for which op, and
+/// how (registers where the variant allows, else shared memory).
+fn conversions(s: &mut String, a: &Analysis, l: &Layouts) {
+    let _ = writeln!(
+        s,
+        "conversions (in program order; each one region of shared memory, used unless it stays in registers):"
+    );
     if l.conversions.is_empty() {
         let _ = writeln!(s, "  (none)");
     }
     for c in &l.conversions {
-        let b = c
-            .broadcast
-            .as_ref()
-            .map(|sh| format!(", broadcast to {sh}"))
+        let name = a
+            .kernel
+            .value_names
+            .get(c.value.index())
+            .and_then(|n| n.as_deref())
+            .map(|n| format!(" `{n}`"))
             .unwrap_or_default();
+        let to = if c.shape == c.vshape {
+            format!("{}", c.to)
+        } else {
+            format!("{} {}", c.to, c.shape)
+        };
+        let how = match c.path {
+            ConvertPath::Registers { unless, why } => {
+                format!("in registers ({why}; shared memory {unless})")
+            }
+            ConvertPath::SharedMemory => "via shared memory".to_string(),
+        };
         let _ = writeln!(
             s,
-            "  line {}: %{} {} -> {}{b}",
-            c.line, c.value.0, c.from, c.to
+            "  line {}: %{}{name} {} {} -> {to} for `{}` (inst {}, operand {}): {how}",
+            c.line, c.value.0, c.from, c.vshape, c.op, c.inst, c.operand
         );
     }
 }

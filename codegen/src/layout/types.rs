@@ -122,9 +122,10 @@ pub struct DotSite {
     pub operands: [ValueId; 2],
 }
 
-/// A use that stays in registers although shapes or layouts differ: a reduction of an
-/// accumulator into its slice, a slice broadcast into an accumulator, an accumulator as
-/// the A operand of a dot (listed by `--stage layouts`).
+/// An op that changes its operand's layout in registers by itself: a reduction of an
+/// accumulator into its slice (or of a blocked tile into its rows slice), an accumulator
+/// as the A operand of a dot (listed by `--stage layouts`; operands an op wants converted
+/// are [`Conversion`]s).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisterUse {
     /// The value used.
@@ -139,19 +140,65 @@ pub struct RegisterUse {
     pub line: u32,
 }
 
-/// A conversion the emitter inserts (through shared memory).
+/// How a conversion point moves its value ([`Conversion::path`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvertPath {
+    /// A register copy (`tk::relayout` reading the thread's own registers) where the variant
+    /// allows it: `why` registers suffice, `unless` where the variant falls back to the
+    /// conversion's shared-memory region.
+    Registers {
+        /// Where the region is used instead.
+        unless: &'static str,
+        /// Why registers suffice elsewhere.
+        why: &'static str,
+    },
+    /// Through shared memory (`tk::relayout` over the conversion's scratch region).
+    SharedMemory,
+}
+
+/// A conversion point: an operand of one instruction that the printer converts to the
+/// element type, shape and layout its op wants (`tk::relayout`). Listed by the layouts
+/// stage (`crate::convert`) in program order; the shared-memory pass plans one scratch
+/// region per point (keyed by [`Conversion::id`]) and the printer looks the point up by
+/// instruction and operand.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conversion {
+    /// Its index in [`Layouts::conversions`] (the key of its shared-memory region).
+    pub id: usize,
+    /// The instruction's id: its position in a pre-order walk of the kernel.
+    pub inst: usize,
+    /// The address of the instruction (only compared: how the printer and the pass find
+    /// the points of the instruction they visit).
+    pub(crate) at: usize,
+    /// The op that wants the conversion (`expand_dims`, `+`, `yield`, ...).
+    pub op: String,
+    /// The operand's index in the instruction's operands (`Op::operands`).
+    pub operand: usize,
+    /// Source line of the instruction.
+    pub line: u32,
     /// The converted value.
     pub value: ValueId,
     /// Its layout.
     pub from: Layout,
-    /// The layout the use needs.
+    /// Its shape.
+    pub vshape: Shape,
+    /// The element type it is converted to.
+    pub elem: Elem,
+    /// The shape it is broadcast to (its own when it only changes layout).
+    pub shape: Shape,
+    /// The layout the op wants.
     pub to: Layout,
-    /// The shape it is broadcast to, when that differs from its own.
-    pub broadcast: Option<Shape>,
-    /// Source line of the use.
-    pub line: u32,
+    /// Registers or shared memory.
+    pub path: ConvertPath,
+    /// `from vshape -> to shape` and the like (the printer's comment).
+    pub what: String,
+}
+
+impl Conversion {
+    /// True when this point is an operand of `inst`.
+    pub(crate) fn is_at(&self, inst: &Inst) -> bool {
+        self.at == inst as *const Inst as usize
+    }
 }
 
 /// The result of layout assignment.
@@ -169,7 +216,7 @@ pub struct Layouts {
     pub rings: Vec<Ring>,
     /// Pipelined loops that use rings.
     pub loops: Vec<RingLoop>,
-    /// Conversions through shared memory.
+    /// The conversion points, in program order (empty until `crate::convert` lists them).
     pub conversions: Vec<Conversion>,
     /// Uses that stay in registers (see [`RegisterUse`]).
     pub in_registers: Vec<RegisterUse>,
@@ -190,6 +237,21 @@ impl Layouts {
     /// The layout of `v`.
     pub fn get(&self, v: ValueId) -> Layout {
         self.of.get(v.index()).copied().unwrap_or(Layout::Uniform)
+    }
+
+    /// The conversion point of operand `operand` of `inst`, if the op converts it.
+    pub(crate) fn conversion_at(&self, inst: &Inst, operand: usize) -> Option<&Conversion> {
+        self.conversions
+            .iter()
+            .find(|c| c.operand == operand && c.is_at(inst))
+    }
+
+    /// The conversion points of `inst`, by operand.
+    pub(crate) fn conversions_of<'s>(
+        &'s self,
+        inst: &'s Inst,
+    ) -> impl Iterator<Item = &'s Conversion> + 's {
+        self.conversions.iter().filter(move |c| c.is_at(inst))
     }
 
     /// The ring loop whose induction variable is `iv`.

@@ -15,8 +15,7 @@
 
 use super::{Factor, SmemPlan, SmemUse};
 use crate::error::CodegenError;
-use crate::layout::Layout;
-use tilekit_ir::{Elem, Shape, ValueId};
+use tilekit_ir::ValueId;
 
 /// What a region serves: the key the printer looks its offsets up by.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,18 +31,9 @@ pub(crate) enum PartKey {
     Op(ValueId),
     /// The scratch of two fused whole-tile reductions, by the first one's result.
     FusedPair(ValueId),
-    /// A conversion through shared memory (`tk::relayout`) of `value` to `elem`, `shape`
-    /// and layout `to`. Equal conversions at two uses are two regions of one size.
-    Convert {
-        /// The converted value.
-        value: ValueId,
-        /// The element type it is converted to.
-        elem: Elem,
-        /// The shape it is broadcast to.
-        shape: Shape,
-        /// The layout it is converted to.
-        to: Layout,
-    },
+    /// The conversion point with this id ([`crate::layout::Conversion::id`]): its
+    /// `tk::relayout` region (used where the conversion goes through shared memory).
+    Convert(usize),
 }
 
 /// How long a region lives.

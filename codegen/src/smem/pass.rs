@@ -3,16 +3,17 @@
 //! [`crate::schedule`] decides them), and requests every region the generated code uses
 //! from the allocator ([`super::SmemAlloc`]): the rings or the Hopper pipeline, resident
 //! tiles, the scratch of reductions, `trans`/`slice`/`cat`, staged `dot` operands and
-//! conversions through shared memory. The printer only looks regions up by key.
+//! one region per conversion point the layouts stage listed ([`crate::layout::Conversion`],
+//! keyed by its id). The printer only looks regions up by key.
 //!
 //! The pass never fails: where the printer would report an error (an operand of the wrong
 //! kind, a shape it cannot lower), the pass plans nothing and the printer reports it.
 
 use super::{Factor, PartKey, SmemAlloc};
-use crate::layout::Layout;
+use crate::layout::{ConvertPath, Layout};
 use crate::names::dim_expr;
 use crate::schedule::Facts;
-use tilekit_ir::{Block, DType, Dim, Elem, Inst, Kernel, Op, Shape, Ty, ValueId};
+use tilekit_ir::{Block, Dim, Elem, Inst, Kernel, Op, Shape, Ty, ValueId};
 
 /// The engine a lowering targets, as far as shared memory cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,78 +29,12 @@ pub(crate) enum Engine {
     },
 }
 
-/// How the printer lowers a conversion ([`conversion`]): its description and, for a
-/// conversion that stays in registers where the variant allows, why and where not.
-pub(crate) struct ConversionLabel {
-    /// `from vshape -> to shape` and the like.
-    pub what: String,
-    /// `(unless, why)`: where the region is used, and why registers suffice elsewhere.
-    pub in_registers: Option<(&'static str, &'static str)>,
-}
-
-/// The label of converting a `vshape` value in layout `from` to `shape` in `to`.
-pub(crate) fn conversion(
-    facts: &Facts<'_, '_>,
-    from: Layout,
-    vshape: &Shape,
-    to: Layout,
-    shape: &Shape,
-) -> ConversionLabel {
-    if facts.layouts.slice_in_registers(from, vshape, to, shape) {
-        // A slice into accumulator fragments it covers, a rows slice into its blocked
-        // tile, a row vector over whole-row blocked passes: a register copy; the region
-        // is used only by a variant where that does not hold.
-        let why = match from {
-            Layout::Slice { .. } => (
-                "only where the warp arrangements disagree",
-                "the slice covers the fragments",
-            ),
-            Layout::Rows(_) => (
-                "only where the blocked passes straddle rows",
-                "every thread holds every row",
-            ),
-            _ => (
-                "only where the blocked passes straddle rows",
-                "where the blocked passes are whole rows: the same columns in the same thread",
-            ),
-        };
-        return ConversionLabel {
-            what: format!("{from} {vshape} -> {to} {shape}"),
-            in_registers: Some(why),
-        };
-    }
-    let what = if vshape == shape {
-        format!("convert {vshape} {from} -> {to}")
-    } else if from == to {
-        format!("broadcast {vshape} -> {shape}")
-    } else {
-        format!("broadcast {vshape} {from} -> {shape} {to}")
-    };
-    ConversionLabel {
-        what,
-        in_registers: None,
-    }
-}
-
 /// The staging tiles of a `dot` whose operands are not already in shared memory.
 pub(crate) struct DotStaging {
     /// `dot [M, K] @ [K, N] operands` (or `@ trans([N, K])`).
     pub what: String,
     /// A's and B's staging tiles (`None`: read in place or from registers).
     pub tiles: [Option<Factor>; 2],
-}
-
-/// Whether value `v` is a shared-memory tile the printer reads in place (a ring slot, or
-/// a fused `trans` of one).
-fn in_ring(facts: &Facts<'_, '_>, v: ValueId) -> bool {
-    match facts.layouts.get(v) {
-        Layout::Ring(_) => true,
-        _ if facts.layouts.fused_trans.contains(&v) => match facts.defs.get(v.index()) {
-            Some(Some(Op::Trans { x })) => in_ring(facts, *x),
-            _ => false,
-        },
-        _ => false,
-    }
 }
 
 fn tile_ty(facts: &Facts<'_, '_>, v: ValueId) -> Option<(Elem, Shape)> {
@@ -134,7 +69,7 @@ pub(crate) fn dot_staging(
     };
     // Operands already in shared memory (ring slots, resident tiles) are read in place:
     // no staging tile for them.
-    let in_smem = |v: ValueId| in_ring(facts, v) || facts.layouts.get(v) == Layout::Resident;
+    let in_smem = |v: ValueId| facts.in_ring(v) || facts.layouts.get(v) == Layout::Resident;
     // On the Hopper engine an accumulator-layout A operand is read from its registers
     // (`tk::sm90::dot_acc_a`): no fallback staging tile for it.
     let a_in_regs = engine != Engine::MmaSync && matches!(facts.layouts.get(a), Layout::Acc(_));
@@ -159,7 +94,6 @@ pub(crate) fn plan(kernel: &Kernel, facts: Facts<'_, '_>, engine: Engine) -> Sme
         f: facts,
         engine,
         alloc: SmemAlloc::default(),
-        targets: Vec::new(),
     };
     match engine {
         Engine::MmaSync => p.rings(),
@@ -176,8 +110,6 @@ struct Planner<'a, 'k> {
     f: Facts<'a, 'k>,
     engine: Engine,
     alloc: SmemAlloc,
-    /// What the innermost `yield` assigns: (element type, shape, layout) per value.
-    targets: Vec<Vec<(Elem, Shape, Layout)>>,
 }
 
 fn tile_factors(shape: &Shape, elem: Factor) -> Vec<Factor> {
@@ -295,9 +227,7 @@ impl<'k> Planner<'_, 'k> {
                     self.inst(&rest[j]);
                 }
                 for m in &g.members {
-                    if let (Some(o), Some(elem)) = (m.other, self.view_elem(m.view)) {
-                        self.convert(o, &elem, &g.key.shape, Layout::Blocked);
-                    }
+                    self.converts(m.inst);
                 }
                 for &j in &g.after {
                     self.inst(&rest[j]);
@@ -306,6 +236,8 @@ impl<'k> Planner<'_, 'k> {
                 continue;
             }
             if let Some(((op1, x1, r1), (op2, x2, r2))) = self.f.fused_pair(rest) {
+                self.converts(&rest[0]);
+                self.converts(&rest[1]);
                 self.fused(op1.name(), x1, r1, op2.name(), (x2, r2));
                 i += 2;
                 continue;
@@ -328,8 +260,6 @@ impl<'k> Planner<'_, 'k> {
         else {
             return;
         };
-        self.convert(x1, &e1, &s1, Layout::Blocked);
-        self.convert(x2, &e2, &s2, Layout::Blocked);
         self.alloc.scratch(
             PartKey::FusedPair(r1),
             format!("{n1} of {s1} and {n2} of {s2} to scalars (one round)"),
@@ -340,38 +270,28 @@ impl<'k> Planner<'_, 'k> {
         );
     }
 
-    /// The printer's `Emitter::coerce`: a region when `v` changes shape or layout through
-    /// shared memory.
-    fn convert(&mut self, v: ValueId, elem: &Elem, shape: &Shape, to: Layout) {
-        let Some((_, vshape)) = self.ty(v) else {
-            return;
-        };
-        let from = self.layout(v);
-        if in_ring(&self.f, v)
-            || vshape.is_scalar()
-            || (&vshape == shape && from == to)
-            || vshape.rank() > shape.rank()
-        {
-            return;
+    /// The regions of `inst`'s conversion points ([`crate::layout::Conversion`], listed by
+    /// the layouts stage), one per point, keyed by its id, in operand order (the printer's
+    /// `Emitter::coerce` looks them up). A point printed twice (the producer slice of a
+    /// ring loop) is requested twice; the printer reads the first.
+    fn converts(&mut self, inst: &Inst) {
+        let layouts = self.f.layouts;
+        for c in layouts.conversions_of(inst) {
+            let what = match c.path {
+                ConvertPath::Registers { unless, .. } => format!("{} ({unless})", c.what),
+                ConvertPath::SharedMemory => c.what.clone(),
+            };
+            self.alloc.scratch(
+                PartKey::Convert(c.id),
+                what,
+                vec![tile_factors(&c.vshape, Factor::SizeOf(c.elem.clone()))],
+            );
         }
-        let label = conversion(&self.f, from, &vshape, to, shape);
-        let what = match label.in_registers {
-            Some((unless, _)) => format!("{} ({unless})", label.what),
-            None => label.what,
-        };
-        self.alloc.scratch(
-            PartKey::Convert {
-                value: v,
-                elem: elem.clone(),
-                shape: shape.clone(),
-                to,
-            },
-            what,
-            vec![tile_factors(&vshape, Factor::SizeOf(elem.clone()))],
-        );
     }
 
+    /// An instruction's conversion points, then its op's own scratch.
     fn inst(&mut self, inst: &'k Inst) {
+        self.converts(inst);
         let r = inst.results.first().copied();
         let rt = r.and_then(|r| Some((r, self.ty(r)?)));
         match (&inst.op, rt) {
@@ -384,82 +304,8 @@ impl<'k> Planner<'_, 'k> {
                 },
                 _,
             ) => {
-                let mut targets = Vec::new();
-                for r in &inst.results {
-                    let Some((elem, shape)) = self.ty(*r) else {
-                        return;
-                    };
-                    targets.push((elem, shape, self.layout(*r)));
-                }
-                self.targets.push(targets);
                 self.block(then_block);
                 self.block(else_block);
-                self.targets.pop();
-            }
-            (Op::Yield { values }, _) => {
-                let targets = self.targets.last().cloned().unwrap_or_default();
-                if targets.len() == values.len() {
-                    for (v, (elem, shape, l)) in values.iter().zip(&targets) {
-                        self.convert(*v, elem, shape, *l);
-                    }
-                }
-            }
-            (Op::Unary { x, .. }, Some((r, (elem, shape)))) => {
-                self.convert(*x, &elem, &shape, self.layout(r))
-            }
-            (Op::Binary { op, a, b }, Some((r, (elem, shape)))) => {
-                let l = self.layout(r);
-                let be = if *op == tilekit_ir::BinOp::Powi {
-                    // The base in the result's type, the integer exponent in its own.
-                    match self.ty(*b) {
-                        Some((e, _)) => e,
-                        None => return,
-                    }
-                } else {
-                    elem.clone()
-                };
-                self.convert(*a, &elem, &shape, l);
-                self.convert(*b, &be, &shape, l);
-            }
-            (Op::Cmp { a, b, .. }, Some((r, (_, shape)))) => {
-                if self.f.prefix_bound(r).is_some() {
-                    return;
-                }
-                let Ok(u) = crate::analyze::cmp_elem(self.f.types, *a, *b) else {
-                    return;
-                };
-                let l = self.layout(r);
-                self.convert(*a, &u, &shape, l);
-                self.convert(*b, &u, &shape, l);
-            }
-            (Op::Select { cond, a, b }, Some((r, (elem, shape)))) => {
-                let l = self.layout(r);
-                self.convert(*cond, &Elem::Concrete(DType::Bool), &shape, l);
-                self.convert(*a, &elem, &shape, l);
-                self.convert(*b, &elem, &shape, l);
-            }
-            (Op::Fma { a, b, c }, Some((r, (elem, shape)))) => {
-                let l = self.layout(r);
-                for v in [a, b, c] {
-                    self.convert(*v, &elem, &shape, l);
-                }
-            }
-            (Op::Cast { x, .. }, Some((r, _))) => {
-                if let Some((xe, xshape)) = self.ty(*x) {
-                    if !xshape.is_scalar() && self.layout(*x) != self.layout(r) {
-                        self.convert(*x, &xe, &xshape, self.layout(r));
-                    }
-                }
-            }
-            (Op::ExpandDims { x, .. }, Some((r, (elem, _)))) => {
-                // A slice stays in its registers ([M] -> [M, 1]: the same flat indices).
-                let l = match self.layout(r) {
-                    l @ (Layout::Slice { .. } | Layout::Rows(_)) => l,
-                    _ => Layout::Blocked,
-                };
-                if let Some((_, xshape)) = self.ty(*x) {
-                    self.convert(*x, &elem, &xshape, l);
-                }
             }
             (Op::Trans { .. } | Op::Slice { .. }, Some((r, (elem, _)))) => {
                 if self.f.layouts.fused_trans.contains(&r) {
@@ -469,7 +315,6 @@ impl<'k> Planner<'_, 'k> {
                 let Some((_, xshape)) = self.ty(x) else {
                     return;
                 };
-                self.convert(x, &elem, &xshape, Layout::Blocked);
                 let what = match inst.op {
                     Op::Trans { .. } => format!("trans of {xshape}"),
                     _ => format!("slice of {xshape}"),
@@ -478,11 +323,9 @@ impl<'k> Planner<'_, 'k> {
                 self.alloc.scratch(PartKey::Op(r), what, vec![f]);
             }
             (Op::Cat { a, b, .. }, Some((r, (elem, shape)))) => {
-                let (Some((_, ashape)), Some((_, bshape))) = (self.ty(*a), self.ty(*b)) else {
+                if self.ty(*a).is_none() || self.ty(*b).is_none() {
                     return;
-                };
-                self.convert(*a, &elem, &ashape, Layout::Blocked);
-                self.convert(*b, &elem, &bshape, Layout::Blocked);
+                }
                 let f = tile_factors(&shape, Factor::SizeOf(elem));
                 self.alloc
                     .scratch(PartKey::Op(r), format!("cat into {shape}"), vec![f]);
@@ -490,37 +333,10 @@ impl<'k> Planner<'_, 'k> {
             (Op::Reduce { op, x, axis }, Some((r, (elem, _)))) => {
                 self.reduce(op.name(), *x, *axis, r, elem)
             }
-            (
-                Op::Load {
-                    view,
-                    offsets,
-                    mask,
-                    other,
-                    ..
-                },
-                Some(_),
-            ) => self.memory_access(*view, *offsets, *mask, (*other, false)),
-            (
-                Op::Store {
-                    view,
-                    offsets,
-                    value,
-                    mask,
-                    ..
-                },
-                _,
-            ) => self.memory_access(*view, *offsets, *mask, (Some(*value), true)),
-            (Op::StoreTile { tensor, value, .. }, _) => {
-                if let (Some(elem), Some((_, vshape))) = (self.view_elem(*tensor), self.ty(*value))
-                {
-                    self.convert(*value, &elem, &vshape, self.layout(*value));
-                }
-            }
             (Op::LoadTile { tensor, shape, .. }, Some((r, _))) => {
                 self.resident(inst, *tensor, shape, r)
             }
-            (Op::Dot { a, b, acc, .. }, Some((r, (_, sc)))) => {
-                self.convert(*acc, &Elem::Concrete(DType::F32), &sc, self.layout(r));
+            (Op::Dot { a, b, .. }, Some((r, _))) => {
                 if let Some(d) = dot_staging(&self.f, self.engine, *a, *b) {
                     let parts: Vec<Vec<Factor>> =
                         d.tiles.iter().flatten().map(|f| vec![f.clone()]).collect();
@@ -533,7 +349,7 @@ impl<'k> Planner<'_, 'k> {
         }
     }
 
-    /// `for`: the carried values' initial conversions, the producer slice of a ring loop
+    /// `for` (after its initial values' conversions): the producer slice of a ring loop
     /// (printed once more in its producer), then the body.
     fn for_loop(&mut self, inst: &'k Inst) {
         let Op::For {
@@ -551,16 +367,9 @@ impl<'k> Planner<'_, 'k> {
         if carried.len() != inits.len() || inst.results.len() != inits.len() {
             return;
         }
-        let mut targets = Vec::new();
-        for (arg, init) in carried.iter().zip(inits) {
-            let Some((elem, shape)) = self.ty(*arg) else {
-                return;
-            };
-            let l = self.layout(*arg);
-            self.convert(*init, &elem, &shape, l);
-            targets.push((elem, shape, l));
+        if carried.iter().any(|arg| self.ty(*arg).is_none()) {
+            return;
         }
-        self.targets.push(targets);
         if let (Some(_), Some(rl)) = (stages, self.f.layouts.ring_loop(*iv)) {
             for &i in &rl.producer {
                 if let Some(inst) = body.insts.get(i) {
@@ -569,10 +378,9 @@ impl<'k> Planner<'_, 'k> {
             }
         }
         self.block(body);
-        self.targets.pop();
     }
 
-    /// A reduction's scratch, after its operand's conversion to blocked (except for an
+    /// A reduction's scratch (after its operand's conversion to blocked, except for an
     /// accumulator reduced into its slice).
     fn reduce(&mut self, red: &str, x: ValueId, axis: u8, r: ValueId, elem: Elem) {
         let Some((_, xshape)) = self.ty(x) else {
@@ -601,7 +409,6 @@ impl<'k> Planner<'_, 'k> {
             );
             return;
         }
-        self.convert(x, &elem, &xshape, Layout::Blocked);
         let (what, f) = if let Layout::Rows(_) = self.layout(r) {
             (
                 format!("{red} of {xshape} over axis 1 (per-row partials of the warps)"),
@@ -619,34 +426,6 @@ impl<'k> Planner<'_, 'k> {
             )
         };
         self.alloc.scratch(PartKey::Op(r), what, vec![f]);
-    }
-
-    /// `load`/`store`: the mask's conversion and the value's (a store's, before the mask;
-    /// a load's `other`, after it), blocked, to the offsets' shape.
-    fn memory_access(
-        &mut self,
-        view: ValueId,
-        offsets: ValueId,
-        mask: Option<ValueId>,
-        (value, store): (Option<ValueId>, bool),
-    ) {
-        let (Some(elem), Some((_, shape))) = (self.view_elem(view), self.ty(offsets)) else {
-            return;
-        };
-        let bool_ = Elem::Concrete(DType::Bool);
-        if store {
-            if let Some(v) = value {
-                self.convert(v, &elem, &shape, Layout::Blocked);
-            }
-        }
-        if let Some(m) = mask {
-            self.convert(m, &bool_, &shape, Layout::Blocked);
-        }
-        if !store {
-            if let Some(o) = value {
-                self.convert(o, &elem, &shape, Layout::Blocked);
-            }
-        }
     }
 
     /// A resident `load_tile`'s persistent tile (the Hopper chained form's lives in the

@@ -6,7 +6,6 @@ use super::alloc::{Lifetime, Placed};
 use super::pass::{self, Engine};
 use super::{PartKey, SizeEnv, SmemAlloc, SmemKind};
 use crate::analyze::Analysis;
-use crate::layout;
 use crate::schedule::Facts;
 use tilekit_ir::{
     BinOp, Bindings, Config, DType, Dim, Elem, Expr, Kernel, KernelBuilder, Loc, Op, Param,
@@ -39,7 +38,7 @@ fn builder(name: &str, params: Vec<Param>) -> KernelBuilder {
 /// The pass's result for `kernel` on the mma.sync engine.
 fn planned(kernel: &Kernel) -> SmemAlloc {
     let analysis = Analysis::of(kernel).unwrap();
-    let layouts = layout::assign(&analysis).unwrap();
+    let layouts = crate::convert::layouts(&analysis).unwrap();
     let defs: Vec<Option<&Op>> = analysis.defs.iter().map(|d| d.map(|i| &i.op)).collect();
     let facts = Facts {
         types: &analysis.types,

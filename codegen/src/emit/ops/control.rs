@@ -26,8 +26,8 @@ impl<'k> Emitter<'k> {
                     )));
                 }
                 let mut exprs = Vec::new();
-                for (v, (name, elem, shape, l)) in values.iter().zip(&targets) {
-                    let e = self.coerce(*v, elem, shape, *l)?;
+                for (k, (v, (name, elem, shape, l))) in values.iter().zip(&targets).enumerate() {
+                    let e = self.coerce((inst, k), *v, elem, shape, *l)?;
                     if &e != name {
                         exprs.push((name.clone(), e));
                     }
@@ -84,10 +84,12 @@ impl<'k> Emitter<'k> {
                     ));
                 }
                 let mut targets = Vec::new();
-                for ((arg, init), res) in carried.iter().zip(inits).zip(&inst.results) {
+                for (k, ((arg, init), res)) in
+                    carried.iter().zip(inits).zip(&inst.results).enumerate()
+                {
                     let (elem, shape) = self.ty(*arg)?;
                     let l = self.layout(*arg);
-                    let init_e = self.coerce(*init, &elem, &shape, l)?;
+                    let init_e = self.coerce((inst, 3 + k), *init, &elem, &shape, l)?;
                     let name = self.cname(*arg);
                     self.w.line(&format!(
                         "{} {name} = {init_e};",

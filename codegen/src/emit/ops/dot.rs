@@ -37,7 +37,7 @@ impl<'k> Emitter<'k> {
             .ok_or_else(|| CodegenError::Unsupported("a dot without a result".into()))?;
         let (_, sc) = self.ty(r)?;
         let l = self.layout(r);
-        let ce = self.coerce(acc, &Elem::Concrete(DType::F32), &sc, l)?;
+        let ce = self.coerce((inst, 2), acc, &Elem::Concrete(DType::F32), &sc, l)?;
         let tf32 = precision == Precision::Tf32;
         let engine = if self.hopper.is_some() {
             "wgmma from the TMA ring slots (Hopper engine)"

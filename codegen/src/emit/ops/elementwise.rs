@@ -56,7 +56,7 @@ impl<'k> Emitter<'k> {
             Op::Unary { op, x } => {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
-                let xe = self.coerce(*x, &elem, &shape, self.layout(r))?;
+                let xe = self.coerce((inst, 0), *x, &elem, &shape, self.layout(r))?;
                 self.assign(r, &format!("tk::unary<tk::op::{}>({xe})", unary_op(*op)))
             }
             Op::Binary {
@@ -76,16 +76,16 @@ impl<'k> Emitter<'k> {
                         )))
                     }
                 };
-                let ae = self.coerce(*a, &elem, &shape, l)?;
-                let be = self.coerce(*b, &ne, &shape, l)?;
+                let ae = self.coerce((inst, 0), *a, &elem, &shape, l)?;
+                let be = self.coerce((inst, 1), *b, &ne, &shape, l)?;
                 self.assign(r, &format!("tk::powi({ae}, {be})"))
             }
             Op::Binary { op, a, b } => {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
                 let l = self.layout(r);
-                let ae = self.coerce(*a, &elem, &shape, l)?;
-                let be = self.coerce(*b, &elem, &shape, l)?;
+                let ae = self.coerce((inst, 0), *a, &elem, &shape, l)?;
+                let be = self.coerce((inst, 1), *b, &elem, &shape, l)?;
                 self.assign(
                     r,
                     &format!("tk::binary<tk::op::{}>({ae}, {be})", binary_op(*op)),
@@ -112,8 +112,8 @@ impl<'k> Emitter<'k> {
                 }
                 let u = crate::analyze::cmp_elem(&self.types, *a, *b)?;
                 let l = self.layout(r);
-                let ae = self.coerce(*a, &u, &shape, l)?;
-                let be = self.coerce(*b, &u, &shape, l)?;
+                let ae = self.coerce((inst, 0), *a, &u, &shape, l)?;
+                let be = self.coerce((inst, 1), *b, &u, &shape, l)?;
                 self.assign(
                     r,
                     &format!("tk::compare<tk::op::{}>({ae}, {be})", cmp_op(*op)),
@@ -123,18 +123,18 @@ impl<'k> Emitter<'k> {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
                 let l = self.layout(r);
-                let ce = self.coerce(*cond, &boole(), &shape, l)?;
-                let ae = self.coerce(*a, &elem, &shape, l)?;
-                let be = self.coerce(*b, &elem, &shape, l)?;
+                let ce = self.coerce((inst, 0), *cond, &boole(), &shape, l)?;
+                let ae = self.coerce((inst, 1), *a, &elem, &shape, l)?;
+                let be = self.coerce((inst, 2), *b, &elem, &shape, l)?;
                 self.assign(r, &format!("tk::select({ce}, {ae}, {be})"))
             }
             Op::Fma { a, b, c } => {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
                 let l = self.layout(r);
-                let ae = self.coerce(*a, &elem, &shape, l)?;
-                let be = self.coerce(*b, &elem, &shape, l)?;
-                let ce = self.coerce(*c, &elem, &shape, l)?;
+                let ae = self.coerce((inst, 0), *a, &elem, &shape, l)?;
+                let be = self.coerce((inst, 1), *b, &elem, &shape, l)?;
+                let ce = self.coerce((inst, 2), *c, &elem, &shape, l)?;
                 self.assign(r, &format!("tk::fma({ae}, {be}, {ce})"))
             }
             Op::Cast { x, to } => {
@@ -143,7 +143,7 @@ impl<'k> Emitter<'k> {
                 let name = if xshape.is_scalar() || self.layout(*x) == self.layout(r) {
                     name
                 } else {
-                    self.coerce(*x, &xe, &xshape, self.layout(r))?
+                    self.coerce((inst, 0), *x, &xe, &xshape, self.layout(r))?
                 };
                 self.assign(r, &format!("tk::cast<{}>({name})", elem_ctype(to)))
             }

@@ -3,6 +3,7 @@
 //! `runtime/src/cpu/interp/memory.rs`).
 
 use super::{boole, i64e, misrouted};
+use crate::convert::other_operand;
 use crate::emit::{layout_name, param_name, Emitter, Val};
 use crate::error::CodegenError;
 use crate::layout::Layout;
@@ -77,7 +78,7 @@ impl<'k> Emitter<'k> {
                 value,
                 mask,
                 cache,
-            } => self.store(*view, *offsets, *value, *mask, *cache),
+            } => self.store(inst, *view, *offsets, (*value, *mask), *cache),
             Op::StoreTile {
                 tensor,
                 origin,
@@ -86,7 +87,13 @@ impl<'k> Emitter<'k> {
                 let (t, elem, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
                 let (_, _, vshape, _) = self.tile(*value)?;
-                let v = self.coerce(*value, &elem, &vshape, self.layout(*value))?;
+                let v = self.coerce(
+                    (inst, 1 + origin.len()),
+                    *value,
+                    &elem,
+                    &vshape,
+                    self.layout(*value),
+                )?;
                 let al = self.aligned_flag(*tensor);
                 self.w
                     .line(&format!("tk::store_tile<{al}>({t}, {o}, {v});"));
@@ -246,11 +253,17 @@ impl<'k> Emitter<'k> {
         let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
         let m = match mask {
-            Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
+            Some(m) => self.coerce((inst, 2), m, &boole(), &shape, Layout::Blocked)?,
             None => "tk::no_mask{}".to_string(),
         };
         let o = match other {
-            Some(o) => self.coerce(o, &elem, &shape, Layout::Blocked)?,
+            Some(o) => self.coerce(
+                (inst, other_operand(&inst.op)),
+                o,
+                &elem,
+                &shape,
+                Layout::Blocked,
+            )?,
             None => format!("tk::cast<{}>(0)", elem_ctype(&elem)),
         };
         let expr = match (shape.rank(), self.contiguous_base(offsets)) {
@@ -306,19 +319,19 @@ impl<'k> Emitter<'k> {
 
     fn store(
         &mut self,
+        inst: &'k Inst,
         view: ValueId,
         offsets: ValueId,
-        value: ValueId,
-        mask: Option<ValueId>,
+        (value, mask): (ValueId, Option<ValueId>),
         cache: CachePolicy,
     ) -> Result<(), CodegenError> {
         let cp = cache_arg(cache);
         let (v, elem, _) = self.view(view)?;
         let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
-        let val = self.coerce(value, &elem, &shape, Layout::Blocked)?;
+        let val = self.coerce((inst, 2), value, &elem, &shape, Layout::Blocked)?;
         let m = match mask {
-            Some(m) => self.coerce(m, &boole(), &shape, Layout::Blocked)?,
+            Some(m) => self.coerce((inst, 3), m, &boole(), &shape, Layout::Blocked)?,
             None => "tk::no_mask{}".to_string(),
         };
         match (shape.rank(), self.contiguous_base(offsets)) {

@@ -46,7 +46,7 @@ impl<'k> Emitter<'k> {
                 ),
             );
         }
-        let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
+        let xe = self.coerce((inst, 0), x, &elem, &xshape, Layout::Blocked)?;
         if let Layout::Rows(k) = self.layout(r) {
             // Rows of a blocked tile: registers and warp shuffles, one partial per (row,
             // warp) in shared memory, every thread adding up every row's partials; the

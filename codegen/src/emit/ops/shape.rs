@@ -29,7 +29,7 @@ impl<'k> Emitter<'k> {
                     l @ (Layout::Slice { .. } | Layout::Rows(_)) => l,
                     _ => Layout::Blocked,
                 };
-                let xe = self.coerce(*x, &elem, &xshape, l)?;
+                let xe = self.coerce((inst, 0), *x, &elem, &xshape, l)?;
                 let expr = if xshape.is_scalar() {
                     format!(
                         "tk::full<{}, {}, {}>({xe})",
@@ -72,7 +72,7 @@ impl<'k> Emitter<'k> {
                 // [block] through a swizzled shared-memory tile of the operand's shape.
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, xshape, _) = self.tile(*x)?;
-                let xe = self.coerce(*x, &elem, &xshape, Layout::Blocked)?;
+                let xe = self.coerce((inst, 0), *x, &elem, &xshape, Layout::Blocked)?;
                 let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 self.w.line(&format!(
                     "// [block] trans {xshape} -> {shape}: through a swizzled shared-memory tile"
@@ -92,7 +92,7 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let x = inst.op.operands()[0];
                 let (_, _, xshape, _) = self.tile(x)?;
-                let xe = self.coerce(x, &elem, &xshape, Layout::Blocked)?;
+                let xe = self.coerce((inst, 0), x, &elem, &xshape, Layout::Blocked)?;
                 let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 let at: Vec<String> = offsets.iter().map(dim_expr).collect();
                 self.w.line(&format!(
@@ -115,8 +115,8 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, ashape, _) = self.tile(*a)?;
                 let (_, _, bshape, _) = self.tile(*b)?;
-                let ae = self.coerce(*a, &elem, &ashape, Layout::Blocked)?;
-                let be = self.coerce(*b, &elem, &bshape, Layout::Blocked)?;
+                let ae = self.coerce((inst, 0), *a, &elem, &ashape, Layout::Blocked)?;
+                let be = self.coerce((inst, 1), *b, &elem, &bshape, Layout::Blocked)?;
                 let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 self.w.line(&format!(
                     "// [block] cat {ashape} and {bshape} along axis {axis} -> {shape}: through shared memory"
