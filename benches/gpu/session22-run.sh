@@ -19,6 +19,10 @@
 #     (+ sanitizer); `tilekit tune` of attention D = 128 (the shipped entry); the attention
 #     bench interleaved base, new, base, new (new with TK_ATTENTION_LIBRARY_ONLY=1: the
 #     library at D = 64, 128, 256, every configuration); SDPA on the same shapes.
+#  7. (last call, nvidia-h200; `tilekit` release at the final code) what a user sees with an
+#     empty local cache: `tilekit devices` (the shipped H200 layer), `cache show --gpu 0`, and
+#     `tilekit bench` of attention and of matmul 4097^3 (the shipped entry against the
+#     declared default).
 # PARTS="1 2 3" picks parts (default 1-3).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda
@@ -108,5 +112,12 @@ if has 6; then
     done
   done
   timeout 120 python3 benches/peers/sdpa.py --out $OUT/sdpa.json > /tmp/sdpa.log 2>&1; echo "sdpa rc $?"
+fi
+if has 7; then
+  export TILEKIT_CACHE_DIR=/tmp/tkc7 TILEKIT_TUNE_CACHE=/tmp/empty7.sled
+  .gpu/bin/tilekit devices 2>&1 | tee $OUT/devices.txt
+  .gpu/bin/tilekit cache show --gpu 0 2>&1 | head -8 | tee $OUT/cache-show.txt
+  timeout 150 .gpu/bin/tilekit bench --kernel attention --shape 128x4096x128x128x4096 --dtype bf16 --scalar causal=1 --scalar scale=0.088388 --rounds 10 > $OUT/bench-attention.txt 2>&1; echo "bench attention rc $?"; cat $OUT/bench-attention.txt | cut -c1-200
+  timeout 150 .gpu/bin/tilekit bench --kernel matmul --shape 4097x4097x4097 --dtype bf16 --rounds 10 > $OUT/bench-matmul.txt 2>&1; echo "bench matmul rc $?"; cat $OUT/bench-matmul.txt | cut -c1-200
 fi
 echo "total $(( $(date +%s) - start )) s"
