@@ -23,6 +23,9 @@
 #     empty local cache: `tilekit devices` (the shipped H200 layer), `cache show --gpu 0`, and
 #     `tilekit bench` of attention and of matmul 4097^3 (the shipped entry against the
 #     declared default).
+#  8. `tilekit tune` of attention at the head counts users launch with (integer scalars are
+#     part of the key, bucketed: the `tune --all` problem has heads = kv_heads = 1): B4 H32
+#     D128, GQA 32/8 (causal), B8 H16 D64, B4 H16 D256; exported (shipped H200 entries).
 # PARTS="1 2 3" picks parts (default 1-3).
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda
@@ -119,5 +122,16 @@ if has 7; then
   .gpu/bin/tilekit cache show --gpu 0 2>&1 | head -8 | tee $OUT/cache-show.txt
   timeout 150 .gpu/bin/tilekit bench --kernel attention --shape 128x4096x128x128x4096 --dtype bf16 --scalar causal=1 --scalar scale=0.088388 --rounds 10 > $OUT/bench-attention.txt 2>&1; echo "bench attention rc $?"; cat $OUT/bench-attention.txt | cut -c1-200
   timeout 150 .gpu/bin/tilekit bench --kernel matmul --shape 4097x4097x4097 --dtype bf16 --rounds 10 > $OUT/bench-matmul.txt 2>&1; echo "bench matmul rc $?"; cat $OUT/bench-matmul.txt | cut -c1-200
+fi
+if has 8; then
+  export TILEKIT_CACHE_DIR=/tmp/tkc8
+  C=/tmp/tune-heads.sled
+  for p in "128x4096x128x128x4096 heads=32 kv_heads=32 causal=0" "128x4096x128x32x4096 heads=32 kv_heads=8 causal=1" \
+           "128x2048x64x128x2048 heads=16 kv_heads=16 causal=0" "64x4096x256x64x4096 heads=16 kv_heads=16 causal=0"; do
+    set -- $p
+    timeout 100 .gpu/bin/tilekit tune --cache-path $C --kernel attention --shape $1 --dtype bf16 --scalar $2 --scalar $3 --scalar $4 --scalar scale=0.088388 > /tmp/tune8.log 2>&1
+    echo "tune $p rc $?"; grep -E "winner" /tmp/tune8.log | cut -c1-260
+  done
+  .gpu/bin/tilekit cache --cache-path $C export $OUT/attention-heads-export.json 2>&1 | tail -1
 fi
 echo "total $(( $(date +%s) - start )) s"
