@@ -1,15 +1,16 @@
-//! The attention backward as one call: [`attention_bwd_dq`](crate::attention_bwd_dq)
-//! (`dq`, and `delta = rowsum(dout * o)` into the caller's workspace), then
+//! The attention backward as one call: [`attention_bwd_delta`](crate::attention_bwd_delta)
+//! (`delta = rowsum(dout * o)` into the caller's workspace), then
+//! [`attention_bwd_dq`](crate::attention_bwd_dq) (`dq`) and
 //! [`attention_bwd_dkdv`](crate::attention_bwd_dkdv) (`dk`, `dv`). Deterministic: no
 //! atomics, every output element written by one program.
 
-use crate::{attention_bwd_dkdv, attention_bwd_dq};
+use crate::{attention_bwd_delta, attention_bwd_dkdv, attention_bwd_dq};
 use tilekit::prelude::*;
 use tilekit::LaunchError;
 
 /// Gradients of [`attention`](crate::attention) with respect to `q`, `k` and `v`, given the
 /// forward's output `o`, its log-sum-exp `lse` and the upstream gradient `dout`. `delta`
-/// (`[Z, M]`, f32) is a workspace the first pass fills and the second reads; `scale`,
+/// (`[Z, M]`, f32) is a workspace the first kernel fills and the two passes read; `scale`,
 /// `heads`, `kv_heads` and `causal` must be the forward's.
 ///
 /// ```
@@ -49,8 +50,9 @@ pub fn attention_backward<T: Float>(
     kv_heads: i64,
     causal: bool,
 ) -> Result<(), LaunchError> {
+    attention_bwd_delta::launch(rt, o, dout, delta)?;
     attention_bwd_dq::launch(
-        rt, q, k, v, o, dout, lse, delta, dq, scale, heads, kv_heads, causal,
+        rt, q, k, v, dout, lse, &*delta, dq, scale, heads, kv_heads, causal,
     )?;
     attention_bwd_dkdv::launch(
         rt, q, k, v, dout, lse, &*delta, dk, dv, scale, heads, kv_heads, causal,

@@ -38,6 +38,7 @@ pub use optim::{adamw_step, AdamW};
 
 pub use ops::adamw::adamw;
 pub use ops::attention::attention;
+pub use ops::attention_bwd_delta::attention_bwd_delta;
 pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
 pub use ops::attention_bwd_dq::attention_bwd_dq;
 pub use ops::bias_add::bias_add;
@@ -122,6 +123,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &layernorm_rows::SPEC,
     &adamw::SPEC,
     &attention::SPEC,
+    &attention_bwd_delta::SPEC,
     &attention_bwd_dq::SPEC,
     &attention_bwd_dkdv::SPEC,
 ];

@@ -56,6 +56,7 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     // Attention forward, B=4 x H=32 heads of 4096 queries and keys, D = 128 (Z, M, E, ZK,
     // N): issue 28's first target.
     ("attention", "128x4096x128x128x4096", "bf16"),
+    ("attention_bwd_delta", "128x4096x128", "bf16"),
     ("attention_bwd_dq", "128x4096x128x128x4096", "bf16"),
     ("attention_bwd_dkdv", "128x4096x128x128x4096", "bf16"),
 ];

@@ -478,3 +478,99 @@ fn hopper_engine_constraints_read_the_engine_that_runs() {
         .eval_bool(&ResourceEnv::for_variant(k, &v).expect("plan"))
         .expect("evaluates"));
 }
+
+/// The attention backward's passes on the chained form (two resident tiles, three or four
+/// products): `attention_bwd_dq` (`q` and `dout` resident, rings `k` and `v`) and
+/// `attention_bwd_dkdv` (`k` and `v` resident, rings `q` and `dout`), 64 rows per consumer
+/// warpgroup.
+const ATTENTION_BWD_CASES: [(&str, &str); 8] = [
+    ("attention_bwd_dq", "BM=128,BN=64,D=128,WARPS=8,STAGES=2"),
+    ("attention_bwd_dq", "BM=64,BN=64,D=128,WARPS=4,STAGES=2"),
+    ("attention_bwd_dq", "BM=128,BN=64,D=64,WARPS=8,STAGES=3"),
+    ("attention_bwd_dq", "BM=128,BN=32,D=256,WARPS=8,STAGES=2"),
+    ("attention_bwd_dkdv", "BN=128,BM=64,D=128,WARPS=8,STAGES=2"),
+    ("attention_bwd_dkdv", "BN=64,BM=64,D=128,WARPS=4,STAGES=2"),
+    ("attention_bwd_dkdv", "BN=128,BM=64,D=64,WARPS=8,STAGES=3"),
+    ("attention_bwd_dkdv", "BN=128,BM=32,D=128,WARPS=8,STAGES=2"),
+];
+
+fn attention_bwd_spec(name: &str) -> &'static tilekit::KernelSpec {
+    match name {
+        "attention_bwd_dq" => &tilekit_kernels::attention_bwd_dq::SPEC,
+        _ => &tilekit_kernels::attention_bwd_dkdv::SPEC,
+    }
+}
+
+#[test]
+fn attention_backward_takes_the_chained_hopper_engine_with_two_resident_tiles() {
+    for (name, c) in ATTENTION_BWD_CASES {
+        let spec = attention_bwd_spec(name);
+        let k = spec.kernel().expect("kernel IR");
+        for t in [DType::BF16, DType::F16] {
+            let v = variant(k, c, t, Access::ROWS, Target::Sm90a);
+            let plan = match engine(k, &v).expect("engine") {
+                Engine::Hopper(plan) => plan,
+                e => panic!("{name} {c}: {e:?}"),
+            };
+            let tilekit_codegen::engine::Form::Chain { residents } = plan.form else {
+                panic!("{name} {c}: {:?}", plan.form);
+            };
+            assert_eq!(residents.iter().count(), 2, "{name} {c}");
+            // The rings: k and v (parameters 1, 2) for dq; q and dout (0, 3) for dk/dv.
+            let params: Vec<u32> = plan.tma.iter().map(|m| m.param).collect();
+            let want = if name == "attention_bwd_dq" {
+                [1, 2]
+            } else {
+                [0, 3]
+            };
+            assert_eq!(params, want, "{name} {c}");
+            let src = variant_source(k, spec.cuda_template, &v).expect("source");
+            // Both resident tiles staged, the second after the first; the score products
+            // from descriptors, the accumulating ones with A from registers; the gathers
+            // before the loop masked off on the producer.
+            assert_eq!(
+                src.matches("if constexpr (TK_ROLE == tk::sm90::ROLE_CONSUMER) tk::stage_tile(")
+                    .count(),
+                2,
+                "{name} {c}"
+            );
+            assert!(
+                src.contains("tk::mma_dot_bt_into_zeros<false>("),
+                "{name} {c}"
+            );
+            assert!(
+                src.contains("tk::dot_acc_a<false, TK_SMEM_KIND, false>("),
+                "{name} {c}"
+            );
+            if name == "attention_bwd_dq" {
+                assert!(
+                    src.contains("tk::role_mask<TK_ROLE == tk::sm90::ROLE_CONSUMER>("),
+                    "{name} {c}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_backward_hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
+    if !tilekit_tests::support::nvrtc_or_skip() {
+        return;
+    }
+    let opts = CompileOptions::new("sm_90a").expect("options");
+    let mut bad = Vec::new();
+    for (name, c) in ATTENTION_BWD_CASES {
+        let spec = attention_bwd_spec(name);
+        let k = spec.kernel().expect("kernel IR");
+        let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+        let src = variant_source(k, spec.cuda_template, &v).expect("source");
+        let cubin = compile_cubin(&src, "attention_bwd.cu", prelude_headers(), &opts)
+            .unwrap_or_else(|e| panic!("{name} {c}:\n{e}"));
+        bad.extend(ptxas_problem(c, &cubin).map(|p| format!("{name} {p}")));
+        eprintln!(
+            "{name} {c}: {:.2} s NVRTC, {:?} registers, {:?} bytes spilled",
+            cubin.seconds, cubin.registers, cubin.spill_bytes
+        );
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -225,17 +225,25 @@ pub fn attention_backward(
         kv_heads: s.hk as i64,
         causal,
     };
-    // SAFETY: attention_bwd_dq writes every element of delta and dq.
+    // SAFETY: attention_bwd_delta writes every element of delta.
+    let delta = unsafe {
+        Launch::new(&tilekit_kernels::attention_bwd_delta::SPEC)
+            .generic(q.dtype())
+            .input(&o3)
+            .input(&do3)
+            .output_uninit((z, s.sq), DType::F32)
+    }
+    .run()?;
+    // SAFETY: attention_bwd_dq writes every element of dq.
     let first = unsafe {
         Launch::new(&tilekit_kernels::attention_bwd_dq::SPEC)
             .generic(q.dtype())
             .input(&q3)
             .input(&k3)
             .input(&v3)
-            .input(&o3)
             .input(&do3)
             .input(&lse2)
-            .output_uninit((z, s.sq), DType::F32)
+            .input(&delta[0])
             .output_uninit((z, s.sq, s.d), q.dtype())
     };
     let first = scalars.add(first).run()?;
@@ -248,13 +256,13 @@ pub fn attention_backward(
             .input(&v3)
             .input(&do3)
             .input(&lse2)
-            .input(&first[0])
+            .input(&delta[0])
             .output_uninit((zk, s.sk, s.d), q.dtype())
             .output_uninit((zk, s.sk, s.d), q.dtype())
     };
     let second = scalars.add(second).run()?;
     Ok((
-        first[1].reshape(q.dims())?,
+        first[0].reshape(q.dims())?,
         second[0].reshape(k.dims())?,
         second[1].reshape(k.dims())?,
     ))

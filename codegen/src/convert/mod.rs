@@ -369,28 +369,27 @@ impl<'k> Walk<'_, 'k> {
                     other,
                     ..
                 },
-                Some(_),
+                Some((r, _)),
             ) => {
                 let Some((elem, shape)) = self.access(*view, *offsets) else {
                     return;
                 };
+                // The gather creates its result in the layout its uses want (`layout`): the
+                // offsets, mask and fill value meet it there.
+                let l = match self.layout(r) {
+                    Layout::Uniform => Layout::Blocked,
+                    l => l,
+                };
+                if let Some((oelem, oshape)) = self.ty(*offsets) {
+                    if !oshape.is_scalar() && self.layout(*offsets) != l {
+                        self.want(at(1), *offsets, &oelem, &oshape, l);
+                    }
+                }
                 if let Some(m) = mask {
-                    self.want(
-                        at(2),
-                        *m,
-                        &Elem::Concrete(DType::Bool),
-                        &shape,
-                        Layout::Blocked,
-                    );
+                    self.want(at(2), *m, &Elem::Concrete(DType::Bool), &shape, l);
                 }
                 if let Some(o) = other {
-                    self.want(
-                        at(other_operand(&inst.op)),
-                        *o,
-                        &elem,
-                        &shape,
-                        Layout::Blocked,
-                    );
+                    self.want(at(other_operand(&inst.op)), *o, &elem, &shape, l);
                 }
             }
             (

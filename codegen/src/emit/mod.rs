@@ -82,6 +82,10 @@ pub(crate) struct Emitter<'k> {
     settled: Option<Vec<tilekit_ir::ValueId>>,
     /// The Hopper lowering of this variant's pipelined loop (`crate::engine`), if chosen.
     hopper: Option<&'k HopperPlan>,
+    /// On the Hopper engine, the printer has reached the pipelined loop: the code before it
+    /// runs in both warpgroup roles (gathers there are masked off on the producer), the
+    /// code after it on the consumers alone.
+    hopper_loop_reached: bool,
 }
 
 /// `TK_GROUP` of a Hopper-engine variant whose kernel declares no `GROUP_M`.
@@ -137,8 +141,8 @@ pub(super) fn smem_engine(hopper: Option<&HopperPlan>) -> SmemEngine {
     match hopper {
         None => SmemEngine::MmaSync,
         Some(h) => SmemEngine::Hopper {
-            chain_resident: match h.form {
-                crate::engine::Form::Chain { resident } => Some(resident),
+            chain_residents: match h.form {
+                crate::engine::Form::Chain { residents } => Some(residents),
                 _ => None,
             },
             convert: h.fill == crate::engine::RingFill::Convert,
@@ -217,6 +221,7 @@ pub(crate) fn lower_with<'k>(
         yield_targets: Vec::new(),
         ring_offsets: Vec::new(),
         settled: None,
+        hopper_loop_reached: false,
         hopper,
         layouts,
     };

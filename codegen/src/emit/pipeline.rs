@@ -45,29 +45,42 @@ impl<'k> Emitter<'k> {
         Ok(())
     }
 
-    /// The chained form's resident tile: rows, columns, element type (`None` in other
-    /// variants).
-    pub(super) fn chain_resident_tile(&self) -> Option<(Dim, Dim, Elem)> {
-        let Some(crate::engine::Form::Chain { resident }) = self.hopper.map(|h| h.form) else {
-            return None;
+    /// The chained form's resident tiles before `until` (all of them with `None`): rows,
+    /// columns, element type each (empty in other variants).
+    fn chain_resident_tiles(&self, until: Option<ValueId>) -> Vec<(Dim, Dim, Elem)> {
+        let Some(crate::engine::Form::Chain { residents }) = self.hopper.map(|h| h.form) else {
+            return Vec::new();
         };
-        let (elem, shape) = self.ty(resident).ok()?;
-        match shape.0.as_slice() {
-            [r, c] => Some((r.clone(), c.clone(), elem)),
-            _ => None,
-        }
+        residents
+            .iter()
+            .take_while(|&v| Some(v) != until)
+            .filter_map(|v| {
+                let (elem, shape) = self.ty(v).ok()?;
+                match shape.0.as_slice() {
+                    [r, c] => Some((r.clone(), c.clone(), elem)),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
-    /// The C++ expression of the resident tile's bytes, which the Hopper pipeline region
-    /// starts with (`None` outside the chained form).
-    pub(super) fn chain_resident_bytes(&self) -> Option<String> {
-        let (r, c, e) = self.chain_resident_tile()?;
-        Some(format!(
-            "(long long)({}) * (long long)({}) * (long long)sizeof({})",
-            dim_expr(&r),
-            dim_expr(&c),
-            elem_ctype(&e)
-        ))
+    /// The C++ expression of the bytes of the chained form's resident tiles before `until`
+    /// (all of them with `None`), which the Hopper pipeline region starts with (`None`
+    /// where there are none).
+    pub(super) fn chain_residents_bytes(&self, until: Option<ValueId>) -> Option<String> {
+        let terms: Vec<String> = self
+            .chain_resident_tiles(until)
+            .iter()
+            .map(|(r, c, e)| {
+                format!(
+                    "(long long)({}) * (long long)({}) * (long long)sizeof({})",
+                    dim_expr(r),
+                    dim_expr(c),
+                    elem_ctype(e)
+                )
+            })
+            .collect();
+        (!terms.is_empty()).then(|| terms.join(" + "))
     }
 
     /// A `pipelined` loop on the Hopper engine (see `crate::engine` and the prelude's
@@ -81,6 +94,7 @@ impl<'k> Emitter<'k> {
         rl: &RingLoop,
         (s, e, st): (&str, &str, &str),
     ) -> Result<(), CodegenError> {
+        self.hopper_loop_reached = true;
         let ivn = self.cname(rl.iv);
         self.w.line(&format!(
             "// [block] pipelined(stages = {stages}): Hopper engine, {} TMA ring(s) filled by a producer warpgroup, wgmma on TK_THREADS / 128 consumer warpgroups",
@@ -96,7 +110,7 @@ impl<'k> Emitter<'k> {
         self.w.line(&format!(
             "char* const tk_pipe = tk::sm90::align1024(smem + {off});"
         ));
-        let mut at = match self.chain_resident_bytes() {
+        let mut at = match self.chain_residents_bytes(None) {
             Some(b) => format!("tk_pipe + {b}"),
             None => "tk_pipe".to_string(),
         };

@@ -1,15 +1,18 @@
-//! The Hopper engine's chained form ([`Form::Chain`]): a pipelined loop with two rings and
-//! two dots, `s = dot(resident, trans(ring 0))` and `dot(p, ring 1)` with `p` computed from
-//! `s` in its accumulator's registers — a flash-attention forward's main loop. The checks,
-//! each failure a reason for `tilekit show --stage layouts`; the lowering is in
-//! `emit::pipeline` (producer: TMA loads of both ring tiles per stage) and the prelude's
-//! `ops/hopper/engine.cuh` (`stage_tile` of the resident tile, `mma_dot_bt` on wgmma from
-//! two descriptors, `dot_acc_a` on wgmma with A from registers).
+//! The Hopper engine's chained form ([`Form::Chain`]): a pipelined loop with two rings whose
+//! dots are score products `s = dot(resident, trans(ring tile))` and accumulating products
+//! `dot(p, ring tile, acc)` with `p` computed from a score product's accumulator in its
+//! registers — a flash-attention forward's main loop (`s = q k^T`, `o += p v`) or its
+//! backward's (`dq`: `q k^T`, `dout v^T`, `dq += ds k`; `dk`/`dv`: `k q^T`, `v dout^T`, `dv
+//! += p^T dout`, `dk += ds^T q`). The checks, each failure a reason for `tilekit show
+//! --stage layouts`; the lowering is in `emit::pipeline` (producer: TMA loads of both ring
+//! tiles per stage) and the prelude's `ops/hopper/engine.cuh` (`stage_tile` of each
+//! resident tile, `mma_dot_bt` on wgmma from two descriptors, `dot_acc_a` on wgmma with A
+//! from registers).
 
 use crate::access::AccessClass;
 use crate::analyze::nested_blocks;
 use crate::engine::facts::multiple_of;
-use crate::engine::types::{Cx, Form, HopperPlan, RingFill, TmaOperand, PANEL_BYTES};
+use crate::engine::types::{Cx, Form, HopperPlan, Residents, RingFill, TmaOperand, PANEL_BYTES};
 use crate::layout::{ConvertPath, DotSite, Layout, RingLoop};
 use crate::smem::eval_dim;
 use tilekit_ir::{DType, Dim, Inst, Op, ParamKind, Precision, Ty, ValueId};
@@ -17,42 +20,15 @@ use tilekit_ir::{DType, Dim, Inst, Op, ParamKind, Precision, Ty, ValueId};
 /// wgmma's N extents the prelude wraps (`wgmma_ops.cuh`).
 const WGMMA_N: [u64; 7] = [16, 32, 64, 96, 128, 192, 256];
 
-/// The chained plan for a loop `rl` with two dots, or why the variant keeps mma.sync.
+/// The chained plan for a loop `rl` with several dots, or why the variant keeps mma.sync.
 pub(super) fn chain_plan(
     cx: &Cx<'_>,
     rl: &RingLoop,
-    dots: [&DotSite; 2],
+    dots: &[DotSite],
     warps: u32,
 ) -> Result<HopperPlan, String> {
-    let [d1, d2] = dots;
-    let (s_dot, o_dot) = if d2.a_from_acc == Some(d1.acc) {
-        (d1, d2)
-    } else if d1.a_from_acc == Some(d2.acc) {
-        (d2, d1)
-    } else {
-        return Err("two dots, neither taking its A operand from the other's accumulator".into());
-    };
-    if !s_dot.b_transposed || s_dot.a_from_acc.is_some() {
-        return Err(format!(
-            "line {}: the first dot is not a resident tile times a transposed ring tile",
-            s_dot.line
-        ));
-    }
-    if o_dot.b_transposed {
-        return Err(format!("line {}: a transposed B operand", o_dot.line));
-    }
-    if s_dot.precision != Precision::Ieee || o_dot.precision != Precision::Ieee {
-        return Err("a dot_tf32 (the chained form takes bf16 and f16)".into());
-    }
     if warps != 4 && warps != 8 {
         return Err(format!("{warps} warps (the engine takes 4 or 8)"));
-    }
-    let resident = s_dot.operands[0];
-    if cx.layouts.get(resident) != Layout::Resident {
-        return Err(format!(
-            "line {}: the first dot's A operand is not a tile loaded once before the loop",
-            s_dot.line
-        ));
     }
     let [r0, r1] = rl.rings.as_slice() else {
         return Err("the loop has not exactly two rings".into());
@@ -63,15 +39,61 @@ pub(super) fn chain_plan(
             .copied()
             .find(|&r| cx.layouts.rings.get(r).is_some_and(|g| g.load == v))
     };
-    let (Some(rk), Some(rv)) = (
-        ring_of(through_trans(cx, s_dot.operands[1])),
-        ring_of(o_dot.operands[1]),
-    ) else {
-        return Err("the dots' B operands are not this loop's ring loads".into());
-    };
-    if rk == rv {
-        return Err("both dots read one ring".into());
+    // Every dot a score product (a resident tile times a transposed ring tile) or an
+    // accumulating one (a score accumulator's registers times a ring tile).
+    let mut residents: Vec<ValueId> = Vec::new();
+    let mut read = Vec::new();
+    for d in dots {
+        if d.precision != Precision::Ieee {
+            return Err(format!(
+                "line {}: a dot_tf32 (the chained form takes bf16 and f16)",
+                d.line
+            ));
+        }
+        let b = if d.b_transposed {
+            let a = d.operands[0];
+            if d.a_from_acc.is_some() || cx.layouts.get(a) != Layout::Resident {
+                return Err(format!(
+                    "line {}: a product with a transposed B whose A operand is not a tile loaded once before the loop",
+                    d.line
+                ));
+            }
+            if !residents.contains(&a) {
+                residents.push(a);
+            }
+            through_trans(cx, d.operands[1])
+        } else {
+            let from_score = d
+                .a_from_acc
+                .is_some_and(|k| dots.iter().any(|s| s.b_transposed && s.acc == k));
+            if !from_score {
+                return Err(format!(
+                    "line {}: a product whose A operand is neither a resident tile (with a transposed B) nor computed in a score product's registers",
+                    d.line
+                ));
+            }
+            d.operands[1]
+        };
+        let Some(r) = ring_of(b) else {
+            return Err(format!(
+                "line {}: the B operand is not this loop's ring load",
+                d.line
+            ));
+        };
+        read.push(r);
     }
+    if residents.is_empty() {
+        return Err("no product of a resident tile with a transposed ring tile".into());
+    }
+    if !rl.rings.iter().all(|r| read.contains(r)) {
+        return Err("a ring that no dot reads".into());
+    }
+    let Some(resident_set) = Residents::new(&residents) else {
+        return Err(format!(
+            "{} resident tiles (the chained form stages at most two)",
+            residents.len()
+        ));
+    };
     // Both ring tiles [BN, D]: D in whole 128-byte panels (both dots' K or N), BN rows a
     // multiple of 16 (the second dot's k16 steps) and a wgmma width (the first dot's N).
     let mut shape = None;
@@ -126,46 +148,63 @@ pub(super) fn chain_plan(
     let (Some((_, d)), Some(dt)) = (shape, dtype) else {
         return Err("no ring tiles".into());
     };
-    // The resident tile [BM, D]: 64 rows per consumer warpgroup.
+    // Each resident tile [BM, D]: 64 rows per consumer warpgroup.
+    for &resident in &residents {
+        resident_ok(cx, resident, d, dt, warps)?;
+    }
+    prefix_ok(cx, rl.iv, &residents)?;
+    Ok(HopperPlan {
+        loop_iv: rl.iv,
+        consumers: warps / 4,
+        tma: [tma[0], tma[1]],
+        fill: RingFill::Tma,
+        form: Form::Chain {
+            residents: resident_set,
+        },
+    })
+}
+
+/// A resident tile `[BM, D]`: a `load_tile` of a TMA-readable tensor (16-byte aligned rows,
+/// column origin a multiple of 16 bytes: the consumers copy it with 16-byte loads, as TMA
+/// reads the rings), `d` columns of the rings' element type `dt`, 64 rows per consumer
+/// warpgroup.
+fn resident_ok(
+    cx: &Cx<'_>,
+    resident: ValueId,
+    d: u64,
+    dt: DType,
+    warps: u32,
+) -> Result<(), String> {
     let Some(Op::LoadTile {
         tensor,
         origin: rorigin,
         shape: rshape,
     }) = cx.analysis.defs[resident.index()].map(|i| &i.op)
     else {
-        return Err("the resident operand is not a load_tile".into());
+        return Err("a resident operand is not a load_tile".into());
     };
-    // The consumers copy it with 16-byte loads (`tk::sm90::stage_tile`), as TMA reads the
-    // rings: its column origin too must be a multiple of 16 bytes.
-    column_origin_aligned(cx, rorigin, dt.size_bytes() as u64, "the resident tile")?;
+    column_origin_aligned(cx, rorigin, dt.size_bytes() as u64, "a resident tile")?;
     let [bm, rd] = rshape.as_slice() else {
-        return Err("the resident tile is not rank 2".into());
+        return Err("a resident tile is not rank 2".into());
     };
     let (bm, rd) = (dim(bm, cx)?, dim(rd, cx)?);
     if rd != d {
-        return Err(format!("the resident tile has {rd} columns, the rings {d}"));
+        return Err(format!("a resident tile has {rd} columns, the rings {d}"));
     }
     if bm != 16 * u64::from(warps) {
         return Err(format!(
-            "BM = {bm} with {warps} warps (the engine takes 64 rows per consumer warpgroup)"
+            "a resident tile of {bm} rows with {warps} warps (the engine takes 64 rows per consumer warpgroup)"
         ));
     }
-    tma_tensor(cx, *tensor).map_err(|e| format!("the resident tile: {e}"))?;
+    tma_tensor(cx, *tensor).map_err(|e| format!("a resident tile: {e}"))?;
     let resident_elem = match cx.analysis.types.of(resident) {
         Ty::Tile { elem, .. } => elem.resolve(cx.bindings),
         _ => None,
     };
     if resident_elem != Some(dt) {
-        return Err("the resident tile's element type differs from the rings'".into());
+        return Err("a resident tile's element type differs from the rings'".into());
     }
-    prefix_ok(cx, rl.iv, resident)?;
-    Ok(HopperPlan {
-        loop_iv: rl.iv,
-        consumers: warps / 4,
-        tma: [tma[0], tma[1]],
-        fill: RingFill::Tma,
-        form: Form::Chain { resident },
-    })
+    Ok(())
 }
 
 /// A tile's column origin (`origin[1]`) provably a multiple of 16 bytes of `es`-byte
@@ -226,15 +265,18 @@ fn tma_tensor(cx: &Cx<'_>, t: ValueId) -> Result<(u32, u8), String> {
 /// Everything before the loop runs in both roles (the producer warpgroup needs the loop's
 /// bounds and the ring tiles' views): register work only — pure computations, `arange`,
 /// `full`, `expand_dims`, scalar `if`s of those — with no conversion through shared memory,
-/// and the resident tile's load (the generated code copies it on the consumers only).
-fn prefix_ok(cx: &Cx<'_>, iv: ValueId, resident: ValueId) -> Result<(), String> {
-    fn insts_ok(cx: &Cx<'_>, insts: &[Inst], resident: ValueId) -> Result<(), String> {
+/// gathers (`load`: per-row inputs such as a saved log-sum-exp; the generated code masks
+/// them off on the producer, `tk::role_mask`), and the resident tiles' loads (the generated
+/// code copies them on the consumers only).
+fn prefix_ok(cx: &Cx<'_>, iv: ValueId, residents: &[ValueId]) -> Result<(), String> {
+    fn insts_ok(cx: &Cx<'_>, insts: &[Inst], residents: &[ValueId]) -> Result<(), String> {
         for inst in insts {
             let ok = match &inst.op {
-                Op::LoadTile { .. } => inst.results.first() == Some(&resident),
+                Op::LoadTile { .. } => inst.results.first().is_some_and(|r| residents.contains(r)),
+                Op::Load { .. } => true,
                 Op::If { .. } => {
                     for nb in nested_blocks(&inst.op) {
-                        insts_ok(cx, &nb.insts, resident)?;
+                        insts_ok(cx, &nb.insts, residents)?;
                     }
                     true
                 }
@@ -262,5 +304,5 @@ fn prefix_ok(cx: &Cx<'_>, iv: ValueId, resident: ValueId) -> Result<(), String> 
     else {
         return Err("the pipelined loop is not a top-level instruction".into());
     };
-    insts_ok(cx, &body.insts[..at], resident)
+    insts_ok(cx, &body.insts[..at], residents)
 }

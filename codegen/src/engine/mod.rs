@@ -9,7 +9,7 @@
 //!   `ops/hopper/engine.cuh`).
 //!
 //! The Hopper engine is chosen, per variant, when every condition of its form holds
-//! ([`Form::Gemm`]: `gemm.rs`; [`Form::Chain`], attention's two dots: `chain.rs`);
+//! ([`Form::Gemm`]: `gemm.rs`; [`Form::Chain`], attention's chained dots: `chain.rs`);
 //! otherwise the variant keeps the mma.sync engine, whatever the target. The kernel's
 //! source is the same for both: this is a lowering decision, visible in
 //! `tilekit show K --stage layouts` and in the variant's source.
@@ -22,7 +22,7 @@ mod facts;
 mod gemm;
 mod types;
 
-pub use types::{Engine, Form, HopperPlan, RingFill, TmaOperand, PRODUCER_THREADS};
+pub use types::{Engine, Form, HopperPlan, Residents, RingFill, TmaOperand, PRODUCER_THREADS};
 
 use crate::analyze::Analysis;
 use crate::error::CodegenError;
@@ -40,7 +40,8 @@ use types::Cx;
 /// per consumer warpgroup); `BN` a multiple of 64 up to 256; the origins' column coordinates
 /// provably multiples of 16 bytes; only register work before the loop. (The variant also
 /// needs the engine's shared memory to fit: `lowered::hopper_lowering` checks that.) Or, with
-/// two dots, the chained form's conditions (`chain.rs`: a flash-attention main loop).
+/// several dots, the chained form's conditions (`chain.rs`: a flash-attention main loop,
+/// forward or backward).
 ///
 /// ```
 /// # use tilekit_codegen::{engine::{engine, Engine}, Access, Target, Variant};
@@ -83,8 +84,8 @@ fn hopper_plan(cx: &Cx<'_>, target: Target, threads: u32) -> Result<HopperPlan, 
     };
     let warps = threads / 32;
     match cx.layouts.dots.as_slice() {
-        [d1, d2] => chain::chain_plan(cx, rl, [d1, d2], warps),
+        [] => Err("no dot".into()),
         [dot] => gemm::gemm_plan(cx, rl, dot, warps),
-        _ => Err("not one dot nor two chained dots".into()),
+        dots => chain::chain_plan(cx, rl, dots, warps),
     }
 }

@@ -45,14 +45,52 @@ pub enum RingFill {
 pub enum Form {
     /// One dot of the loop's two ring loads (a GEMM's main loop).
     Gemm,
-    /// Two chained dots (attention): `s = dot(resident, trans(ring 0))`, where `resident` is a
-    /// tile loaded once before the loop, then `dot(p, ring 1)` with `p` computed in the
-    /// registers of `s`'s accumulator. The consumers copy `resident` into swizzled panels
-    /// once per tile; both dots run on wgmma (the second with A from registers).
+    /// Chained dots (attention, forward and backward): score products `s = dot(resident,
+    /// trans(ring tile))`, where `resident` is a tile loaded once before the loop, and
+    /// accumulating products `dot(p, ring tile, acc)` with `p` computed in the registers of
+    /// a score product's accumulator. The consumers copy each resident tile into swizzled
+    /// panels once per tile; every dot runs on wgmma (the accumulating ones with A from
+    /// registers).
     Chain {
-        /// The resident tile (the first dot's A operand).
-        resident: ValueId,
+        /// The resident tiles (the score products' A operands).
+        residents: Residents,
     },
+}
+
+/// The chained form's resident tiles in program order: one (attention's query tile) or two
+/// (its backward's: `q` and `dout`, or `k` and `v`). They lie back to back at the start of
+/// the Hopper pipeline's shared-memory region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Residents([Option<ValueId>; 2]);
+
+impl Residents {
+    /// Up to two tiles, in order (`None` past the end; more than two: `None`).
+    ///
+    /// ```
+    /// use tilekit_codegen::engine::Residents;
+    /// use tilekit_ir::ValueId;
+    /// let r = Residents::new(&[ValueId(3), ValueId(7)]).unwrap();
+    /// assert_eq!(r.iter().collect::<Vec<_>>(), vec![ValueId(3), ValueId(7)]);
+    /// assert_eq!(r.position(ValueId(7)), Some(1));
+    /// assert!(Residents::new(&[ValueId(1), ValueId(2), ValueId(3)]).is_none());
+    /// ```
+    pub fn new(tiles: &[ValueId]) -> Option<Residents> {
+        match tiles {
+            [a] => Some(Residents([Some(*a), None])),
+            [a, b] => Some(Residents([Some(*a), Some(*b)])),
+            _ => None,
+        }
+    }
+
+    /// The tiles, in order.
+    pub fn iter(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.0.iter().flatten().copied()
+    }
+
+    /// Where `v` is among the tiles.
+    pub fn position(&self, v: ValueId) -> Option<usize> {
+        self.iter().position(|r| r == v)
+    }
 }
 
 /// What the Hopper lowering of a variant needs.

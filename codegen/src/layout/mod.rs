@@ -68,6 +68,8 @@ fn wants(a: &Analysis, of: &[Option<Layout>], yields: &YieldTargets, u: &Use) ->
         Op::Unary { .. } | Op::Cast { .. } => lay(r?),
         Op::ExpandDims { .. } => lay(r?).filter(|l| matches!(l, Layout::Slice { .. })),
         Op::Dot { .. } if u.operand == 2 => lay(r?),
+        // A gather's offsets, mask and fill value: the loaded tile's layout.
+        Op::Load { .. } if u.operand >= 1 => lay(r?),
         Op::For { body, .. } => {
             let i = u.operand.checked_sub(3)?;
             body.args.get(i + 1).and_then(|&arg| lay(arg))
@@ -355,6 +357,7 @@ fn creatable(op: &Op) -> bool {
         op,
         Op::Full { .. }
             | Op::LoadTile { .. }
+            | Op::Load { .. }
             | Op::Arange { .. }
             | Op::Unary { .. }
             | Op::Cast { .. }
@@ -367,9 +370,11 @@ fn creatable(op: &Op) -> bool {
 }
 
 /// A value still without a layout, defined by an op that can create it in any register
-/// layout (`zeros`/`full`, `load_tile`, `arange`, elementwise ops, `expand_dims`), takes the
-/// accumulator-family layout every one of its uses wants (see [`wants`]): a bounds mask
-/// `arange(BN) + j < n` used against an accumulator becomes its column slice.
+/// layout (`zeros`/`full`, `load_tile`, `load`, `arange`, elementwise ops, `expand_dims`),
+/// takes the accumulator-family layout every one of its uses wants (see [`wants`]): a
+/// bounds mask `arange(BN) + j < n` used against an accumulator becomes its column slice,
+/// and a per-row input `load(lse, rows, ..)` subtracted from an accumulator's rows is
+/// gathered straight into its row slice (offsets and mask with it), not converted.
 fn backward(a: &Analysis, of: &mut [Option<Layout>], yields: &YieldTargets, changed: &mut bool) {
     for v in 0..of.len() {
         if of[v].is_some() {

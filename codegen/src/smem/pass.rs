@@ -10,6 +10,7 @@
 //! kind, a shape it cannot lower), the pass plans nothing and the printer reports it.
 
 use super::{Factor, PartKey, SmemAlloc};
+use crate::engine::Residents;
 use crate::layout::{ConvertPath, Layout};
 use crate::names::dim_expr;
 use crate::schedule::Facts;
@@ -22,8 +23,8 @@ pub(crate) enum Engine {
     MmaSync,
     /// The Hopper engine: one pipeline region.
     Hopper {
-        /// The chained form's resident tile (`load_tile` result), at the region's start.
-        chain_resident: Option<ValueId>,
+        /// The chained form's resident tiles (`load_tile` results), at the region's start.
+        chain_residents: Option<Residents>,
         /// The TF32 path (B converted in place): a third mbarrier per stage.
         convert: bool,
     },
@@ -98,9 +99,9 @@ pub(crate) fn plan(kernel: &Kernel, facts: Facts<'_, '_>, engine: Engine) -> Sme
     match engine {
         Engine::MmaSync => p.rings(),
         Engine::Hopper {
-            chain_resident,
+            chain_residents,
             convert,
-        } => p.hopper_pipe(chain_resident, convert),
+        } => p.hopper_pipe(chain_residents, convert),
     }
     p.block(&kernel.body);
     p.alloc
@@ -162,19 +163,23 @@ impl<'k> Planner<'_, 'k> {
     /// slack to align the rings to the 128-byte swizzle's 1024-byte atom, the chained
     /// form's resident tile, every ring's STAGES slots back to back, then a full and an
     /// empty mbarrier per stage (and a landed one on the TF32 path).
-    fn hopper_pipe(&mut self, chain_resident: Option<ValueId>, convert: bool) {
+    fn hopper_pipe(&mut self, chain_residents: Option<Residents>, convert: bool) {
         let rings = &self.f.layouts.rings;
         let mut parts = vec![vec![Factor::Dim(Dim::Const(1024))]];
-        // The chained form's resident tile first (its bytes are a multiple of 1024, so the
-        // rings after it keep the swizzle atom's alignment).
-        let resident = chain_resident.and_then(|v| {
-            let (elem, shape) = self.ty(v)?;
-            match shape.0.as_slice() {
-                [r, c] => Some((r.clone(), c.clone(), elem)),
-                _ => None,
-            }
-        });
-        if let Some((rows, cols, elem)) = &resident {
+        // The chained form's resident tiles first, in order (each one's bytes a multiple of
+        // 1024, so the tiles and rings after it keep the swizzle atom's alignment).
+        let residents: Vec<(Dim, Dim, Elem)> = chain_residents
+            .iter()
+            .flat_map(|r| r.iter())
+            .filter_map(|v| {
+                let (elem, shape) = self.ty(v)?;
+                match shape.0.as_slice() {
+                    [r, c] => Some((r.clone(), c.clone(), elem)),
+                    _ => None,
+                }
+            })
+            .collect();
+        for (rows, cols, elem) in &residents {
             parts.push(vec![
                 Factor::Dim(rows.clone()),
                 Factor::Dim(cols.clone()),
@@ -205,10 +210,10 @@ impl<'k> Planner<'_, 'k> {
         } else {
             format!(
                 "Hopper pipeline: alignment slack, {}{} TMA ring(s), 2 mbarriers per stage",
-                if resident.is_some() {
-                    "the resident tile, "
-                } else {
-                    ""
+                match residents.len() {
+                    0 => "",
+                    1 => "the resident tile, ",
+                    _ => "the resident tiles, ",
                 },
                 rings.len()
             )
@@ -435,11 +440,11 @@ impl<'k> Planner<'_, 'k> {
             return;
         }
         if let Engine::Hopper {
-            chain_resident: Some(c),
+            chain_residents: Some(c),
             ..
         } = self.engine
         {
-            if c == r {
+            if c.position(r).is_some() {
                 return;
             }
         }

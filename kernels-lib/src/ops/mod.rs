@@ -2,6 +2,7 @@
 
 pub mod adamw;
 pub mod attention;
+pub mod attention_bwd_delta;
 pub mod attention_bwd_dkdv;
 pub mod attention_bwd_dq;
 pub mod bias_add;

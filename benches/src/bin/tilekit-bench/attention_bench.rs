@@ -157,8 +157,18 @@ fn library_train(
 /// Both head dimensions of the user's kernel, the library's kernel full and causal (every
 /// configuration; D = 64 and 256 full too), and the library's forward and backward at
 /// `launch()` on issue 28's shapes (D = 128 full and causal, D = 64, D = 256, grouped-query
-/// 32/8 heads). `TK_ATTENTION_LIBRARY_ONLY=1` leaves out the user's kernel.
+/// 32/8 heads). `TK_ATTENTION_LIBRARY_ONLY=1` leaves out the user's kernel;
+/// `TK_ATTENTION_TRAIN_ONLY=1` runs only the forward-and-backward rows at `launch()`.
 pub(crate) fn attention_record(rt: &Runtime) -> Result<Value> {
+    if std::env::var("TK_ATTENTION_TRAIN_ONLY").as_deref() == Ok("1") {
+        return Ok(json!({
+            "train_b4h32_s4096_d128_full": library_train(rt, 4, 32, 32, 4096, 128, false)?,
+            "train_b4h32_s4096_d128_causal": library_train(rt, 4, 32, 32, 4096, 128, true)?,
+            "train_b8h16_s2048_d64_full": library_train(rt, 8, 16, 16, 2048, 64, false)?,
+            "train_b4h16_s4096_d256_full": library_train(rt, 4, 16, 16, 4096, 256, false)?,
+            "train_b4h32kv8_s4096_d128_causal": library_train(rt, 4, 32, 8, 4096, 128, true)?,
+        }));
+    }
     let user = std::env::var("TK_ATTENTION_LIBRARY_ONLY").as_deref() != Ok("1");
     let (d64, d128) = if user {
         (shape(rt, 32768, 4096, 64)?, shape(rt, 32768, 4096, 128)?)

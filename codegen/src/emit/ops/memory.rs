@@ -121,7 +121,7 @@ impl<'k> Emitter<'k> {
                 let o = self.origin(origin)?;
                 let s = Shape::new(shape.clone());
                 let al = self.aligned_flag(*tensor);
-                if self.layout(r) == Layout::Resident && self.chain_resident() == Some(r) {
+                if self.layout(r) == Layout::Resident && self.chain_resident(r) {
                     return self.resident_hopper(inst, r, *tensor, shape, (&t, &o, &al));
                 }
                 if self.layout(r) == Layout::Resident {
@@ -174,12 +174,12 @@ impl<'k> Emitter<'k> {
         }
     }
 
-    /// The resident tile of the Hopper engine's chained form (`crate::engine::Form::Chain`),
-    /// if this variant has one.
-    fn chain_resident(&self) -> Option<ValueId> {
+    /// Whether `r` is one of the Hopper engine's chained form's resident tiles
+    /// (`crate::engine::Form::Chain`).
+    fn chain_resident(&self, r: ValueId) -> bool {
         match self.hopper.map(|h| h.form) {
-            Some(crate::engine::Form::Chain { resident }) => Some(resident),
-            _ => None,
+            Some(crate::engine::Form::Chain { residents }) => residents.position(r).is_some(),
+            _ => false,
         }
     }
 
@@ -206,11 +206,18 @@ impl<'k> Emitter<'k> {
             .first()
             .cloned()
             .unwrap_or_else(|| "0".into());
+        // After the resident tiles before it (`chain_residents_bytes`).
+        let before = self.chain_residents_bytes(Some(r)).unwrap_or_default();
+        let at = if before.is_empty() {
+            String::new()
+        } else {
+            format!(" + {before}")
+        };
         let name = self.define_typed(r)?;
         let s = Shape::new(shape.to_vec());
         self.w.line(&format!("// [block] resident (line {}): the consumer warpgroups copy it once per tile into 128-byte swizzled panels at the start of the Hopper pipeline's region, which wgmma reads in place (the producer warpgroup skips it)", inst.loc.line));
         self.w.line(&format!(
-            "const tk::sm90::tma_tile<{}, {}, {}> {name}{{tk::sm90::align1024(smem + {off})}};",
+            "const tk::sm90::tma_tile<{}, {}, {}> {name}{{tk::sm90::align1024(smem + {off}){at}}};",
             elem_ctype(&elem),
             dim_expr(rows),
             dim_expr(cols)
@@ -251,28 +258,45 @@ impl<'k> Emitter<'k> {
         let cp = cache_arg(cache);
         let (v, elem, _) = self.view(view)?;
         let al = self.aligned_flag(view);
-        let (_, _, shape, _) = self.tile(offsets)?;
+        let (_, oelem, shape, _) = self.tile(offsets)?;
+        // The layout the gather creates its result in (`crate::layout`: blocked, or the
+        // accumulator slice its uses want); offsets, mask and fill value meet it there.
+        let l = match self.layout(r) {
+            Layout::Uniform => Layout::Blocked,
+            l => l,
+        };
         let m = match mask {
-            Some(m) => self.coerce((inst, 2), m, &boole(), &shape, Layout::Blocked)?,
+            Some(m) => self.coerce((inst, 2), m, &boole(), &shape, l)?,
             None => "tk::no_mask{}".to_string(),
         };
+        // Before the Hopper engine's loop both warpgroup roles run this code: the producer's
+        // threads (outside the layout's thread range) must not read, so its lanes are masked.
+        let role = self.hopper.is_some() && !self.hopper_loop_reached;
+        let m = if role {
+            self.w.line("// before the Hopper loop: the producer warpgroup reads nothing (its lanes masked off)");
+            format!("tk::role_mask<TK_ROLE == tk::sm90::ROLE_CONSUMER>({m})")
+        } else {
+            m
+        };
         let o = match other {
-            Some(o) => self.coerce(
-                (inst, other_operand(&inst.op)),
-                o,
-                &elem,
-                &shape,
-                Layout::Blocked,
-            )?,
+            Some(o) => self.coerce((inst, other_operand(&inst.op)), o, &elem, &shape, l)?,
             None => format!("tk::cast<{}>(0)", elem_ctype(&elem)),
         };
-        let expr = match (shape.rank(), self.contiguous_base(offsets)) {
+        if !shape.is_scalar() && self.layout(offsets) != l {
+            let off = self.coerce((inst, 1), offsets, &oelem, &shape, l)?;
+            return self.assign(r, &format!("tk::load<{al}{cp}>({v}, {off}, {m}, {o})"));
+        }
+        let blocked = l == Layout::Blocked;
+        let expr = match (
+            shape.rank(),
+            self.contiguous_base(offsets).filter(|_| blocked),
+        ) {
             (1, Some(base)) => {
                 let b = match base {
                     Some(b) => self.index(b)?,
                     None => "0LL".to_string(),
                 };
-                match self.same_base_prefix(mask, base)? {
+                match self.same_base_prefix(mask, base)?.filter(|_| !role) {
                     // The bounds mask of these very offsets: one whole-tile test.
                     Some(limit) => format!(
                         "tk::load_prefix<{al}, {}, TK_L{cp}>({v}, {b}, {limit}, {o})",

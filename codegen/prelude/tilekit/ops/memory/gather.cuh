@@ -18,6 +18,18 @@ struct no_mask {};
 /// Lane `s` of a mask (true for `no_mask`).
 TK_DEVICE bool mask_at(no_mask, int) { return true; }
 template <class M> TK_DEVICE bool mask_at(const M& m, int s) { return at(m, s); }
+/// A mask that is `m` where ON and all false otherwise: a gather before the Hopper engine's
+/// loop, which both warpgroup roles run, reads nothing on the producer warpgroup (ON =
+/// the role is the consumers'; the producer's threads lie outside the layout's range).
+template <bool ON, class M> struct role_masked {
+    M m;
+};
+template <bool ON, class M> TK_DEVICE bool mask_at(const role_masked<ON, M>& r, int s) {
+    if constexpr (ON) return mask_at(r.m, s);
+    else return false;
+}
+/// `role_masked<ON, M>{m}`.
+template <bool ON, class M> TK_DEVICE role_masked<ON, M> role_mask(const M& m) { return role_masked<ON, M>{m}; }
 
 /// Stride of a rank-1 view's elements (1 when the variant is specialized as aligned).
 template <bool ALIGNED, class T, int R> TK_DEVICE long long last_stride(const view<T, R>& v) {
