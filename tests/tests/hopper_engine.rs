@@ -483,7 +483,7 @@ fn hopper_engine_constraints_read_the_engine_that_runs() {
 /// products): `attention_bwd_dq` (`q` and `dout` resident, rings `k` and `v`) and
 /// `attention_bwd_dkdv` (`k` and `v` resident, rings `q` and `dout`), 64 rows per consumer
 /// warpgroup.
-const ATTENTION_BWD_CASES: [(&str, &str); 8] = [
+const ATTENTION_BWD_CASES: [(&str, &str); 10] = [
     ("attention_bwd_dq", "BM=128,BN=64,D=128,WARPS=8,STAGES=2"),
     ("attention_bwd_dq", "BM=64,BN=64,D=128,WARPS=4,STAGES=2"),
     ("attention_bwd_dq", "BM=128,BN=64,D=64,WARPS=8,STAGES=3"),
@@ -492,6 +492,14 @@ const ATTENTION_BWD_CASES: [(&str, &str); 8] = [
     ("attention_bwd_dkdv", "BN=64,BM=64,D=128,WARPS=4,STAGES=2"),
     ("attention_bwd_dkdv", "BN=128,BM=64,D=64,WARPS=8,STAGES=3"),
     ("attention_bwd_dkdv", "BN=128,BM=32,D=128,WARPS=8,STAGES=2"),
+    (
+        "attention_bwd_dq",
+        "BM=128,BN=64,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong",
+    ),
+    (
+        "attention_bwd_dkdv",
+        "BN=128,BM=64,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong",
+    ),
 ];
 
 fn attention_bwd_spec(name: &str) -> &'static tilekit::KernelSpec {

@@ -13,8 +13,9 @@ use tilekit::prelude::*;
 /// and `dout`, all four products on wgmma). No atomics: every element of `dk` and `dv` is
 /// written by one program, and the result is the same on every run.
 #[kernel(grid = [cdiv(k.dim(1), BN), k.dim(0)])]
-#[tune(BN = [128, 64, 32], BM = [64, 32], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3])]
+#[tune(BN = [128, 64, 32], BM = [64, 32], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3], SCHEDULE = [cooperative, pingpong])]
 #[constraint(q.dim(2) == D)]
+#[constraint(WARPS == 8 || SCHEDULE == cooperative)]
 #[constraint(smem_bytes() <= max_smem())]
 // Registers: on mma.sync the two [BN, D] f32 accumulators over the warps; on the Hopper
 // engine each consumer thread holds D of them (64 rows of both per warpgroup), which
@@ -23,7 +24,7 @@ use tilekit::prelude::*;
 #[check(heads > 0 && kv_heads > 0)]
 #[check(heads / kv_heads * kv_heads == heads)]
 #[check(Z / heads * heads == Z && ZK == Z / heads * kv_heads)]
-#[check(scale.is_finite())]
+#[check(scale > 0.0 && scale.is_finite())]
 #[shapes(q = [Z, M, E], k = [ZK, N, E], v = [ZK, N, E], dout = [Z, M, E], lse = [Z, M], delta = [Z, M], dk = [ZK, N, E], dv = [ZK, N, E], scale = 0.088388, heads = 1, kv_heads = 1, causal = false)]
 #[cost(flops = 8 * Z * M * N * E)]
 #[allow(clippy::too_many_arguments)]
@@ -71,8 +72,15 @@ pub fn attention_bwd_dkdv<T: Float>(
         // Rows past M read lse = +inf: p = 0.
         let l2 = load(lse.row(z), rows, in_rows, f32::INF) * 1.4426950408889634;
         let d_rows = load(delta.row(z), rows, in_rows, 0.0);
-        let seen = expand_dims(keys, 1) < expand_dims(rows + band + 1, 0);
-        let pt = where_(seen, exp2(st * c - expand_dims(l2, 0)), 0.0);
+        // Every key of the block seen by every row of it (i + band >= n0 + BN - 1): no mask;
+        // else the unseen scores are -inf (p = 0: c > 0).
+        let st = if i + band + 1 >= n0 + BN {
+            st
+        } else {
+            let seen = expand_dims(keys, 1) < expand_dims(rows + band + 1, 0);
+            where_(seen, st, f32::NEG_INF)
+        };
+        let pt = exp2(st * c - expand_dims(l2, 0));
         let dot_t = load_tile(dout.row(z), [i, 0], [BM, D]);
         dva = dot(pt.cast::<T>(), dot_t, dva);
         let dpt = dot(vt, trans(dot_t), zeros::<f32, BN, BM>());

@@ -12,14 +12,15 @@ use tilekit::prelude::*;
 /// every element of `dq` is written by one program (use
 /// [`attention_backward`](crate::attention_backward) for the three kernels).
 #[kernel(grid = [cdiv(q.dim(1), BM), q.dim(0)])]
-#[tune(BM = [128, 64], BN = [64, 32], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3])]
+#[tune(BM = [128, 64], BN = [64, 32], D = [128, 64, 256], WARPS = [8, 4], STAGES = [2, 3], SCHEDULE = [cooperative, pingpong])]
 #[constraint(q.dim(2) == D)]
+#[constraint(WARPS == 8 || SCHEDULE == cooperative)]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * D <= 2048 * WARPS || hopper_engine())]
 #[check(heads > 0 && kv_heads > 0)]
 #[check(heads / kv_heads * kv_heads == heads)]
 #[check(Z / heads * heads == Z && ZK == Z / heads * kv_heads)]
-#[check(scale.is_finite())]
+#[check(scale > 0.0 && scale.is_finite())]
 #[shapes(q = [Z, M, E], k = [ZK, N, E], v = [ZK, N, E], dout = [Z, M, E], lse = [Z, M], delta = [Z, M], dq = [Z, M, E], scale = 0.088388, heads = 1, kv_heads = 1, causal = false)]
 #[cost(flops = 8 * Z * M * N * E)]
 #[allow(clippy::too_many_arguments)]
@@ -47,6 +48,8 @@ pub fn attention_bwd_dq<T: Float>(
     let band = if causal { n_len - m_len } else { n_len };
     let lim = minimum(arange::<BM>() + r0 + band + 1, n_len);
     let end = minimum(r0 + BM + band, n_len);
+    // Keys below `unmasked` are seen by every row of the block: their blocks skip the mask.
+    let unmasked = minimum(r0 + band + 1, n_len);
     let rows = arange::<BM>() + r0;
     let in_rows = rows < m_len;
     let d_rows = load(delta.row(z), rows, in_rows, 0.0);
@@ -59,10 +62,16 @@ pub fn attention_bwd_dq<T: Float>(
     for j in pipelined(0..end, BN, STAGES) {
         let kt = load_tile(kz, [j, 0], [BN, D]);
         let s = dot(qt, trans(kt), zeros::<f32, BM, BN>());
-        let keys = arange::<BN>() + j;
-        let seen = expand_dims(keys, 0) < expand_dims(lim, 1);
-        // A row that sees no key has lse = +inf: p = 0.
-        let p = where_(seen, exp2(s * c - expand_dims(l2, 1)), 0.0);
+        // Unseen scores are -inf (p = 0: c > 0), only in the blocks some row does not see
+        // whole; a row that sees no key has lse = +inf: p = 0.
+        let s = if j + BN <= unmasked {
+            s
+        } else {
+            let keys = arange::<BN>() + j;
+            let seen = expand_dims(keys, 0) < expand_dims(lim, 1);
+            where_(seen, s, f32::NEG_INF)
+        };
+        let p = exp2(s * c - expand_dims(l2, 1));
         let vt = load_tile(vz, [j, 0], [BN, D]);
         let dp = dot(dot_t, trans(vt), zeros::<f32, BM, BN>());
         let ds = p * (dp - expand_dims(d_rows, 1));
