@@ -28,7 +28,7 @@ if has 1; then
     timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool $tool $T --ignored --test-threads=1 gpu_attention_sanitizer_small 2>&1 | grep -E "test result|SUMMARY|Error" | sed "s/^/$tool: /" >> $OUT/attention-tests.log
   done
   grep -E "^test |test result|SUMMARY|panicked" $OUT/attention-tests.log | cut -c1-300
-  for t in gpu_hopper epilogues; do
+  for t in ${EXTRA_TESTS-gpu_hopper epilogues}; do
     T=$(ls .gpu/tests/$t-*)
     timeout 150 $T --ignored --test-threads=1 > $OUT/$t-tests.log 2>&1; echo "$t tests rc $?"
     grep -E "test result|panicked|FAILED" $OUT/$t-tests.log | cut -c1-300
