@@ -8,6 +8,7 @@ use tilekit::prelude::*;
 use tilekit::{Config, LaunchError, PAD64_RULE};
 use tilekit_ir::{Bindings, DType};
 use tilekit_kernels::{matmul, matmul_bias_act};
+use tilekit_runtime::Arg;
 use tilekit_tests::support::Rng;
 
 fn cfg(s: &str) -> Config {
@@ -190,4 +191,36 @@ fn the_tuner_enumerates_pad64_only_where_legal() {
     assert!(
         tilekit_tuner::cache::pad64_check(k, &with_pad(false), &dims("4096x4096x4096"), &b).is_ok()
     );
+}
+
+/// What an untuned launch runs (`tilekit_runtime::chosen_config`, no configuration source):
+/// the declared default, with `PAD64 = true` where the documented rule says padding pays
+/// (the launch's flops at least 2^30 and 64 per byte the copies move; see
+/// `docs/semantics.md`, "Names"). An explicit configuration and a tuned entry are never
+/// changed.
+#[test]
+fn an_untuned_large_launch_with_a_misaligned_operand_pads() {
+    let rt = Runtime::cpu();
+    let spec = &matmul::SPEC;
+    let chosen = |m: usize, k: usize, n: usize, extra: usize| {
+        let a = pitched(&rt, &vec![1.0; m * k], m, k, extra, 0);
+        let b = Tensor2::<f32>::zeros(&rt, [k, n]).unwrap();
+        let mut c = Tensor2::<f32>::zeros(&rt, [m, n]).unwrap();
+        let args = [Arg::from(&a), Arg::from(&b), Arg::from(&mut c)];
+        tilekit_runtime::chosen_config(&rt, spec, &[DType::F32], &args).unwrap()
+    };
+    let declared = spec.default_config().unwrap();
+    assert!(!declared.pad64(), "{declared}");
+    // 2 x 1024 x 1024 x 520 flops (2^30 and more), a's rows one element past a 16-byte
+    // multiple: padded.
+    let big = chosen(1024, 1024, 520, 1);
+    assert!(big.pad64(), "{big}");
+    assert_eq!(big.for_codegen(), declared.for_codegen());
+    // The same shape with aligned rows: nothing to pad, the declared default.
+    assert_eq!(chosen(1024, 1024, 520, 0), declared);
+    // Misaligned but small (below 2^30 flops): the declared default.
+    assert_eq!(chosen(64, 64, 64, 1), declared);
+    // 2^30 flops but under 64 per copied byte (a [2048, 2048] operand times 128 columns:
+    // 32 per byte): the declared default.
+    assert_eq!(chosen(2048, 2048, 128, 1), declared);
 }

@@ -26,6 +26,7 @@
 
 mod backend;
 mod check;
+mod default_rule;
 pub(crate) mod error;
 mod parts;
 mod resolve;

@@ -10,10 +10,10 @@ use tilekit_ir::{Bindings, Config};
 
 /// Resolves a launch: `attempt` (the checks, and what the backend prepares) for `config`;
 /// or, with `None`, for each configuration `tuned()` proposes (the runtime's
-/// [`crate::ConfigSource`], asked only here, so only on a memo miss), then the default, then
-/// the first declared configuration whose constraints hold (checks run before anything is
-/// written, so trying is free of side effects). Each configuration is attempted at most
-/// once.
+/// [`crate::ConfigSource`], asked only here, so only on a memo miss), then the default (as
+/// `default_for_args` adjusts it to the arguments), then the first declared configuration
+/// whose constraints hold (checks run before anything is written, so trying is free of side
+/// effects). Each configuration is attempted at most once.
 ///
 /// A tuned candidate that fails passes to the next, whatever the error. A default that
 /// fails with anything but a constraint violation ends the search with that error (as
@@ -24,6 +24,7 @@ pub(crate) fn resolve<R>(
     spec: &KernelSpec,
     config: Option<&Config>,
     tuned: impl FnOnce() -> Vec<Config>,
+    default_for_args: impl FnOnce(Config) -> Config,
     mut attempt: impl FnMut(&Config) -> Result<R, LaunchError>,
 ) -> Result<R, LaunchError> {
     if let Some(c) = config {
@@ -55,7 +56,9 @@ pub(crate) fn resolve<R>(
             }
         }
     }
-    let default = spec.default_config()?;
+    // The declared default, adjusted to the arguments where a documented rule says so
+    // (`default_rule`: PAD64 for a large problem with a misaligned operand).
+    let default = default_for_args(spec.default_config()?);
     let default_tried = tried.iter().any(|(c, _)| *c == default);
     let default_result = match tried.iter().find(|(c, _)| *c == default) {
         Some((_, e)) => Err(e.clone()),
@@ -135,6 +138,7 @@ pub(crate) fn resolve_on<'k, B: LaunchBackend, R>(
                 access,
             )
         },
+        |d| super::default_rule::default_for_args(kernel, d, args),
         |c| finish(backend.check(spec, analyzed, c, bindings, args, access)?),
     )
 }

@@ -515,6 +515,9 @@ pub fn run(
     };
     let default_label = if default == declared {
         "default".to_string()
+    } else if default.for_codegen() == declared.for_codegen() && default.pad64() {
+        // The runtime's rule for untuned launches (`PAD64` where padding pays).
+        "default (padded: the untuned rule)".to_string()
     } else {
         "default (fallback)".to_string()
     };

@@ -473,6 +473,7 @@ fn resolve_order_attempts_each_configuration_once_and_reports_the_informative_er
             spec,
             None,
             || tuned,
+            |d| d,
             |c| {
                 let b = c.int("BLOCK").unwrap_or(-1);
                 attempts.push(b);
@@ -532,6 +533,7 @@ fn resolve_order_attempts_each_configuration_once_and_reports_the_informative_er
             asked = true;
             vec![block(8)]
         },
+        |d| d,
         |c| Ok(c.int("BLOCK")),
     );
     assert_eq!((r.unwrap(), asked), (Some(16), false));
