@@ -582,3 +582,71 @@ fn attention_backward_hopper_variants_compile_with_wgmma_asynchronous_and_no_spi
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// `matmul_batched` on the GEMM form: its rings are row views (`a.row(z)`, `b.row(z)`) of
+/// rank-3 tensors, read through 3-D tensor maps; the persistent programs cover every batch's
+/// tiles.
+#[test]
+fn batched_gemm_takes_the_hopper_engine_through_rank3_tensor_maps() {
+    let spec = &tilekit_kernels::matmul_batched::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    for c in [
+        "BM=128,BN=128,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
+        "BM=64,BN=128,BK=64,STAGES=3,WARPS=4,SMEM=Padded",
+    ] {
+        let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+        let plan = match engine(k, &v).expect("engine") {
+            Engine::Hopper(plan) => plan,
+            e => panic!("{c}: {e:?}"),
+        };
+        assert!(
+            matches!(plan.form, tilekit_codegen::engine::Form::Gemm),
+            "{c}"
+        );
+        let bn = v.config.int("BN").expect("BN") as u32;
+        let bm = v.config.int("BM").expect("BM") as u32;
+        // a [Z, M, K]: boxes of 64 columns x BM rows; b [Z, K, N]: 64 columns x BK rows.
+        let maps: Vec<(u32, u8, u32, u32)> = plan
+            .tma
+            .iter()
+            .map(|m| (m.param, m.rank, m.box_cols, m.box_rows))
+            .collect();
+        assert_eq!(maps, vec![(0, 3, 64, bm), (1, 3, 64, 64)], "{c} (BN {bn})");
+        let src = variant_source(k, spec.cuda_template, &v).expect("source");
+        assert!(src.contains("tk::sm90::ws_pipeline<"), "{c}");
+        assert_eq!(src.matches("tk::sm90::tma_load_tile(").count(), 2, "{c}");
+    }
+    // Misaligned rows and the BK = 32 tiles keep mma.sync.
+    let v = variant(
+        k,
+        "BM=128,BN=128,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
+        DType::BF16,
+        Access::GENERAL,
+        Target::Sm90a,
+    );
+    assert!(matches!(engine(k, &v).expect("engine"), Engine::MmaSync(_)));
+    let v = variant(
+        k,
+        "BM=128,BN=128,BK=32,STAGES=4,WARPS=8,SMEM=Swizzle128",
+        DType::BF16,
+        Access::ROWS,
+        Target::Sm90a,
+    );
+    assert!(matches!(engine(k, &v).expect("engine"), Engine::MmaSync(_)));
+}
+
+#[test]
+fn batched_gemm_hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() {
+    if !tilekit_tests::support::nvrtc_or_skip() {
+        return;
+    }
+    let opts = CompileOptions::new("sm_90a").expect("options");
+    let spec = &tilekit_kernels::matmul_batched::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    let c = "BM=128,BN=128,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128";
+    let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+    let src = variant_source(k, spec.cuda_template, &v).expect("source");
+    let cubin = compile_cubin(&src, "matmul_batched.cu", prelude_headers(), &opts)
+        .unwrap_or_else(|e| panic!("{c}:\n{e}"));
+    assert!(ptxas_problem(c, &cubin).is_none(), "{}", cubin.log);
+}

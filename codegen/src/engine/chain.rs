@@ -9,13 +9,13 @@
 //! resident tile, `mma_dot_bt` on wgmma from two descriptors, `dot_acc_a` on wgmma with A
 //! from registers).
 
-use crate::access::AccessClass;
 use crate::analyze::nested_blocks;
 use crate::engine::facts::multiple_of;
+use crate::engine::tensors::tma_tensor;
 use crate::engine::types::{Cx, Form, HopperPlan, Residents, RingFill, TmaOperand, PANEL_BYTES};
 use crate::layout::{ConvertPath, DotSite, Layout, RingLoop};
 use crate::smem::eval_dim;
-use tilekit_ir::{DType, Dim, Inst, Op, ParamKind, Precision, Ty, ValueId};
+use tilekit_ir::{DType, Dim, Inst, Op, Precision, Ty, ValueId};
 
 /// wgmma's N extents the prelude wraps (`wgmma_ops.cuh`).
 const WGMMA_N: [u64; 7] = [16, 32, 64, 96, 128, 192, 256];
@@ -237,29 +237,6 @@ fn through_trans(cx: &Cx<'_>, v: ValueId) -> ValueId {
 
 fn dim(d: &Dim, cx: &Cx<'_>) -> Result<u64, String> {
     eval_dim(d, cx.config).map_err(|e| e.to_string())
-}
-
-/// The tensor parameter a tile is read from and the rank of its tensor map: a rank-2
-/// parameter, or a row view (`t.row(z)`) of a rank-3 one, read `Rows` in this variant (TMA
-/// needs a 16-byte aligned base and pitches).
-fn tma_tensor(cx: &Cx<'_>, t: ValueId) -> Result<(u32, u8), String> {
-    let def = |v: ValueId| cx.analysis.defs[v.index()].map(|i| &i.op);
-    let (index, rank) = match def(t) {
-        Some(Op::TensorParam { index }) => (*index, 2),
-        Some(Op::Row { tensor, .. }) => match def(*tensor) {
-            Some(Op::TensorParam { index }) => (*index, 3),
-            _ => return Err("not a row view of a tensor parameter".into()),
-        },
-        _ => return Err("not read from a tensor parameter or its row view".into()),
-    };
-    match cx.kernel.params.get(index).map(|p| &p.kind) {
-        Some(ParamKind::Tensor { rank: r, .. }) if u32::from(*r) == rank => {}
-        _ => return Err(format!("its tensor is not rank {rank}")),
-    }
-    if cx.access.class(index) != AccessClass::Rows {
-        return Err("its tensor is not 16-byte aligned row-major in this variant".into());
-    }
-    Ok((index as u32, rank as u8))
 }
 
 /// Everything before the loop runs in both roles (the producer warpgroup needs the loop's

@@ -1,12 +1,12 @@
 //! The Hopper engine's GEMM form ([`Form::Gemm`]): one `dot` of the pipelined loop's two
 //! ring loads.
 
-use crate::access::AccessClass;
 use crate::engine::facts::multiple_of;
+use crate::engine::tensors::tma_tensor;
 use crate::engine::types::{Cx, Form, HopperPlan, RingFill, TmaOperand, PANEL_BYTES};
 use crate::layout::{DotSite, Layout, Layouts, RingLoop};
 use crate::smem::eval_dim;
-use tilekit_ir::{DType, Kernel, Op, ParamKind, Precision, ValueId};
+use tilekit_ir::{DType, Kernel, Op, Precision, ValueId};
 
 /// The GEMM plan for loop `rl` and its only dot, or why the variant keeps mma.sync.
 pub(super) fn gemm_plan(
@@ -21,7 +21,7 @@ pub(super) fn gemm_plan(
         layouts,
         config,
         bindings,
-        access,
+        ..
     } = *cx;
     if rl.rings.len() != 2 || !dot.from_rings {
         return Err("the dot's operands are not both ring loads".into());
@@ -65,19 +65,8 @@ pub(super) fn gemm_plan(
                 ))
             }
         }
-        let Some(Op::TensorParam { index }) = analysis.defs[ring.tensor.index()].map(|i| &i.op)
-        else {
-            return Err(format!("{which} is not read from a tensor parameter"));
-        };
-        match kernel.params.get(*index).map(|p| &p.kind) {
-            Some(ParamKind::Tensor { rank: 2, .. }) => {}
-            _ => return Err(format!("{which}'s tensor is not rank 2")),
-        }
-        if access.class(*index) != AccessClass::Rows {
-            return Err(format!(
-                "{which}'s tensor is not 16-byte aligned row-major in this variant"
-            ));
-        }
+        // A rank-2 tensor, or a row view of a rank-3 one (a batched GEMM's `a.row(z)`).
+        let (param, rank) = tma_tensor(cx, ring.tensor).map_err(|e| format!("{which}: {e}"))?;
         let rows = eval_dim(&ring.rows, config).map_err(|e| e.to_string())?;
         let cols = eval_dim(&ring.cols, config).map_err(|e| e.to_string())?;
         let es = dtype.size_bytes() as u64;
@@ -103,8 +92,8 @@ pub(super) fn gemm_plan(
             rows,
             cols,
             TmaOperand {
-                param: *index as u32,
-                rank: 2,
+                param,
+                rank,
                 box_cols: (PANEL_BYTES / es) as u32,
                 box_rows: rows as u32,
                 dtype,
@@ -137,6 +126,12 @@ pub(super) fn gemm_plan(
     } else {
         RingFill::Tma
     };
+    if fill == RingFill::Convert && tma.iter().any(|t| t.2.rank == 3) {
+        // The TF32 producer issues 2-D maps only (`emit::pipeline::pipelined_tf32`).
+        return Err(
+            "TF32 operands read through row views (the TF32 path takes rank-2 tensors)".into(),
+        );
+    }
     Ok(HopperPlan {
         loop_iv: rl.iv,
         consumers: warps / 4,

@@ -15,11 +15,13 @@
 //! `tilekit show K --stage layouts` and in the variant's source.
 //!
 //! Modules: `types` (the plan and what the runtime reads of it), `facts` (what the checks
-//! prove of scalars), `gemm` and `chain` (the checks of each form); this file dispatches.
+//! prove of scalars), `tensors` (what TMA can read), `gemm` and `chain` (the checks of each
+//! form); this file dispatches.
 
 mod chain;
 mod facts;
 mod gemm;
+mod tensors;
 mod types;
 
 pub use types::{Engine, Form, HopperPlan, Residents, RingFill, TmaOperand, PRODUCER_THREADS};

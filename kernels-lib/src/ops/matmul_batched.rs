@@ -4,7 +4,9 @@ use tilekit::prelude::*;
 /// one program per BM x BN output tile of one batch entry (grid axis 2 is the batch). Each
 /// tensor's batch stride is its own (a view with non-contiguous batches works), and the
 /// main loop is [`matmul`](crate::matmul)'s: cp.async rings of `A[z]` and `B[z]` tiles in
-/// shared memory (layout `SMEM`) feeding `mma.sync` for bf16 and f16.
+/// shared memory (layout `SMEM`) feeding `mma.sync` for bf16 and f16; on sm_90a, with
+/// 16-byte aligned rows, the Hopper engine (TMA through 3-D tensor maps of the row views,
+/// wgmma, persistent programs over every batch's tiles).
 ///
 /// ```
 /// use tilekit::prelude::*;
@@ -17,7 +19,7 @@ use tilekit::prelude::*;
 /// assert_eq!(c.to_vec().unwrap(), vec![3.0, 2.0]);
 /// ```
 #[kernel(grid = [cdiv(a.dim(1), BM), cdiv(b.dim(2), BN), a.dim(0)])]
-#[tune(BM = [128, 64], BN = [128, 64], BK = [32, 64], STAGES = [4, 3, 2], WARPS = [4, 8],
+#[tune(BM = [128, 64], BN = [128, 64], BK = [64, 32], STAGES = [4, 3, 2], WARPS = [8, 4],
        SMEM = [Swizzle128, Padded])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
