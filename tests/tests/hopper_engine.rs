@@ -650,3 +650,106 @@ fn batched_gemm_hopper_variants_compile_with_wgmma_asynchronous_and_no_spills() 
         .unwrap_or_else(|e| panic!("{c}:\n{e}"));
     assert!(ptxas_problem(c, &cubin).is_none(), "{}", cubin.log);
 }
+
+/// A chained-form kernel whose key/value rows start at an offset read from a tensor before
+/// the loop (a packed sequence's start, as variable-length attention reads it): the scalar
+/// gather feeds the ring origins, so the producer warpgroup must read it too (no role mask);
+/// a tile gather before the loop is masked off on the producer.
+mod offset_chain {
+    use tilekit::prelude::*;
+
+    #[kernel(grid = [cdiv(q.dim(1), BM), q.dim(0)])]
+    #[tune(BM = [128], BN = [64], D = [128], WARPS = [8], STAGES = [2])]
+    #[constraint(q.dim(2) == D)]
+    #[shapes(q = [Z, M, E], k = [Z, N, E], v = [Z, N, E], o = [Z, M, E], starts = [Z], bias = [Z, M])]
+    pub fn offset_chain<T: Float>(
+        q: &Tensor3<T>,
+        k: &Tensor3<T>,
+        v: &Tensor3<T>,
+        o: &mut Tensor3<T>,
+        starts: &Tensor1<i64>,
+        bias: &Tensor2<f32>,
+    ) {
+        let (pm, z) = (program_id(0), program_id(1));
+        let r0 = pm * BM;
+        let first = load(starts, z);
+        let rows = arange::<BM>() + r0;
+        let b = load(bias.row(z), rows, rows < q.dim(1), 0.0);
+        let qt = load_tile(q.row(z), [r0, 0], [BM, D]);
+        let mut acc = zeros::<f32, BM, D>();
+        for j in pipelined(first..k.dim(1), BN, STAGES) {
+            let kt = load_tile(k.row(z), [j, 0], [BN, D]);
+            let s = dot(qt, trans(kt), zeros::<f32, BM, BN>()) + expand_dims(b, 1);
+            let vt = load_tile(v.row(z), [j, 0], [BN, D]);
+            acc = dot(s.cast::<T>(), vt, acc);
+        }
+        store_tile(o.row(z), [r0, 0], acc.cast::<T>());
+    }
+}
+
+#[test]
+fn a_scalar_gather_before_the_chained_loop_is_read_by_both_roles() {
+    let spec = &offset_chain::offset_chain::SPEC;
+    let k = spec.kernel().expect("kernel IR");
+    let c = "BM=128,BN=64,D=128,WARPS=8,STAGES=2";
+    let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+    match engine(k, &v).expect("engine") {
+        Engine::Hopper(plan) => assert!(
+            matches!(plan.form, tilekit_codegen::engine::Form::Chain { .. }),
+            "{:?}",
+            plan.form
+        ),
+        e => panic!("{e:?}"),
+    }
+    let src = variant_source(k, spec.cuda_template, &v).expect("source");
+    // One role-masked gather (the bias rows), and the scalar start read unmasked.
+    assert_eq!(
+        src.matches("tk::role_mask<TK_ROLE == tk::sm90::ROLE_CONSUMER>(")
+            .count(),
+        1,
+        "{src}"
+    );
+    if tilekit_tests::support::nvrtc_or_skip() {
+        let opts = CompileOptions::new("sm_90a").expect("options");
+        let cubin = compile_cubin(&src, "offset_chain.cu", prelude_headers(), &opts)
+            .unwrap_or_else(|e| panic!("{c}:\n{e}"));
+        assert!(ptxas_problem(c, &cubin).is_none(), "{}", cubin.log);
+    }
+}
+
+/// [`offset_chain`] on the GPU (the Hopper engine at its only configuration) against the
+/// CPU backend, bitwise: small integers keep every product and sum exact. Starts that are
+/// not multiples of the key block, a partial query block, a start past every key.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_a_scalar_gather_feeds_the_producers_ring_origins() {
+    use tilekit::prelude::*;
+    let g = Runtime::cuda(0).expect("a CUDA device");
+    let cpu = Runtime::cpu();
+    let mut r = tilekit_tests::support::Rng(0x0ff5);
+    let (z, m, n, d) = (3usize, 130usize, 200usize, 128usize);
+    let mut ints = |len: usize| -> Vec<half::bf16> {
+        (0..len)
+            .map(|_| half::bf16::from_f32((r.next_u64() % 3) as f32 - 1.0))
+            .collect()
+    };
+    let (qv, kv, vv) = (ints(z * m * d), ints(z * n * d), ints(z * n * d));
+    let bias: Vec<f32> = (0..z * m).map(|i| (i % 5) as f32 - 2.0).collect();
+    let starts = vec![0i64, 37, 250];
+    let run = |rt: &Runtime| -> Vec<half::bf16> {
+        let t3 = |v: &[half::bf16], s: [usize; 3]| Tensor3::from_vec(rt, v.to_vec(), s).unwrap();
+        let (q, k, v) = (t3(&qv, [z, m, d]), t3(&kv, [z, n, d]), t3(&vv, [z, n, d]));
+        let st = Tensor1::from_vec(rt, starts.clone(), [z]).unwrap();
+        let b = Tensor2::from_vec(rt, bias.clone(), [z, m]).unwrap();
+        let mut o = Tensor3::full(rt, [z, m, d], half::bf16::NAN).unwrap();
+        offset_chain::offset_chain::launch(rt, &q, &k, &v, &mut o, &st, &b).unwrap();
+        o.to_vec().unwrap()
+    };
+    let (got, want) = (run(&g), run(&cpu));
+    assert_eq!(got.len(), want.len());
+    let bad = got
+        .iter()
+        .zip(&want)
+        .position(|(a, b)| a.to_bits() != b.to_bits());
+    assert!(bad.is_none(), "first difference at {bad:?}");
+}

@@ -270,8 +270,10 @@ impl<'k> Emitter<'k> {
             None => "tk::no_mask{}".to_string(),
         };
         // Before the Hopper engine's loop both warpgroup roles run this code: the producer's
-        // threads (outside the layout's thread range) must not read, so its lanes are masked.
-        let role = self.hopper.is_some() && !self.hopper_loop_reached;
+        // threads (outside the layout's thread range) must not read a tile, so its lanes are
+        // masked. A scalar gather reads one address in every thread, and the producer may
+        // need its value (a loop bound, a ring origin): it reads it too.
+        let role = self.hopper.is_some() && !self.hopper_loop_reached && !shape.is_scalar();
         let m = if role {
             self.w.line("// before the Hopper loop: the producer warpgroup reads nothing (its lanes masked off)");
             format!("tk::role_mask<TK_ROLE == tk::sm90::ROLE_CONSUMER>({m})")
