@@ -6,8 +6,8 @@ use tilekit::prelude::*;
 /// `dout` are `[Z, M, D]` (the forward's output and its upstream gradient), `delta` `[Z,
 /// M]`.
 ///
-/// One program per `BM` rows of one head: both `[BM, D]` tiles read once, multiplied in f32
-/// and summed along `D`. Memory-bound (it reads `o` and `dout` once); it runs first so that
+/// One program per `BM` rows of one head: both `[BM, D]` tiles read once, 64 columns at a
+/// time, multiplied in f32 and summed along `D`. Memory-bound (it reads `o` and `dout` once); it runs first so that
 /// the two passes after it start their loops with nothing but register work before them
 /// (the Hopper engine's condition).
 ///
@@ -30,10 +30,13 @@ pub fn attention_bwd_delta<T: Float>(o: &Tensor3<T>, dout: &Tensor3<T>, delta: &
     let (pm, z) = (program_id(0), program_id(1));
     let r0 = pm * BM;
     let rows = arange::<BM>() + r0;
-    let d_rows = sum(
-        load_tile(dout.row(z), [r0, 0], [BM, D]).to_f32()
-            * load_tile(o.row(z), [r0, 0], [BM, D]).to_f32(),
-        1,
-    );
-    store(delta.row(z), rows, d_rows, rows < o.dim(1));
+    // 64 columns at a time (at most 64 elements of a tile per thread at any D), the
+    // products summed in a [BM, 64] f32 tile and across it once.
+    let mut acc = zeros::<f32, BM, 64>();
+    for c in (0..D).step_by(64) {
+        acc = acc
+            + load_tile(dout.row(z), [r0, c], [BM, 64]).to_f32()
+                * load_tile(o.row(z), [r0, c], [BM, 64]).to_f32();
+    }
+    store(delta.row(z), rows, sum(acc, 1), rows < o.dim(1));
 }
