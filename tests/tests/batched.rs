@@ -212,3 +212,25 @@ fn gpu_matmul_batched_32x512_launch() {
         assert_bitwise(&format!("batch {q}"), &one(&got, m, n), &want);
     }
 }
+
+/// A B operand shared by every batch entry (batch stride 0, as a broadcast weight): on
+/// sm_90a the declared default reads it through a 3-D tensor map; bitwise against the CPU
+/// backend.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_batched_broadcast_b() {
+    let g = gpu();
+    let cpu = Runtime::cpu();
+    let mut r = Rng(0xb0ad);
+    let (z, m, k, n) = (3, 256, 128, 128);
+    let av = small_ints::<half::bf16>(&mut r, z * m * k);
+    let bv = small_ints::<half::bf16>(&mut r, k * n);
+    let run = |rt: &Runtime| {
+        let a = Tensor3::from_vec(rt, av.clone(), [z, m, k]).unwrap();
+        let b = Tensor3::from_vec_strided(rt, bv.clone(), [z, k, n], [0, n, 1], 0).unwrap();
+        let mut c = Tensor3::full(rt, [z, m, n], half::bf16::NAN).unwrap();
+        matmul_batched::launch(rt, &a, &b, &mut c).unwrap();
+        c.to_vec().unwrap()
+    };
+    assert_bitwise("broadcast B", &run(&g), &run(&cpu));
+}

@@ -242,16 +242,25 @@ fn dim(d: &Dim, cx: &Cx<'_>) -> Result<u64, String> {
 /// Everything before the loop runs in both roles (the producer warpgroup needs the loop's
 /// bounds and the ring tiles' views): register work only — pure computations, `arange`,
 /// `full`, `expand_dims`, scalar `if`s of those — with no conversion through shared memory,
-/// gathers (`load`: per-row inputs such as a saved log-sum-exp, which the generated code
-/// masks off on the producer, `tk::role_mask`; a scalar gather, such as a sequence's start,
-/// is read by both roles: the producer may need it), and the resident tiles' loads (the
-/// generated code copies them on the consumers only).
+/// gathers (`load` into an accumulator's layout: per-row inputs such as a saved
+/// log-sum-exp, which the generated code masks off on the producer, `tk::role_mask`; a
+/// scalar gather, such as a sequence's start, is read by both roles: the producer may need
+/// it), and the resident tiles' loads (the generated code copies them on the consumers
+/// only).
 fn prefix_ok(cx: &Cx<'_>, iv: ValueId, residents: &[ValueId]) -> Result<(), String> {
     fn insts_ok(cx: &Cx<'_>, insts: &[Inst], residents: &[ValueId]) -> Result<(), String> {
         for inst in insts {
             let ok = match &inst.op {
                 Op::LoadTile { .. } => inst.results.first().is_some_and(|r| residents.contains(r)),
-                Op::Load { .. } => true,
+                // A scalar gather (uniform), or a tile gathered into an accumulator's
+                // layout; a blocked tile gather could be printed as a grouped prefix load
+                // (`emit::load_group`), which the producer's role mask does not reach.
+                Op::Load { .. } => inst.results.first().is_some_and(|r| {
+                    matches!(
+                        cx.layouts.get(*r),
+                        Layout::Uniform | Layout::Acc(_) | Layout::Slice { .. }
+                    )
+                }),
                 Op::If { .. } => {
                     for nb in nested_blocks(&inst.op) {
                         insts_ok(cx, &nb.insts, residents)?;

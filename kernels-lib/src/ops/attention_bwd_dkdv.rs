@@ -1,7 +1,7 @@
 use tilekit::prelude::*;
 
 /// Attention backward, second pass: `dk` and `dv`, reading the `delta` that
-/// [`attention_bwd_dq`](crate::attention_bwd_dq) wrote. Same tensors, mask and heads as
+/// [`attention_bwd_delta`](crate::attention_bwd_delta) wrote. Same tensors, mask and heads as
 /// [`attention`](crate::attention).
 ///
 /// One program per `BN` keys of one key/value head, `k` and `v` loaded once, and one loop

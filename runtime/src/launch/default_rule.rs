@@ -6,13 +6,14 @@
 //!
 //! Only the default moves: a tuned entry (local, imported, shipped or lent by a GPU of the
 //! same compute capability) is taken as it is, and an explicit configuration is never
-//! changed.
+//! changed. A padded launch needs scratch: under graph capture, warm up at the same shapes
+//! first (as for any `PAD64 = true` launch; `CudaLaunchError::ScratchForCapture` says so).
 
 use super::check::pad64_mask;
 use super::Arg;
 use std::collections::BTreeMap;
 use tilekit_ir::space::PAD64;
-use tilekit_ir::{cost, Config, Kernel, ParamKind, TuneValue};
+use tilekit_ir::{cost, Config, Kernel, TuneValue};
 
 /// An untuned launch pads when its work (`#[cost(flops)]`) is at least this many
 /// operations per byte the copies move (each padded tensor read and written once): a
@@ -60,8 +61,11 @@ pub(crate) fn default_for_args(kernel: &Kernel, default: Config, args: &[Arg<'_>
     }
 }
 
-/// The launch's `#[cost(flops)]` from its arguments' extents and integer scalars (`None`
-/// when the kernel declares none or it does not evaluate).
+/// The launch's `#[cost(flops)]` from its arguments' extents (and the derived dimensions of
+/// `#[shapes]`); `None` when the kernel declares none or it does not evaluate. Scalars are
+/// not read: the launch memo keys on the tensors' shapes but not on every scalar, so a
+/// formula that needs one leaves the declared default (the decision must follow from the
+/// key).
 fn launch_flops(kernel: &Kernel, args: &[Arg<'_>]) -> Option<u64> {
     kernel.problem.flops.as_ref()?;
     let mut dims = cost::DimValues::new();
@@ -73,15 +77,8 @@ fn launch_flops(kernel: &Kernel, args: &[Arg<'_>]) -> Option<u64> {
             }
         }
     }
-    let scalars: BTreeMap<usize, i64> = kernel
-        .params
-        .iter()
-        .zip(args)
-        .enumerate()
-        .filter(|(_, (p, _))| matches!(p.kind, ParamKind::Scalar { .. }))
-        .filter_map(|(i, (_, a))| a.int_scalar().map(|v| (i, v)))
-        .collect();
-    cost::launch_flops(kernel, &dims, &scalars).filter(|&f| f > 0)
+    cost::derive_dims(kernel, &mut dims).ok()?;
+    cost::launch_flops(kernel, &dims, &BTreeMap::new()).filter(|&f| f > 0)
 }
 
 /// `c` with `PAD64 = true`.
