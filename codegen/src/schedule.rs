@@ -2,8 +2,11 @@
 //! layouts alone: groups of prefix loads behind one bounds test (`emit/load_group.rs`)
 //! and adjacent whole-tile reductions fused into one round (`emit/fuse.rs`).
 //!
-//! The printer and the shared-memory pass ([`crate::smem::pass`]) both read these
-//! decisions, so the pass visits instructions in the order the printer prints them.
+//! [`Facts::steps`] is the printer's walk over a block — grouped prefix loads, fused
+//! reductions, else one instruction at a time — and every pass that must see instructions
+//! in the printed order iterates it: the printer (`emit`), the shared-memory pass
+//! ([`crate::smem::pass`]) and the conversion list (`crate::convert`). A new grouping rule
+//! is added here once, and all three follow.
 
 use crate::layout::{Layout, Layouts};
 use tilekit_ir::{BinOp, CachePolicy, CmpOp, Inst, Op, ReduceOp, Shape, Ty, Types, ValueId};
@@ -74,7 +77,41 @@ pub(crate) struct PrefixGroup<'k> {
 /// One whole-tile reduction of a fused pair: op, operand, result.
 pub(crate) type WholeReduce = (ReduceOp, ValueId, ValueId);
 
+/// One step of the printer's walk over a block ([`Facts::steps`]).
+pub(crate) enum Step<'k> {
+    /// A group of prefix loads behind one bounds test, over its window of the block
+    /// (`PrefixGroup::ahead` and `after` index into the window).
+    Group(&'k [Inst], PrefixGroup<'k>),
+    /// Two adjacent whole-tile reductions in one round: the two instructions and what they
+    /// reduce.
+    Fused(&'k [Inst], (WholeReduce, WholeReduce)),
+    /// One instruction (its nested blocks are the visitor's to walk).
+    One(&'k Inst),
+}
+
 impl<'k> Facts<'_, 'k> {
+    /// The printer's order over `insts` (one block, not its nested ones): at each position a
+    /// group of prefix loads ([`Self::prefix_group`]) if one starts there, else a fused pair
+    /// of reductions ([`Self::fused_pair`]), else the instruction alone.
+    pub fn steps(&self, insts: &'k [Inst]) -> Vec<Step<'k>> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < insts.len() {
+            let rest = &insts[i..];
+            if let Some(g) = self.prefix_group(rest) {
+                i += g.end;
+                out.push(Step::Group(rest, g));
+            } else if let Some(pair) = self.fused_pair(rest) {
+                i += 2;
+                out.push(Step::Fused(&rest[..2], pair));
+            } else {
+                out.push(Step::One(&insts[i]));
+                i += 1;
+            }
+        }
+        out
+    }
+
     /// The layout of `v`.
     fn layout(&self, v: ValueId) -> Layout {
         self.layouts.get(v)

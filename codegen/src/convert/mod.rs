@@ -15,7 +15,7 @@
 use crate::analyze::{cmp_elem, Analysis};
 use crate::error::CodegenError;
 use crate::layout::{self, Conversion, ConvertPath, Layout, Layouts};
-use crate::schedule::Facts;
+use crate::schedule::{Facts, Step};
 use std::collections::HashMap;
 use tilekit_ir::{BinOp, Block, DType, Elem, Inst, Op, Shape, Ty, ValueId};
 
@@ -210,37 +210,32 @@ impl<'k> Walk<'_, 'k> {
     /// group's bounds test replaces the masks), fused reductions, else one instruction at
     /// a time.
     fn block(&mut self, b: &'k Block) {
-        let mut i = 0;
-        while i < b.insts.len() {
-            let rest = &b.insts[i..];
-            if let Some(g) = self.f.prefix_group(rest) {
-                for &j in &g.ahead {
-                    self.inst(&rest[j]);
-                }
-                for m in &g.members {
-                    if let (Some(o), Some(elem)) = (m.other, self.view_elem(m.view)) {
-                        let k = other_operand(&m.inst.op);
-                        self.want((m.inst, k), o, &elem, &g.key.shape, Layout::Blocked);
+        for step in self.f.steps(&b.insts) {
+            match step {
+                Step::Group(window, g) => {
+                    for &j in &g.ahead {
+                        self.inst(&window[j]);
+                    }
+                    for m in &g.members {
+                        if let (Some(o), Some(elem)) = (m.other, self.view_elem(m.view)) {
+                            let k = other_operand(&m.inst.op);
+                            self.want((m.inst, k), o, &elem, &g.key.shape, Layout::Blocked);
+                        }
+                    }
+                    for &j in &g.after {
+                        self.inst(&window[j]);
                     }
                 }
-                for &j in &g.after {
-                    self.inst(&rest[j]);
+                Step::Fused(pair, ((_, x1, r1), (_, x2, r2))) => {
+                    if let (Some((e1, _)), Some((e2, _)), Some((_, s1)), Some((_, s2))) =
+                        (self.ty(r1), self.ty(r2), self.ty(x1), self.ty(x2))
+                    {
+                        self.want((&pair[0], 0), x1, &e1, &s1, Layout::Blocked);
+                        self.want((&pair[1], 0), x2, &e2, &s2, Layout::Blocked);
+                    }
                 }
-                i += g.end;
-                continue;
+                Step::One(inst) => self.inst(inst),
             }
-            if let Some(((_, x1, r1), (_, x2, r2))) = self.f.fused_pair(rest) {
-                if let (Some((e1, _)), Some((e2, _)), Some((_, s1)), Some((_, s2))) =
-                    (self.ty(r1), self.ty(r2), self.ty(x1), self.ty(x2))
-                {
-                    self.want((&rest[0], 0), x1, &e1, &s1, Layout::Blocked);
-                    self.want((&rest[1], 0), x2, &e2, &s2, Layout::Blocked);
-                }
-                i += 2;
-                continue;
-            }
-            self.inst(&b.insts[i]);
-            i += 1;
         }
     }
 

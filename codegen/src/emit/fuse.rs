@@ -10,18 +10,22 @@
 use super::Emitter;
 use crate::error::CodegenError;
 use crate::layout::Layout;
+use crate::schedule::WholeReduce;
 use crate::smem::PartKey;
 use tilekit_ir::Inst;
 
 impl<'k> Emitter<'k> {
-    /// Emits `insts[0]` and `insts[1]` as one `tk::reduce_all2` when they are two such
-    /// reductions; returns whether it did (else nothing is emitted).
-    pub(super) fn fused_reductions(&mut self, insts: &'k [Inst]) -> Result<bool, CodegenError> {
-        let Some(((op1, x1, r1), (op2, x2, r2))) = self.facts().fused_pair(insts) else {
-            return Ok(false);
-        };
+    /// Emits the two reductions `insts` ([`crate::schedule::Facts::fused_pair`]) as one
+    /// `tk::reduce_all2`.
+    pub(super) fn fused_reductions(
+        &mut self,
+        insts: &'k [Inst],
+        ((op1, x1, r1), (op2, x2, r2)): (WholeReduce, WholeReduce),
+    ) -> Result<(), CodegenError> {
         let [first, second, ..] = insts else {
-            return Ok(false);
+            return Err(CodegenError::Unsupported(
+                "internal: a fused pair of fewer than two instructions".into(),
+            ));
         };
         let ((e1, _), (e2, _)) = (self.ty(r1)?, self.ty(r2)?);
         let (_, _, s1, _) = self.tile(x1)?;
@@ -48,6 +52,6 @@ impl<'k> Emitter<'k> {
         self.w.line(&format!("const auto {n} = {pair}.first;"));
         let n = self.define_typed(r2)?;
         self.w.line(&format!("const auto {n} = {pair}.second;"));
-        Ok(true)
+        Ok(())
     }
 }

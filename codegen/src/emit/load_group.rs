@@ -27,29 +27,26 @@ use crate::convert::other_operand;
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{elem_ctype, shape_type};
-use crate::schedule::{Member, PrefixKey};
+use crate::schedule::{Member, PrefixGroup, PrefixKey};
 use tilekit_ir::Inst;
 
 impl<'k> Emitter<'k> {
-    /// Emits a group of two or three prefix loads starting at `insts[0]`
-    /// ([`crate::schedule::Facts::prefix_group`]) and returns how many instructions it
-    /// consumed; 0 when there is no such group (nothing is emitted): the window's
-    /// instructions that go ahead, then the group, then those that read its results.
+    /// Emits a group of two or three prefix loads over its `window` of the block
+    /// ([`crate::schedule::Facts::prefix_group`]): the window's instructions that go ahead,
+    /// then the group, then those that read its results.
     pub(super) fn grouped_prefix_loads(
         &mut self,
-        insts: &'k [Inst],
-    ) -> Result<usize, CodegenError> {
-        let Some(g) = self.facts().prefix_group(insts) else {
-            return Ok(0);
-        };
+        window: &'k [Inst],
+        g: &PrefixGroup<'k>,
+    ) -> Result<(), CodegenError> {
         for &j in &g.ahead {
-            self.inst(&insts[j])?;
+            self.inst(&window[j])?;
         }
         self.print_group(&g.key, &g.members)?;
         for &j in &g.after {
-            self.inst(&insts[j])?;
+            self.inst(&window[j])?;
         }
-        Ok(g.end)
+        Ok(())
     }
 
     /// `const auto a_b = tk::load_prefix2<..>(..); const auto a = a_b.first; ..`.

@@ -24,7 +24,7 @@ use crate::error::CodegenError;
 use crate::layout::{self, Layout, Layouts};
 use crate::names::{dim_expr, elem_ctype, sanitize, shape_type};
 use crate::params::{aligned_param, cols_param, declaration, tune_kinds, TuneKind};
-use crate::schedule::Facts;
+use crate::schedule::{Facts, Step};
 use crate::smem::pass::{self, Engine as SmemEngine};
 use crate::smem::{PartKey, SmemAlloc, SmemKind, SmemPlan};
 use crate::threads::ThreadsRule;
@@ -374,20 +374,14 @@ impl<'k> Emitter<'k> {
         }
     }
 
+    /// A block in the printer's order ([`crate::schedule::Facts::steps`]).
     fn block(&mut self, b: &'k Block) -> Result<(), CodegenError> {
-        let mut i = 0;
-        while i < b.insts.len() {
-            let grouped = self.grouped_prefix_loads(&b.insts[i..])?;
-            if grouped > 0 {
-                i += grouped;
-                continue;
+        for step in self.facts().steps(&b.insts) {
+            match step {
+                Step::Group(window, g) => self.grouped_prefix_loads(window, &g)?,
+                Step::Fused(pair, reduces) => self.fused_reductions(pair, reduces)?,
+                Step::One(inst) => self.inst(inst)?,
             }
-            if self.fused_reductions(&b.insts[i..])? {
-                i += 2;
-                continue;
-            }
-            self.inst(&b.insts[i])?;
-            i += 1;
         }
         Ok(())
     }

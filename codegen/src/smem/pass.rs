@@ -13,7 +13,7 @@ use super::{Factor, PartKey, SmemAlloc};
 use crate::engine::Residents;
 use crate::layout::{ConvertPath, Layout};
 use crate::names::dim_expr;
-use crate::schedule::Facts;
+use crate::schedule::{Facts, Step};
 use tilekit_ir::{Block, Dim, Elem, Inst, Kernel, Op, Shape, Ty, ValueId};
 
 /// The engine a lowering targets, as far as shared memory cares.
@@ -224,31 +224,27 @@ impl<'k> Planner<'_, 'k> {
     /// The printer's `Emitter::block`: grouped prefix loads, fused reductions, else one
     /// instruction at a time.
     fn block(&mut self, b: &'k Block) {
-        let mut i = 0;
-        while i < b.insts.len() {
-            let rest = &b.insts[i..];
-            if let Some(g) = self.f.prefix_group(rest) {
-                for &j in &g.ahead {
-                    self.inst(&rest[j]);
+        for step in self.f.steps(&b.insts) {
+            match step {
+                Step::Group(window, g) => {
+                    for &j in &g.ahead {
+                        self.inst(&window[j]);
+                    }
+                    for m in &g.members {
+                        self.converts(m.inst);
+                    }
+                    for &j in &g.after {
+                        self.inst(&window[j]);
+                    }
                 }
-                for m in &g.members {
-                    self.converts(m.inst);
+                Step::Fused(pair, ((op1, x1, r1), (op2, x2, r2))) => {
+                    for inst in pair {
+                        self.converts(inst);
+                    }
+                    self.fused(op1.name(), x1, r1, op2.name(), (x2, r2));
                 }
-                for &j in &g.after {
-                    self.inst(&rest[j]);
-                }
-                i += g.end;
-                continue;
+                Step::One(inst) => self.inst(inst),
             }
-            if let Some(((op1, x1, r1), (op2, x2, r2))) = self.f.fused_pair(rest) {
-                self.converts(&rest[0]);
-                self.converts(&rest[1]);
-                self.fused(op1.name(), x1, r1, op2.name(), (x2, r2));
-                i += 2;
-                continue;
-            }
-            self.inst(&b.insts[i]);
-            i += 1;
         }
     }
 
