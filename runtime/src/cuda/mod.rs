@@ -52,6 +52,7 @@ mod in_flight;
 mod launch;
 mod libraries;
 pub(crate) mod pad;
+pub(crate) mod pad_layout;
 mod timings;
 mod tma;
 mod variants;

@@ -495,7 +495,7 @@ pub const PAD64_RULE: &str =
     "PAD64 = true needs a read-only tensor whose base or row pitch is not 16-byte aligned";
 
 /// Whether a `PAD64 = true` launch with these arguments copies anything: some read-only
-/// tensor argument of rank 1 or 2 is `General` (`cuda::pad::needs_padding`; a host
+/// tensor argument of rank 1 or 2 is `General` (`cuda::pad_layout::needs_padding`; a host
 /// tensor's base counts as aligned, so the CPU backend refuses what the CUDA backend
 /// refuses for the same layouts).
 pub(crate) fn pad64_applies(kernel: &Kernel, args: &[Arg<'_>]) -> bool {
@@ -509,7 +509,7 @@ pub(crate) fn pad64_mask(kernel: &Kernel, args: &[Arg<'_>]) -> u64 {
     let mut mask = 0u64;
     for (i, (p, a)) in kernel.params.iter().zip(args).enumerate().take(64) {
         if let (ParamKind::Tensor { mutable: false, .. }, Arg::Tensor(t)) = (&p.kind, a) {
-            if crate::cuda::pad::needs_padding(t.device, &t.layout) {
+            if crate::cuda::pad_layout::needs_padding(t.device, &t.layout) {
                 mask |= 1 << i;
             }
         }
