@@ -5,6 +5,7 @@ library kernel's shapes (`LIBRARY_CASES`: [B, H, S, D], causal, grouped-query he
 for inference and for training, and the backward, per backend (skip with --user-only).
 
     python3 benches/peers/sdpa.py --out $OUT/sdpa.json
+    python3 benches/peers/sdpa.py --no-user --cases 0,1 --backends cudnn --out $OUT/s.json  # a short call
 """
 import argparse, json, statistics
 import torch
@@ -31,10 +32,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="sdpa.json")
     ap.add_argument("--user-only", action="store_true", help="only the user kernel's shapes")
+    ap.add_argument("--no-user", action="store_true", help="only the library kernel's shapes")
+    ap.add_argument("--cases", default="", help="LIBRARY_CASES indices, comma-separated (default: all)")
+    ap.add_argument("--backends", default="cudnn,flash,efficient", help="backends, comma-separated")
     args = ap.parse_args()
     m, n = 32768, 4096
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
-    for d in (64, 128):
+    for d in (() if args.no_user else (64, 128)):
         g = torch.Generator(device="cuda").manual_seed(d)
         q = torch.randn(1, 1, m, d, device="cuda", dtype=torch.bfloat16, generator=g)
         k = torch.randn(1, 1, n, d, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -50,7 +54,8 @@ def main():
             out["rows"].append(row)
             print("sdpa", row)
     if not args.user_only:
-        library_cases(out)
+        cases = [int(i) for i in args.cases.split(",") if i] or range(len(LIBRARY_CASES))
+        library_cases(out, [LIBRARY_CASES[i] for i in cases], args.backends.split(","))
     json.dump(out, open(args.out, "w"), indent=1)
 
 
@@ -65,11 +70,11 @@ LIBRARY_CASES = [
 ]
 
 
-def library_cases(out):
+def library_cases(out, cases, backends):
     """SDPA on [B, H, S, D] bf16: forward without grad (inference), forward with grad (the
     backends save their log-sum-exp: training) and the backward alone (torch.autograd.grad
     of the retained graph), per backend."""
-    for (b, h, hk, s, d, causal) in LIBRARY_CASES:
+    for (b, h, hk, s, d, causal) in cases:
         g = torch.Generator(device="cuda").manual_seed(s + d)
         mk = lambda heads: torch.randn(b, heads, s, d, device="cuda", dtype=torch.bfloat16, generator=g)
         q, k, v, do = mk(h), mk(hk), mk(hk), mk(h)
@@ -79,6 +84,8 @@ def library_cases(out):
             kw["enable_gqa"] = True
         for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
                          ("efficient", SDPBackend.EFFICIENT_ATTENTION)):
+            if name not in backends:
+                continue
             row = {"backend": name, "b": b, "h": h, "kv_heads": hk, "s": s, "d": d, "causal": causal}
             try:
                 with sdpa_kernel(be):

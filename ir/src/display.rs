@@ -29,6 +29,9 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::TensorParam { index } => format!("tensor_param {index}"),
         Op::TensorDim { tensor, axis } => format!("dim {} {axis}", v(k, *tensor)),
         Op::Row { tensor, index } => format!("row {} {}", v(k, *tensor), v(k, *index)),
+        Op::Narrow { tensor, start, len } => {
+            format!("narrow {} {} {}", v(k, *tensor), v(k, *start), v(k, *len))
+        }
         Op::Unary { op, x } => format!("{} {}", op.name(), v(k, *x)),
         Op::Binary { op, a, b } => format!("{} {} {}", op.name(), v(k, *a), v(k, *b)),
         Op::Cmp { op, a, b } => format!("cmp {} {} {}", op.symbol(), v(k, *a), v(k, *b)),

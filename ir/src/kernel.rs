@@ -198,7 +198,7 @@ impl Kernel {
                             tensor_of[r.index()] = Some(*index);
                         }
                     }
-                    Op::Row { tensor, .. } => {
+                    Op::Row { tensor, .. } | Op::Narrow { tensor, .. } => {
                         let t = tensor_of[tensor.index()];
                         if let Some(r) = inst.results.first() {
                             tensor_of[r.index()] = t;

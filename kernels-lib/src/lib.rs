@@ -41,6 +41,7 @@ pub use ops::attention::attention;
 pub use ops::attention_bwd_delta::attention_bwd_delta;
 pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
 pub use ops::attention_bwd_dq::attention_bwd_dq;
+pub use ops::attention_varlen::attention_varlen;
 pub use ops::bias_add::bias_add;
 pub use ops::bias_gelu::bias_gelu;
 pub use ops::cross_entropy::cross_entropy;
@@ -126,4 +127,5 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &attention_bwd_delta::SPEC,
     &attention_bwd_dq::SPEC,
     &attention_bwd_dkdv::SPEC,
+    &attention_varlen::SPEC,
 ];

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::attention::{check, check_backward, Case};
+use common::attention::{check, check_backward, check_varlen, Case, Packed};
 use tilekit::prelude::*;
 use tilekit::{Config, LaunchError};
 use tilekit_kernels::attention;
@@ -172,4 +172,35 @@ fn backward_sums_grouped_query_heads_and_takes_every_head_dimension() {
     check_backward::<f32>(&rt, case(20, 30, 128, false), (1e-4, 1e-4));
     check_backward::<f32>(&rt, case(20, 30, 256, true), (1e-4, 1e-4));
     check_backward::<bf16>(&rt, case(33, 65, 64, true), (3e-2, 3e-2));
+}
+
+/// `attention_varlen` on the CPU backend: packed sequences of different lengths (one of
+/// zero queries, one of zero keys, lengths across block boundaries), each against the
+/// fixed-length f64 reference of that sequence alone; causal with unequal lengths; grouped
+/// heads; read through head-major permuted views of `[T, H, D]` storage.
+#[test]
+fn varlen_sequences_match_the_reference_one_by_one() {
+    let rt = Runtime::cpu();
+    for causal in [false, true] {
+        let p = Packed {
+            seq_q: vec![17, 0, 1, 70, 5],
+            seq_k: vec![17, 9, 3, 65, 0],
+            d: 64,
+            heads: 4,
+            kv_heads: 2,
+            causal,
+        };
+        check_varlen::<f32>(&rt, &p, None, (1e-4, 1e-4));
+    }
+    // A `[B, S, H, D]` batch: equal lengths.
+    let p = Packed {
+        seq_q: vec![33, 33],
+        seq_k: vec![33, 33],
+        d: 128,
+        heads: 2,
+        kv_heads: 2,
+        causal: true,
+    };
+    check_varlen::<f32>(&rt, &p, None, (1e-4, 1e-4));
+    check_varlen::<half::bf16>(&rt, &p, None, (3e-2, 3e-2));
 }

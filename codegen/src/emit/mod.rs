@@ -333,7 +333,7 @@ impl<'k> Emitter<'k> {
         let mut v = view;
         loop {
             match self.defs.get(v.index()).copied().flatten() {
-                Some(Op::Row { tensor, .. }) => v = *tensor,
+                Some(Op::Row { tensor, .. } | Op::Narrow { tensor, .. }) => v = *tensor,
                 Some(Op::TensorParam { index }) => {
                     return match self.kernel.params.get(*index) {
                         Some(p) if *index < 64 && self.layouts.general >> index & 1 == 1 => {

@@ -51,6 +51,41 @@ impl Checker<'_> {
         })
     }
 
+    /// `x.narrow(start, len)`: a view of the same tensor and rank (2 or more: a rank-1
+    /// view's start would move its base off the alignment its variant assumes).
+    pub(super) fn narrow(
+        &mut self,
+        tensor: ValueId,
+        start: ValueId,
+        len: ValueId,
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (param, rank, elem, mutable) =
+            self.expect_tensor(tensor, loc, "the receiver of `.narrow()`")?;
+        let start_ok = self.int_scalar(start, "a first row", loc);
+        let len_ok = self.int_scalar(len, "a number of rows", loc);
+        if rank < 2 {
+            self.err_help(
+                loc,
+                format!(
+                    "rank mismatch: `.narrow()` of `{}`, which has rank 1",
+                    self.param_name(param)
+                ),
+                "narrow a tensor of rank 2 or more (its rows); for a rank-1 range, load with a mask",
+            );
+            return Some(Ty::Error);
+        }
+        if !(start_ok && len_ok) {
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tensor {
+            param,
+            rank,
+            elem,
+            mutable,
+        })
+    }
+
     /// `load(view, offsets, mask, other)`: a tile of the offsets' shape.
     pub(super) fn load(
         &mut self,

@@ -258,6 +258,7 @@ impl<'k> Checker<'k> {
             // memory.rs
             Op::TensorDim { tensor, axis } => self.tensor_dim(*tensor, *axis, loc),
             Op::Row { tensor, index } => self.row(*tensor, *index, loc),
+            Op::Narrow { tensor, start, len } => self.narrow(*tensor, *start, *len, loc),
             Op::Load {
                 view,
                 offsets,

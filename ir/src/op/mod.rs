@@ -69,6 +69,17 @@ pub enum Op {
         /// Leading index (integer scalar).
         index: ValueId,
     },
+    /// `x.narrow(start, len)`: rows `start .. start + len` of a tensor of rank 2 or more, a
+    /// view of the same rank whose leading extent is `len` (loads beyond it read zeros,
+    /// stores beyond it write nothing).
+    Narrow {
+        /// The tensor or view.
+        tensor: ValueId,
+        /// First row (integer scalar).
+        start: ValueId,
+        /// Rows (integer scalar).
+        len: ValueId,
+    },
     /// Elementwise unary op.
     Unary {
         /// Operator.
@@ -300,6 +311,7 @@ impl Op {
                 | Op::TensorParam { .. }
                 | Op::TensorDim { .. }
                 | Op::Row { .. }
+                | Op::Narrow { .. }
                 | Op::Unary { .. }
                 | Op::Binary { .. }
                 | Op::Cmp { .. }
@@ -340,6 +352,7 @@ impl Op {
             | Op::TensorParam { .. } => vec![],
             Op::TensorDim { tensor, .. } => vec![*tensor],
             Op::Row { tensor, index } => vec![*tensor, *index],
+            Op::Narrow { tensor, start, len } => vec![*tensor, *start, *len],
             Op::Unary { x, .. }
             | Op::Cast { x, .. }
             | Op::Reduce { x, .. }

@@ -5,6 +5,7 @@ pub mod attention;
 pub mod attention_bwd_delta;
 pub mod attention_bwd_dkdv;
 pub mod attention_bwd_dq;
+pub mod attention_varlen;
 pub mod bias_add;
 pub mod bias_gelu;
 pub mod cross_entropy;

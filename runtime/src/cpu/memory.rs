@@ -193,6 +193,35 @@ impl View {
         })
     }
 
+    /// Rows `start .. start + len` (`x.narrow(start, len)`): the same strides, the leading
+    /// extent `len`. A range outside `0..rows` makes a view that fails on any access that
+    /// touches memory (as an out-of-range row does).
+    pub(crate) fn narrow(&self, start: i64, len: i64, name: &str) -> Result<View, String> {
+        let (Some(&n), Some(&s)) = (self.shape.first(), self.strides.first()) else {
+            return Err(format!(
+                "malformed IR: `.narrow()` of a rank-0 view of `{name}`"
+            ));
+        };
+        let bad_row = self.bad_row.clone().or_else(|| {
+            (start < 0 || len < 0 || start.checked_add(len).is_none_or(|e| e > n)).then(|| {
+                format!("rows {start} .. {start} + {len} are out of range for `{name}`, which has {n} rows")
+            })
+        });
+        let mut shape = self.shape.clone();
+        shape[0] = len.max(0);
+        Ok(View {
+            param: self.param,
+            offset: if bad_row.is_some() {
+                self.offset
+            } else {
+                self.offset + start * s
+            },
+            shape,
+            strides: self.strides.clone(),
+            bad_row,
+        })
+    }
+
     /// Fails when the view is through an out-of-range row.
     fn accessible(&self) -> Result<(), String> {
         match &self.bad_row {

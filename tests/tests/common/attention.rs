@@ -258,3 +258,130 @@ pub fn check_backward<T: Element + Float>(
     assert_close(&format!("{what}: dv"), &dv, &wv, tol.0, tol.1);
     (dq, dk, dv)
 }
+
+/// A packed batch for `attention_varlen`: per sequence its query and key lengths; `heads`
+/// query heads sharing `kv_heads` key/value heads, dimension `d`.
+#[derive(Clone, Debug)]
+pub struct Packed {
+    pub seq_q: Vec<usize>,
+    pub seq_k: Vec<usize>,
+    pub d: usize,
+    pub heads: usize,
+    pub kv_heads: usize,
+    pub causal: bool,
+}
+
+/// Runs `attention_varlen` on `rt` over fresh random `[T, H, D]` packed inputs, read
+/// through head-major permuted views (no copy), into NaN-poisoned outputs, and checks every
+/// sequence's rows against [`attention_ref`] of that sequence alone (`o` within `tol`, the
+/// log-sum-exp within 1e-4, `+inf` where a row sees no key); `config` as in
+/// [`check_inputs`] (`None` when it does not fit). Returns `o` as `[T, H, D]`.
+pub fn check_varlen<T: Element + Float>(
+    rt: &Runtime,
+    p: &Packed,
+    config: Option<&Config>,
+    tol: (f64, f64),
+) -> Option<Vec<T>> {
+    let mut r = rng(&format!("attention varlen {p:?} {:?} {config:?}", T::DTYPE));
+    let (h, hk, d) = (p.heads, p.kv_heads, p.d);
+    let (tq, tk): (usize, usize) = (p.seq_q.iter().sum(), p.seq_k.iter().sum());
+    let q: Vec<T> = r.vec(tq * h * d, 2.0);
+    let k: Vec<T> = r.vec(tk * hk * d, 2.0);
+    let v: Vec<T> = r.vec(tk * hk * d, 2.0);
+    let cum = |s: &[usize]| -> Vec<i64> {
+        let mut c = vec![0i64];
+        for n in s {
+            c.push(c.last().copied().unwrap_or(0) + *n as i64);
+        }
+        c
+    };
+    let (cq, ck) = (cum(&p.seq_q), cum(&p.seq_k));
+    let qt = Tensor3::from_vec(rt, q.clone(), [tq, h, d]).unwrap();
+    let kt = Tensor3::from_vec(rt, k.clone(), [tk, hk, d]).unwrap();
+    let vt = Tensor3::from_vec(rt, v.clone(), [tk, hk, d]).unwrap();
+    let mut o = Tensor3::<T>::full(rt, [tq, h, d], T::from_f64(f64::NAN)).unwrap();
+    let mut lse = Tensor2::<f32>::full(rt, [h, tq], f32::NAN).unwrap();
+    let cu_q = Tensor1::from_vec(rt, cq.clone(), [cq.len()]).unwrap();
+    let cu_k = Tensor1::from_vec(rt, ck.clone(), [ck.len()]).unwrap();
+    let max_q = p.seq_q.iter().copied().max().unwrap_or(0) as i64;
+    let scale = 1.0 / (d as f32).sqrt();
+    let (qv, kv, vv) = (
+        qt.permute([1, 0, 2]).unwrap(),
+        kt.permute([1, 0, 2]).unwrap(),
+        vt.permute([1, 0, 2]).unwrap(),
+    );
+    let what = format!("attention varlen {p:?} {config:?}");
+    {
+        let mut ov = o.permute_mut([1, 0, 2]).unwrap();
+        let launched = match config {
+            Some(cfg) => tilekit_kernels::attention_varlen::launch_with(
+                rt, cfg, &qv, &kv, &vv, &mut ov, &mut lse, &cu_q, &cu_k, max_q, scale, p.causal,
+            ),
+            None => tilekit_kernels::attention_varlen::launch(
+                rt, &qv, &kv, &vv, &mut ov, &mut lse, &cu_q, &cu_k, max_q, scale, p.causal,
+            ),
+        };
+        match launched {
+            Ok(()) => {}
+            Err(LaunchError::Constraint { .. }) if config.is_some() => return None,
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    let (o, got_lse) = (o.to_vec().unwrap(), lse.to_vec().unwrap());
+    let (qf, kf, vf) = (f64s(&q), f64s(&k), f64s(&v));
+    for (b, (&m, &n)) in p.seq_q.iter().zip(&p.seq_k).enumerate() {
+        let (q0, k0) = (cq[b] as usize, ck[b] as usize);
+        // This sequence as a `[H, m, d]` / `[HK, n, d]` case of the fixed-length reference.
+        let c = Case {
+            z: h,
+            m,
+            n,
+            d,
+            heads: h,
+            kv_heads: hk,
+            causal: p.causal,
+        };
+        let gather = |x: &[f64], t0: usize, len: usize, heads: usize| -> Vec<f64> {
+            let mut out = Vec::with_capacity(heads * len * d);
+            for hh in 0..heads {
+                for t in t0..t0 + len {
+                    out.extend_from_slice(&x[(t * heads + hh) * d..][..d]);
+                }
+            }
+            out
+        };
+        let (want_o, want_lse) = attention_ref(
+            c,
+            &gather(&qf, q0, m, h),
+            &gather(&kf, k0, n, hk),
+            &gather(&vf, k0, n, hk),
+            scale as f64,
+        );
+        let mut got_o = Vec::with_capacity(h * m * d);
+        let mut got_l = Vec::with_capacity(h * m);
+        for hh in 0..h {
+            for t in q0..q0 + m {
+                got_o.extend_from_slice(&o[(t * h + hh) * d..][..d]);
+                got_l.push(got_lse[hh * tq + t]);
+            }
+        }
+        assert_close(
+            &format!("{what}: sequence {b} o"),
+            &got_o,
+            &want_o,
+            tol.0,
+            tol.1,
+        );
+        let (mut fg, mut fw) = (Vec::new(), Vec::new());
+        for (i, (g, w)) in got_l.iter().zip(&want_lse).enumerate() {
+            if w.is_infinite() {
+                assert_eq!(*g, f32::INFINITY, "{what}: sequence {b} lse[{i}]");
+            } else {
+                fg.push(*g);
+                fw.push(*w);
+            }
+        }
+        assert_close(&format!("{what}: sequence {b} lse"), &fg, &fw, 1e-4, 1e-4);
+    }
+    Some(o)
+}

@@ -154,12 +154,111 @@ fn library_train(
     )
 }
 
+/// `attention_varlen` at `launch()` over packed sequences of `lens` tokens each (queries
+/// and keys alike), `heads` / `kv_heads` heads, D = 128, read through head-major views of
+/// `[T, H, D]` storage; TFLOP/s by the true work (4 H n^2 D per sequence, halved for
+/// causal). With `fixed` (equal lengths), the fixed-length `attention` on the same problem
+/// as `[B * H, S, D]` tensors beside it, interleaved.
+fn varlen(
+    rt: &Runtime,
+    lens: &[usize],
+    heads: usize,
+    kv_heads: usize,
+    causal: bool,
+    fixed: bool,
+) -> Result<Value> {
+    use tilekit_kernels::{attention as lib, attention_varlen as vl};
+    let d = 128;
+    let t: usize = lens.iter().sum();
+    let q = Tensor3::<bf16>::from_vec(rt, random(t * heads * d, 41), [t, heads, d])?;
+    let k = Tensor3::<bf16>::from_vec(rt, random(t * kv_heads * d, 42), [t, kv_heads, d])?;
+    let v = Tensor3::<bf16>::from_vec(rt, random(t * kv_heads * d, 43), [t, kv_heads, d])?;
+    let mut o = Tensor3::<bf16>::zeros(rt, [t, heads, d])?;
+    let mut lse = Tensor2::<f32>::zeros(rt, [heads, t])?;
+    let mut cu = vec![0i64];
+    for n in lens {
+        cu.push(cu.last().copied().unwrap_or(0) + *n as i64);
+    }
+    let cu = Tensor1::<i64>::from_vec(rt, cu.clone(), [cu.len()])?;
+    let max_q = lens.iter().copied().max().unwrap_or(0) as i64;
+    let scale = 1.0 / (d as f32).sqrt();
+    let work: f64 = lens
+        .iter()
+        .map(|&n| 4.0 * (heads * n * n * d) as f64)
+        .sum::<f64>()
+        * if causal { 0.5 } else { 1.0 };
+    let (qv, kv, vv) = (
+        q.permute([1, 0, 2])?,
+        k.permute([1, 0, 2])?,
+        v.permute([1, 0, 2])?,
+    );
+    let mut run_varlen = || -> Result<f64> {
+        let mut ov = o.permute_mut([1, 0, 2])?;
+        time_ms(rt, 3, 10, || {
+            vl::launch(
+                rt, &qv, &kv, &vv, &mut ov, &mut lse, &cu, &cu, max_q, scale, causal,
+            )
+            .map_err(Into::into)
+        })
+    };
+    let mask = if causal { "causal" } else { "full" };
+    let tf = |ms: f64| work / (ms * 1e-3) / 1e12;
+    if !fixed {
+        let ms = run_varlen()?;
+        println!(
+            "library attention varlen bf16 {} sequences ({t} tokens) H={heads}/{kv_heads} D={d} {mask}: {ms:>8.4} ms {:>6.1} TFLOP/s",
+            lens.len(),
+            tf(ms)
+        );
+        return Ok(
+            json!({"lens": lens, "heads": heads, "kv_heads": kv_heads, "causal": causal,
+            "varlen_ms": ms, "varlen_tflops": tf(ms)}),
+        );
+    }
+    let (b, s) = (lens.len(), lens[0]);
+    let (z, zk) = (b * heads, b * kv_heads);
+    let fq = Tensor3::<bf16>::from_vec(rt, random(z * s * d, 41), [z, s, d])?;
+    let fk = Tensor3::<bf16>::from_vec(rt, random(zk * s * d, 42), [zk, s, d])?;
+    let fv = Tensor3::<bf16>::from_vec(rt, random(zk * s * d, 43), [zk, s, d])?;
+    let mut fo = Tensor3::<bf16>::zeros(rt, [z, s, d])?;
+    let mut flse = Tensor2::<f32>::zeros(rt, [z, s])?;
+    let (h, hk) = (heads as i64, kv_heads as i64);
+    let mut rounds = Vec::new();
+    for _ in 0..2 {
+        let vms = run_varlen()?;
+        let fms = time_ms(rt, 3, 10, || {
+            lib::launch(rt, &fq, &fk, &fv, &mut fo, &mut flse, scale, h, hk, causal)
+                .map_err(Into::into)
+        })?;
+        println!(
+            "library attention varlen bf16 B={b} S={s} H={heads}/{kv_heads} D={d} {mask} ([B, S, H, D] views): varlen {vms:>8.4} ms {:>6.1} TFLOP/s | fixed-length attention {fms:>8.4} ms {:>6.1} TFLOP/s",
+            tf(vms),
+            tf(fms)
+        );
+        rounds.push(json!({"varlen_ms": vms, "varlen_tflops": tf(vms), "fixed_ms": fms, "fixed_tflops": tf(fms)}));
+    }
+    Ok(
+        json!({"b": b, "s": s, "heads": heads, "kv_heads": kv_heads, "causal": causal, "rounds": rounds}),
+    )
+}
+
 /// Both head dimensions of the user's kernel, the library's kernel full and causal (every
 /// configuration; D = 64 and 256 full too), and the library's forward and backward at
 /// `launch()` on issue 28's shapes (D = 128 full and causal, D = 64, D = 256, grouped-query
 /// 32/8 heads). `TK_ATTENTION_LIBRARY_ONLY=1` leaves out the user's kernel;
-/// `TK_ATTENTION_TRAIN_ONLY=1` runs only the forward-and-backward rows at `launch()`.
+/// `TK_ATTENTION_TRAIN_ONLY=1` runs only the forward-and-backward rows at `launch()`;
+/// `TK_ATTENTION_VARLEN=1` only `attention_varlen` (a uniform batch beside the fixed-length
+/// kernel, and a ragged one).
 pub(crate) fn attention_record(rt: &Runtime) -> Result<Value> {
+    if std::env::var("TK_ATTENTION_VARLEN").as_deref() == Ok("1") {
+        let ragged = [4096, 1024, 3072, 512, 2048, 3584, 1536, 2560];
+        return Ok(json!({
+            "uniform_b4h32_s4096_full": varlen(rt, &[4096; 4], 32, 32, false, true)?,
+            "uniform_b4h32_s4096_causal": varlen(rt, &[4096; 4], 32, 32, true, true)?,
+            "ragged_h32_full": varlen(rt, &ragged, 32, 32, false, false)?,
+            "ragged_h32kv8_causal": varlen(rt, &ragged, 32, 8, true, false)?,
+        }));
+    }
     if std::env::var("TK_ATTENTION_TRAIN_ONLY").as_deref() == Ok("1") {
         return Ok(json!({
             "train_b4h32_s4096_d128_full": library_train(rt, 4, 32, 32, 4096, 128, false)?,

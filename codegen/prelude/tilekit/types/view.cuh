@@ -39,4 +39,14 @@ template <class T, int R> TK_DEVICE view<T, R - 1> row(const view<T, R>& x, long
     return v;
 }
 
+/// `x.narrow(start, len)`: rows `start .. start + len`, the same rank and strides (loads
+/// beyond them read zeros and stores write nothing, as at any view's bounds).
+template <class T, int R> TK_DEVICE view<T, R> narrow(const view<T, R>& x, long long start, long long len) {
+    static_assert(R >= 2, "tk::narrow: rows of a rank-2 or rank-3 view");
+    view<T, R> v = x;
+    v.ptr = x.ptr + start * x.stride[0];
+    v.shape[0] = len < 0 ? 0 : len;
+    return v;
+}
+
 } // namespace tk

@@ -65,6 +65,16 @@ impl<'k> Emitter<'k> {
                 );
                 Ok(())
             }
+            Op::Narrow { tensor, start, len } => {
+                let (t, elem, rank) = self.view(*tensor)?;
+                let (s, n) = (self.index(*start)?, self.index(*len)?);
+                let r = Self::result(inst)?;
+                let name = self.cname(r);
+                self.w
+                    .line(&format!("const auto {name} = tk::narrow({t}, {s}, {n});"));
+                self.define(r, Val::View { name, elem, rank });
+                Ok(())
+            }
             Op::Load {
                 view,
                 offsets,

@@ -59,6 +59,7 @@ impl<'k> Emitter<'k> {
             Op::TensorParam { .. }
             | Op::TensorDim { .. }
             | Op::Row { .. }
+            | Op::Narrow { .. }
             | Op::Load { .. }
             | Op::Store { .. }
             | Op::LoadTile { .. }

@@ -37,6 +37,19 @@ impl Program<'_> {
         v.row(i, self.name(v.param))
     }
 
+    /// `x.narrow(start, len)`.
+    pub(super) fn narrow(
+        &self,
+        tensor: ValueId,
+        start: ValueId,
+        len: ValueId,
+    ) -> Result<View, String> {
+        let s = self.int(start, "a first row")?;
+        let n = self.int(len, "a number of rows")?;
+        let v = self.view(tensor)?;
+        v.narrow(s, n, self.name(v.param))
+    }
+
     /// `load(view, offsets, mask, other)`.
     pub(super) fn load(
         &self,

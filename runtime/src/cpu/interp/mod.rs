@@ -220,6 +220,9 @@ impl<'a> Program<'a> {
                 Op::TensorParam { index } => Some(Value::View(self.tensor_param(*index)?)),
                 Op::TensorDim { tensor, axis } => Some(self.tensor_dim(*tensor, *axis)?.into()),
                 Op::Row { tensor, index } => Some(Value::View(self.row(*tensor, *index)?)),
+                Op::Narrow { tensor, start, len } => {
+                    Some(Value::View(self.narrow(*tensor, *start, *len)?))
+                }
                 Op::Load {
                     view,
                     offsets,

@@ -199,6 +199,29 @@ impl Lowerer<'_, '_> {
         Some(v)
     }
 
+    /// `.narrow(start, len)`: rows `start .. start + len`, a view of the same rank.
+    pub(super) fn narrow(&mut self, mc: &Method) -> Option<ValueId> {
+        let (m, recv, nargs, span) = (mc.expr, mc.recv, mc.expr.args.len(), mc.span);
+        if nargs != 2 {
+            self.bad_arity(mc, "x.narrow(start, len)");
+            return None;
+        }
+        let start = self.expr(&m.args[0]);
+        let len = self.expr(&m.args[1]);
+        let recv = recv?;
+        let rank = self.tensor_rank(recv, m.receiver.span(), "`.narrow(start, len)`")?;
+        let v = self.push(
+            Op::Narrow {
+                tensor: recv,
+                start: start?,
+                len: len?,
+            },
+            span,
+        );
+        self.ranks.insert(v, rank);
+        Some(v)
+    }
+
     /// A list of values `[i, j]` (a tile origin).
     fn list(&mut self, e: &Expr, what: &str) -> Option<Vec<ValueId>> {
         match strip(e) {

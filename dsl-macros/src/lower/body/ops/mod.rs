@@ -202,6 +202,7 @@ const METHODS: &[MethodOp] = &[
     MethodOp::new("cast", |l, m| l.cast_to(m)).listed(".cast::<E>()"),
     // tensor views and shape queries
     MethodOp::new("row", |l, m| l.row(m)).listed(".row(i)"),
+    MethodOp::new("narrow", |l, m| l.narrow(m)).listed(".narrow(start, len)"),
     MethodOp::new("evict_first", |l, m| l.misplaced_cache_hint(m))
         .listed("load(v.evict_first(), ..)"),
     MethodOp::new("evict_last", |l, m| l.misplaced_cache_hint(m))
