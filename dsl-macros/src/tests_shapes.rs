@@ -327,6 +327,32 @@ fn shapes_relate_dimensions_and_give_integer_tensors_a_range() {
 }
 
 #[test]
+fn steps_give_an_integer_tensor_equal_cumulative_lengths() {
+    use tilekit_ir::Expr;
+    let k = ok(
+        quote!(grid = [ids.len()]),
+        embed_kernel(quote!(
+            ids: steps(S),
+            L = B * S,
+            ids = [L],
+            table = [V, D],
+            y = [L, D]
+        )),
+    );
+    assert_eq!(k.problem.inputs[0], InputGen::Steps(Expr::Dim("S".into())));
+    // `--shape VxDxBxS`.
+    let d = tilekit_ir::cost::parse_shape(&k, "50x8x3x7").unwrap();
+    assert_eq!(
+        tilekit_ir::cost::value_step(&k.problem.inputs[0], &d),
+        Ok(Some(7))
+    );
+    assert_eq!(
+        tilekit_ir::cost::value_step(&InputGen::Random, &d),
+        Ok(None)
+    );
+}
+
+#[test]
 fn bad_relations_and_ranges_are_reported_together() {
     let errs = errors(
         quote!(grid = [ids.len()]),

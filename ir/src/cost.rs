@@ -106,6 +106,26 @@ pub fn value_range(gen: &InputGen, dims: &DimValues) -> Result<Option<(i64, i64)
     Ok(Some((l, h)))
 }
 
+/// The step of an [`InputGen::Steps`] under `dims` (`None` for any other generator); an
+/// error when it cannot be evaluated or is negative.
+pub fn value_step(gen: &InputGen, dims: &DimValues) -> Result<Option<i64>, String> {
+    let InputGen::Steps(step) = gen else {
+        return Ok(None);
+    };
+    let scalars = BTreeMap::new();
+    let env = Env {
+        dims,
+        scalars: &scalars,
+    };
+    let s = step
+        .eval_int(&env)
+        .map_err(|err| format!("{step}: {err}"))?;
+    if s < 0 {
+        return Err(format!("the step {step} is {s}, negative"));
+    }
+    Ok(Some(s))
+}
+
 /// Bytes one launch must move at least: every tensor read once, every written tensor
 /// written once (a `&mut` tensor that is also read counts twice). `None` if a dimension or
 /// element type is unbound.

@@ -99,6 +99,11 @@ pub enum InputGen {
     /// problem dimensions and integer literals (`#[shapes(ids: 0..V)]`), evaluated per
     /// problem. Only for integer tensors (`i32`, `i64`).
     Range(Expr, Expr),
+    /// Element `i` is `i * step` (`#[shapes(cu: steps(S))]`: the cumulative lengths of equal
+    /// sequences of `S` tokens, as `attention_varlen` takes them), `step` a host expression of
+    /// problem dimensions and integer literals, evaluated per problem. Only for integer
+    /// tensors (`i32`, `i64`).
+    Steps(Expr),
 }
 
 /// A problem dimension computed from others (`#[shapes(L = M * N)]`): it is not given on

@@ -57,6 +57,9 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     // N): issue 28's first target.
     ("attention", "128x4096x128x128x4096", "bf16"),
     ("attention_bwd_delta", "128x4096x128", "bf16"),
+    // Variable lengths: B = 4 equal sequences of 4096, H = 32 heads, D = 128 (H x E x HK x
+    // B x SQ x SK; cumulative lengths by `steps`).
+    ("attention_varlen", "32x128x32x4x4096x4096", "bf16"),
     ("attention_bwd_dq", "128x4096x128x128x4096", "bf16"),
     ("attention_bwd_dkdv", "128x4096x128x128x4096", "bf16"),
 ];

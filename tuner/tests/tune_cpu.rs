@@ -127,6 +127,30 @@ fn inputs_are_reproducible_and_outputs_poisoned() {
     );
 }
 
+/// `cu: steps(S)` inputs: `attention_varlen`'s problem (B equal sequences) gets the
+/// cumulative lengths `0, S, 2S, ..`, and one tuning run on the CPU backend checks every
+/// candidate against the reference on that data.
+#[test]
+fn varlen_problems_get_cumulative_lengths_and_tune_on_the_cpu() {
+    let spec = &tilekit_kernels::attention_varlen::SPEC;
+    let k = spec.kernel().unwrap();
+    // H x E x HK x B x SQ x SK.
+    let p = TuneProblem::parse(k, "2x64x1x3x17x17", "f32")
+        .unwrap()
+        .with_scalar(k, "max_seqlen_q", 17.0)
+        .unwrap();
+    let a = ArgSet::host_data(k, &p, 5).unwrap();
+    for cu in [5, 6] {
+        let v = a[cu].as_ref().unwrap().to_f64();
+        assert_eq!(v, vec![0.0, 17.0, 34.0, 51.0], "parameter {cu}");
+    }
+    assert_eq!(p.flops(k), Some(4 * 3 * 2 * 17 * 17 * 64));
+    let rt = Runtime::cpu();
+    let report = tune(&rt, spec, &p, &options(11), &|_| {}).unwrap();
+    assert!(report.winner_check.is_some(), "{report:?}");
+    assert_eq!(report.winner.int("D"), Some(64));
+}
+
 #[test]
 fn worker_protocol_answers_hello_then_errors_without_dying() {
     let mut out = Vec::new();

@@ -211,8 +211,9 @@ pub fn derived(
 }
 
 /// The value range of a tensor as an input generator: an integer tensor's (`ids: 0..V`,
-/// ends over dimension names; `known` are every dimension's names, given and derived) or a
-/// float tensor's (`v: 0.0..1.0`, literal ends: uniform floats in `[lo, hi)`).
+/// ends over dimension names; `known` are every dimension's names, given and derived; or
+/// `cu: steps(S)`, element i = i * S) or a float tensor's (`v: 0.0..1.0`, literal ends:
+/// uniform floats in `[lo, hi)`).
 pub fn value_range(
     param: &Ident,
     e: &Expr,
@@ -247,6 +248,16 @@ pub fn value_range(
             help,
         );
         return None;
+    }
+    // `cu: steps(S)`: element i is i * S (cumulative lengths of equal sequences).
+    if let Expr::Call(call) = e {
+        let is_steps = matches!(&*call.func, Expr::Path(p) if p.path.is_ident("steps"));
+        if is_steps && call.args.len() == 1 {
+            let names = Names::Known(known);
+            let mut read = Vec::new();
+            let step = dim_expr(&call.args[0], sig, &names, &mut read, cx)?;
+            return Some(InputGen::Steps(step));
+        }
     }
     let (start, end) = half_open_ends(param, e, cx)?;
     let names = Names::Known(known);

@@ -47,9 +47,12 @@ use tilekit::prelude::*;
 #[check(B1 >= 1)]
 #[check(max_seqlen_q >= 0)]
 #[check(scale > 0.0 && scale.is_finite())]
-#[shapes(q = [H, TQ, E], k = [HK, TK, E], v = [HK, TK, E], o = [H, TQ, E], lse = [H, TQ], cu_q = [B1], cu_k = [B1], max_seqlen_q = 4096, scale = 0.088388, causal = false)]
-// Flops as if the sequences had equal lengths (the tuner's problems are uniform batches).
-#[cost(flops = 4 * H * TQ * TK * E / (B1 - 1))]
+// The tuner's problems are batches of `B` equal sequences of `SQ` queries and `SK` keys
+// (cumulative lengths by `steps`; `--shape HxExHKxBxSQxSK`), `max_seqlen_q` = 4096 (so
+// `SQ` up to 4096).
+#[shapes(q = [H, TQ, E], k = [HK, TK, E], v = [HK, TK, E], o = [H, TQ, E], lse = [H, TQ], cu_q = [B1], cu_k = [B1], TQ = B * SQ, TK = B * SK, B1 = B + 1, cu_q: steps(SQ), cu_k: steps(SK), max_seqlen_q = 4096, scale = 0.088388, causal = false)]
+// Flops of equal sequences (the tuner's problems).
+#[cost(flops = 4 * B * H * SQ * SK * E)]
 #[allow(clippy::too_many_arguments)]
 pub fn attention_varlen<T: Float>(
     q: &Tensor3<T>,

@@ -136,6 +136,27 @@ impl HostVec {
         })
     }
 
+    /// `0, step, 2 step, ..` (`InputGen::Steps`: equal sequences' cumulative lengths).
+    pub fn steps(dtype: DType, n: usize, step: i64) -> Result<HostVec, TuneError> {
+        let last = step.checked_mul(n.saturating_sub(1) as i64);
+        Ok(match dtype {
+            DType::I32 if last.and_then(|l| i32::try_from(l).ok()).is_some() => {
+                HostVec::I32((0..n).map(|i| i as i32 * step as i32).collect())
+            }
+            DType::I64 if last.is_some() => HostVec::I64((0..n).map(|i| i as i64 * step).collect()),
+            DType::I32 | DType::I64 => {
+                return Err(TuneError::Problem(format!(
+                    "{n} steps of {step} do not fit in {dtype}"
+                )))
+            }
+            other => {
+                return Err(TuneError::Problem(format!(
+                    "steps need an integer tensor, not {other}"
+                )))
+            }
+        })
+    }
+
     /// `n` copies of `value` (rounded to the type).
     pub fn filled(dtype: DType, n: usize, value: f64) -> Result<HostVec, TuneError> {
         fn f<T: Element>(n: usize, v: f64) -> Vec<T> {
@@ -394,6 +415,12 @@ impl ArgSet {
                 .map_err(|e| TuneError::Problem(format!("`{}`: {e}", p.name)))?;
             if let Some((lo, hi)) = range.filter(|_| !*mutable || read[i]) {
                 out.push(Some(HostVec::random_ints(dtype, n, lo, hi, &mut rng)?));
+                continue;
+            }
+            let step = tilekit_ir::cost::value_step(&gen, &problem.dims)
+                .map_err(|e| TuneError::Problem(format!("`{}`: {e}", p.name)))?;
+            if let Some(step) = step.filter(|_| !*mutable || read[i]) {
+                out.push(Some(HostVec::steps(dtype, n, step)?));
                 continue;
             }
             let (lo, hi) = match kernel.problem.inputs.get(i) {
