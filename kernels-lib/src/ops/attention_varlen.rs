@@ -83,7 +83,9 @@ pub fn attention_varlen<T: Float>(
     let (qz, kz, vz) = (q.row(h), k.row(hk), v.row(hk));
     let band = if causal { n_len - m_len } else { n_len };
     let lim = minimum(arange::<BM>() + r0 + band + 1, n_len);
-    let end = minimum(r0 + BM + band, n_len);
+    // A program past the sequence's last block runs no key block (its rows would all be
+    // clipped; with a long key sequence the band would otherwise reach far).
+    let end = where_(pm < 0, 0, minimum(r0 + BM + band, n_len));
     let unmasked = minimum(r0 + band + 1, n_len);
     let c = scale * 1.4426950408889634;
     let qt = load_tile(qz, [q0 + r0, 0], [BM, D]);
