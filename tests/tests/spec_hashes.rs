@@ -4,10 +4,10 @@
 //! Change a value here only with the shipped layer.
 
 use tilekit_kernels::{
-    attention, bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd,
-    log_softmax, matmul, matmul_batched, matmul_bias_act, partial_sum, residual_add, rmsnorm,
-    rmsnorm_bwd, rmsnorm_residual, scale, silu, silu_bwd, softmax, softmax_bwd, softmax_online,
-    swiglu, swiglu_bwd,
+    attention, attention_bwd_delta, attention_bwd_dkdv, attention_bwd_dq, bias_add, bias_gelu,
+    cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd, log_softmax, matmul, matmul_batched,
+    matmul_bias_act, partial_sum, residual_add, rmsnorm, rmsnorm_bwd, rmsnorm_residual, scale,
+    silu, silu_bwd, softmax, softmax_bwd, softmax_online, swiglu, swiglu_bwd,
 };
 
 #[test]
@@ -21,7 +21,13 @@ fn shipped_kernels_keep_their_spec_hashes() {
         // Shipped since session 20 (run 118: the H200's entry, BN = 128 on the Hopper engine).
         (&attention::SPEC, 17877366583482530676u64),
         (&matmul_bias_act::SPEC, 3793787358164441479u64),
-        (&matmul_batched::SPEC, 11732454333459130508u64),
+        // 11732454333459130508 until its default took the Hopper engine (BK = 64, 8 warps
+        // first; session 23, run 136's entry).
+        (&matmul_batched::SPEC, 13491365816391205722u64),
+        // The attention backward on the Hopper engine (session 23, runs 133 and 137).
+        (&attention_bwd_delta::SPEC, 11479657037123434028),
+        (&attention_bwd_dq::SPEC, 3317674842707326872),
+        (&attention_bwd_dkdv::SPEC, 4391679147952920014),
         (&rmsnorm::SPEC, 1276040822956320176),
         (&softmax::SPEC, 4829813825856373461),
         // Shipped since session 10 (run 69).
