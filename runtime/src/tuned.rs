@@ -204,19 +204,30 @@ impl<'a> LaunchQuery<'a> {
     /// assert_eq!((dims["M"], dims["N"]), (3, 5));
     /// ```
     pub fn problem_dims(&self) -> DimValues {
-        let mut dims = DimValues::new();
-        for (i, names) in self.kernel.problem.shapes.iter().enumerate() {
-            let Some(shape) = self.shape(i) else {
-                continue;
-            };
-            for (name, &extent) in names.iter().zip(shape) {
-                if let Ok(v) = i64::try_from(extent) {
-                    dims.entry(name.clone()).or_insert(v);
-                }
+        dims_of_shapes(self.kernel, |i| self.shape(i))
+    }
+}
+
+/// The kernel's named problem dimensions bound from the extents `shape(i)` of its tensor
+/// arguments (`kernel.problem.shapes[i]` names the axes of parameter `i`; the first tensor
+/// that names a dimension gives its extent): what [`LaunchQuery::problem_dims`] and the
+/// untuned default's rule (`launch::default_rule`) read.
+pub(crate) fn dims_of_shapes<'s>(
+    kernel: &Kernel,
+    shape: impl Fn(usize) -> Option<&'s [usize]>,
+) -> DimValues {
+    let mut dims = DimValues::new();
+    for (i, names) in kernel.problem.shapes.iter().enumerate() {
+        let Some(extents) = shape(i) else {
+            continue;
+        };
+        for (name, &extent) in names.iter().zip(extents) {
+            if let Ok(v) = i64::try_from(extent) {
+                dims.entry(name.clone()).or_insert(v);
             }
         }
-        dims
     }
+    dims
 }
 
 /// The candidates of `source` for a launch (empty without a source).

@@ -68,15 +68,9 @@ pub(crate) fn default_for_args(kernel: &Kernel, default: Config, args: &[Arg<'_>
 /// key).
 fn launch_flops(kernel: &Kernel, args: &[Arg<'_>]) -> Option<u64> {
     kernel.problem.flops.as_ref()?;
-    let mut dims = cost::DimValues::new();
-    for (names, a) in kernel.problem.shapes.iter().zip(args) {
-        let Some(l) = a.layout() else { continue };
-        for (name, &extent) in names.iter().zip(&l.dims[..l.rank.min(3)]) {
-            if let Ok(v) = i64::try_from(extent) {
-                dims.entry(name.clone()).or_insert(v);
-            }
-        }
-    }
+    let mut dims = crate::tuned::dims_of_shapes(kernel, |i| {
+        args.get(i).and_then(|a| a.layout()).map(|l| l.shape())
+    });
     cost::derive_dims(kernel, &mut dims).ok()?;
     cost::launch_flops(kernel, &dims, &BTreeMap::new()).filter(|&f| f > 0)
 }
