@@ -87,6 +87,105 @@ pub fn derive_dims(kernel: &Kernel, dims: &mut DimValues) -> Result<(), String> 
     Ok(())
 }
 
+/// Binds the problem dimensions left unbound in `dims` from derived ones that are bound,
+/// where a derivation has one unknown and inverts: `D = X + c`, `D = c + X`, `D = X - c`,
+/// `D = c - X` and `D = X * c` or `c * X` with `c > 0` (`X = ceil(D / c)`: for a packed
+/// batch, `TQ = B * SQ` gives the mean sequence length, rounded up). Repeats while that binds
+/// more; never changes a bound dimension nor binds a negative one. A launch binds dimensions
+/// from its tensors' extents only, so a dimension that names no tensor axis (`B` and `SQ`
+/// of `#[shapes(cu = [B1], q = [TQ, D], B1 = B + 1, TQ = B * SQ)]`) needs this to have a
+/// value: the tuning cache's key is made of every declared dimension.
+///
+/// ```
+/// use tilekit_ir::*;
+/// let mut b = KernelBuilder::new("packed");
+/// b.kernel_mut().problem.dims = vec!["B".into(), "SQ".into()];
+/// b.kernel_mut().problem.derived = vec![
+///     DerivedDim { name: "B1".into(), expr: Expr::bin(ExprOp::Add, Expr::Dim("B".into()), Expr::Int(1)) },
+///     DerivedDim { name: "TQ".into(), expr: Expr::bin(ExprOp::Mul, Expr::Dim("B".into()), Expr::Dim("SQ".into())) },
+/// ];
+/// let k = b.into_kernel();
+/// let mut dims: tilekit_ir::cost::DimValues = [("B1".to_string(), 9), ("TQ".to_string(), 18433)].into();
+/// tilekit_ir::cost::solve_dims(&k, &mut dims);
+/// assert_eq!((dims["B"], dims["SQ"]), (8, 2305));
+/// ```
+pub fn solve_dims(kernel: &Kernel, dims: &mut DimValues) {
+    loop {
+        let mut bound_one = false;
+        for d in &kernel.problem.derived {
+            let Some(&target) = dims.get(&d.name) else {
+                continue;
+            };
+            let mut unknown = Vec::new();
+            unbound_dims(&d.expr, dims, &mut unknown);
+            let [x] = unknown.as_slice() else {
+                continue;
+            };
+            if let Some(v) = invert(&d.expr, target, x, dims).filter(|&v| v >= 0) {
+                dims.insert(x.clone(), v);
+                bound_one = true;
+            }
+        }
+        if !bound_one {
+            return;
+        }
+    }
+}
+
+/// The distinct dimensions `e` reads that `dims` does not bind, in order of appearance.
+fn unbound_dims(e: &crate::expr::Expr, dims: &DimValues, out: &mut Vec<String>) {
+    use crate::expr::Expr;
+    match e {
+        Expr::Dim(n) if !dims.contains_key(n) && !out.contains(n) => out.push(n.clone()),
+        Expr::Bin(_, a, b) => {
+            unbound_dims(a, dims, out);
+            unbound_dims(b, dims, out);
+        }
+        Expr::Not(a) | Expr::Neg(a) => unbound_dims(a, dims, out),
+        Expr::Call(_, args) => args.iter().for_each(|a| unbound_dims(a, dims, out)),
+        _ => {}
+    }
+}
+
+/// The value of the one unknown `x` for which `e == target`, when `e` inverts (see
+/// [`solve_dims`]).
+fn invert(e: &crate::expr::Expr, target: i64, x: &str, dims: &DimValues) -> Option<i64> {
+    use crate::expr::{Expr, ExprOp};
+    let scalars = BTreeMap::new();
+    let known = |k: &Expr| {
+        k.eval_int(&Env {
+            dims,
+            scalars: &scalars,
+        })
+        .ok()
+    };
+    let has_x = |k: &Expr| {
+        let mut u = Vec::new();
+        unbound_dims(k, dims, &mut u);
+        u.iter().any(|n| n == x)
+    };
+    match e {
+        Expr::Dim(n) if n == x => Some(target),
+        Expr::Bin(op, a, b) => {
+            let (unknown, k, x_left) = if has_x(a) {
+                (a, b, true)
+            } else {
+                (b, a, false)
+            };
+            let k = known(k)?;
+            let inner = match op {
+                ExprOp::Add => target.checked_sub(k)?,
+                ExprOp::Sub if x_left => target.checked_add(k)?,
+                ExprOp::Sub => k.checked_sub(target)?,
+                ExprOp::Mul if k > 0 => target.checked_add(k - 1)? / k,
+                _ => return None,
+            };
+            invert(unknown, inner, x, dims)
+        }
+        _ => None,
+    }
+}
+
 /// The half-open range `[lo, hi)` of an [`InputGen::Range`] under `dims` (`None` for any
 /// other generator); an error when an end cannot be evaluated or the range is empty.
 pub fn value_range(gen: &InputGen, dims: &DimValues) -> Result<Option<(i64, i64)>, String> {

@@ -211,7 +211,9 @@ impl<'a> LaunchQuery<'a> {
 /// The kernel's named problem dimensions bound from the extents `shape(i)` of its tensor
 /// arguments (`kernel.problem.shapes[i]` names the axes of parameter `i`; the first tensor
 /// that names a dimension gives its extent): what [`LaunchQuery::problem_dims`] and the
-/// untuned default's rule (`launch::default_rule`) read.
+/// untuned default's rule (`launch::default_rule`) read. Dimensions that name no tensor axis
+/// are then solved from the derived ones ([`tilekit_ir::cost::solve_dims`]: `B` from
+/// `B1 = B + 1`, `SQ` from `TQ = B * SQ`), so a packed batch's launch has a cache key.
 pub(crate) fn dims_of_shapes<'s>(
     kernel: &Kernel,
     shape: impl Fn(usize) -> Option<&'s [usize]>,
@@ -227,6 +229,7 @@ pub(crate) fn dims_of_shapes<'s>(
             }
         }
     }
+    tilekit_ir::cost::solve_dims(kernel, &mut dims);
     dims
 }
 

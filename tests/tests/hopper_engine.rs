@@ -542,10 +542,24 @@ fn attention_backward_takes_the_chained_hopper_engine_with_two_resident_tiles() 
                 2,
                 "{name} {c}"
             );
-            assert!(
-                src.contains("tk::mma_dot_bt_into_zeros<false>("),
+            // dq issues both score products before the first is read: the second stays in
+            // flight under the softmax (`wgmma_settle<1>`: one younger product left); dk/dv
+            // keeps its order (both first spill 48 bytes at D = 128): each score product
+            // in flight under the tile work before its reader (`lse`'s and `delta`'s
+            // gathers under the first).
+            let settle = if name == "attention_bwd_dq" {
+                "tk::sm90::wgmma_settle<1>("
+            } else {
+                "tk::sm90::wgmma_settle<0>("
+            };
+            let deferred = 2;
+            assert_eq!(
+                src.matches("tk::mma_dot_bt_into_zeros_async<false>(")
+                    .count(),
+                deferred,
                 "{name} {c}"
             );
+            assert!(src.contains(settle), "{name} {c}");
             assert!(
                 src.contains("tk::dot_acc_a<false, TK_SMEM_KIND, false>("),
                 "{name} {c}"

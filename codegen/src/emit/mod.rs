@@ -15,6 +15,7 @@ mod load_group;
 mod ops;
 mod pipeline;
 mod values;
+mod wgmma_waits;
 mod writer;
 
 use crate::abi::param_ctype;
@@ -86,6 +87,9 @@ pub(crate) struct Emitter<'k> {
     /// runs in both warpgroup roles (gathers there are masked off on the producer), the
     /// code after it on the consumers alone.
     hopper_loop_reached: bool,
+    /// Inside a chained-form consumer body: the products issued without a wait
+    /// (`wgmma_waits`).
+    deferred: Option<wgmma_waits::DeferredWaits>,
 }
 
 /// `TK_GROUP` of a Hopper-engine variant whose kernel declares no `GROUP_M`.
@@ -222,6 +226,7 @@ pub(crate) fn lower_with<'k>(
         ring_offsets: Vec::new(),
         settled: None,
         hopper_loop_reached: false,
+        deferred: None,
         hopper,
         layouts,
     };
@@ -378,8 +383,14 @@ impl<'k> Emitter<'k> {
     fn block(&mut self, b: &'k Block) -> Result<(), CodegenError> {
         for step in self.facts().steps(&b.insts) {
             match step {
-                Step::Group(window, g) => self.grouped_prefix_loads(window, &g)?,
-                Step::Fused(pair, reduces) => self.fused_reductions(pair, reduces)?,
+                Step::Group(window, g) => {
+                    self.settle_all("a grouped load");
+                    self.grouped_prefix_loads(window, &g)?
+                }
+                Step::Fused(pair, reduces) => {
+                    self.settle_all("fused reductions");
+                    self.fused_reductions(pair, reduces)?
+                }
                 Step::One(inst) => self.inst(inst)?,
             }
         }
@@ -396,6 +407,7 @@ impl<'k> Emitter<'k> {
 
     fn inst(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
         self.source_line(inst);
+        self.settle_reads(inst);
         match &inst.op {
             Op::For { .. } | Op::If { .. } | Op::Yield { .. } => self.control(inst),
             _ => self.op(inst),

@@ -247,7 +247,9 @@ impl<'k> Emitter<'k> {
             .filter(|v| self.layout(*v) == Layout::Resident && self.vals[v.index()].is_some())
             .collect();
         let outer = self.settled.replace(settled);
+        self.begin_deferred_waits(body);
         let r = self.block(body);
+        self.end_deferred_waits();
         self.settled = outer;
         r?;
         self.w.close(end);

@@ -61,7 +61,11 @@ pub fn attention_bwd_dq<T: Float>(
     let mut acc = zeros::<f32, BM, D>();
     for j in pipelined(0..end, BN, STAGES) {
         let kt = load_tile(kz, [j, 0], [BN, D]);
+        let vt = load_tile(vz, [j, 0], [BN, D]);
+        // Both score products first, so the softmax below runs under the second (on the
+        // Hopper engine its wait is deferred to its first reader).
         let s = dot(qt, trans(kt), zeros::<f32, BM, BN>());
+        let dp = dot(dot_t, trans(vt), zeros::<f32, BM, BN>());
         // Unseen scores are -inf (p = 0: c > 0), only in the blocks some row does not see
         // whole; a row that sees no key has lse = +inf: p = 0.
         let s = if j + BN <= unmasked {
@@ -72,8 +76,6 @@ pub fn attention_bwd_dq<T: Float>(
             where_(seen, s, f32::NEG_INF)
         };
         let p = exp2(s * c - expand_dims(l2, 1));
-        let vt = load_tile(vz, [j, 0], [BN, D]);
-        let dp = dot(dot_t, trans(vt), zeros::<f32, BM, BN>());
         let ds = p * (dp - expand_dims(d_rows, 1));
         acc = dot(ds.cast::<T>(), kt, acc);
     }

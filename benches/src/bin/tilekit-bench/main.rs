@@ -659,7 +659,20 @@ fn main() -> Result<()> {
             .is_none_or(|o| o.split(',').any(|x| x == name))
     };
     let start = Instant::now();
-    let rt = Runtime::cuda(0).context("opening CUDA device 0")?;
+    let mut rt = Runtime::cuda(0).context("opening CUDA device 0")?;
+    // `TK_BENCH_TUNED=1`: `launch()` runs what a user's launch runs — this machine's tuning
+    // cache, then the shipped layer. Without it (every run before session 24) `launch()`
+    // runs the declared defaults.
+    let tuned = std::env::var("TK_BENCH_TUNED").as_deref() == Ok("1");
+    if tuned {
+        let (shipped, _) = tilekit_tuner::cache::shipped::entries(
+            tilekit_kernels::SHIPPED_TUNING,
+            tilekit_kernels::SHIPPED_TUNING_NAME,
+        );
+        let report = tilekit_tuner::cache::attach_tuned(&mut rt, &shipped, tilekit_kernels::ALL);
+        println!("tuned configurations (TK_BENCH_TUNED=1): {report}");
+    }
+    let rt = rt;
     let dev = rt.device().ok_or_else(|| anyhow!("no device info"))?;
     println!(
         "tilekit-bench on {} (sm {}.{}, {} SMs)",
@@ -669,6 +682,14 @@ fn main() -> Result<()> {
     let copy = copy_ceiling(&rt)?;
     let ceiling = copy["gbps"].as_f64().unwrap_or(f64::NAN);
     results.insert("copy".into(), copy);
+    results.insert(
+        "launch_configs".into(),
+        json!(if tuned {
+            "tuned (TK_BENCH_TUNED=1)"
+        } else {
+            "declared defaults"
+        }),
+    );
     let mut record = |name: &str, r: Result<Value>| {
         let v = r.unwrap_or_else(|e| {
             println!("{name}: FAILED: {e:#}");

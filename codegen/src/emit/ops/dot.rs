@@ -76,9 +76,19 @@ impl<'k> Emitter<'k> {
                 (true, false) => "mma_dot_bt",
                 _ => "mma_dot",
             };
+            if bt && self.deferred_product(r) {
+                self.w.line(&format!(
+                    "auto {name} = tk::{f}_async<{tf32}>({an}, {bn}, {ce}); // in flight until its first reader"
+                ));
+                self.product_in_flight(r, &name);
+                return Ok(());
+            }
             self.w.line(&format!(
                 "const auto {name} = tk::{f}<{tf32}>({an}, {bn}, {ce});"
             ));
+            if self.hopper.is_some() {
+                self.settle_all("the product above waited for every older one");
+            }
             return Ok(());
         }
         let (ea, sa) = self.ty(a)?;
@@ -131,9 +141,19 @@ impl<'k> Emitter<'k> {
             self.w.line(&format!(
                 "// A is acc{k}'s registers where both accumulators keep whole rows per warp (only B is staged), else staged too"
             ));
+            if self.hopper.is_some() && !sync && self.deferred_product(r) {
+                self.w.line(&format!(
+                    "auto {name} = tk::dot_acc_a_async<{tf32}>({ae}, {be}, {ce}); // in flight until its first reader"
+                ));
+                self.product_in_flight(r, &name);
+                return Ok(());
+            }
             self.w.line(&format!(
                 "const auto {name} = tk::dot_acc_a<{tf32}, TK_SMEM_KIND, {sync}>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
             ));
+            if self.hopper.is_some() {
+                self.settle_all("the product above waited for every older one");
+            }
             return Ok(());
         }
         let f = if bt { "dot_regs_bt" } else { "dot_regs" };

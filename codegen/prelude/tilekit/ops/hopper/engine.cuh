@@ -468,7 +468,10 @@ TK_DEVICE void stage_tile(const tma_tile<T, R, C>& dst, const gtile<ALIGNED, THR
 /// acc + A @ X^T on wgmma from a resident tile A (M x K) and a ring tile X (N x K): both
 /// K-major (X's rows are B's columns: attention's q @ trans(k)), per k16 step one
 /// `wgmma.m64nNk16` per consumer warpgroup (its 64 rows of A), across K's 128-byte panels.
-template <bool TF32, bool ZERO = false, class T, long long BM, long long K, long long BN, class L>
+///
+/// `ASYNC`: returns right after the commit, the product still in flight: the caller waits
+/// (`wgmma_settle`) before anything reads the result (the chained form's deferred waits).
+template <bool TF32, bool ZERO = false, bool ASYNC = false, class T, long long BM, long long K, long long BN, class L>
 TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, const tma_tile<T, BN, K>& sx,
                                                    const rt<float, shape<BM, BN>, L>& acc) {
     static_assert(!TF32 && !is_same<T, float>::value, "tk::sm90::mma_dot_bt: bf16 / f16 operands");
@@ -494,9 +497,11 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt(const tma_tile<T, BM, K>& sa, c
     }
     wgmma_commit();
     pingpong_pass<L::warps / 4>();
-    wgmma_wait<0>();
+    if constexpr (!ASYNC) {
+        wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
+        for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
+    }
     return r;
 }
 
@@ -508,12 +513,29 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt_into_zeros(const tma_tile<T, BM
     return mma_dot_bt<TF32, true>(sa, sx, acc);
 }
 
+/// `mma_dot_bt` left in flight (see `ASYNC` there).
+template <bool TF32, class T, long long BM, long long K, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt_async(const tma_tile<T, BM, K>& sa, const tma_tile<T, BN, K>& sx,
+                                                         const rt<float, shape<BM, BN>, L>& acc) {
+    return mma_dot_bt<TF32, false, true>(sa, sx, acc);
+}
+
+/// `mma_dot_bt_into_zeros` left in flight (see `ASYNC` at `mma_dot_bt`).
+template <bool TF32, class T, long long BM, long long K, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt_into_zeros_async(const tma_tile<T, BM, K>& sa,
+                                                                    const tma_tile<T, BN, K>& sx,
+                                                                    const rt<float, shape<BM, BN>, L>& acc) {
+    return mma_dot_bt<TF32, true, true>(sa, sx, acc);
+}
+
 /// acc + a @ B on wgmma where `a` is an accumulator-layout tile in registers (attention's
 /// probabilities, already cast to T) and B a ring tile (K x N, N-major): `a`'s pairs of n8
 /// tiles are the k16 A fragments of `wgmma.m64nNk16` with A from registers (the packing
 /// of `tk::dot_acc_a`), B from its descriptor. Every fragment is packed before the first
 /// wgmma: the hardware reads A's registers asynchronously until the wait.
-template <bool TF32, int KIND, bool SYNC, class T, long long M, long long K, long long N, class LA, class L>
+///
+/// `ASYNC` (`dot_acc_a_async`): returns right after the commit, as `mma_dot_bt`'s.
+template <bool TF32, int KIND, bool SYNC, bool ASYNC = false, class T, long long M, long long K, long long N, class LA, class L>
 TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, const tma_tile<T, K, N>& b,
                                                const rt<float, shape<M, N>, L>& acc, char*, char*) {
     static_assert(!TF32 && (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value),
@@ -545,17 +567,45 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
         wgmma_rs16_n<(int)N, T>::template run<1>(r.v, af[kk], db, 1);
     }
     wgmma_commit();
-    wgmma_wait<0>();
+    if constexpr (!ASYNC) {
+        wgmma_wait<0>();
 #pragma unroll
-    for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
+        for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
+    }
     return r;
+}
+
+/// `dot_acc_a` left in flight (see `ASYNC` at `mma_dot_bt`).
+template <bool TF32, class T, long long M, long long K, long long N, class LA, class L>
+TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a_async(const rt<T, shape<M, K>, LA>& a, const tma_tile<T, K, N>& b,
+                                                     const rt<float, shape<M, N>, L>& acc) {
+    return dot_acc_a<TF32, 0, false, true>(a, b, acc, nullptr, nullptr);
+}
+
+/// Fences every register of an accumulator tile (see `wgmma_settle`).
+template <class R>
+TK_DEVICE void fence_tile_regs(R& t) {
+#pragma unroll
+    for (int i = 0; i < R::SLOTS; ++i) fence_regs(t.v[i]);
+}
+
+/// The chained form's deferred wait: at most `PENDING` wgmma groups left in flight (they
+/// complete in order, so every product committed before the last `PENDING` is done), then
+/// the settled tiles' registers fenced so nothing reads them before the wait.
+template <int PENDING, class... R>
+TK_DEVICE void wgmma_settle(R&... tiles) {
+    wgmma_wait<PENDING>();
+    (fence_tile_regs(tiles), ...);
 }
 
 } // namespace sm90
 
 using sm90::dot_acc_a;
+using sm90::dot_acc_a_async;
 using sm90::mma_dot_bt;
+using sm90::mma_dot_bt_async;
 using sm90::mma_dot_bt_into_zeros;
+using sm90::mma_dot_bt_into_zeros_async;
 using sm90::stage_tile;
 using sm90::mma_dot;
 

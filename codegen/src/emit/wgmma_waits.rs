@@ -1,0 +1,151 @@
+//! Deferred wgmma waits in the chained form's consumer body (the Hopper engine's
+//! attention loops): a score product (`dot(resident, trans(ring tile))`) is issued without
+//! waiting (`tk::mma_dot_bt_async`) when tile work comes before its first reader, so that
+//! work runs on the CUDA cores while the tensor cores multiply (the backward issues both
+//! score products, then computes the softmax of the first under the second).
+//! `tk::dot_acc_a_async` exists for accumulating products but is not chosen (registers).
+//! A product is deferred only when tile work (a tile computation, a branch, another
+//! product) comes before its first reader. Before the first instruction that reads a product still in flight the printer emits
+//! `tk::sm90::wgmma_settle<K>(..)`: at most `K` younger groups stay in flight (groups
+//! complete in commit order), and the settled tiles' registers are fenced. A product that
+//! waits inside its own call (the next instruction reads it) settles every older one; the
+//! end of the consumer body settles the rest, before the ring slots they read are released.
+//!
+//! Where no product is deferred (the forward: only scalar work before each reader) the printed
+//! code is what it was, so tuning keys (`codegen_id` of the template) do not move.
+
+use crate::analyze::nested_blocks;
+use crate::emit::Emitter;
+use crate::engine::Form;
+use std::collections::HashSet;
+use tilekit_ir::{Block, Inst, Op, Ty, ValueId};
+
+/// The deferred-wait state of one consumer body.
+#[derive(Debug, Default)]
+pub(super) struct DeferredWaits {
+    /// The products issued without a wait (their next instruction does not read them).
+    eligible: HashSet<ValueId>,
+    /// Products in flight, oldest first: (value, C++ name).
+    pending: Vec<(ValueId, String)>,
+}
+
+/// Every value `inst` reads, its nested blocks' included.
+fn reads(inst: &Inst, out: &mut Vec<ValueId>) {
+    out.extend(inst.op.operands());
+    for b in nested_blocks(&inst.op) {
+        for i in &b.insts {
+            reads(i, out);
+        }
+    }
+}
+
+fn reads_value(inst: &Inst, v: ValueId) -> bool {
+    let mut r = Vec::new();
+    reads(inst, &mut r);
+    r.contains(&v)
+}
+
+impl<'k> Emitter<'k> {
+    /// Starts deferring waits for the consumer `body` of a chained-form loop (nothing on
+    /// other forms).
+    pub(super) fn begin_deferred_waits(&mut self, body: &'k Block) {
+        if !self
+            .hopper
+            .is_some_and(|h| matches!(h.form, Form::Chain { .. }))
+        {
+            return;
+        }
+        // A tile computation or another product: work worth running under the product.
+        let tile_work = |inst: &Inst| {
+            matches!(inst.op, Op::Dot { .. } | Op::If { .. })
+                || inst.results.iter().any(
+                    |v| matches!(self.types.of(*v), Ty::Tile { shape, .. } if shape.rank() > 0),
+                )
+        };
+        let mut eligible = HashSet::new();
+        for (i, inst) in body.insts.iter().enumerate() {
+            // Score products only (a transposed B): an accumulating product in flight holds
+            // its accumulator and its A fragments too, and at D = 128 the dk/dv loop then
+            // spills under the consumers' 168-register bound (NVRTC: 48 bytes).
+            let (Op::Dot { b, .. }, Some(&r)) = (&inst.op, inst.results.first()) else {
+                continue;
+            };
+            if !self.layouts.fused_trans.contains(b) {
+                continue;
+            }
+            let until_reader: Vec<&Inst> = body.insts[i + 1..]
+                .iter()
+                .take_while(|next| !reads_value(next, r))
+                .collect();
+            if until_reader.iter().any(|i| tile_work(i)) {
+                eligible.insert(r);
+            }
+        }
+        self.deferred = Some(DeferredWaits {
+            eligible,
+            pending: Vec::new(),
+        });
+    }
+
+    /// Whether the product `r` is issued without a wait.
+    pub(super) fn deferred_product(&self, r: ValueId) -> bool {
+        self.deferred
+            .as_ref()
+            .is_some_and(|d| d.eligible.contains(&r))
+    }
+
+    /// Records a product issued without a wait, printed as `name`.
+    pub(super) fn product_in_flight(&mut self, r: ValueId, name: &str) {
+        if let Some(d) = &mut self.deferred {
+            d.pending.push((r, name.to_string()));
+        }
+    }
+
+    /// Before `inst`: settles the products in flight up to the youngest one it reads.
+    pub(super) fn settle_reads(&mut self, inst: &Inst) {
+        let Some(d) = &self.deferred else {
+            return;
+        };
+        if d.pending.is_empty() {
+            return;
+        }
+        let mut r = Vec::new();
+        reads(inst, &mut r);
+        let Some(last) = d.pending.iter().rposition(|(v, _)| r.contains(v)) else {
+            return;
+        };
+        let younger = d.pending.len() - 1 - last;
+        self.settle(last + 1, younger, "its first reader");
+    }
+
+    /// After a product that waited inside its call (or at the body's end: `wait_now`),
+    /// settles every product still recorded in flight.
+    pub(super) fn settle_all(&mut self, why: &str) {
+        let n = self.deferred.as_ref().map_or(0, |d| d.pending.len());
+        if n > 0 {
+            self.settle(n, 0, why);
+        }
+    }
+
+    /// Ends the consumer body: everything settled (the ring slots are released next).
+    pub(super) fn end_deferred_waits(&mut self) {
+        self.settle_all("the end of the iteration: the ring slots it read are released next");
+        self.deferred = None;
+    }
+
+    /// Prints the settle of the `count` oldest products in flight, `younger` left running.
+    fn settle(&mut self, count: usize, younger: usize, why: &str) {
+        let Some(d) = &mut self.deferred else {
+            return;
+        };
+        let names: Vec<String> = d.pending.drain(..count).map(|(_, n)| n).collect();
+        self.w.line(&format!(
+            "// deferred wgmma wait ({why}): {} settled, {younger} younger product(s) left in flight",
+            names.join(", ")
+        ));
+        self.w.line(&format!(
+            "tk::sm90::wgmma_settle<{younger}>({});",
+            names.join(", ")
+        ));
+    }
+}
