@@ -2,7 +2,8 @@
 //! covering subset of its configurations x element types (compiled in parallel first) on
 //! small awkward shapes, full and causal; grouped-query heads; the default launch at 4097
 //! queries and keys (partial last blocks, every mask path); three repeats bitwise equal;
-//! the backward (both passes) on the covering subsets of its two kernels' spaces.
+//! the backward (both passes) on the covering subsets of its two kernels' spaces, and 20
+//! backward runs bitwise identical.
 
 mod common;
 
@@ -217,6 +218,63 @@ fn gpu_attention_backward_matches_the_reference() {
     };
     let first = check_backward::<bf16>(&rt, big, (3e-2, 3e-2));
     assert!(first.0.iter().all(|x| x.is_finite()));
+}
+
+/// The backward is deterministic (no atomics: every gradient element is written by one
+/// program): 20 runs into fresh NaN-poisoned gradients are bitwise identical, at a causal
+/// grouped-query shape with partial blocks on the library's tuned path.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_backward_twenty_repeats_are_bitwise_identical() {
+    let rt = gpu();
+    let c = Case {
+        z: 8,
+        m: 1000,
+        n: 1000,
+        d: 128,
+        heads: 8,
+        kv_heads: 2,
+        causal: true,
+    };
+    let mut r = common::rng("attention backward repeats");
+    let t3 = |v: Vec<bf16>, s: [usize; 3]| Tensor3::from_vec(&rt, v, s).unwrap();
+    let (qs, ks) = ([c.z, c.m, c.d], [c.zk(), c.n, c.d]);
+    let q = t3(r.vec(c.z * c.m * c.d, 2.0), qs);
+    let k = t3(r.vec(c.zk() * c.n * c.d, 2.0), ks);
+    let v = t3(r.vec(c.zk() * c.n * c.d, 2.0), ks);
+    let dout = t3(r.vec(c.z * c.m * c.d, 1.0), qs);
+    let scale = 1.0 / (c.d as f32).sqrt();
+    let (h, hk) = (c.heads as i64, c.kv_heads as i64);
+    let mut o = Tensor3::<bf16>::zeros(&rt, qs).unwrap();
+    let mut lse = Tensor2::<f32>::zeros(&rt, [c.z, c.m]).unwrap();
+    attention::launch(&rt, &q, &k, &v, &mut o, &mut lse, scale, h, hk, c.causal).unwrap();
+    let nan3 = |s: [usize; 3]| Tensor3::<bf16>::full(&rt, s, bf16::NAN).unwrap();
+    let mut first = None;
+    for i in 0..20 {
+        let mut delta = Tensor2::<f32>::full(&rt, [c.z, c.m], f32::NAN).unwrap();
+        let (mut dq, mut dk, mut dv) = (nan3(qs), nan3(ks), nan3(ks));
+        tilekit_kernels::attention_backward(
+            &rt, &q, &k, &v, &o, &dout, &lse, &mut delta, &mut dq, &mut dk, &mut dv, scale, h, hk,
+            c.causal,
+        )
+        .unwrap();
+        let bits = |t: &Tensor3<bf16>| -> Vec<u16> {
+            t.to_vec().unwrap().iter().map(|x| x.to_bits()).collect()
+        };
+        let got = (bits(&dq), bits(&dk), bits(&dv));
+        assert!(
+            got.0
+                .iter()
+                .chain(&got.1)
+                .chain(&got.2)
+                .all(|&b| !bf16::from_bits(b).is_nan()),
+            "run {i}: a gradient element was not written"
+        );
+        match &first {
+            None => first = Some(got),
+            Some(f) => assert!(*f == got, "run {i} differs from run 0"),
+        }
+    }
 }
 
 /// A small forward and backward for compute-sanitizer (memcheck, racecheck, synccheck):

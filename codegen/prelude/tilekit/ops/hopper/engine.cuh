@@ -443,23 +443,43 @@ TK_DEVICE void stage_tile(const tma_tile<T, R, C>& dst, const gtile<ALIGNED, THR
     constexpr int E = 16 / (int)sizeof(T); // elements per 16-byte chunk
     constexpr int CHUNKS = (int)(C / E);   // chunks per row
     static_assert(C % E == 0, "tk::sm90::stage_tile: whole 16-byte chunks");
-    sync();
-    for (int i = thread_rank(); i < (int)R * CHUNKS; i += THREADS) {
-        const int r = i / CHUNKS, c = i % CHUNKS;
-        const long long gr = x.o.c[0] + r, gc = x.o.c[1] + (long long)c * E;
-        uint4 val = make_uint4(0u, 0u, 0u, 0u);
-        if (gr >= 0 && gr < x.v.shape[0]) {
-            const T* src = x.v.ptr + gr * x.v.stride[0] + gc;
-            if (gc >= 0 && gc + E <= x.v.shape[1]) {
-                val = *reinterpret_cast<const uint4*>(src);
-            } else {
-                T e[E];
+    constexpr int TOTAL = (int)R * CHUNKS;
+    constexpr int PER = (TOTAL + THREADS - 1) / THREADS; // chunks per thread
+    constexpr int BATCH = PER < 4 ? PER : 4;             // chunks in flight per thread
+    // Loads issued BATCH at a time before their stores (one memory latency per batch, not
+    // one per chunk: the stores may alias the loads' generic pointers, so a loop that
+    // stores each chunk as it arrives waits for every load in turn; four chunks, 16
+    // registers, keep the consumers' loops free of spills); the first batch before the
+    // barrier that waits for the other warpgroup to finish reading the previous tile.
+    for (int k0 = 0; k0 < PER; k0 += BATCH) {
+        uint4 vals[BATCH];
 #pragma unroll
-                for (int j = 0; j < E; ++j) e[j] = (gc + j >= 0 && gc + j < x.v.shape[1]) ? src[j] : T(0.0f);
-                val = *reinterpret_cast<const uint4*>(e);
+        for (int k = 0; k < BATCH; ++k) {
+            const int i = thread_rank() + (k0 + k) * THREADS;
+            const int r = i / CHUNKS, c = i % CHUNKS;
+            const long long gr = x.o.c[0] + r, gc = x.o.c[1] + (long long)c * E;
+            vals[k] = make_uint4(0u, 0u, 0u, 0u);
+            if (k0 + k < PER && i < TOTAL && gr >= 0 && gr < x.v.shape[0]) {
+                const T* src = x.v.ptr + gr * x.v.stride[0] + gc;
+                if (gc >= 0 && gc + E <= x.v.shape[1]) {
+                    vals[k] = *reinterpret_cast<const uint4*>(src);
+                } else {
+                    T e[E];
+#pragma unroll
+                    for (int j = 0; j < E; ++j) e[j] = (gc + j >= 0 && gc + j < x.v.shape[1]) ? src[j] : T(0.0f);
+                    vals[k] = *reinterpret_cast<const uint4*>(e);
+                }
             }
         }
-        *reinterpret_cast<uint4*>(dst.base + (long long)(c / 8) * R * 128 + detail::sw128(r, c % 8)) = val;
+        if (k0 == 0) sync();
+#pragma unroll
+        for (int k = 0; k < BATCH; ++k) {
+            const int i = thread_rank() + (k0 + k) * THREADS;
+            if (k0 + k < PER && i < TOTAL) {
+                const int r = i / CHUNKS, c = i % CHUNKS;
+                *reinterpret_cast<uint4*>(dst.base + (long long)(c / 8) * R * 128 + detail::sw128(r, c % 8)) = vals[k];
+            }
+        }
     }
     fence_proxy_async_smem();
     sync();
