@@ -114,6 +114,18 @@ pub fn scalar_state_if(x: &Tensor2<f32>, y: &mut Tensor1<f32>) {
     store(y, rows, m, rows < x.rows());
 }
 
+/// A literal in one branch of a scalar `if` takes the other branch's type: `if shift < 0 {
+/// 0 } else { shift }` is an `i64` (it was refused as "changes type from scalar i32 to
+/// scalar i64"), then `y = x + max(shift, 0)`.
+#[kernel(grid = [cdiv(x.len(), BLOCK)])]
+#[tune(BLOCK = [64, 32])]
+pub fn literal_branch(x: &Tensor1<f32>, y: &mut Tensor1<f32>, shift: i64) {
+    let s = if shift < 0 { 0 } else { shift };
+    let offs = program_id(0) * BLOCK + arange::<BLOCK>();
+    let v = load(x, offs, offs < x.len(), 0.0);
+    store(y, offs, v + s.cast::<f32>(), offs < x.len());
+}
+
 /// A helper named like a near name of an operation (`transpose`, which a bare call reports
 /// as "did you mean `trans(t)`"), called by a path.
 #[tile_fn]
@@ -555,6 +567,19 @@ fn cpu_scalar_state_is_promoted_to_the_loops_tile() {
 }
 
 #[test]
+fn cpu_a_literal_branch_takes_the_other_branchs_type() {
+    let rt = Runtime::cpu();
+    let x: Vec<f32> = (0..100).map(|i| i as f32 * 0.5).collect();
+    for shift in [-3i64, 0, 7] {
+        let tx = Tensor1::from_vec(&rt, x.clone(), [100]).unwrap();
+        let mut ty = Tensor1::<f32>::full(&rt, [100], f32::NAN).unwrap();
+        literal_branch::launch(&rt, &tx, &mut ty, shift).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v + shift.max(0) as f32).collect();
+        assert_eq!(ty.to_vec().unwrap(), want, "shift {shift}");
+    }
+}
+
+#[test]
 fn cpu_scalar_state_assigned_in_a_branch_of_the_loop() {
     let rt = Runtime::cpu();
     let (m, n) = (21, 150);
@@ -593,6 +618,7 @@ fn math_kernels_compile_with_nvrtc() {
         ("pow_rows", &pow_rows::SPEC),
         ("scalar_state", &scalar_state::SPEC),
         ("scalar_state_if", &scalar_state_if::SPEC),
+        ("literal_branch", &literal_branch::SPEC),
     ];
     for (name, spec) in specs {
         let kernel = spec.kernel().expect("kernel IR");

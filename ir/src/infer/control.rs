@@ -66,12 +66,23 @@ impl Checker<'_> {
         }
         self.block(then_block);
         self.block(else_block);
-        let then_tys: Vec<Ty> = yields(then_block)
+        // Each result takes the then branch's type, except where the then branch yields a
+        // weak literal that the else branch's (strong) value can stand for: `if c { 0 }
+        // else { i }` is an `i64` when `i` is.
+        let else_ys = yields(else_block);
+        let tys: Vec<Ty> = yields(then_block)
             .iter()
-            .map(|v| strong(self.ty(*v)))
+            .enumerate()
+            .map(|(i, v)| {
+                let t = self.ty(*v);
+                match else_ys.get(i).map(|e| self.ty(*e)) {
+                    Some(e @ Ty::Tile { weak: false, .. }) if weak_fits(&t, &e) => e,
+                    _ => strong(t),
+                }
+            })
             .collect();
-        self.check_yield(else_block, &then_tys, loc, "`if` branch");
-        for (r, t) in inst.results.iter().zip(then_tys) {
+        self.check_yield(else_block, &tys, loc, "`if` branch");
+        for (r, t) in inst.results.iter().zip(tys) {
             self.set(*r, t);
         }
         None
@@ -86,24 +97,8 @@ impl Checker<'_> {
             if yt == Ty::Error || *t == Ty::Error {
                 continue;
             }
-            let compatible = match (&self.ty(*y), t) {
-                (
-                    Ty::Tile {
-                        elem: ye,
-                        shape: ys,
-                        weak: true,
-                    },
-                    Ty::Tile {
-                        elem: te,
-                        shape: ts,
-                        ..
-                    },
-                ) => {
-                    ys == ts
-                        && (ye == te
-                            || te.is_float() && (ye.is_float() || ye.is_int())
-                            || te.is_int() && ye.is_int())
-                }
+            let compatible = match self.ty(*y) {
+                w @ Ty::Tile { weak: true, .. } => weak_fits(&w, t),
                 _ => yt == *t,
             };
             if !compatible {
@@ -158,6 +153,32 @@ fn extent_arg(d: &str) -> String {
         d.to_string()
     } else {
         format!("{{ {d} }}")
+    }
+}
+
+/// Whether `w`, a weak literal's type, may stand for a value of type `t`: the same shape and
+/// a compatible element type (an integer literal for a float or an integer, a float literal
+/// for a float).
+fn weak_fits(w: &Ty, t: &Ty) -> bool {
+    match (w, t) {
+        (
+            Ty::Tile {
+                elem: we,
+                shape: ws,
+                weak: true,
+            },
+            Ty::Tile {
+                elem: te,
+                shape: ts,
+                ..
+            },
+        ) => {
+            ws == ts
+                && (we == te
+                    || te.is_float() && (we.is_float() || we.is_int())
+                    || te.is_int() && we.is_int())
+        }
+        _ => false,
     }
 }
 
