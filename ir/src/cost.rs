@@ -177,7 +177,7 @@ fn invert(e: &crate::expr::Expr, target: i64, x: &str, dims: &DimValues) -> Opti
                 ExprOp::Add => target.checked_sub(k)?,
                 ExprOp::Sub if x_left => target.checked_add(k)?,
                 ExprOp::Sub => k.checked_sub(target)?,
-                ExprOp::Mul if k > 0 => target.checked_add(k - 1)? / k,
+                ExprOp::Mul if k > 0 => target.checked_add(k - 1)?.div_euclid(k),
                 _ => return None,
             };
             invert(unknown, inner, x, dims)

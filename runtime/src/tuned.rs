@@ -176,7 +176,8 @@ impl<'a> LaunchQuery<'a> {
 
     /// The kernel's named problem dimensions bound from the tensor shapes
     /// (`kernel.problem.shapes[i]` names the axes of parameter `i`); the first tensor that
-    /// names a dimension gives its extent. Dimensions no tensor binds are absent.
+    /// names a dimension gives its extent; a dimension no tensor names is solved from a
+    /// derived one where it can be (`tilekit_ir::cost::solve_dims`), else absent.
     ///
     /// ```
     /// use tilekit_ir::{Bindings, KernelBuilder, Problem};

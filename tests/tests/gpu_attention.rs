@@ -222,7 +222,8 @@ fn gpu_attention_backward_matches_the_reference() {
 
 /// The backward is deterministic (no atomics: every gradient element is written by one
 /// program): 20 runs into fresh NaN-poisoned gradients are bitwise identical, at a causal
-/// grouped-query shape with partial blocks on the library's tuned path.
+/// grouped-query shape with partial blocks (the declared defaults: the dq pass's deferred
+/// waits included).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_attention_backward_twenty_repeats_are_bitwise_identical() {

@@ -545,8 +545,8 @@ fn attention_backward_takes_the_chained_hopper_engine_with_two_resident_tiles() 
             // dq issues both score products before the first is read: the second stays in
             // flight under the softmax (`wgmma_settle<1>`: one younger product left); dk/dv
             // keeps its order (both first spill 48 bytes at D = 128): each score product
-            // in flight under the tile work before its reader (`lse`'s and `delta`'s
-            // gathers under the first).
+            // is deferred (tile work comes before its reader), though the grouped gathers of
+            // `lse` and `delta` settle everything before them, so little runs under it.
             let settle = if name == "attention_bwd_dq" {
                 "tk::sm90::wgmma_settle<1>("
             } else {

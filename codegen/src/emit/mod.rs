@@ -409,7 +409,13 @@ impl<'k> Emitter<'k> {
         self.source_line(inst);
         self.settle_reads(inst);
         match &inst.op {
-            Op::For { .. } | Op::If { .. } | Op::Yield { .. } => self.control(inst),
+            Op::For { .. } | Op::If { .. } => {
+                self.deferred_nesting(true);
+                let r = self.control(inst);
+                self.deferred_nesting(false);
+                r
+            }
+            Op::Yield { .. } => self.control(inst),
             _ => self.op(inst),
         }
     }

@@ -3,7 +3,8 @@
 //! waiting (`tk::mma_dot_bt_async`) when tile work comes before its first reader, so that
 //! work runs on the CUDA cores while the tensor cores multiply (the backward issues both
 //! score products, then computes the softmax of the first under the second).
-//! `tk::dot_acc_a_async` exists for accumulating products but is not chosen (registers).
+//! Accumulating products always wait (in flight they hold their accumulator and A
+//! fragments: at D = 128 the dk/dv loop spilled, NVRTC).
 //! A product is deferred only when tile work (a tile computation, a branch, another
 //! product) comes before its first reader. Before the first instruction that reads a product still in flight the printer emits
 //! `tk::sm90::wgmma_settle<K>(..)`: at most `K` younger groups stay in flight (groups
@@ -12,7 +13,9 @@
 //! end of the consumer body settles the rest, before the ring slots they read are released.
 //!
 //! Where no product is deferred (the forward: only scalar work before each reader) the printed
-//! code is what it was, so tuning keys (`codegen_id` of the template) do not move.
+//! code is what it was (the generated-CUDA snapshot checks it). Note that a tuning key's
+//! `codegen_id` hashes the mma.sync template only: a change to the Hopper lowering does not
+//! orphan entries tuned before it, so re-tune what it changes.
 
 use crate::analyze::nested_blocks;
 use crate::emit::Emitter;
@@ -27,6 +30,10 @@ pub(super) struct DeferredWaits {
     eligible: HashSet<ValueId>,
     /// Products in flight, oldest first: (value, C++ name).
     pending: Vec<(ValueId, String)>,
+    /// How deep the printer is inside the body's `if`/`for` blocks: a settle printed there
+    /// runs on one path only, so it leaves the products recorded (a later reader settles
+    /// them again: a wait already satisfied on that path).
+    nested: usize,
 }
 
 /// Every value `inst` reads, its nested blocks' included.
@@ -84,6 +91,7 @@ impl<'k> Emitter<'k> {
         self.deferred = Some(DeferredWaits {
             eligible,
             pending: Vec::new(),
+            nested: 0,
         });
     }
 
@@ -133,12 +141,28 @@ impl<'k> Emitter<'k> {
         self.deferred = None;
     }
 
-    /// Prints the settle of the `count` oldest products in flight, `younger` left running.
+    /// The printer enters (`true`) or leaves an `if`/`for` block of the body.
+    pub(super) fn deferred_nesting(&mut self, enter: bool) {
+        if let Some(d) = &mut self.deferred {
+            if enter {
+                d.nested += 1;
+            } else {
+                d.nested = d.nested.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Prints the settle of the `count` oldest products in flight, `younger` left running
+    /// (recorded as settled only outside nested blocks).
     fn settle(&mut self, count: usize, younger: usize, why: &str) {
         let Some(d) = &mut self.deferred else {
             return;
         };
-        let names: Vec<String> = d.pending.drain(..count).map(|(_, n)| n).collect();
+        let names: Vec<String> = if d.nested == 0 {
+            d.pending.drain(..count).map(|(_, n)| n).collect()
+        } else {
+            d.pending[..count].iter().map(|(_, n)| n.clone()).collect()
+        };
         self.w.line(&format!(
             "// deferred wgmma wait ({why}): {} settled, {younger} younger product(s) left in flight",
             names.join(", ")

@@ -141,13 +141,6 @@ impl<'k> Emitter<'k> {
             self.w.line(&format!(
                 "// A is acc{k}'s registers where both accumulators keep whole rows per warp (only B is staged), else staged too"
             ));
-            if self.hopper.is_some() && !sync && self.deferred_product(r) {
-                self.w.line(&format!(
-                    "auto {name} = tk::dot_acc_a_async<{tf32}>({ae}, {be}, {ce}); // in flight until its first reader"
-                ));
-                self.product_in_flight(r, &name);
-                return Ok(());
-            }
             self.w.line(&format!(
                 "const auto {name} = tk::dot_acc_a<{tf32}, TK_SMEM_KIND, {sync}>({ae}, {be}, {ce}, smem + {oa}, smem + {ob});"
             ));

@@ -553,9 +553,7 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot_bt_into_zeros_async(const tma_tile
 /// tiles are the k16 A fragments of `wgmma.m64nNk16` with A from registers (the packing
 /// of `tk::dot_acc_a`), B from its descriptor. Every fragment is packed before the first
 /// wgmma: the hardware reads A's registers asynchronously until the wait.
-///
-/// `ASYNC` (`dot_acc_a_async`): returns right after the commit, as `mma_dot_bt`'s.
-template <bool TF32, int KIND, bool SYNC, bool ASYNC = false, class T, long long M, long long K, long long N, class LA, class L>
+template <bool TF32, int KIND, bool SYNC, class T, long long M, long long K, long long N, class LA, class L>
 TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, const tma_tile<T, K, N>& b,
                                                const rt<float, shape<M, N>, L>& acc, char*, char*) {
     static_assert(!TF32 && (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value),
@@ -587,19 +585,10 @@ TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a(const rt<T, shape<M, K>, LA>& a, c
         wgmma_rs16_n<(int)N, T>::template run<1>(r.v, af[kk], db, 1);
     }
     wgmma_commit();
-    if constexpr (!ASYNC) {
-        wgmma_wait<0>();
+    wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
-    }
+    for (int i = 0; i < (int)(N / 2); ++i) fence_regs(r.v[i]);
     return r;
-}
-
-/// `dot_acc_a` left in flight (see `ASYNC` at `mma_dot_bt`).
-template <bool TF32, class T, long long M, long long K, long long N, class LA, class L>
-TK_DEVICE rt<float, shape<M, N>, L> dot_acc_a_async(const rt<T, shape<M, K>, LA>& a, const tma_tile<T, K, N>& b,
-                                                     const rt<float, shape<M, N>, L>& acc) {
-    return dot_acc_a<TF32, 0, false, true>(a, b, acc, nullptr, nullptr);
 }
 
 /// Fences every register of an accumulator tile (see `wgmma_settle`).
@@ -621,7 +610,6 @@ TK_DEVICE void wgmma_settle(R&... tiles) {
 } // namespace sm90
 
 using sm90::dot_acc_a;
-using sm90::dot_acc_a_async;
 using sm90::mma_dot_bt;
 using sm90::mma_dot_bt_async;
 using sm90::mma_dot_bt_into_zeros;
