@@ -1,6 +1,7 @@
 //! Sub-tiles and expression extents end to end: a 5-point stencil that loads one halo tile
 //! `[BM + 2, BN + 2]` with `load_tile` at origin `(r0 - 1, c0 - 1)` and takes five slices of
-//! it (both forms: `h.slice(a..b, c..)` and `h.slice([..], [..])`). On the CPU backend against a
+//! it (both forms: `h.slice(a..b, c..)` and `h.slice([..], [..])`; the five read one staged
+//! copy of the halo). On the CPU backend against a
 //! plain Rust reference, its variants compiled by NVRTC (a pairwise covering subset of its
 //! 216 and the defaults, as the library's; skipped without NVRTC, except under `CI=true`), and on a CUDA GPU against the CPU backend
 //! (`#[ignore = "needs a CUDA GPU"]`). Inputs are small integers, so every result is exact
@@ -98,6 +99,22 @@ fn cpu_stencil5_every_config_matches_the_reference() {
             );
         }
     }
+}
+
+/// The five slices of the halo tile read one staged copy of it (issue 29 item 2): one
+/// `tk::slice_stage` (a barrier on each side) where the first slice is, five
+/// `tk::slice_read`s with no barrier (before: five copies of the halo, ten barriers).
+#[test]
+fn stencil5_slices_share_one_staged_copy_of_the_halo() {
+    use tilekit_codegen::{variant_source, Target};
+    let kernel = stencil5::SPEC.kernel().expect("kernel IR");
+    let valid = tilekit_tuner::valid_variants(kernel, &[Target::Sm80]);
+    let v = valid.first().expect("a valid variant");
+    let src =
+        variant_source(kernel, stencil5::SPEC.cuda_template, &v.to_variant()).expect("source");
+    assert_eq!(src.matches("tk::slice_stage(").count(), 1, "{src}");
+    assert_eq!(src.matches("tk::slice_read<").count(), 5, "{src}");
+    assert!(!src.contains("tk::slice<"), "{src}");
 }
 
 #[test]

@@ -90,6 +90,9 @@ pub(crate) struct Emitter<'k> {
     /// Inside a chained-form consumer body: the products issued without a wait
     /// (`wgmma_waits`).
     deferred: Option<wgmma_waits::DeferredWaits>,
+    /// Tiles staged for their slices (`PartKey::SliceSource`): the first slice of each
+    /// stages it, the others read the copy.
+    staged_slices: Vec<tilekit_ir::ValueId>,
 }
 
 /// `TK_GROUP` of a Hopper-engine variant whose kernel declares no `GROUP_M`.
@@ -227,6 +230,7 @@ pub(crate) fn lower_with<'k>(
         settled: None,
         hopper_loop_reached: false,
         deferred: None,
+        staged_slices: Vec::new(),
         hopper,
         layouts,
     };

@@ -26,6 +26,9 @@ pub(crate) enum PartKey {
     HopperPipe,
     /// The resident tile of the `load_tile` whose result is this value (persistent).
     Resident(ValueId),
+    /// A tile that `slice`s read, copied once where it is defined into a region every
+    /// slice of it reads its window from (persistent: the slices need not be adjacent).
+    SliceSource(ValueId),
     /// The scratch of the op defining this value: a reduction, `trans`, `slice`, `cat`,
     /// a `dot`'s staged operands.
     Op(ValueId),
@@ -124,6 +127,11 @@ impl SmemAlloc {
             .iter()
             .find(|r| &r.key == key && (r.lifetime == Lifetime::Kernel) == persistent)
             .ok_or_else(|| unplanned(key))
+    }
+
+    /// Whether a persistent region `key` is placed.
+    pub fn has_persistent(&self, key: &PartKey) -> bool {
+        self.find(key, true).is_ok()
     }
 
     /// The C++ expression of the offset of persistent region `key` (relative to `smem`).

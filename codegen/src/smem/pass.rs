@@ -95,6 +95,7 @@ pub(crate) fn plan(kernel: &Kernel, facts: Facts<'_, '_>, engine: Engine) -> Sme
         f: facts,
         engine,
         alloc: SmemAlloc::default(),
+        shared_slices: Default::default(),
     };
     match engine {
         Engine::MmaSync => p.rings(),
@@ -111,6 +112,42 @@ struct Planner<'a, 'k> {
     f: Facts<'a, 'k>,
     engine: Engine,
     alloc: SmemAlloc,
+    /// Tiles whose slices share one staged copy (`PartKey::SliceSource`): defined by an
+    /// instruction of a block whose own instructions hold every slice of them.
+    shared_slices: std::collections::HashSet<ValueId>,
+}
+
+/// The tiles of block `b` whose slices can share one staged copy: results of `b`'s own
+/// instructions that `b`'s own `slice`s read and no `slice` in a block nested in `b` does
+/// (so the first slice, in `b`'s order, precedes every other: the printer stages the tile
+/// there).
+fn shared_slice_sources(b: &Block) -> Vec<ValueId> {
+    fn sliced_in(insts: &[Inst], out: &mut Vec<ValueId>) {
+        for i in insts {
+            if let Op::Slice { x, .. } = &i.op {
+                out.push(*x);
+            }
+            for nb in crate::analyze::nested_blocks(&i.op) {
+                sliced_in(&nb.insts, out);
+            }
+        }
+    }
+    let defined: Vec<ValueId> = b.insts.iter().flat_map(|i| i.results.clone()).collect();
+    let mut nested = Vec::new();
+    for i in &b.insts {
+        for nb in crate::analyze::nested_blocks(&i.op) {
+            sliced_in(&nb.insts, &mut nested);
+        }
+    }
+    let mut out = Vec::new();
+    for i in &b.insts {
+        if let Op::Slice { x, .. } = &i.op {
+            if defined.contains(x) && !nested.contains(x) && !out.contains(x) {
+                out.push(*x);
+            }
+        }
+    }
+    out
 }
 
 fn tile_factors(shape: &Shape, elem: Factor) -> Vec<Factor> {
@@ -224,6 +261,7 @@ impl<'k> Planner<'_, 'k> {
     /// The printer's `Emitter::block`: grouped prefix loads, fused reductions, else one
     /// instruction at a time.
     fn block(&mut self, b: &'k Block) {
+        self.shared_slices.extend(shared_slice_sources(b));
         for step in self.f.steps(&b.insts) {
             match step {
                 Step::Group(window, g) => {
@@ -316,11 +354,21 @@ impl<'k> Planner<'_, 'k> {
                 let Some((_, xshape)) = self.ty(x) else {
                     return;
                 };
+                let f = tile_factors(&xshape, Factor::SizeOf(elem));
+                if matches!(inst.op, Op::Slice { .. }) && self.shared_slices.contains(&x) {
+                    // Every slice of a tile an instruction defines reads one copy of it,
+                    // staged where it is defined (`emit`: `tk::slice_stage`).
+                    let key = PartKey::SliceSource(x);
+                    if !self.alloc.has_persistent(&key) {
+                        let what = format!("slice source {xshape} (line {})", inst.loc.line);
+                        self.alloc.persistent(key, what, vec![f]);
+                    }
+                    return;
+                }
                 let what = match inst.op {
                     Op::Trans { .. } => format!("trans of {xshape}"),
                     _ => format!("slice of {xshape}"),
                 };
-                let f = tile_factors(&xshape, Factor::SizeOf(elem));
                 self.alloc.scratch(PartKey::Op(r), what, vec![f]);
             }
             (Op::Cat { a, b, .. }, Some((r, (elem, shape)))) => {

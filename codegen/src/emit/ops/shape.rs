@@ -92,6 +92,36 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let x = inst.op.operands()[0];
                 let (_, _, xshape, _) = self.tile(x)?;
+                let source = PartKey::SliceSource(x);
+                if self.smem.has_persistent(&source) {
+                    // Every slice of the operand reads one staged copy: the first stages it.
+                    let off = self.smem.persistent_offset(&source)?;
+                    if !self.staged_slices.contains(&x) {
+                        let (xn, _, _, _) = self.tile(x)?;
+                        self.w.line(&format!(
+                            "// [block] {xn} {xshape} staged row-major once: every slice of it reads this copy"
+                        ));
+                        self.w
+                            .line(&format!("tk::slice_stage({xn}, smem + {off});"));
+                        self.staged_slices.push(x);
+                    }
+                    let at: Vec<String> = offsets.iter().map(dim_expr).collect();
+                    self.w.line(&format!(
+                        "// [block] slice {xshape} at [{}] -> {shape}: from the staged copy",
+                        at.join(", ")
+                    ));
+                    let l = layout_name(self.layout(r));
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::slice_read<{}, {l}, {}, {}>(smem + {off}, tk::corner<{}>{{}})",
+                            shape_type(&shape),
+                            shape_type(&xshape),
+                            elem_ctype(&elem),
+                            at.join(", ")
+                        ),
+                    );
+                }
                 let xe = self.coerce((inst, 0), x, &elem, &xshape, Layout::Blocked)?;
                 let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
                 let at: Vec<String> = offsets.iter().map(dim_expr).collect();
