@@ -29,7 +29,8 @@ the same run. Names for --only (letters of issue 4, item 7, also accepted):
              with torch eager in fp32 on the same (upcast) input: max abs and relative L2 error.
              GB/s = (read x + write y [+ read weight]) / time.
   user2d     The workloads of tilekit's user kernels written with 2-D tiles (tilekit-bench
-             --only user2d), bf16, torch eager and torch.compile: a copy of 8192x8192
+             --only user2d / stencil), torch eager and torch.compile: the 5-point stencil
+             8192^2 f32 (one halo tile, five slices on tilekit's side), a bf16 copy of 8192x8192
              (y.copy_(x); torch.compile of x.clone()), a transpose of 8192x8192
              (x.t().contiguous()), and the fused h = x + bias + residual, y = RMSNorm(h) * w
              over 32768x4096 (statistics in fp32, writing h and y). Each checked against an
@@ -408,7 +409,38 @@ def m_user2d(b, ctx):
             rec = {"error": err_str(e)}
         res["add_rmsnorm"][name] = rec
         row("user2d", name, f"add_rmsnorm {M}x{N} bf16", rec)
+    del sets
+    gc.collect(); torch.cuda.empty_cache()
+    res["stencil"] = m_stencil(b, ctx)
     return res
+
+
+def stencil5(x):
+    """y = 4 x - (north + south + west + east), 0 outside x (tilekit's user `stencil5`)."""
+    p = torch.nn.functional.pad(x, (1, 1, 1, 1))
+    return 4 * x - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+
+
+def m_stencil(b, ctx):
+    """The 5-point stencil at 8192^2 f32, eager and torch.compile (dynamic=False); bytes
+    counted as tilekit's: x read once, y written once."""
+    n, es = USER2D_SQUARE, 4
+    xs = b.inputs(n * n * es, lambda: torch.randn(n, n, device="cuda", dtype=torch.float32))
+    out = {}
+    compiled = torch.compile(stencil5, dynamic=False)
+    want = stencil5(xs[0])
+    for name, f in (("eager", stencil5), ("compile", compiled)):
+        try:
+            if not torch.allclose(f(xs[0]), want, atol=1e-5, rtol=1e-5):
+                raise RuntimeError(f"stencil {name}: wrong result")
+            rec = rate(b.time(lambda i: f(xs[i % len(xs)])), 2 * n * n * es, ctx.get("copy_gbps"))
+        except Exception as e:
+            rec = {"error": err_str(e)}
+        out[name] = rec
+        row("user2d", name, f"stencil5 {n}^2 f32", rec)
+    del xs
+    gc.collect(); torch.cuda.empty_cache()
+    return out
 
 
 # ----------------------------------------------------------------------------- (a) launch

@@ -1,6 +1,7 @@
-//! Three kernels written with 2-D tiles the way a new user writes them, checked in and
-//! measured as written (`tilekit-bench --only user2d`): a fused x + bias + residual ->
-//! RMSNorm over `[ROWS, BLOCK]` tiles, a 2-D copy, and a transpose through `trans`.
+//! Kernels written with 2-D tiles the way a new user writes them, checked in and measured
+//! as written (`tilekit-bench --only user2d`): a fused x + bias + residual -> RMSNorm over
+//! `[ROWS, BLOCK]` tiles, a 2-D copy, a transpose through `trans`; and (`--only stencil`)
+//! a 5-point stencil from one halo tile and five slices of it.
 //!
 //! ```
 //! use tilekit::prelude::*;
@@ -44,6 +45,30 @@ pub fn add_rmsnorm<T: Float>(
     let inv = rsqrt(mean_sq + eps);
     let g = load_tile(w, [0], [BLOCK]).to_f32();
     store_tile(y, [r0, 0], (hf * expand_dims(inv, 1) * g).cast::<T>());
+}
+
+/// `y = 4 x - (north + south + west + east)` (0 outside `x`), one `[BM, BN]` tile per
+/// program from one `[BM + 2, BN + 2]` halo tile and five slices of it — issue 29's
+/// stencil as a user writes it (the same kernel as `tests/tests/stencil.rs`'s `stencil5`,
+/// which checks it on the CPU, with NVRTC and on the GPU).
+#[kernel(grid = [cdiv(x.rows(), BM), cdiv(x.cols(), BN)])]
+#[tune(BM = [16, 8, 32], BN = [64, 32, 128], WARPS = [4, 8])]
+#[shapes(x = [M, N], y = [M, N])]
+#[cost(flops = 5 * M * N)]
+pub fn stencil5<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
+    let r0 = program_id(0) * BM;
+    let c0 = program_id(1) * BN;
+    let h = load_tile(x, [r0 - 1, c0 - 1], [BM + 2, BN + 2]).to_f32();
+    let centre = h.slice(1..BM + 1, 1..BN + 1);
+    let north = h.slice(0..BM, 1..BN + 1);
+    let south = h.slice(2..BM + 2, 1..BN + 1);
+    let west = h.slice(1..BM + 1, ..BN);
+    let east = h.slice(1..BM + 1, 2..);
+    store_tile(
+        y,
+        [r0, c0],
+        (4.0 * centre - north - south - west - east).cast::<T>(),
+    );
 }
 
 /// `y = x` one `[BM, BN]` tile per program.

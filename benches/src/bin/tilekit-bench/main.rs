@@ -51,7 +51,7 @@ use std::time::Instant;
 use tilekit::prelude::*;
 use tilekit::Element;
 use tilekit_benches::launch_probe::tiny_chain;
-use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, transpose2d};
+use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, stencil5, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod attention_bench;
@@ -247,6 +247,53 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
 }
 
 /// The user kernels with 2-D tiles (see the module docs), bf16.
+/// The user's 5-point stencil (`stencil5`: one halo tile, five slices), 8192^2 f32: every
+/// configuration, declared default and best, in GB/s of x read once and y written once and
+/// % of copy (two input sets of 256 MB, alternated); the last result checked on a sample.
+fn stencil(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let n = 8192usize;
+    let xs = [
+        Tensor2::<f32>::from_vec(rt, random(n * n, 21), [n, n])?,
+        Tensor2::<f32>::from_vec(rt, random(n * n, 22), [n, n])?,
+    ];
+    let mut y = Tensor2::<f32>::zeros(rt, [n, n])?;
+    let bytes = 2.0 * (n * n * 4) as f64;
+    let mut i = 0usize;
+    let r = sweep(
+        rt,
+        "stencil",
+        "stencil5 8192^2 f32",
+        &stencil5::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => stencil5::launch(rt, x, &mut y)?,
+                Some(c) => stencil5::launch_with(rt, c, x, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
+    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    let at = |r: isize, c: isize| -> f64 {
+        if r < 0 || c < 0 || r >= n as isize || c >= n as isize {
+            0.0
+        } else {
+            f64::from(src[r as usize * n + c as usize])
+        }
+    };
+    for k in (0..n * n).step_by(4099) {
+        let (r, c) = ((k / n) as isize, (k % n) as isize);
+        let want = 4.0 * at(r, c) - at(r - 1, c) - at(r + 1, c) - at(r, c - 1) - at(r, c + 1);
+        if (f64::from(got[k]) - want).abs() > 1e-4 * (1.0 + want.abs()) {
+            return Err(anyhow!("stencil5: y[{r}][{c}] = {} != {want}", got[k]));
+        }
+    }
+    Ok(r)
+}
+
 fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     type B = half::bf16;
     let mut out = serde_json::Map::new();
@@ -706,6 +753,13 @@ fn main() -> Result<()> {
     }
     if want("user2d") {
         record("user2d", user2d(&rt, ceiling));
+    }
+    // Only by name: the user's stencil (issue 29).
+    if only
+        .as_ref()
+        .is_some_and(|o| o.split(',').any(|x| x == "stencil"))
+    {
+        record("stencil", stencil(&rt, ceiling));
     }
     // Only by name: narrow rows (`narrow_bench.rs`); `narrow-quick` measures 512 columns.
     for (name, quick) in [("narrow", false), ("narrow-quick", true)] {
