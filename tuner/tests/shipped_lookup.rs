@@ -105,6 +105,9 @@ fn packed_batches_find_the_shipped_varlen_entry() {
     let ragged = [4096, 1024, 3072, 512, 2048, 3584, 1536, 2560];
     assert_eq!(varlen_candidates(&src, &ragged, 32), want);
     assert_eq!(varlen_candidates(&src, &ragged, 8), want);
+    // 5 sequences: `cu_q` holds 6 i64 (48 bytes, 16-byte aligned rows) where the tuned
+    // problems' held 5 or 9 (8 bytes): the entry of the lower alignment class is taken.
+    assert_eq!(varlen_candidates(&src, &[2304; 5], 32), want);
     // 16 sequences: B <= 16 has no entry.
     assert!(varlen_candidates(&src, &[1024; 16], 32).is_empty());
     // Short sequences: another bucket, no entry (the declared default runs).

@@ -192,6 +192,13 @@ impl Candidate {
 
 /// `key` with its GPU reduced to the compute capability: the key of [`Layers`]' index of
 /// the models that have an entry for it.
+/// Whether `c` sets `PAD64 = true`.
+fn pads(c: &Config) -> bool {
+    c.values
+        .iter()
+        .any(|(n, v)| n == "PAD64" && *v == tilekit_ir::TuneValue::Bool(true))
+}
+
 fn arch_key(key: &CacheKey) -> CacheKey {
     let mut k = key.clone();
     k.gpu = GpuId {
@@ -367,10 +374,37 @@ impl Layers {
     }
 
     /// The tuned candidates of `key` in precedence order, each with the GPU model it is
-    /// borrowed from (`None`: the key's own): the key's own entries when it has any (one
+    /// borrowed from (`None`: the key's own): [`Layers::tuned_at`] of the key, else of the
+    /// same key at each lower alignment class, nearest first — a configuration tuned where
+    /// the rows were less aligned runs on better aligned ones (the launch picks the variant
+    /// by the tensors' own access classes), except one with `PAD64 = true` (it copied
+    /// misaligned operands: on aligned ones it would only time the copy). So a packed
+    /// batch of 5 sequences (`cu_q` of 6 i64: 16-byte aligned) takes the entry tuned at 8
+    /// (8 bytes). A hit costs one hash lookup, as before.
+    fn tuned(&self, key: &CacheKey) -> Vec<(&Candidate, Option<&GpuId>)> {
+        let exact = self.tuned_at(key);
+        if !exact.is_empty() {
+            return exact;
+        }
+        let mut lower = key.clone();
+        while lower.shape.align_bytes > 1 {
+            lower.shape.align_bytes /= 2;
+            let found: Vec<_> = self
+                .tuned_at(&lower)
+                .into_iter()
+                .filter(|(c, _)| !pads(&c.config))
+                .collect();
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        Vec::new()
+    }
+
+    /// The tuned candidates of exactly `key`: the key's own entries when it has any (one
     /// hash lookup), else every other model of the same compute capability with an entry
     /// of the same key, in [`GpuId`] order, each in its layers' order.
-    fn tuned(&self, key: &CacheKey) -> Vec<(&Candidate, Option<&GpuId>)> {
+    fn tuned_at(&self, key: &CacheKey) -> Vec<(&Candidate, Option<&GpuId>)> {
         if let Some(own) = self.map.get(key) {
             return own.iter().map(|c| (c, None)).collect();
         }
