@@ -73,8 +73,16 @@ pub(crate) fn reach(
 }
 
 impl<const R: usize> Geometry<R> {
+    /// Evaluated by every constructor: a tensor of rank 0 or above 3 is a compile error
+    /// where it is named (`Tensor::<f32, 4>::zeros`), not a run-time one.
+    pub(crate) const RANK_SUPPORTED: () = assert!(
+        R >= 1 && R <= 3,
+        "tilekit tensors have rank 1 to 3: hold [B, S, H, D] data as [B * S, H, D] (reshape) and take views"
+    );
+
     /// A contiguous row-major geometry at offset 0.
     pub fn row_major(shape: [usize; R]) -> Result<Self, TensorError> {
+        let () = Self::RANK_SUPPORTED;
         check_shape(&shape)?;
         Ok(Geometry {
             shape,
@@ -90,6 +98,7 @@ impl<const R: usize> Geometry<R> {
         offset: usize,
         len: usize,
     ) -> Result<Self, TensorError> {
+        let () = Self::RANK_SUPPORTED;
         check_shape(&shape)?;
         if let Some(last) = reach(&shape, &strides, offset)? {
             if last >= len {
@@ -193,6 +202,7 @@ impl<const R: usize> Geometry<R> {
     /// The same elements in row-major order under another shape. The view must be
     /// contiguous (a transposed or narrowed view is not; copy it first).
     pub fn reshape<const S: usize>(&self, shape: [usize; S]) -> Result<Geometry<S>, TensorError> {
+        let () = Geometry::<S>::RANK_SUPPORTED;
         let n = check_shape(&shape)?;
         if n != self.numel() {
             return Err(TensorError::Reshape {
