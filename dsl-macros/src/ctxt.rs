@@ -15,6 +15,9 @@ pub struct Ctxt {
     span_calls: Vec<Vec<(Span, String)>>,
     /// Errors already reported by an earlier expansion (see [`Ctxt::suppress`]).
     suppressed: Vec<Site>,
+    /// Parameters whose type was refused (reported once, at the type): a use of one is
+    /// not reported again as an unknown name or a non-tensor (one mistake, one error).
+    rejected: Vec<String>,
 }
 
 /// An error's message and where it starts: what two expansions of one kernel compare.
@@ -34,7 +37,18 @@ impl Ctxt {
             inline: Vec::new(),
             span_calls: vec![Vec::new()],
             suppressed: Vec::new(),
+            rejected: Vec::new(),
         }
+    }
+
+    /// Records the parameters whose type was refused (see the field).
+    pub fn set_rejected(&mut self, names: Vec<String>) {
+        self.rejected = names;
+    }
+
+    /// Whether `name` is a parameter whose type was refused (its uses are not reported).
+    pub fn is_rejected(&self, name: &str) -> bool {
+        self.rejected.iter().any(|n| n == name)
     }
 
     /// Leaves out of the output the errors at `sites` (reported by the first expansion of

@@ -203,6 +203,7 @@ fn compile_with(
     };
     let attrs = parse::attrs::collect(&f.attrs, &mut cx);
     let sig = parse::signature::parse(&f, &mut cx);
+    cx.set_rejected(sig.rejected.iter().map(ToString::to_string).collect());
     if let Some(e) = body_error {
         cx.syn_error(e);
         let errors = cx.to_compile_errors();

@@ -172,7 +172,9 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
                 return None;
             }
             let Some((param, ParamKind::Tensor { rank, .. })) = s.param(&name) else {
-                cx.error(recv.span(), format!("`{name}` is not a tensor parameter"));
+                if !cx.is_rejected(&name) {
+                    cx.error(recv.span(), format!("`{name}` is not a tensor parameter"));
+                }
                 return None;
             };
             let rank = *rank;
@@ -278,6 +280,10 @@ pub fn lower(e: &Expr, s: &HostScope, cx: &mut Ctxt) -> Option<HExpr> {
 
 /// Reports an unknown name, suggesting declared tuning parameters for upper-case names.
 pub fn unknown_name(name: &str, span: proc_macro2::Span, s: &HostScope, cx: &mut Ctxt) {
+    if cx.is_rejected(name) {
+        // A parameter whose type was refused: reported there, once.
+        return;
+    }
     let looks_tuning = name
         .chars()
         .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');

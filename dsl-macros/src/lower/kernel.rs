@@ -631,9 +631,9 @@ pub fn build(
     };
     let mut grid = Vec::new();
     for g in &args.grid {
-        if let Some(e) = host::lower(g, &scope, cx) {
-            grid.push(e);
-        }
+        // An axis whose expression failed (reported) stays an axis, so that the body's
+        // `program_id`s of it are not reported again as out of range.
+        grid.push(host::lower(g, &scope, cx).unwrap_or(tilekit_ir::Expr::Int(1)));
     }
     if args.parsed && (args.grid.is_empty() || args.grid.len() > 3) {
         cx.error(

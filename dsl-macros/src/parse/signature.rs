@@ -59,10 +59,20 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<Para
             };
             let seg = p.path.segments.last()?;
             let Some(rank) = tensor_rank(&seg.ident.to_string()) else {
+                let name = seg.ident.to_string();
+                let higher_rank = name
+                    .strip_prefix("Tensor")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|n| n > 3);
+                let help = if higher_rank {
+                    "tensors have rank 1 to 3: take the data as a `&Tensor3<T>` (a `[B, S, H, D]` tensor reshaped to `[B * S, H, D]`) and select with views (`x.row(i)`, `x.narrow(..)`)"
+                } else {
+                    PARAM_HELP
+                };
                 cx.error_help(
                     ty.span(),
-                    format!("unsupported parameter type `{}`", seg.ident),
-                    PARAM_HELP,
+                    format!("unsupported parameter type `{name}`"),
+                    help,
                 );
                 return None;
             };
