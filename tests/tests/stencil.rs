@@ -31,6 +31,57 @@ pub fn stencil5<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
     );
 }
 
+/// Slices taken in the arms of an `if` of a tile defined before it: not every slice is in
+/// the tile's block, so each copies its operand through shared memory (`tk::slice`, the
+/// per-slice path). `y` is `x` shifted left by one column where `x` is wider than `BN`,
+/// else `x` itself (the first `BN` columns of each row block).
+#[kernel(grid = [cdiv(x.rows(), BM)])]
+#[tune(BM = [16, 8], BN = [32], WARPS = [4])]
+pub fn slice_in_branch(x: &Tensor2<f32>, y: &mut Tensor2<f32>) {
+    let r0 = program_id(0) * BM;
+    let h = load_tile(x, [r0, 0], [BM, BN + 1]);
+    let t = if x.cols() > BN {
+        h.slice(0..BM, 1..BN + 1)
+    } else {
+        h.slice(0..BM, 0..BN)
+    };
+    store_tile(y, [r0, 0], t);
+}
+
+#[test]
+fn cpu_slices_in_branches_copy_their_operand_each() {
+    use tilekit_codegen::{variant_source, Target};
+    let rt = Runtime::cpu();
+    for (m, n) in [(20usize, 40usize), (20, 32), (5, 33)] {
+        let x: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+        let tx = Tensor2::from_vec(&rt, x.clone(), [m, n]).unwrap();
+        let mut ty = Tensor2::full(&rt, [m, 32], f32::NAN).unwrap();
+        slice_in_branch::launch(&rt, &tx, &mut ty).unwrap();
+        let shift = usize::from(n > 32);
+        let want: Vec<f32> = (0..m * 32)
+            .map(|k| {
+                let (r, c) = (k / 32, k % 32 + shift);
+                if c < n {
+                    x[r * n + c]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        assert_eq!(ty.to_vec().unwrap(), want, "{m}x{n}");
+    }
+    let kernel = slice_in_branch::SPEC.kernel().expect("kernel IR");
+    let v = tilekit_tuner::valid_variants(kernel, &[Target::Sm80]);
+    let src = variant_source(
+        kernel,
+        slice_in_branch::SPEC.cuda_template,
+        &v[0].to_variant(),
+    )
+    .expect("source");
+    assert_eq!(src.matches("tk::slice<").count(), 2, "{src}");
+    assert!(!src.contains("tk::slice_stage("), "{src}");
+}
+
 /// Integers in [-8, 8].
 fn ints<T: Element>(n: usize, seed: u64) -> Vec<T> {
     let mut rng = tilekit_tests::support::Rng(seed);
@@ -144,6 +195,18 @@ fn stencil5_variants_compile_with_nvrtc() {
             panic!("NVRTC failed for stencil5 variant {v}\n{e}");
         }
     });
+    // The per-slice path (`tk::slice`): slices in the arms of an `if`.
+    let branch = slice_in_branch::SPEC.kernel().expect("kernel IR");
+    tilekit_tuner::valid_variants(branch, &targets)
+        .par_iter()
+        .for_each(|v| {
+            let src = variant_source(branch, slice_in_branch::SPEC.cuda_template, &v.to_variant())
+                .unwrap_or_else(|e| panic!("{v}: {e}"));
+            let opts = CompileOptions::new(v.target.arch()).expect("options");
+            if let Err(e) = compile_cubin(&src, "slice_in_branch.cu", prelude_headers(), &opts) {
+                panic!("NVRTC failed for slice_in_branch variant {v}\n{e}");
+            }
+        });
     eprintln!(
         "stencil5: {} of {} valid variants compiled",
         all.len(),

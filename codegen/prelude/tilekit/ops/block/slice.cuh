@@ -32,68 +32,27 @@ template <class DS, class S, class A> TK_HD bool slice_fits() {
 }
 } // namespace detail
 
-/// `x.slice(offsets, shape)`: the sub-tile of `x` (shape S, any layout) of shape DS in
-/// layout DL whose element (i, j, ..) is x(O0 + i, O1 + j, ..). Uses `smem`
-/// (S::size * sizeof(T) bytes).
-template <class DS, class DL, class T, class S, class L, long long... O>
-TK_DEVICE rt<T, DS, DL> slice(const rt<T, S, L>& x, corner<O...>, char* smem) {
-    using A = corner<O...>;
-    static_assert(S::rank == DS::rank && A::rank == S::rank,
-                  "tk::slice: one offset per axis, and the sub-tile has the operand's rank");
-    static_assert(detail::slice_fits<DS, S, A>(), "tk::slice: the sub-tile reaches past the tile");
+namespace detail {
+/// Every thread writes its elements of `x` (shape S, any layout) into `buf`, row-major.
+template <class T, class S, class L> TK_DEVICE void store_rows(const rt<T, S, L>& x, T* buf) {
     using In = rt<T, S, L>;
-    using Out = rt<T, DS, DL>;
-    T* buf = reinterpret_cast<T*>(smem);
 #pragma unroll
     for (int s = 0; s < In::SLOTS; ++s) {
         if (!In::valid(s)) continue;
         buf[In::flat(s)] = x.v[s];
     }
-    sync();
-    Out r;
-#pragma unroll
-    for (int s = 0; s < Out::SLOTS; ++s) {
-        if (!Out::valid(s)) continue;
-        long long e = Out::flat(s), src = 0;
-#pragma unroll
-        for (int a = DS::rank - 1; a >= 0; --a) {
-            const long long i = e % DS::dim(a);
-            e /= DS::dim(a);
-            src += (i + A::get(a)) * S::stride(a);
-        }
-        r.v[s] = buf[src];
-    }
-    sync();
-    return r;
 }
+} // namespace detail
 
-/// Stages `x` (shape S, any layout) row-major into `smem` for the `slice_read`s of it (the
-/// code generator does this once where `x` is defined when every slice of `x` can read
-/// the copy): a barrier (the readers of the previous copy are done), every thread writes
-/// its elements, a barrier. `smem`: S::size * sizeof(T) bytes that only this tile's
-/// slices use.
-template <class T, class S, class L>
-TK_DEVICE void slice_stage(const rt<T, S, L>& x, char* smem) {
-    using In = rt<T, S, L>;
-    T* buf = reinterpret_cast<T*>(smem);
-    sync();
-#pragma unroll
-    for (int s = 0; s < In::SLOTS; ++s) {
-        if (!In::valid(s)) continue;
-        buf[In::flat(s)] = x.v[s];
-    }
-    sync();
-}
-
-/// The sub-tile DS (layout DL) at offsets O of a tile of shape S staged by `slice_stage` in
-/// `smem`: every thread reads its slots; no barrier (the next `slice_stage` of the region
-/// starts with one).
+/// The sub-tile DS (layout DL) at offsets O of a tile of shape S held row-major in `smem`
+/// (by `slice_stage`, or by `slice` itself): every thread reads its slots; no barrier (the
+/// next `slice_stage` of the region starts with one).
 template <class DS, class DL, class S, class T, long long... O>
 TK_DEVICE rt<T, DS, DL> slice_read(const char* smem, corner<O...>) {
     using A = corner<O...>;
     static_assert(S::rank == DS::rank && A::rank == S::rank,
-                  "tk::slice_read: one offset per axis, and the sub-tile has the operand's rank");
-    static_assert(detail::slice_fits<DS, S, A>(), "tk::slice_read: the sub-tile reaches past the tile");
+                  "tk::slice: one offset per axis, and the sub-tile has the operand's rank");
+    static_assert(detail::slice_fits<DS, S, A>(), "tk::slice: the sub-tile reaches past the tile");
     using Out = rt<T, DS, DL>;
     const T* buf = reinterpret_cast<const T*>(smem);
     Out r;
@@ -110,6 +69,30 @@ TK_DEVICE rt<T, DS, DL> slice_read(const char* smem, corner<O...>) {
         r.v[s] = buf[src];
     }
     return r;
+}
+
+/// `x.slice(offsets, shape)`: the sub-tile of `x` (shape S, any layout) of shape DS in
+/// layout DL whose element (i, j, ..) is x(O0 + i, O1 + j, ..). Uses `smem`
+/// (S::size * sizeof(T) bytes): `x` written there, a barrier, the window read, a barrier.
+template <class DS, class DL, class T, class S, class L, long long... O>
+TK_DEVICE rt<T, DS, DL> slice(const rt<T, S, L>& x, corner<O...> at, char* smem) {
+    detail::store_rows(x, reinterpret_cast<T*>(smem));
+    sync();
+    const rt<T, DS, DL> r = slice_read<DS, DL, S, T>(smem, at);
+    sync();
+    return r;
+}
+
+/// Stages `x` (shape S, any layout) row-major into `smem` for the `slice_read`s of it (the
+/// code generator does this where the first of the slices of `x` is, when every slice of
+/// `x` is in `x`'s block): a barrier (the readers of the previous copy are done), every
+/// thread writes its elements, a barrier. `smem`: S::size * sizeof(T) bytes that only this
+/// tile's slices use.
+template <class T, class S, class L>
+TK_DEVICE void slice_stage(const rt<T, S, L>& x, char* smem) {
+    sync();
+    detail::store_rows(x, reinterpret_cast<T*>(smem));
+    sync();
 }
 
 } // namespace tk
