@@ -51,7 +51,6 @@ use std::time::Instant;
 use tilekit::prelude::*;
 use tilekit::Element;
 use tilekit_benches::launch_probe::tiny_chain;
-use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, stencil5, transpose2d};
 use tilekit_kernels::{rmsnorm, scale_chain, softmax};
 
 mod attention_bench;
@@ -64,6 +63,7 @@ mod pad_bench;
 mod sweep;
 mod switch_bench;
 mod train_bench;
+mod user2d_bench;
 use attention_bench::attention_record;
 use epilogue_bench::epilogue_record;
 use launch_bench::launch_overhead;
@@ -72,6 +72,7 @@ use sweep::{gbps, sweep};
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::cudarc::driver::CudaStream;
 use train_bench::train_record;
+use user2d_bench::{stencil, user2d};
 
 fn stream(rt: &Runtime) -> Result<Arc<CudaStream>> {
     rt.cuda_stream()
@@ -243,151 +244,6 @@ fn norms_for<T: Float>(rt: &Runtime, dtype: &str, ceiling: f64) -> Result<Value>
         },
     )?;
     out.insert("rmsnorm".into(), r);
-    Ok(Value::Object(out))
-}
-
-/// The user kernels with 2-D tiles (see the module docs), bf16.
-/// The user's 5-point stencil (`stencil5`: one halo tile, five slices), 8192^2 f32: every
-/// configuration, declared default and best, in GB/s of x read once and y written once and
-/// % of copy (two input sets of 256 MB, alternated); the last result checked on a sample.
-fn stencil(rt: &Runtime, ceiling: f64) -> Result<Value> {
-    let n = 8192usize;
-    let xs = [
-        Tensor2::<f32>::from_vec(rt, random(n * n, 21), [n, n])?,
-        Tensor2::<f32>::from_vec(rt, random(n * n, 22), [n, n])?,
-    ];
-    let mut y = Tensor2::<f32>::zeros(rt, [n, n])?;
-    let bytes = 2.0 * (n * n * 4) as f64;
-    let mut i = 0usize;
-    let r = sweep(
-        rt,
-        "stencil",
-        "stencil5 8192^2 f32",
-        &stencil5::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let x = &xs[i % 2];
-            match cfg {
-                None => stencil5::launch(rt, x, &mut y)?,
-                Some(c) => stencil5::launch_with(rt, c, x, &mut y)?,
-            }
-            Ok(())
-        },
-    )?;
-    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
-    let at = |r: isize, c: isize| -> f64 {
-        if r < 0 || c < 0 || r >= n as isize || c >= n as isize {
-            0.0
-        } else {
-            f64::from(src[r as usize * n + c as usize])
-        }
-    };
-    for k in (0..n * n).step_by(4099) {
-        let (r, c) = ((k / n) as isize, (k % n) as isize);
-        let want = 4.0 * at(r, c) - at(r - 1, c) - at(r + 1, c) - at(r, c - 1) - at(r, c + 1);
-        if (f64::from(got[k]) - want).abs() > 1e-4 * (1.0 + want.abs()) {
-            return Err(anyhow!("stencil5: y[{r}][{c}] = {} != {want}", got[k]));
-        }
-    }
-    Ok(r)
-}
-
-fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
-    type B = half::bf16;
-    let mut out = serde_json::Map::new();
-    // Copy and transpose, 8192^2: two input sets of 128 MB each (every run reads 128 MB
-    // and writes 128 MB, and consecutive runs read different inputs).
-    let n = 8192usize;
-    let xs = [
-        Tensor2::<B>::from_vec(rt, random(n * n, 11), [n, n])?,
-        Tensor2::<B>::from_vec(rt, random(n * n, 12), [n, n])?,
-    ];
-    let mut y = Tensor2::<B>::zeros(rt, [n, n])?;
-    let bytes = 2.0 * (n * n * 2) as f64;
-    let mut i = 0usize;
-    let copy = sweep(
-        rt,
-        "user2d",
-        "copy2d 8192^2",
-        &copy2d::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let x = &xs[i % 2];
-            match cfg {
-                None => copy2d::launch(rt, x, &mut y)?,
-                Some(c) => copy2d::launch_with(rt, c, x, &mut y)?,
-            }
-            Ok(())
-        },
-    )?;
-    out.insert("copy2d".into(), copy);
-    let tr = sweep(
-        rt,
-        "user2d",
-        "transpose2d 8192^2",
-        &transpose2d::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let x = &xs[i % 2];
-            match cfg {
-                None => transpose2d::launch(rt, x, &mut y)?,
-                Some(c) => transpose2d::launch_with(rt, c, x, &mut y)?,
-            }
-            Ok(())
-        },
-    )?;
-    out.insert("transpose2d".into(), tr);
-    // The transpose of the last run, checked on a sample of elements.
-    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
-    for k in (0..n * n).step_by(4099) {
-        let (r, c) = (k / n, k % n);
-        if got[c * n + r] != src[k] {
-            return Err(anyhow!("transpose2d: y[{c}][{r}] != x[{r}][{c}]"));
-        }
-    }
-    drop((xs, y));
-    // Fused add + RMSNorm, 32768x4096: two sets of (x, residual), 512 MB each.
-    let (m, n) = (32768usize, 4096usize);
-    let sets = [
-        (
-            Tensor2::<B>::from_vec(rt, random(m * n, 13), [m, n])?,
-            Tensor2::<B>::from_vec(rt, random(m * n, 14), [m, n])?,
-        ),
-        (
-            Tensor2::<B>::from_vec(rt, random(m * n, 15), [m, n])?,
-            Tensor2::<B>::from_vec(rt, random(m * n, 16), [m, n])?,
-        ),
-    ];
-    let bias = Tensor1::<B>::from_vec(rt, random(n, 17), [n])?;
-    let w = Tensor1::<B>::from_vec(rt, random(n, 18), [n])?;
-    let mut h = Tensor2::<B>::zeros(rt, [m, n])?;
-    let mut yy = Tensor2::<B>::zeros(rt, [m, n])?;
-    // Reads x and residual, writes h and y (bias and w are 8 KB each).
-    let bytes = 4.0 * (m * n * 2) as f64 + 2.0 * (n * 2) as f64;
-    let norm = sweep(
-        rt,
-        "user2d",
-        "add_rmsnorm 32768x4096",
-        &add_rmsnorm::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let (x, r) = &sets[i % 2];
-            match cfg {
-                None => add_rmsnorm::launch(rt, x, &bias, r, &w, &mut h, &mut yy, 1e-5)?,
-                Some(c) => add_rmsnorm::launch_with(rt, c, x, &bias, r, &w, &mut h, &mut yy, 1e-5)?,
-            }
-            Ok(())
-        },
-    )?;
-    out.insert("add_rmsnorm".into(), norm);
     Ok(Value::Object(out))
 }
 

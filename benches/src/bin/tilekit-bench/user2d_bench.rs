@@ -1,0 +1,157 @@
+//! The user kernels written with 2-D tiles (`tilekit_benches::user_kernels`), measured as
+//! written: `--only user2d` (a copy, a transpose, a fused add + RMSNorm, bf16) and
+//! `--only stencil` (the 5-point stencil from one halo tile and five slices, f32), every
+//! configuration, the declared default and the best, in GB/s and % of the copy ceiling.
+
+use crate::random;
+use crate::sweep::sweep;
+use anyhow::{anyhow, Result};
+use serde_json::Value;
+use tilekit::prelude::*;
+use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, stencil5, transpose2d};
+
+/// The user's 5-point stencil (`stencil5`: one halo tile, five slices), 8192^2 f32: every
+/// configuration, declared default and best, in GB/s of x read once and y written once and
+/// % of copy (two input sets of 256 MB, alternated); the last result checked on a sample.
+pub(crate) fn stencil(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let n = 8192usize;
+    let xs = [
+        Tensor2::<f32>::from_vec(rt, random(n * n, 21), [n, n])?,
+        Tensor2::<f32>::from_vec(rt, random(n * n, 22), [n, n])?,
+    ];
+    let mut y = Tensor2::<f32>::zeros(rt, [n, n])?;
+    let bytes = 2.0 * (n * n * 4) as f64;
+    let mut i = 0usize;
+    let r = sweep(
+        rt,
+        "stencil",
+        "stencil5 8192^2 f32",
+        &stencil5::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => stencil5::launch(rt, x, &mut y)?,
+                Some(c) => stencil5::launch_with(rt, c, x, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
+    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    let at = |r: isize, c: isize| -> f64 {
+        if r < 0 || c < 0 || r >= n as isize || c >= n as isize {
+            0.0
+        } else {
+            f64::from(src[r as usize * n + c as usize])
+        }
+    };
+    for k in (0..n * n).step_by(4099) {
+        let (r, c) = ((k / n) as isize, (k % n) as isize);
+        let want = 4.0 * at(r, c) - at(r - 1, c) - at(r + 1, c) - at(r, c - 1) - at(r, c + 1);
+        if (f64::from(got[k]) - want).abs() > 1e-4 * (1.0 + want.abs()) {
+            return Err(anyhow!("stencil5: y[{r}][{c}] = {} != {want}", got[k]));
+        }
+    }
+    Ok(r)
+}
+
+/// The user kernels with 2-D tiles (`tilekit_benches::user_kernels`), bf16: copy2d and
+/// transpose2d at 8192^2, the fused add + RMSNorm at 32768x4096.
+pub(crate) fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    type B = half::bf16;
+    let mut out = serde_json::Map::new();
+    // Copy and transpose, 8192^2: two input sets of 128 MB each (every run reads 128 MB
+    // and writes 128 MB, and consecutive runs read different inputs).
+    let n = 8192usize;
+    let xs = [
+        Tensor2::<B>::from_vec(rt, random(n * n, 11), [n, n])?,
+        Tensor2::<B>::from_vec(rt, random(n * n, 12), [n, n])?,
+    ];
+    let mut y = Tensor2::<B>::zeros(rt, [n, n])?;
+    let bytes = 2.0 * (n * n * 2) as f64;
+    let mut i = 0usize;
+    let copy = sweep(
+        rt,
+        "user2d",
+        "copy2d 8192^2",
+        &copy2d::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => copy2d::launch(rt, x, &mut y)?,
+                Some(c) => copy2d::launch_with(rt, c, x, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
+    out.insert("copy2d".into(), copy);
+    let tr = sweep(
+        rt,
+        "user2d",
+        "transpose2d 8192^2",
+        &transpose2d::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => transpose2d::launch(rt, x, &mut y)?,
+                Some(c) => transpose2d::launch_with(rt, c, x, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
+    out.insert("transpose2d".into(), tr);
+    // The transpose of the last run, checked on a sample of elements.
+    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    for k in (0..n * n).step_by(4099) {
+        let (r, c) = (k / n, k % n);
+        if got[c * n + r] != src[k] {
+            return Err(anyhow!("transpose2d: y[{c}][{r}] != x[{r}][{c}]"));
+        }
+    }
+    drop((xs, y));
+    // Fused add + RMSNorm, 32768x4096: two sets of (x, residual), 512 MB each.
+    let (m, n) = (32768usize, 4096usize);
+    let sets = [
+        (
+            Tensor2::<B>::from_vec(rt, random(m * n, 13), [m, n])?,
+            Tensor2::<B>::from_vec(rt, random(m * n, 14), [m, n])?,
+        ),
+        (
+            Tensor2::<B>::from_vec(rt, random(m * n, 15), [m, n])?,
+            Tensor2::<B>::from_vec(rt, random(m * n, 16), [m, n])?,
+        ),
+    ];
+    let bias = Tensor1::<B>::from_vec(rt, random(n, 17), [n])?;
+    let w = Tensor1::<B>::from_vec(rt, random(n, 18), [n])?;
+    let mut h = Tensor2::<B>::zeros(rt, [m, n])?;
+    let mut yy = Tensor2::<B>::zeros(rt, [m, n])?;
+    // Reads x and residual, writes h and y (bias and w are 8 KB each).
+    let bytes = 4.0 * (m * n * 2) as f64 + 2.0 * (n * 2) as f64;
+    let norm = sweep(
+        rt,
+        "user2d",
+        "add_rmsnorm 32768x4096",
+        &add_rmsnorm::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let (x, r) = &sets[i % 2];
+            match cfg {
+                None => add_rmsnorm::launch(rt, x, &bias, r, &w, &mut h, &mut yy, 1e-5)?,
+                Some(c) => add_rmsnorm::launch_with(rt, c, x, &bias, r, &w, &mut h, &mut yy, 1e-5)?,
+            }
+            Ok(())
+        },
+    )?;
+    out.insert("add_rmsnorm".into(), norm);
+    Ok(Value::Object(out))
+}
