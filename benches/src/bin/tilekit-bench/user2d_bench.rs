@@ -10,6 +10,26 @@ use serde_json::Value;
 use tilekit::prelude::*;
 use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, stencil5, transpose2d};
 
+/// `sweep` of a kernel `y = f(x)` over two input sets used in turn (consecutive runs read
+/// different inputs), `x` read once and `y` written once; returns the result and the set
+/// the last run read. `launch(cfg, x, y)`: the kernel's `launch` (`None`) or `launch_with`.
+fn sweep_xy<T: tilekit::Element>(
+    rt: &Runtime,
+    (group, label, spec): (&str, &str, &tilekit::KernelSpec),
+    xs: &[Tensor2<T>; 2],
+    y: &mut Tensor2<T>,
+    ceiling: f64,
+    mut launch: impl FnMut(Option<&tilekit::Config>, &Tensor2<T>, &mut Tensor2<T>) -> Result<()>,
+) -> Result<(Value, usize)> {
+    let bytes = (xs[0].numel() + y.numel()) as f64 * std::mem::size_of::<T>() as f64;
+    let mut i = 0usize;
+    let r = sweep(rt, group, label, spec, bytes, ceiling, |cfg| {
+        i += 1;
+        launch(cfg, &xs[i % 2], y)
+    })?;
+    Ok((r, i % 2))
+}
+
 /// The user's 5-point stencil (`stencil5`: one halo tile, five slices), 8192^2 f32: every
 /// configuration, declared default and best, in GB/s of x read once and y written once and
 /// % of copy (two input sets of 256 MB, alternated); the last result checked on a sample.
@@ -20,26 +40,15 @@ pub(crate) fn stencil(rt: &Runtime, ceiling: f64) -> Result<Value> {
         Tensor2::<f32>::from_vec(rt, random(n * n, 22), [n, n])?,
     ];
     let mut y = Tensor2::<f32>::zeros(rt, [n, n])?;
-    let bytes = 2.0 * (n * n * 4) as f64;
-    let mut i = 0usize;
-    let r = sweep(
-        rt,
-        "stencil",
-        "stencil5 8192^2 f32",
-        &stencil5::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let x = &xs[i % 2];
-            match cfg {
-                None => stencil5::launch(rt, x, &mut y)?,
-                Some(c) => stencil5::launch_with(rt, c, x, &mut y)?,
-            }
-            Ok(())
-        },
-    )?;
-    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    let spec = ("stencil", "stencil5 8192^2 f32", &stencil5::SPEC);
+    let (r, last) = sweep_xy(rt, spec, &xs, &mut y, ceiling, |cfg, x, y| {
+        match cfg {
+            None => stencil5::launch(rt, x, y)?,
+            Some(c) => stencil5::launch_with(rt, c, x, y)?,
+        }
+        Ok(())
+    })?;
+    let (got, src) = (y.to_vec()?, xs[last].to_vec()?);
     let at = |r: isize, c: isize| -> f64 {
         if r < 0 || c < 0 || r >= n as isize || c >= n as isize {
             0.0
@@ -70,46 +79,26 @@ pub(crate) fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
         Tensor2::<B>::from_vec(rt, random(n * n, 12), [n, n])?,
     ];
     let mut y = Tensor2::<B>::zeros(rt, [n, n])?;
-    let bytes = 2.0 * (n * n * 2) as f64;
-    let mut i = 0usize;
-    let copy = sweep(
-        rt,
-        "user2d",
-        "copy2d 8192^2",
-        &copy2d::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let x = &xs[i % 2];
-            match cfg {
-                None => copy2d::launch(rt, x, &mut y)?,
-                Some(c) => copy2d::launch_with(rt, c, x, &mut y)?,
-            }
-            Ok(())
-        },
-    )?;
+    let spec = ("user2d", "copy2d 8192^2", &copy2d::SPEC);
+    let (copy, _) = sweep_xy(rt, spec, &xs, &mut y, ceiling, |cfg, x, y| {
+        match cfg {
+            None => copy2d::launch(rt, x, y)?,
+            Some(c) => copy2d::launch_with(rt, c, x, y)?,
+        }
+        Ok(())
+    })?;
     out.insert("copy2d".into(), copy);
-    let tr = sweep(
-        rt,
-        "user2d",
-        "transpose2d 8192^2",
-        &transpose2d::SPEC,
-        bytes,
-        ceiling,
-        |cfg| {
-            i += 1;
-            let x = &xs[i % 2];
-            match cfg {
-                None => transpose2d::launch(rt, x, &mut y)?,
-                Some(c) => transpose2d::launch_with(rt, c, x, &mut y)?,
-            }
-            Ok(())
-        },
-    )?;
+    let spec = ("user2d", "transpose2d 8192^2", &transpose2d::SPEC);
+    let (tr, last) = sweep_xy(rt, spec, &xs, &mut y, ceiling, |cfg, x, y| {
+        match cfg {
+            None => transpose2d::launch(rt, x, y)?,
+            Some(c) => transpose2d::launch_with(rt, c, x, y)?,
+        }
+        Ok(())
+    })?;
     out.insert("transpose2d".into(), tr);
     // The transpose of the last run, checked on a sample of elements.
-    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    let (got, src) = (y.to_vec()?, xs[last].to_vec()?);
     for k in (0..n * n).step_by(4099) {
         let (r, c) = (k / n, k % n);
         if got[c * n + r] != src[k] {
@@ -135,6 +124,7 @@ pub(crate) fn user2d(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let mut yy = Tensor2::<B>::zeros(rt, [m, n])?;
     // Reads x and residual, writes h and y (bias and w are 8 KB each).
     let bytes = 4.0 * (m * n * 2) as f64 + 2.0 * (n * 2) as f64;
+    let mut i = 0usize;
     let norm = sweep(
         rt,
         "user2d",
