@@ -412,6 +412,7 @@ def m_user2d(b, ctx):
     del sets
     gc.collect(); torch.cuda.empty_cache()
     res["stencil"] = m_stencil(b, ctx)
+    res["rotary"] = m_rotary(b, ctx)
     return res
 
 
@@ -438,6 +439,41 @@ def m_stencil(b, ctx):
             rec = {"error": err_str(e)}
         out[name] = rec
         row("user2d", name, f"stencil5 {n}^2 f32", rec)
+    del xs
+    gc.collect(); torch.cuda.empty_cache()
+    return out
+
+
+def rotary3d(x, cos, sin):
+    """Rotate-half rotary embedding of x [S, H, D] with cos / sin [S, D / 2] broadcast over
+    the heads, in f32, rounded to x's type (tilekit's user `rotary3d`)."""
+    h = x.shape[-1] // 2
+    lo, hi = x[..., :h].float(), x[..., h:].float()
+    c, s = cos.float()[:, None, :], sin.float()[:, None, :]
+    return torch.cat([lo * c - hi * s, hi * c + lo * s], -1).to(x.dtype)
+
+
+def m_rotary(b, ctx):
+    """The rotary embedding at [16384, 32, 128] bf16, eager and torch.compile
+    (dynamic=False); bytes counted as tilekit's: x read once, y written once, cos and sin
+    read once."""
+    S, H, D, es = 16384, 32, 128, 2
+    xs = b.inputs(S * H * D * es, lambda: torch.randn(S, H, D, device="cuda", dtype=torch.bfloat16))
+    cos = torch.randn(S, D // 2, device="cuda", dtype=torch.bfloat16)
+    sin = torch.randn(S, D // 2, device="cuda", dtype=torch.bfloat16)
+    out = {}
+    compiled = torch.compile(rotary3d, dynamic=False)
+    want = rotary3d(xs[0], cos, sin).float()
+    for name, f in (("eager", rotary3d), ("compile", compiled)):
+        try:
+            if not torch.allclose(f(xs[0], cos, sin).float(), want, atol=3e-2, rtol=2e-2):
+                raise RuntimeError(f"rotary {name}: wrong result")
+            rec = rate(b.time(lambda i: f(xs[i % len(xs)], cos, sin)),
+                       (2 * S * H * D + S * D) * es, ctx.get("copy_gbps"))
+        except Exception as e:
+            rec = {"error": err_str(e)}
+        out[name] = rec
+        row("user2d", name, f"rotary3d {S}x{H}x{D} bf16", rec)
     del xs
     gc.collect(); torch.cuda.empty_cache()
     return out

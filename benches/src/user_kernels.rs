@@ -1,7 +1,8 @@
 //! Kernels written with 2-D tiles the way a new user writes them, checked in and measured
 //! as written (`tilekit-bench --only user2d`): a fused x + bias + residual -> RMSNorm over
 //! `[ROWS, BLOCK]` tiles, a 2-D copy, a transpose through `trans`; and (`--only stencil`)
-//! a 5-point stencil from one halo tile and five slices of it.
+//! a 5-point stencil from one halo tile and five slices of it; (`--only rotary`) a 3-D
+//! rotary embedding from two slices of one tile and a `cat`.
 //!
 //! ```
 //! use tilekit::prelude::*;
@@ -71,6 +72,29 @@ pub fn stencil5<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
     );
 }
 
+/// Rotary embedding (rotate-half) over `[S, NH, D]` (positions, heads, head dimension) as a
+/// user writes it: one `[ROWS, H, 2 HALF]` tile per program split into halves with `slice`,
+/// the per-position `cos` / `sin` (`[S, HALF]`) broadcast over the heads, the two results
+/// joined with `cat`: `y = [lo c - hi s, hi c + lo s]`, arithmetic in f32.
+#[kernel(grid = [cdiv(x.dim(0), ROWS)])]
+#[tune(ROWS = [2, 1, 4], H = [32], HALF = [64], WARPS = [8, 16])]
+#[constraint(x.dim(1) == H && x.dim(2) == 2 * HALF)]
+#[shapes(x = [S, NH, D], cos = [S, E], sin = [S, E], y = [S, NH, D])]
+#[cost(flops = 6 * S * NH * D)]
+pub fn rotary3d<T: Float>(x: &Tensor3<T>, cos: &Tensor2<T>, sin: &Tensor2<T>, y: &mut Tensor3<T>) {
+    let s0 = program_id(0) * ROWS;
+    let xt = load_tile(x, [s0, 0, 0], [ROWS, H, 2 * HALF]).to_f32();
+    let lo = xt.slice(.., .., ..HALF);
+    let hi = xt.slice(.., .., HALF..);
+    let c = expand_dims(load_tile(cos, [s0, 0], [ROWS, HALF]).to_f32(), 1);
+    let s = expand_dims(load_tile(sin, [s0, 0], [ROWS, HALF]).to_f32(), 1);
+    store_tile(
+        y,
+        [s0, 0, 0],
+        cat([lo * c - hi * s, hi * c + lo * s], 2).cast::<T>(),
+    );
+}
+
 /// `y = x` one `[BM, BN]` tile per program.
 #[kernel(grid = [cdiv(x.rows(), BM), cdiv(x.cols(), BN)])]
 #[tune(BM = [32, 16, 64], BN = [256, 128, 512], WARPS = [4, 8])]
@@ -101,6 +125,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &transpose2d::SPEC,
     &matmul_tf32::SPEC,
     &matmul_f32::SPEC,
+    &rotary3d::SPEC,
 ];
 
 /// `C = A @ B` on f32 tensors with TF32 tensor cores (`dot_tf32`: operands rounded to TF32

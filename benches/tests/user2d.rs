@@ -7,7 +7,7 @@
 use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
 use tilekit_benches::user_kernels::{
-    add_rmsnorm, copy2d, matmul_f32, matmul_tf32, transpose2d, ALL,
+    add_rmsnorm, copy2d, matmul_f32, matmul_tf32, rotary3d, transpose2d, ALL,
 };
 
 mod common;
@@ -621,4 +621,89 @@ fn gpu_matmul_f32_ffma_matches_cpu_at_boundary_shapes() {
             &first,
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The 3-D rotary embedding (two slices of one tile, a `cat`).
+
+/// `rotary3d` on `rt`: `[s, 32, 128]` inputs from `seed` into a NaN-poisoned output.
+fn run_rotary<T: Float>(rt: &Runtime, cfg: &Config, s: usize, seed: u64) -> (Vec<T>, [Vec<T>; 3]) {
+    let (h, d) = (32usize, 128usize);
+    let x = random::<T>(s * h * d, seed, 2.0);
+    let c = random::<T>(s * d / 2, seed + 1, 1.0);
+    let sn = random::<T>(s * d / 2, seed + 2, 1.0);
+    let xt = Tensor3::from_vec(rt, x.clone(), [s, h, d]).unwrap();
+    let ct = Tensor2::from_vec(rt, c.clone(), [s, d / 2]).unwrap();
+    let st = Tensor2::from_vec(rt, sn.clone(), [s, d / 2]).unwrap();
+    let mut y = Tensor3::full(rt, [s, h, d], nan::<T>()).unwrap();
+    rotary3d::launch_with(rt, cfg, &xt, &ct, &st, &mut y).unwrap();
+    (y.to_vec().unwrap(), [x, c, sn])
+}
+
+/// The rotate-half embedding in f64 of `x` `[s, h, d]`, `cos` / `sin` `[s, d / 2]`.
+fn rotary_ref<T: Element>(x: &[T], c: &[T], sn: &[T], s: usize, h: usize, d: usize) -> Vec<f64> {
+    let half = d / 2;
+    let mut y = vec![0.0; s * h * d];
+    for p in 0..s {
+        for k in 0..h {
+            for j in 0..half {
+                let at = |jj: usize| x[(p * h + k) * d + jj].to_f64();
+                let (lo, hi) = (at(j), at(j + half));
+                let (cc, ss) = (c[p * half + j].to_f64(), sn[p * half + j].to_f64());
+                y[(p * h + k) * d + j] = lo * cc - hi * ss;
+                y[(p * h + k) * d + j + half] = hi * cc + lo * ss;
+            }
+        }
+    }
+    y
+}
+
+fn rotary_case<T: Float>(rt: &Runtime, what: &str) {
+    for cfg in configs(&rotary3d::SPEC) {
+        for s in [1usize, 3, 6] {
+            let (got, [x, c, sn]) = run_rotary::<T>(rt, &cfg, s, 70 + s as u64);
+            let want = rotary_ref(&x, &c, &sn, s, 32, 128);
+            close(
+                &format!("rotary3d {what} s = {s} [{cfg}]"),
+                &got,
+                &want,
+                tol::<T>(),
+                1e-2,
+            );
+        }
+    }
+}
+
+#[test]
+fn cpu_rotary3d_every_config_matches_the_reference() {
+    let rt = Runtime::cpu();
+    rotary_case::<f32>(&rt, "f32");
+    rotary_case::<bf16>(&rt, "bf16");
+}
+
+/// The rotary tile is loaded only to be sliced: staged global -> shared memory once
+/// (`tk::stage_window`), each half read there; the `cat` goes through shared memory.
+#[test]
+fn rotary3d_tile_is_a_window_its_slices_read() {
+    use tilekit_codegen::{variant_source, Target};
+    let kernel = rotary3d::SPEC.kernel().expect("kernel IR");
+    let valid = tilekit_tuner::valid_variants(kernel, &[Target::Sm90a]);
+    let v = valid.first().expect("a valid variant");
+    let src =
+        variant_source(kernel, rotary3d::SPEC.cuda_template, &v.to_variant()).expect("source");
+    assert_eq!(src.matches("tk::stage_window<").count(), 1, "{src}");
+    assert_eq!(src.matches("tk::window_read<").count(), 2, "{src}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_rotary3d_every_config_matches_the_reference() {
+    let g = gpu();
+    precompile(
+        &g,
+        &rotary3d::SPEC,
+        &[tilekit::ir::DType::BF16, tilekit::ir::DType::F32],
+    );
+    rotary_case::<f32>(&g, "f32");
+    rotary_case::<bf16>(&g, "bf16");
 }

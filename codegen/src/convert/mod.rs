@@ -180,6 +180,7 @@ impl<'k> Walk<'_, 'k> {
         };
         let from = self.layout(v);
         if self.f.in_ring(v)
+            || from == Layout::Window
             || vshape.is_scalar()
             || (&vshape == shape && from == to)
             || vshape.rank() > shape.rank()

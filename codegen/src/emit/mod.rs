@@ -110,7 +110,9 @@ pub(crate) fn layout_name(l: Layout) -> String {
         Layout::Ring(r) => format!("TK_RING{r}"),
         Layout::Slice { acc, axis } => format!("TK_SLICE{acc}_{axis}"),
         Layout::Rows(k) => format!("TK_ROWS{k}"),
-        Layout::Uniform | Layout::Blocked | Layout::Direct | Layout::Resident => "TK_L".to_string(),
+        Layout::Uniform | Layout::Blocked | Layout::Direct | Layout::Resident | Layout::Window => {
+            "TK_L".to_string()
+        }
     }
 }
 

@@ -124,6 +124,19 @@ impl<'k> Emitter<'k> {
         }
     }
 
+    /// Defines `id` as the tile/scalar variable `name` of element `elem` and shape `shape`.
+    pub(super) fn define_named(&mut self, id: ValueId, name: String, elem: Elem, shape: Shape) {
+        self.define(
+            id,
+            Val::Tile {
+                name,
+                elem,
+                shape,
+                lit: None,
+            },
+        );
+    }
+
     /// Defines `id` as a tile/scalar named after it, with its inferred type.
     pub(super) fn define_typed(&mut self, id: ValueId) -> Result<String, CodegenError> {
         let (elem, shape) = self.ty(id)?;

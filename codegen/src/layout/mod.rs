@@ -44,7 +44,7 @@ use tilekit_ir::{Block, Dim, Elem, Inst, Op, Precision, Shape, ValueId};
 
 pub use mma::{warp_grid, warp_grid_rows, WarpGrid};
 pub(crate) use operands::fusable_trans;
-use operands::{cols_operands, direct_operands, general_operands, rows_policy};
+use operands::{cols_operands, direct_operands, general_operands, rows_policy, window_operands};
 pub(crate) use render::render;
 pub(crate) use rings::{Ring, RingLoop};
 pub use types::{
@@ -116,6 +116,11 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
     }
     direct_operands(a, &mut out, &mut of);
     seed_dots(a, &a.kernel.body, &mut out, &mut of);
+    // Not beside a dot: the Hopper engine's code after its loop runs on the consumer
+    // warpgroups alone, and the mma.sync rings' cp.async groups would share its waits.
+    if out.dots.is_empty() {
+        window_operands(a, &mut of);
+    }
     let mut yields = Vec::new();
     yield_targets(&a.kernel.body, None, &mut yields);
     for _ in 0..64 {

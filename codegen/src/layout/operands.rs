@@ -89,6 +89,59 @@ pub(super) fn direct_operands(a: &Analysis, out: &mut Layouts, of: &mut [Option<
     }
 }
 
+/// Tiles loaded only to be sliced become `Window`s: a `load_tile` still without a layout
+/// whose every use is a `slice` in its own block (operand 0), or whose only use is a cast
+/// in its block whose every use is such a slice (the cast then is a `Window` too: the
+/// slices convert as they read). The staged copy the slices shared
+/// (`PartKey::SliceSource`) is filled from global memory directly (`tk::stage_window`).
+pub(super) fn window_operands(a: &Analysis, of: &mut [Option<Layout>]) {
+    let in_block_of = |def: &Inst, u: &Use| same_block_insts(a, def, u.inst);
+    let sliced_here = |v: ValueId, def: &Inst| {
+        let uses = &a.uses[v.index()];
+        !uses.is_empty()
+            && uses.iter().all(|u| {
+                matches!(u.inst.op, Op::Slice { .. }) && u.operand == 0 && in_block_of(def, u)
+            })
+    };
+    for v in 0..of.len() {
+        let id = ValueId(v as u32);
+        if of[v].is_some() {
+            continue;
+        }
+        let Some(def) = a.defs[v] else { continue };
+        if !matches!(def.op, Op::LoadTile { .. }) {
+            continue;
+        }
+        if sliced_here(id, def) {
+            of[v] = Some(Layout::Window);
+            continue;
+        }
+        if let [u] = a.uses[v].as_slice() {
+            let Some(&c) = u.inst.results.first() else {
+                continue;
+            };
+            if matches!(u.inst.op, Op::Cast { .. })
+                && in_block_of(def, u)
+                && of[c.index()].is_none()
+                && sliced_here(c, u.inst)
+            {
+                of[v] = Some(Layout::Window);
+                of[c.index()] = Some(Layout::Window);
+            }
+        }
+    }
+}
+
+/// Whether two instructions are in the same block (not one nested in the other's).
+fn same_block_insts(a: &Analysis, x: &Inst, y: &Inst) -> bool {
+    let block_of = |i: &Inst| {
+        let mut found = None;
+        find_block(&a.kernel.body, i, &mut found);
+        found
+    };
+    block_of(x) == block_of(y)
+}
+
 /// True for a `trans` whose only use is a `dot`'s B operand, of a rank-2 tile, where the
 /// dot's A operand is a `load_tile` (so not an accumulator's registers, which that path
 /// would need B untransposed for): the dot reads B from the operand's rows.

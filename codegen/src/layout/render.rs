@@ -136,6 +136,20 @@ fn dots_and_operands(s: &mut String, a: &Analysis, l: &Layouts) {
             direct.join(", ")
         );
     }
+    let window: Vec<String> = (0..l.of.len())
+        .filter(|&i| {
+            l.of[i] == Layout::Window
+                && matches!(a.def_op(ValueId(i as u32)), Some(Op::LoadTile { .. }))
+        })
+        .map(|i| format!("%{i}"))
+        .collect();
+    if !window.is_empty() {
+        let _ = writeln!(
+            s,
+            "windows (loaded only to be sliced: staged global -> shared memory once by cp.async, never in registers; each slice reads its part there): {}",
+            window.join(", ")
+        );
+    }
 }
 
 /// The rings, the `Cols`/`General` tensors, the ops that work in registers and the

@@ -36,6 +36,11 @@ pub enum Layout {
     /// `tk::rows_layout<TK_L, N, R>`: `tk::blocked_rows<R>` when the blocked passes are
     /// whole rows, else `TK_L`), so it broadcasts back into the tile in registers.
     Rows(usize),
+    /// A `load_tile` whose every use is a `slice` in its own block (a halo tile), or a cast
+    /// of such a load with the same uses: never in registers, staged from global straight
+    /// into shared memory once (`tk::stage_window`: 16-byte cp.async chunks at the tensor's
+    /// own alignment), and each slice reads its part there (`tk::window_read`).
+    Window,
 }
 
 impl Layout {
@@ -56,6 +61,7 @@ impl fmt::Display for Layout {
             Layout::Resident => f.write_str("resident"),
             Layout::Slice { acc, axis } => write!(f, "slice(acc{acc}, {axis})"),
             Layout::Rows(k) => write!(f, "rows{k}"),
+            Layout::Window => f.write_str("window"),
         }
     }
 }

@@ -156,6 +156,9 @@ pub(crate) enum Factor {
         n: Dim,
         rows: bool,
     },
+    /// `tk::window_pitch<E>(cols)`: a staged window's row pitch in elements
+    /// (`Layout::Window`: room for `cols` elements at any offset in a 16-byte chunk).
+    WindowPitch { cols: Dim, elem: Elem },
     /// `TK_RING<index>::BYTES`: `stages` slots of a tile, each rounded up to 128 bytes.
     Ring {
         index: usize,
@@ -207,6 +210,11 @@ fn render_factor(f: &Factor) -> String {
             dim_expr(cols)
         ),
         Factor::Ring { index, .. } => format!("TK_RING{index}::BYTES"),
+        Factor::WindowPitch { cols, elem } => format!(
+            "tk::window_pitch<{}>((long long)({}))",
+            elem_ctype(elem),
+            dim_expr(cols)
+        ),
         Factor::ReduceSpan {
             acc, axis, m, n, ..
         } => {
@@ -306,6 +314,13 @@ fn eval_factor(f: &Factor, env: &SizeEnv, what: &str) -> Result<u64, CodegenErro
         Factor::AccSizeOf(e) => acc_size(e, env.bindings),
         Factor::Warps => Ok(u64::from(env.threads / 32)),
         Factor::Stile { rows, cols, elem } => tile(rows, cols, elem),
+        Factor::WindowPitch { cols, elem } => {
+            let ch = 16 / elem_size(elem, env.bindings)?.max(1);
+            let w = eval_dim(cols, env.config)?;
+            w.checked_add(2 * ch - 2)
+                .map(|x| x / ch * ch)
+                .ok_or_else(|| overflow(what))
+        }
         Factor::ReduceSpan {
             axis, m, n, rows, ..
         } => {

@@ -161,6 +161,29 @@ impl<'k> Planner<'_, 'k> {
         tile_ty(&self.f, v)
     }
 
+    /// A staged window's bytes (`tk::window<T, S>::BYTES`): its leading extents, the row
+    /// pitch and the size of the loaded element (before a cast the slices apply).
+    fn window_factors(&self, x: ValueId, shape: &Shape) -> Vec<Factor> {
+        let load = match self.f.defs.get(x.index()).copied().flatten() {
+            Some(Op::Cast { x: l, .. }) => *l,
+            _ => x,
+        };
+        let elem = self
+            .ty(load)
+            .map(|(e, _)| e)
+            .unwrap_or(Elem::Concrete(tilekit_ir::DType::F32));
+        let (lead, last) = shape.0.split_at(shape.0.len().saturating_sub(1));
+        let mut f: Vec<Factor> = lead.iter().cloned().map(Factor::Dim).collect();
+        if let Some(cols) = last.first() {
+            f.push(Factor::WindowPitch {
+                cols: cols.clone(),
+                elem: elem.clone(),
+            });
+        }
+        f.push(Factor::SizeOf(elem));
+        f
+    }
+
     fn layout(&self, v: ValueId) -> Layout {
         self.f.layouts.get(v)
     }
@@ -354,7 +377,11 @@ impl<'k> Planner<'_, 'k> {
                 let Some((_, xshape)) = self.ty(x) else {
                     return;
                 };
-                let f = tile_factors(&xshape, Factor::SizeOf(elem));
+                let f = if self.layout(x) == Layout::Window {
+                    self.window_factors(x, &xshape)
+                } else {
+                    tile_factors(&xshape, Factor::SizeOf(elem))
+                };
                 if matches!(inst.op, Op::Slice { .. }) && self.shared_slices.contains(&x) {
                     // Every slice of a tile an instruction defines reads one copy of it,
                     // staged where it is defined (`emit`: `tk::slice_stage`).

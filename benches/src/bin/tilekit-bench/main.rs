@@ -72,7 +72,7 @@ use sweep::{gbps, sweep};
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::cudarc::driver::CudaStream;
 use train_bench::train_record;
-use user2d_bench::{stencil, user2d};
+use user2d_bench::{rotary, stencil, user2d};
 
 fn stream(rt: &Runtime) -> Result<Arc<CudaStream>> {
     rt.cuda_stream()
@@ -178,8 +178,9 @@ fn chain(rt: &Runtime, ceiling: f64) -> Result<Value> {
             json!({"ms": ms, "gbps": g, "pct_copy": 100.0 * g / ceiling, "tflops": tflops}),
         );
     }
-    // What tuning buys: every configuration of the space at the compute-heavy end.
-    for r in [64usize, 256] {
+    // What tuning buys: every configuration of the space, at the memory-bound end (R = 0)
+    // and the compute-heavy end.
+    for r in [0usize, 64, 256] {
         let mut best: Option<(String, f64)> = None;
         for cfg in scale_chain::SPEC.space()?.enumerate() {
             let ms = time_ms(rt, 2, 10, || {
@@ -616,6 +617,13 @@ fn main() -> Result<()> {
         .is_some_and(|o| o.split(',').any(|x| x == "stencil"))
     {
         record("stencil", stencil(&rt, ceiling));
+    }
+    // Only by name: the user's 3-D rotary embedding (issue 29).
+    if only
+        .as_ref()
+        .is_some_and(|o| o.split(',').any(|x| x == "rotary"))
+    {
+        record("rotary", rotary(&rt, ceiling));
     }
     // Only by name: narrow rows (`narrow_bench.rs`); `narrow-quick` measures 512 columns.
     for (name, quick) in [("narrow", false), ("narrow-quick", true)] {

@@ -1,14 +1,15 @@
 //! The user kernels written with 2-D tiles (`tilekit_benches::user_kernels`), measured as
 //! written: `--only user2d` (a copy, a transpose, a fused add + RMSNorm, bf16) and
 //! `--only stencil` (the 5-point stencil from one halo tile and five slices, f32), every
-//! configuration, the declared default and the best, in GB/s and % of the copy ceiling.
+//! configuration, the declared default and the best, in GB/s and % of the copy ceiling;
+//! `--only rotary` (the 3-D rotary embedding from two slices and a `cat`, bf16).
 
 use crate::random;
 use crate::sweep::sweep;
 use anyhow::{anyhow, Result};
 use serde_json::Value;
 use tilekit::prelude::*;
-use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, stencil5, transpose2d};
+use tilekit_benches::user_kernels::{add_rmsnorm, copy2d, rotary3d, stencil5, transpose2d};
 
 /// `sweep` of a kernel `y = f(x)` over two input sets used in turn (consecutive runs read
 /// different inputs), `x` read once and `y` written once; returns the result and the set
@@ -61,6 +62,60 @@ pub(crate) fn stencil(rt: &Runtime, ceiling: f64) -> Result<Value> {
         let want = 4.0 * at(r, c) - at(r - 1, c) - at(r + 1, c) - at(r, c - 1) - at(r, c + 1);
         if (f64::from(got[k]) - want).abs() > 1e-4 * (1.0 + want.abs()) {
             return Err(anyhow!("stencil5: y[{r}][{c}] = {} != {want}", got[k]));
+        }
+    }
+    Ok(r)
+}
+
+/// The user's 3-D rotary embedding (`rotary3d`: two slices of one `[ROWS, 32, 128]` tile, a
+/// `cat`), `[16384, 32, 128]` bf16: every configuration, declared default and best, in GB/s
+/// of x read once, y written once and cos / sin read once, and % of copy (two input sets
+/// of 128 MB, alternated); the last result checked on a sample.
+pub(crate) fn rotary(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    type B = half::bf16;
+    let (s, h, d) = (16384usize, 32usize, 128usize);
+    let xs = [
+        Tensor3::<B>::from_vec(rt, random(s * h * d, 31), [s, h, d])?,
+        Tensor3::<B>::from_vec(rt, random(s * h * d, 32), [s, h, d])?,
+    ];
+    let c = Tensor2::<B>::from_vec(rt, random(s * d / 2, 33), [s, d / 2])?;
+    let sn = Tensor2::<B>::from_vec(rt, random(s * d / 2, 34), [s, d / 2])?;
+    let mut y = Tensor3::<B>::zeros(rt, [s, h, d])?;
+    let bytes = (2 * s * h * d + s * d) as f64 * 2.0;
+    let mut i = 0usize;
+    let r = sweep(
+        rt,
+        "rotary",
+        "rotary3d 16384x32x128 bf16",
+        &rotary3d::SPEC,
+        bytes,
+        ceiling,
+        |cfg| {
+            i += 1;
+            let x = &xs[i % 2];
+            match cfg {
+                None => rotary3d::launch(rt, x, &c, &sn, &mut y)?,
+                Some(k) => rotary3d::launch_with(rt, k, x, &c, &sn, &mut y)?,
+            }
+            Ok(())
+        },
+    )?;
+    let (got, src) = (y.to_vec()?, xs[i % 2].to_vec()?);
+    let (cv, sv) = (c.to_vec()?, sn.to_vec()?);
+    let half = d / 2;
+    for k in (0..s * h * d).step_by(4099) {
+        let (p, j) = (k / (h * d), k % d);
+        let row = k - j;
+        let (jj, sign) = if j < half { (j, -1.0) } else { (j - half, 1.0) };
+        let (lo, hi) = (f64::from(src[row + jj]), f64::from(src[row + jj + half]));
+        let (cc, ss) = (f64::from(cv[p * half + jj]), f64::from(sv[p * half + jj]));
+        let want = if j < half {
+            lo * cc + sign * hi * ss
+        } else {
+            hi * cc + lo * ss
+        };
+        if (f64::from(got[k]) - want).abs() > 2e-2 * (1.0 + want.abs()) {
+            return Err(anyhow!("rotary3d: y[{k}] = {} != {want}", got[k]));
         }
     }
     Ok(r)

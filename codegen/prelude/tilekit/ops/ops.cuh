@@ -5,3 +5,4 @@
 #include "tilekit/ops/memory/memory.cuh"
 #include "tilekit/ops/sched/sched.cuh"
 #include "tilekit/ops/mma/mma_ops.cuh"
+#include "tilekit/ops/memory/window.cuh"

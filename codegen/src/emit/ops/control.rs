@@ -199,15 +199,7 @@ impl<'k> Emitter<'k> {
                     self.w
                         .line(&format!("{} {name};", Self::ctype(&elem, &shape, l)));
                     targets.push((name.clone(), elem.clone(), shape.clone(), l));
-                    self.define(
-                        *r,
-                        Val::Tile {
-                            name,
-                            elem,
-                            shape,
-                            lit: None,
-                        },
-                    );
+                    self.define_named(*r, name, elem, shape);
                 }
                 self.w.open(&format!("if ({c})"));
                 self.yield_targets.push(targets.clone());

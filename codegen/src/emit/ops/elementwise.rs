@@ -4,6 +4,7 @@
 use super::{boole, misrouted};
 use crate::emit::{layout_name, Emitter};
 use crate::error::CodegenError;
+use crate::layout::Layout;
 use crate::names::{elem_ctype, shape_type};
 use tilekit_ir::{BinOp, CmpOp, Inst, Op, Ty, UnaryOp};
 
@@ -140,6 +141,15 @@ impl<'k> Emitter<'k> {
             Op::Cast { x, to } => {
                 let r = Self::result(inst)?;
                 let (name, xe, xshape, _) = self.tile(*x)?;
+                if self.layout(r) == Layout::Window {
+                    // The window's slices convert its elements as they read them.
+                    self.w.line(&format!(
+                        "// [block] {name} read as {to} by its slices (a staged window)"
+                    ));
+                    let (elem, shape) = self.ty(r)?;
+                    self.define_named(r, name, elem, shape);
+                    return Ok(());
+                }
                 let name = if xshape.is_scalar() || self.layout(*x) == self.layout(r) {
                     name
                 } else {

@@ -156,6 +156,9 @@ impl<'k> Emitter<'k> {
                     ));
                     return Ok(());
                 }
+                if self.layout(r) == Layout::Window {
+                    return self.window_load(r, &s, (&t, &o, &al));
+                }
                 if self.layout(r) == Layout::Direct {
                     let cols = self.cols_flag(*tensor);
                     self.w.line(&format!(
@@ -182,6 +185,35 @@ impl<'k> Emitter<'k> {
             }
             _ => Err(misrouted("load_tile")),
         }
+    }
+
+    /// A tile loaded only to be sliced (`Layout::Window`): staged from global memory into
+    /// the region its slices share (`PartKey::SliceSource` of the sliced value: the load,
+    /// or the cast of it the slices read), never in registers.
+    fn window_load(
+        &mut self,
+        r: ValueId,
+        s: &Shape,
+        (t, o, al): (&str, &str, &str),
+    ) -> Result<(), CodegenError> {
+        let sliced = (0..self.defs.len())
+            .map(|i| ValueId(i as u32))
+            .find(|&c| {
+                self.layout(c) == Layout::Window
+                    && matches!(self.defs[c.index()], Some(Op::Cast { x, .. }) if *x == r)
+            })
+            .unwrap_or(r);
+        let off = self.smem.persistent_offset(&PartKey::SliceSource(sliced))?;
+        self.w.line(&format!(
+            "// [block] window {s}: loaded only to be sliced, staged global -> shared memory once (16-byte cp.async chunks at the tensor's alignment), never in registers"
+        ));
+        self.assign(
+            r,
+            &format!(
+                "tk::stage_window<{al}, {}, TK_THREADS>({t}, {o}, smem + {off})",
+                shape_type(s)
+            ),
+        )
     }
 
     /// Whether `r` is one of the Hopper engine's chained form's resident tiles

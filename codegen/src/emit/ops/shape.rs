@@ -58,15 +58,7 @@ impl<'k> Emitter<'k> {
                     self.w.line(&format!(
                         "// trans {name}: fused into its dot (B read from {name}'s rows)"
                     ));
-                    self.define(
-                        r,
-                        Val::Tile {
-                            name,
-                            elem,
-                            shape,
-                            lit: None,
-                        },
-                    );
+                    self.define_named(r, name, elem, shape);
                     return Ok(());
                 }
                 // [block] through a swizzled shared-memory tile of the operand's shape.
@@ -92,6 +84,24 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let x = inst.op.operands()[0];
                 let (_, _, xshape, _) = self.tile(x)?;
+                if self.layout(x) == Layout::Window {
+                    let (xn, _, _, _) = self.tile(x)?;
+                    let at: Vec<String> = offsets.iter().map(dim_expr).collect();
+                    self.w.line(&format!(
+                        "// [block] slice {xshape} at [{}] -> {shape}: from the staged window",
+                        at.join(", ")
+                    ));
+                    let l = layout_name(self.layout(r));
+                    return self.assign(
+                        r,
+                        &format!(
+                            "tk::window_read<{}, {l}, {}>({xn}, tk::corner<{}>{{}})",
+                            shape_type(&shape),
+                            elem_ctype(&elem),
+                            at.join(", ")
+                        ),
+                    );
+                }
                 let source = PartKey::SliceSource(x);
                 if self.smem.has_persistent(&source) {
                     // Every slice of the operand reads one staged copy: the first stages it.
