@@ -37,6 +37,7 @@ pub mod kernel;
 pub mod limits;
 pub mod loc;
 pub mod op;
+pub mod scalar_use;
 pub mod shape;
 pub mod space;
 

@@ -7,8 +7,8 @@ use tilekit_kernels::{
     attention, attention_bwd_delta, attention_bwd_dkdv, attention_bwd_dq, attention_varlen,
     bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd, log_softmax,
     matmul, matmul_batched, matmul_bias_act, partial_sum, residual_add, rmsnorm, rmsnorm_bwd,
-    rmsnorm_residual, scale, silu, silu_bwd, softmax, softmax_bwd, softmax_online, swiglu,
-    swiglu_bwd,
+    rmsnorm_residual, scale, scale_chain, silu, silu_bwd, softmax, softmax_bwd, softmax_online,
+    swiglu, swiglu_bwd,
 };
 
 #[test]
@@ -34,6 +34,10 @@ fn shipped_kernels_keep_their_spec_hashes() {
         // Shipped since session 24 (run 139: the uniform `tune --all` problem).
         (&attention_varlen::SPEC, 2966104531465100313),
         (&rmsnorm::SPEC, 1276040822956320176),
+        // 17574758709578885043 until its default became BLOCK = 1024 (session 25: 99.8% of
+        // copy at R = 0 on the H200, the old default 94.4%; run 147). The R = 64 entry kept
+        // (the same code and space, only the default moved).
+        (&scale_chain::SPEC, 15133868610132547169),
         (&softmax::SPEC, 4829813825856373461),
         // Shipped since session 10 (run 69).
         (&cross_entropy::SPEC, 388856254013537714),

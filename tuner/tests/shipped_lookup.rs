@@ -113,3 +113,22 @@ fn packed_batches_find_the_shipped_varlen_entry() {
     // Short sequences: another bucket, no entry (the declared default runs).
     assert!(varlen_candidates(&src, &[256; 4], 32).is_empty());
 }
+
+/// Integer scalars join tuning keys only where they may change the work
+/// (`tilekit_ir::scalar_use::shapes_work`): AdamW's `step` only enters its bias
+/// corrections, so a step counter that moves on keeps the tuned entry; a repeat count (a
+/// loop bound) and the heads of attention (indices) stay in the key.
+#[test]
+fn keys_carry_only_scalars_that_shape_the_work() {
+    use tilekit_tuner::cache::int_scalars;
+    let names = |spec: &tilekit::KernelSpec| -> Vec<String> {
+        let k = spec.kernel().expect("kernel IR");
+        int_scalars(k, |_| Some(7)).into_keys().collect()
+    };
+    assert!(names(&tilekit_kernels::adamw::SPEC).is_empty());
+    assert_eq!(names(&tilekit_kernels::scale_chain::SPEC), ["repeats"]);
+    let att = names(&tilekit_kernels::attention::SPEC);
+    assert!(att.contains(&"heads".to_string()), "{att:?}");
+    let ce = names(&tilekit_kernels::cross_entropy::SPEC);
+    assert!(ce.contains(&"ignore_index".to_string()), "{ce:?}");
+}

@@ -39,14 +39,17 @@ pub fn scalar_bucket(v: i64) -> i64 {
     }
 }
 
-/// The bucketed integer scalars of a kernel's launch: `value(i)` gives parameter `i`'s
-/// value when it is an integer scalar.
+/// The bucketed integer scalars of a kernel's launch that may change its work
+/// ([`tilekit_ir::scalar_use::shapes_work`]: a repeat count, a number of heads; not a
+/// value only its arithmetic reads, such as AdamW's step): `value(i)` gives parameter
+/// `i`'s value when it is an integer scalar.
 pub fn int_scalars(kernel: &Kernel, value: impl Fn(usize) -> Option<i64>) -> BTreeMap<String, i64> {
     kernel
         .params
         .iter()
         .enumerate()
         .filter(|(_, p)| matches!(p.kind, ParamKind::Scalar { dtype } if dtype.is_int()))
+        .filter(|(i, _)| tilekit_ir::scalar_use::shapes_work(kernel, *i))
         .filter_map(|(i, p)| value(i).map(|v| (p.name.clone(), scalar_bucket(v))))
         .collect()
 }
