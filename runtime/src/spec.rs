@@ -224,13 +224,16 @@ fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
     out
 }
 
-/// [`host_read_scalars`] plus every integer scalar: what a launch memo keys on when a
-/// configuration source is installed (integer scalars such as a repeat count join the
-/// tuning key, so the source may answer differently for each value).
+/// [`host_read_scalars`] plus every integer scalar that may change the work: what a launch
+/// memo keys on when a configuration source is installed (those scalars, such as a repeat
+/// count, join the tuning key, so the source may answer differently for each value; one
+/// only arithmetic reads, such as AdamW's step, does not: `tilekit_ir::scalar_use`).
 fn source_key_scalars(kernel: &Kernel) -> Vec<bool> {
     let mut out = host_read_scalars(kernel);
     for (i, p) in kernel.params.iter().enumerate() {
-        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int()) {
+        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int())
+            && tilekit_ir::scalar_use::shapes_work(kernel, i)
+        {
             if let Some(s) = out.get_mut(i) {
                 *s = true;
             }

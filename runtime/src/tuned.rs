@@ -104,6 +104,9 @@ pub struct ArgLayout<'a> {
     pub strides: Option<&'a [usize]>,
     /// The value of an integer scalar argument (`None` for tensors and other scalars):
     /// integer scalars such as a repeat count change the work, so they join tuning keys.
+    /// A launch memo asks a source again only for a new value of a scalar that may change
+    /// the work (`tilekit_ir::scalar_use::shapes_work`): an answer must not depend on one
+    /// that only arithmetic reads (AdamW's step).
     pub int: Option<i64>,
 }
 
