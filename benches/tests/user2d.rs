@@ -681,8 +681,11 @@ fn cpu_rotary3d_every_config_matches_the_reference() {
     rotary_case::<bf16>(&rt, "bf16");
 }
 
-/// The rotary tile is loaded only to be sliced: staged global -> shared memory once
-/// (`tk::stage_window`), each half read there; the `cat` goes through shared memory.
+/// The rotary tile is loaded only to be sliced (`tk::stage_window`: its halves start on
+/// whole vector groups, so each is loaded directly where the variant is aligned), `cos` and
+/// `sin` broadcast over the heads are loaded again in the product's layout
+/// (`tk::load_broadcast`, not through shared memory), and the stored `cat` is stored as its
+/// two halves: no `tk::relayout` and no `tk::cat`.
 #[test]
 fn rotary3d_tile_is_a_window_its_slices_read() {
     use tilekit_codegen::{variant_source, Target};
@@ -693,6 +696,10 @@ fn rotary3d_tile_is_a_window_its_slices_read() {
         variant_source(kernel, rotary3d::SPEC.cuda_template, &v.to_variant()).expect("source");
     assert_eq!(src.matches("tk::stage_window<").count(), 1, "{src}");
     assert_eq!(src.matches("tk::window_read<").count(), 2, "{src}");
+    assert_eq!(src.matches("tk::load_broadcast<").count(), 4, "{src}");
+    assert_eq!(src.matches("tk::store_tile<").count(), 2, "{src}");
+    assert!(!src.contains("tk::relayout<"), "{src}");
+    assert!(!src.contains("tk::cat<"), "{src}");
 }
 
 #[test]

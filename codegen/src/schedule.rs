@@ -149,6 +149,35 @@ impl<'k> Facts<'_, 'k> {
         None
     }
 
+    /// The `load_tile` a broadcast operand `v` can be loaded again from
+    /// (`ConvertPath::Reload`), with the casts and `expand_dims` between it and `v`, in
+    /// program order: a blocked register tile loaded from a tensor the kernel never writes
+    /// (a read-only parameter, which the runtime keeps apart from every written one), so
+    /// a second read sees the same values.
+    pub fn reload_source(&self, v: ValueId) -> Option<(ValueId, Vec<ValueId>)> {
+        let mut chain = Vec::new();
+        let mut cur = v;
+        loop {
+            if self.layouts.get(cur) != Layout::Blocked {
+                return None;
+            }
+            match self.def(cur)? {
+                Op::Cast { x, .. } | Op::ExpandDims { x, .. } => {
+                    chain.push(cur);
+                    cur = *x;
+                }
+                Op::LoadTile { tensor, .. } => {
+                    if !matches!(self.types.of(*tensor), Ty::Tensor { mutable: false, .. }) {
+                        return None;
+                    }
+                    chain.reverse();
+                    return Some((cur, chain));
+                }
+                _ => return None,
+            }
+        }
+    }
+
     /// Whether value `v` is a shared-memory tile the printer reads in place (a ring slot,
     /// or a fused `trans` of one).
     pub fn in_ring(&self, v: ValueId) -> bool {

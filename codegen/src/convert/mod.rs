@@ -187,7 +187,16 @@ impl<'k> Walk<'_, 'k> {
         {
             return;
         }
-        let (what, path) = path(self.f.layouts, from, &vshape, to, shape);
+        let (mut what, mut path) = path(self.f.layouts, from, &vshape, to, shape);
+        if path == ConvertPath::SharedMemory
+            && from == Layout::Blocked
+            && to == Layout::Blocked
+            && &vshape != shape
+            && self.f.reload_source(v).is_some()
+        {
+            what = format!("broadcast {vshape} -> {shape}: loaded again in the target's layout");
+            path = ConvertPath::Reload;
+        }
         let at = inst as *const Inst as usize;
         self.out.push(Conversion {
             id: 0,
@@ -242,6 +251,10 @@ impl<'k> Walk<'_, 'k> {
 
     fn inst(&mut self, inst: &'k Inst) {
         let r = inst.results.first().copied();
+        if r.is_some_and(|r| self.f.layouts.split_cats.contains(&r)) {
+            // Never built: its store writes each part in the part's own layout.
+            return;
+        }
         let rt = r.and_then(|r| Some((r, self.ty(r)?)));
         let at = |k: usize| (inst, k);
         match (&inst.op, rt) {

@@ -7,7 +7,7 @@ use crate::layout::{ConvertPath, Layout};
 use crate::names::{elem_ctype, sanitize, shape_type, value_type};
 use crate::schedule::{Facts, PrefixBound};
 use crate::smem::PartKey;
-use tilekit_ir::{DType, Elem, Inst, Literal, Shape, Ty, ValueId};
+use tilekit_ir::{DType, Dim, Elem, Inst, Literal, Op, Shape, Ty, ValueId};
 
 /// The lowered form of an IR value.
 #[derive(Clone, Debug)]
@@ -198,6 +198,10 @@ impl<'k> Emitter<'k> {
         if c.value != id || &c.elem != elem || &c.shape != shape || c.to != layout {
             return Err(unlisted(id, inst));
         }
+        if c.path == ConvertPath::Reload {
+            let what = c.what.clone();
+            return self.reload(id, elem, shape, layout, &what);
+        }
         let (key, what, path) = (PartKey::Convert(c.id), c.what.clone(), c.path);
         let off = self.smem.scratch_offset(&key, 0)?;
         self.tmp += 1;
@@ -206,7 +210,7 @@ impl<'k> Emitter<'k> {
             ConvertPath::Registers { why, .. } => {
                 self.w.line(&format!("// {what}: in registers ({why})"))
             }
-            ConvertPath::SharedMemory => self
+            ConvertPath::SharedMemory | ConvertPath::Reload => self
                 .w
                 .line(&format!("// [block] {what} through shared memory")),
         }
@@ -216,6 +220,75 @@ impl<'k> Emitter<'k> {
             layout_name(layout)
         ));
         Ok(t)
+    }
+
+    /// `ConvertPath::Reload`: the broadcast of `v` (a `load_tile` through casts and
+    /// `expand_dims`) loaded again straight into `shape` in `layout`, then cast as `v` was
+    /// and to `elem` (`tk::load_broadcast`: target axis k reads the load's axis `MAP[k]`, or
+    /// index 0 where `MAP[k]` is -1).
+    fn reload(
+        &mut self,
+        v: ValueId,
+        elem: &Elem,
+        shape: &Shape,
+        layout: Layout,
+        what: &str,
+    ) -> Result<String, CodegenError> {
+        let unsupported = || CodegenError::Unsupported(format!("a reload of %{}", v.0));
+        let (load, chain) = self.facts().reload_source(v).ok_or_else(unsupported)?;
+        let Some(Op::LoadTile {
+            tensor,
+            origin,
+            shape: lshape,
+        }) = self.defs.get(load.index()).copied().flatten()
+        else {
+            return Err(unsupported());
+        };
+        let (_, vshape) = self.ty(v)?;
+        let lead = shape.rank().checked_sub(vshape.rank()).ok_or_else(unsupported)?;
+        let one = Dim::Const(1);
+        let mut map: Vec<i64> = (0..shape.rank())
+            .map(|k| match k.checked_sub(lead) {
+                Some(j) if !(vshape.0[j] == one && shape.0[k] != one) => j as i64,
+                _ => -1,
+            })
+            .collect();
+        for c in chain.iter().rev() {
+            if let Some(Op::ExpandDims { axis, .. }) = self.defs.get(c.index()).copied().flatten() {
+                let a = i64::from(*axis);
+                for m in map.iter_mut() {
+                    if *m == a {
+                        *m = -1;
+                    } else if *m > a {
+                        *m -= 1;
+                    }
+                }
+            }
+        }
+        let (t, _, _) = self.view(*tensor)?;
+        let o = self.origin(origin)?;
+        let al = self.aligned_flag(*tensor);
+        let maps: Vec<String> = map.iter().map(|m| m.to_string()).collect();
+        let mut expr = format!(
+            "tk::load_broadcast<{al}, {}, {}, {}, {}>({t}, {o})",
+            shape_type(shape),
+            layout_name(layout),
+            shape_type(&Shape::new(lshape.clone())),
+            maps.join(", ")
+        );
+        for c in &chain {
+            if let Some(Op::Cast { to, .. }) = self.defs.get(c.index()).copied().flatten() {
+                expr = format!("tk::cast<{}>({expr})", elem_ctype(to));
+            }
+        }
+        self.tmp += 1;
+        let name = format!("t{}", self.tmp);
+        self.w.line(&format!("// {what} (no shared memory)"));
+        self.w.line(&format!(
+            "const auto {name} = tk::cast<{}>({expr});",
+            elem_ctype(elem)
+        ));
+        Ok(name)
     }
 
     /// A 64-bit integer scalar expression.

@@ -273,7 +273,7 @@ fn prefix_ok(cx: &Cx<'_>, iv: ValueId, residents: &[ValueId]) -> Result<(), Stri
             let converts = cx
                 .layouts
                 .conversions_of(inst)
-                .any(|c| c.path == ConvertPath::SharedMemory);
+                .any(|c| matches!(c.path, ConvertPath::SharedMemory | ConvertPath::Reload));
             if !ok || converts {
                 return Err(format!(
                     "line {}: work before the loop that the producer warpgroup must not do",

@@ -44,7 +44,9 @@ use tilekit_ir::{Block, Dim, Elem, Inst, Op, Precision, Shape, ValueId};
 
 pub use mma::{warp_grid, warp_grid_rows, WarpGrid};
 pub(crate) use operands::fusable_trans;
-use operands::{cols_operands, direct_operands, general_operands, rows_policy, window_operands};
+use operands::{
+    cols_operands, direct_operands, general_operands, rows_policy, split_cats, window_operands,
+};
 pub(crate) use render::render;
 pub(crate) use rings::{Ring, RingLoop};
 pub use types::{
@@ -144,6 +146,7 @@ pub(crate) fn assign(a: &Analysis) -> Result<Layouts, CodegenError> {
                 .is_some_and(|u| u.inst.results.first() == Some(&d.result))
         });
     }
+    split_cats(a, &mut out);
     register_uses(&a.kernel.body, &mut out);
     out.cols = cols_operands(a, &out.of);
     out.general = general_operands(a, out.cols);

@@ -132,6 +132,52 @@ pub(super) fn window_operands(a: &Analysis, of: &mut [Option<Layout>]) {
     }
 }
 
+/// `cat`s stored as their parts (`Layouts::split_cats`): walking back from each
+/// `store_tile`'s value through single-use casts and `cat`s defined in the store's block.
+pub(super) fn split_cats(a: &Analysis, out: &mut Layouts) {
+    fn walk(a: &Analysis, v: ValueId, store: &Inst, out: &mut Vec<ValueId>) -> bool {
+        let (Some(def), [_]) = (a.defs[v.index()], a.uses[v.index()].as_slice()) else {
+            return false;
+        };
+        if !same_block_insts(a, def, store) {
+            return false;
+        }
+        match &def.op {
+            // One cast, of a cat (a chain of casts may round twice: built as written).
+            Op::Cast { x, .. }
+                if matches!(a.def_op(*x), Some(Op::Cat { .. })) && walk(a, *x, store, out) =>
+            {
+                out.push(v);
+                true
+            }
+            Op::Cat { a: x, b: y, .. } => {
+                walk(a, *x, store, out);
+                walk(a, *y, store, out);
+                out.push(v);
+                true
+            }
+            _ => false,
+        }
+    }
+    fn stores<'k>(b: &'k Block, out: &mut Vec<&'k Inst>) {
+        for i in &b.insts {
+            if matches!(i.op, Op::StoreTile { .. }) {
+                out.push(i);
+            }
+            for nb in nested_blocks(&i.op) {
+                stores(nb, out);
+            }
+        }
+    }
+    let mut st = Vec::new();
+    stores(&a.kernel.body, &mut st);
+    for s in st {
+        if let Op::StoreTile { value, .. } = &s.op {
+            walk(a, *value, s, &mut out.split_cats);
+        }
+    }
+}
+
 /// Whether two instructions are in the same block (not one nested in the other's).
 fn same_block_insts(a: &Analysis, x: &Inst, y: &Inst) -> bool {
     let block_of = |i: &Inst| {

@@ -226,6 +226,9 @@ fn conversions(s: &mut String, a: &Analysis, l: &Layouts) {
                 format!("in registers ({why}; shared memory {unless})")
             }
             ConvertPath::SharedMemory => "via shared memory".to_string(),
+            ConvertPath::Reload => {
+                "loaded again from global memory in the target's layout".to_string()
+            }
         };
         let _ = writeln!(
             s,

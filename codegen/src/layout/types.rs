@@ -160,6 +160,10 @@ pub enum ConvertPath {
     },
     /// Through shared memory (`tk::relayout` over the conversion's scratch region).
     SharedMemory,
+    /// A broadcast of a tile that a `load_tile` made (through casts and `expand_dims`):
+    /// loaded again straight into the target's shape and layout (`tk::load_broadcast`,
+    /// each thread reading its own elements; repeated reads hit L1), no shared memory.
+    Reload,
 }
 
 /// A conversion point: an operand of one instruction that the printer converts to the
@@ -229,6 +233,10 @@ pub struct Layouts {
     /// `trans` results read by their only use, a `dot`'s B operand, from the operand's rows
     /// (no transpose is materialised: `tk::dot_regs_bt`).
     pub fused_trans: Vec<ValueId>,
+    /// `cat` results (and casts of them) whose only use is the value of a `store_tile` in
+    /// their block, directly or through a cast or an enclosing such `cat`: never built, the
+    /// store writes each part at its offset (`Emitter::split_store`).
+    pub split_cats: Vec<ValueId>,
     /// Tensor parameters a variant may read column-major (access class `Cols`; bit `i`:
     /// parameter `i`): every access is a dot operand tile kept out of registers.
     pub cols: u64,

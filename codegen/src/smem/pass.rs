@@ -342,6 +342,7 @@ impl<'k> Planner<'_, 'k> {
             let what = match c.path {
                 ConvertPath::Registers { unless, .. } => format!("{} ({unless})", c.what),
                 ConvertPath::SharedMemory => c.what.clone(),
+                ConvertPath::Reload => continue,
             };
             self.alloc.scratch(
                 PartKey::Convert(c.id),
@@ -399,7 +400,10 @@ impl<'k> Planner<'_, 'k> {
                 self.alloc.scratch(PartKey::Op(r), what, vec![f]);
             }
             (Op::Cat { a, b, .. }, Some((r, (elem, shape)))) => {
-                if self.ty(*a).is_none() || self.ty(*b).is_none() {
+                if self.ty(*a).is_none()
+                    || self.ty(*b).is_none()
+                    || self.f.layouts.split_cats.contains(&r)
+                {
                     return;
                 }
                 let f = tile_factors(&shape, Factor::SizeOf(elem));

@@ -140,6 +140,10 @@ impl<'k> Emitter<'k> {
             }
             Op::Cast { x, to } => {
                 let r = Self::result(inst)?;
+                if self.layouts.split_cats.contains(&r) {
+                    // A cast of a cat stored as its parts: each part is cast as it is stored.
+                    return Ok(());
+                }
                 let (name, xe, xshape, _) = self.tile(*x)?;
                 if self.layout(r) == Layout::Window {
                     // The window's slices convert its elements as they read them.

@@ -93,6 +93,11 @@ impl<'k> Emitter<'k> {
                 tensor,
                 origin,
                 value,
+            } if self.layouts.split_cats.contains(value) => self.split_store(*tensor, origin, *value),
+            Op::StoreTile {
+                tensor,
+                origin,
+                value,
             } => {
                 let (t, elem, _) = self.view(*tensor)?;
                 let o = self.origin(origin)?;
@@ -111,6 +116,74 @@ impl<'k> Emitter<'k> {
             }
             Op::LoadTile { .. } => self.load_tile(inst),
             _ => Err(misrouted("memory")),
+        }
+    }
+
+    /// `store_tile` of a `cat` (through casts; `Layouts::split_cats`): each part stored at
+    /// its offset along the cat's axis, in its own layout, cast to the tensor's element type
+    /// (a store writes only the in-bounds elements, so the parts write exactly what the
+    /// joined tile would).
+    fn split_store(
+        &mut self,
+        tensor: ValueId,
+        origin: &[ValueId],
+        value: ValueId,
+    ) -> Result<(), CodegenError> {
+        let (t, elem, _) = self.view(tensor)?;
+        let mut parts = Vec::new();
+        self.cat_parts(value, vec![String::new(); origin.len()], &mut parts)?;
+        let al = self.aligned_flag(tensor);
+        for (part, shift) in parts {
+            let (name, pe, _, _) = self.tile(part)?;
+            let mut c = Vec::new();
+            for (o, d) in origin.iter().zip(&shift) {
+                c.push(format!("{}{d}", self.index(*o)?));
+            }
+            while c.len() < 3 {
+                c.push("0LL".into());
+            }
+            let v = if pe == elem {
+                name
+            } else {
+                format!("tk::cast<{}>({name})", elem_ctype(&elem))
+            };
+            self.w.line(&format!(
+                "tk::store_tile<{al}>({t}, tk::coord{{{{{}}}}}, {v});",
+                c.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The leaves of a split `cat` tree under `v` (through casts), each with the C++ terms
+    /// added to the origin per axis (`" + (long long)(extent)"`...).
+    fn cat_parts(
+        &self,
+        v: ValueId,
+        shift: Vec<String>,
+        out: &mut Vec<(ValueId, Vec<String>)>,
+    ) -> Result<(), CodegenError> {
+        if !self.layouts.split_cats.contains(&v) {
+            out.push((v, shift));
+            return Ok(());
+        }
+        match self.defs.get(v.index()).copied().flatten() {
+            Some(Op::Cast { x, .. }) => self.cat_parts(*x, shift, out),
+            Some(Op::Cat { a, b, axis }) => {
+                let (_, ashape) = self.ty(*a)?;
+                let ext = ashape.0.get(*axis as usize).ok_or_else(|| {
+                    CodegenError::Unsupported(format!("cat along axis {axis}"))
+                })?;
+                self.cat_parts(*a, shift.clone(), out)?;
+                let mut sb = shift;
+                if let Some(s) = sb.get_mut(*axis as usize) {
+                    s.push_str(&format!(" + (long long)({})", dim_expr(ext)));
+                }
+                self.cat_parts(*b, sb, out)
+            }
+            _ => Err(CodegenError::Unsupported(
+                "a split cat that is neither a cat nor a cast".into(),
+            )),
         }
     }
 
@@ -204,13 +277,30 @@ impl<'k> Emitter<'k> {
             })
             .unwrap_or(r);
         let off = self.smem.persistent_offset(&PartKey::SliceSource(sliced))?;
+        // Every slice's last offset and extent: where all of them start and end on whole
+        // TK_VEC groups, each slice loads its part from global memory directly.
+        let (_, sshape) = self.ty(sliced)?;
+        let mut groups = Vec::new();
+        for (offsets, shape) in slices_of(&self.kernel.body, sliced) {
+            let last = offsets.len().saturating_sub(1);
+            let at = offsets.get(last).map(dim_expr).unwrap_or_default();
+            let ext = match shape.get(last).cloned().flatten() {
+                Some(d) => dim_expr(&d),
+                None => format!(
+                    "({} - {at})",
+                    sshape.0.get(last).map(dim_expr).unwrap_or_default()
+                ),
+            };
+            groups.push(format!("{{{at}, {ext}}}"));
+        }
+        let direct = format!("tk::window_direct<{al}, TK_L>({{{}}})", groups.join(", "));
         self.w.line(&format!(
-            "// [block] window {s}: loaded only to be sliced, staged global -> shared memory once (16-byte cp.async chunks at the tensor's alignment), never in registers"
+            "// [block] window {s}: loaded only to be sliced, never in registers: staged global -> shared memory once (16-byte cp.async chunks at the tensor's alignment), or where every slice starts and ends on whole TK_VEC groups, each slice loaded directly"
         ));
         self.assign(
             r,
             &format!(
-                "tk::stage_window<{al}, {}, TK_THREADS>({t}, {o}, smem + {off})",
+                "tk::stage_window<{al}, {}, TK_THREADS, {direct}>({t}, {o}, smem + {off})",
                 shape_type(s)
             ),
         )
@@ -451,4 +541,26 @@ pub(in crate::emit) fn cache_policy(cache: CachePolicy) -> &'static str {
 /// column-major (`, TK_COLS_x`), else nothing.
 fn cols_arg(cols: &Option<String>) -> String {
     cols.as_ref().map(|c| format!(", {c}")).unwrap_or_default()
+}
+
+/// The offsets and shapes of every `slice` of `x` in `b` and the blocks nested in it.
+type SliceAt = (Vec<tilekit_ir::Dim>, Vec<Option<tilekit_ir::Dim>>);
+fn slices_of(b: &tilekit_ir::Block, x: ValueId) -> Vec<SliceAt> {
+    let mut out = Vec::new();
+    for i in &b.insts {
+        if let Op::Slice {
+            x: s,
+            offsets,
+            shape,
+        } = &i.op
+        {
+            if *s == x {
+                out.push((offsets.clone(), shape.clone()));
+            }
+        }
+        for nb in crate::analyze::nested_blocks(&i.op) {
+            out.extend(slices_of(nb, x));
+        }
+    }
+    out
 }

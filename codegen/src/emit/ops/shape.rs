@@ -152,6 +152,12 @@ impl<'k> Emitter<'k> {
             Op::Cat { a, b, axis } => {
                 // [block] through a row-major shared-memory copy of the result.
                 let r = Self::result(inst)?;
+                if self.layouts.split_cats.contains(&r) {
+                    self.w.line(
+                        "// cat: stored as its parts (each written at its offset by the store below)",
+                    );
+                    return Ok(());
+                }
                 let (elem, shape) = self.ty(r)?;
                 let (_, _, ashape, _) = self.tile(*a)?;
                 let (_, _, bshape, _) = self.tile(*b)?;

@@ -11,7 +11,12 @@
 // and needs no scalar access), with zero fill outside the tensor (cp.async's source size).
 // Otherwise every element is copied through registers (any strides) and `shift` is 0.
 //
-// A slice reads its elements from there: groups of VEC elements of a blocked layout by
+// Where every slice of the window starts and ends on whole VEC groups of the blocked layout
+// (`window_direct`: a rotary embedding's halves), nothing is staged: each slice is loaded
+// from global memory directly (`load_tile` at the window's origin plus the slice's offsets,
+// the same elements and zero fill), no shared memory and no barrier.
+//
+// A staged slice reads its elements from shared memory: groups of VEC elements of a blocked layout by
 // one or two aligned vector reads of shared memory (conflict-free: consecutive threads read
 // consecutive 16-byte words) and a selection in registers, since a slice's columns are the
 // window's shifted by a constant (`corner`) and the runtime `shift`.
@@ -31,9 +36,20 @@ template <class T> TK_HD long long window_pitch(long long w) {
     return ((w + CH - 1 + CH - 1) / CH) * CH;
 }
 
-/// A staged window of shape S of elements T (see the header comment): its shared-memory
-/// rows and the offset of the window's first column in each row.
-template <class T, class S> struct window {
+/// Whether the slices of a window, given as {last offset, last extent} each, may each be
+/// loaded directly (see the header comment): an aligned variant with a blocked layout of
+/// groups of VEC > 1 elements that divide every offset and extent.
+template <bool ALIGNED, class L, int N> TK_HD bool window_direct(const long long (&s)[N][2]) {
+    if (!ALIGNED || !is_blocked<L>::value || L::vec <= 1) return false;
+    for (int i = 0; i < N; ++i)
+        if (s[i][0] % L::vec != 0 || s[i][1] % L::vec != 0) return false;
+    return true;
+}
+
+/// A window of shape S of elements T of a rank-R tensor (see the header comment): staged,
+/// its shared-memory rows and the offset of the window's first column in each row; DIRECT,
+/// the tensor and the window's origin, which its slices load from.
+template <class T, class S, int R, bool DIRECT> struct window {
     /// Elements per 16-byte chunk.
     static constexpr long long CH = 16 / (long long)sizeof(T);
     /// The window's last extent.
@@ -47,6 +63,8 @@ template <class T, class S> struct window {
     static constexpr long long BYTES = ROWS * P * (long long)sizeof(T);
     const T* buf;
     int shift;
+    view<T, R> v;
+    coord o;
 };
 
 namespace detail {
@@ -71,11 +89,12 @@ TK_DEVICE bool window_row(const view<T, R>& v, const coord& o, unsigned row, lon
 /// Stages the window of shape S at `o` of `v` into `smem` (`window<T, S>::BYTES` bytes):
 /// a barrier (the readers of the previous window in this region are done), the copy, a
 /// barrier. Every thread of the block calls it.
-template <bool ALIGNED, class S, int THREADS, class T, int R>
-TK_DEVICE window<T, S> stage_window(const view<T, R>& v, coord o, char* smem) {
+template <bool ALIGNED, class S, int THREADS, bool DIRECT, class T, int R>
+TK_DEVICE window<T, S, R, DIRECT> stage_window(const view<T, R>& v, coord o, char* smem) {
     static_assert(S::rank == R, "tk::stage_window: the tile's rank must equal the tensor's");
-    using Wn = window<T, S>;
+    using Wn = window<T, S, R, DIRECT>;
     T* buf = reinterpret_cast<T*>(smem);
+    if constexpr (DIRECT) return Wn{buf, 0, v, o};
     const long long c0 = o.c[R - 1];
     sync();
     int shift = 0;
@@ -112,7 +131,7 @@ TK_DEVICE window<T, S> stage_window(const view<T, R>& v, coord o, char* smem) {
         }
     }
     sync();
-    return Wn{buf, shift};
+    return Wn{buf, shift, v, o};
 }
 
 namespace detail {
@@ -135,14 +154,24 @@ template <class DS, class S, class A> TK_DEVICE void window_at(unsigned e, unsig
 /// The sub-tile DS (layout DL, element U) at offsets O of a staged window: element (i, j,
 /// ..) is the window's (O0 + i, O1 + j, ..). No barrier (the next `stage_window` of the
 /// region starts with one).
-template <class DS, class DL, class U, class T, class S, long long... O>
-TK_DEVICE rt<U, DS, DL> window_read(const window<T, S>& w, corner<O...>) {
+template <class DS, class DL, class U, class T, class S, int R, bool DIRECT, long long... O>
+TK_DEVICE rt<U, DS, DL> window_read(const window<T, S, R, DIRECT>& w, corner<O...>) {
     using A = corner<O...>;
-    using Wn = window<T, S>;
+    using Wn = window<T, S, R, DIRECT>;
     static_assert(S::rank == DS::rank && A::rank == S::rank,
                   "tk::slice: one offset per axis, and the sub-tile has the operand's rank");
     static_assert(detail::slice_fits<DS, S, A>(), "tk::slice: the sub-tile reaches past the tile");
     using Out = rt<U, DS, DL>;
+    if constexpr (DIRECT) {
+        coord o = w.o;
+#pragma unroll
+        for (int a = 0; a < R; ++a) o.c[a] += A::get(a);
+        const rt<T, DS, DL> t = load_tile<true, DS, DL>(w.v, o);
+        Out r;
+#pragma unroll
+        for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = cast<U>(t.v[s]);
+        return r;
+    }
     Out r;
     constexpr int VEC = DL::vec;
     constexpr bool by_vectors = is_blocked<DL>::value && VEC > 1 && DS::dim(DS::rank - 1) % VEC == 0 &&
