@@ -245,7 +245,10 @@ impl<'k> Emitter<'k> {
             return Err(unsupported());
         };
         let (_, vshape) = self.ty(v)?;
-        let lead = shape.rank().checked_sub(vshape.rank()).ok_or_else(unsupported)?;
+        let lead = shape
+            .rank()
+            .checked_sub(vshape.rank())
+            .ok_or_else(unsupported)?;
         let one = Dim::Const(1);
         let mut map: Vec<i64> = (0..shape.rank())
             .map(|k| match k.checked_sub(lead) {

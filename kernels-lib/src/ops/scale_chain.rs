@@ -5,7 +5,7 @@ use tilekit::prelude::*;
 /// is not folded: IEEE semantics forbid it (x * 2 may overflow), so the cost is `repeats`
 /// FLOPs per element.
 #[kernel(grid = [cdiv(x.len(), BLOCK)])]
-#[tune(BLOCK = [1024, 8192, 2048, 4096], WARPS = [8, 4])]
+#[tune(BLOCK = [4096, 1024, 8192, 2048], WARPS = [4, 8])]
 #[shapes(x = [N], y = [N], repeats = 64)]
 #[cost(flops = repeats * N)]
 pub fn scale_chain<T: Float>(x: &Tensor1<T>, y: &mut Tensor1<T>, repeats: usize) {

@@ -180,16 +180,20 @@ fn chain(rt: &Runtime, ceiling: f64) -> Result<Value> {
     }
     // What tuning buys: every configuration of the space, at the memory-bound end (R = 0)
     // and the compute-heavy end.
-    for r in [0usize, 64, 256] {
+    for r in [0usize, 16, 64, 256] {
         let mut best: Option<(String, f64)> = None;
+        let mut all = Vec::new();
         for cfg in scale_chain::SPEC.space()?.enumerate() {
             let ms = time_ms(rt, 2, 10, || {
                 scale_chain::launch_with(rt, &cfg, &x, &mut y, r).map_err(Into::into)
             })?;
+            all.push(format!("{cfg} {ms:.4}"));
             if best.as_ref().is_none_or(|b| ms < b.1) {
                 best = Some((cfg.to_string(), ms));
             }
         }
+        println!("chain   every configuration R={r:<4} {}", all.join(" | "));
+        out.insert(format!("all_{r}"), json!(all));
         if let Some((cfg, ms)) = best {
             let g = gbps(2.0 * (n * 4) as f64, ms);
             let tflops = (r * n) as f64 / (ms * 1e-3) / 1e12;

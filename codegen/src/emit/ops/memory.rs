@@ -93,7 +93,9 @@ impl<'k> Emitter<'k> {
                 tensor,
                 origin,
                 value,
-            } if self.layouts.split_cats.contains(value) => self.split_store(*tensor, origin, *value),
+            } if self.layouts.split_cats.contains(value) => {
+                self.split_store(*tensor, origin, *value)
+            }
             Op::StoreTile {
                 tensor,
                 origin,
@@ -171,9 +173,10 @@ impl<'k> Emitter<'k> {
             Some(Op::Cast { x, .. }) => self.cat_parts(*x, shift, out),
             Some(Op::Cat { a, b, axis }) => {
                 let (_, ashape) = self.ty(*a)?;
-                let ext = ashape.0.get(*axis as usize).ok_or_else(|| {
-                    CodegenError::Unsupported(format!("cat along axis {axis}"))
-                })?;
+                let ext = ashape
+                    .0
+                    .get(*axis as usize)
+                    .ok_or_else(|| CodegenError::Unsupported(format!("cat along axis {axis}")))?;
                 self.cat_parts(*a, shift.clone(), out)?;
                 let mut sb = shift;
                 if let Some(s) = sb.get_mut(*axis as usize) {

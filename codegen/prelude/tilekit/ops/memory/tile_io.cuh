@@ -190,36 +190,46 @@ namespace tk {
 /// lies inside; repeated reads of a broadcast hit L1), so no shared memory and no barrier.
 /// The code generator uses it for a broadcast operand that a `load_tile` of a read-only
 /// tensor made (`ConvertPath::Reload`).
+namespace detail {
+/// Entry k of the axis map MAP (a constant after unrolling).
+template <int... MAP> TK_HD int map_at(int k) {
+    const int m[sizeof...(MAP)] = {MAP...};
+    return m[k];
+}
+
+/// The tensor offset of element `e` (flat) of the broadcast tile DS whose axis k reads the
+/// load's axis `MAP[k]` (-1: none) at `o`, and whether it is inside the tensor.
+template <bool ALIGNED, class DS, int... MAP, class T, int R>
+TK_DEVICE bool broadcast_offset(const view<T, R>& v, const coord& o, unsigned e, long long& off) {
+    long long idx[R] = {};
+#pragma unroll
+    for (int k = DS::rank - 1; k >= 0; --k) {
+        const unsigned i = e % (unsigned)DS::dim(k);
+        e /= (unsigned)DS::dim(k);
+#pragma unroll
+        for (int a = 0; a < R; ++a)
+            if (map_at<MAP...>(k) == a) idx[a] = (long long)i;
+    }
+    bool in = true;
+    off = 0;
+#pragma unroll
+    for (int a = 0; a < R; ++a) {
+        const long long p = o.c[a] + idx[a];
+        in = in && p >= 0 && p < v.shape[a];
+        off += p * (a == R - 1 && ALIGNED ? 1LL : v.stride[a]);
+    }
+    return in;
+}
+} // namespace detail
+
 template <bool ALIGNED, class DS, class DL, class S, int... MAP, class T, int R>
 TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
     static_assert((int)sizeof...(MAP) == DS::rank, "tk::load_broadcast: one map entry per result axis");
     static_assert(S::rank == R, "tk::load_broadcast: the load's rank must equal the tensor's");
     using Out = rt<T, DS, DL>;
-    constexpr int map[sizeof...(MAP)] = {MAP...};
     constexpr int VEC = DL::vec;
-    constexpr bool by_vectors = ALIGNED && is_blocked<DL>::value && VEC > 1 && map[DS::rank - 1] == R - 1 &&
-                                DS::dim(DS::rank - 1) % VEC == 0;
-    // The tensor offset of result element `e` (flat) and whether it is inside.
-    auto at = [&](unsigned e, long long& off) {
-        long long idx[R] = {};
-#pragma unroll
-        for (int k = DS::rank - 1; k >= 0; --k) {
-            const unsigned i = e % (unsigned)DS::dim(k);
-            e /= (unsigned)DS::dim(k);
-#pragma unroll
-            for (int a = 0; a < R; ++a)
-                if (map[k] == a) idx[a] = (long long)i;
-        }
-        bool in = true;
-        off = 0;
-#pragma unroll
-        for (int a = 0; a < R; ++a) {
-            const long long p = o.c[a] + idx[a];
-            in = in && p >= 0 && p < v.shape[a];
-            off += p * (a == R - 1 && ALIGNED ? 1LL : v.stride[a]);
-        }
-        return in;
-    };
+    constexpr bool by_vectors = ALIGNED && is_blocked<DL>::value && VEC > 1 &&
+                                detail::map_at<MAP...>(DS::rank - 1) == R - 1 && DS::dim(DS::rank - 1) % VEC == 0;
     Out r;
 #pragma unroll
     for (int g = 0; g < Out::SLOTS / VEC; ++g) {
@@ -228,7 +238,8 @@ TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
             long long off;
             const unsigned e0 = (unsigned)Out::flat(g * VEC);
             const long long j0 = o.c[R - 1] + (long long)(e0 % (unsigned)DS::dim(DS::rank - 1));
-            if (Out::valid(g * VEC) && at(e0, off) && (j0 % VEC) == 0 && j0 + VEC <= v.shape[R - 1]) {
+            if (Out::valid(g * VEC) && detail::broadcast_offset<ALIGNED, DS, MAP...>(v, o, e0, off) &&
+                (j0 % VEC) == 0 && j0 + VEC <= v.shape[R - 1]) {
                 vcopy<VEC * (int)sizeof(T)>(&r.v[g * VEC], v.ptr + off);
                 continue;
             }
@@ -237,7 +248,9 @@ TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
         for (int q = 0; q < VEC; ++q) {
             const int s = g * VEC + q;
             long long off;
-            r.v[s] = Out::valid(s) && at((unsigned)Out::flat(s), off) ? v.ptr[off] : cast<T>(0);
+            r.v[s] = Out::valid(s) && detail::broadcast_offset<ALIGNED, DS, MAP...>(v, o, (unsigned)Out::flat(s), off)
+                         ? v.ptr[off]
+                         : cast<T>(0);
         }
     }
     return r;
