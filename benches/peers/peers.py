@@ -422,23 +422,32 @@ def stencil5(x):
     return 4 * x - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
 
 
+def eager_and_compiled(b, ctx, label, fn, xs, extra, nbytes, tol):
+    """`fn(x, *extra)` eager and torch.compile'd (dynamic=False) over the input sets `xs`
+    (used in turn), each checked against eager on the first set (`tol`: atol, rtol) and
+    timed; GB/s of `nbytes` per call. One row per provider under `user2d`."""
+    out = {}
+    compiled = torch.compile(fn, dynamic=False)
+    want = fn(xs[0], *extra).float()
+    for name, f in (("eager", fn), ("compile", compiled)):
+        try:
+            if not torch.allclose(f(xs[0], *extra).float(), want, atol=tol[0], rtol=tol[1]):
+                raise RuntimeError(f"{label} {name}: wrong result")
+            rec = rate(b.time(lambda i: f(xs[i % len(xs)], *extra)), nbytes, ctx.get("copy_gbps"))
+        except Exception as e:
+            rec = {"error": err_str(e)}
+        out[name] = rec
+        row("user2d", name, label, rec)
+    return out
+
+
 def m_stencil(b, ctx):
     """The 5-point stencil at 8192^2 f32, eager and torch.compile (dynamic=False); bytes
     counted as tilekit's: x read once, y written once."""
     n, es = USER2D_SQUARE, 4
     xs = b.inputs(n * n * es, lambda: torch.randn(n, n, device="cuda", dtype=torch.float32))
-    out = {}
-    compiled = torch.compile(stencil5, dynamic=False)
-    want = stencil5(xs[0])
-    for name, f in (("eager", stencil5), ("compile", compiled)):
-        try:
-            if not torch.allclose(f(xs[0]), want, atol=1e-5, rtol=1e-5):
-                raise RuntimeError(f"stencil {name}: wrong result")
-            rec = rate(b.time(lambda i: f(xs[i % len(xs)])), 2 * n * n * es, ctx.get("copy_gbps"))
-        except Exception as e:
-            rec = {"error": err_str(e)}
-        out[name] = rec
-        row("user2d", name, f"stencil5 {n}^2 f32", rec)
+    out = eager_and_compiled(b, ctx, f"stencil5 {n}^2 f32", stencil5, xs, (), 2 * n * n * es,
+                             (1e-5, 1e-5))
     del xs
     gc.collect(); torch.cuda.empty_cache()
     return out
@@ -461,19 +470,8 @@ def m_rotary(b, ctx):
     xs = b.inputs(S * H * D * es, lambda: torch.randn(S, H, D, device="cuda", dtype=torch.bfloat16))
     cos = torch.randn(S, D // 2, device="cuda", dtype=torch.bfloat16)
     sin = torch.randn(S, D // 2, device="cuda", dtype=torch.bfloat16)
-    out = {}
-    compiled = torch.compile(rotary3d, dynamic=False)
-    want = rotary3d(xs[0], cos, sin).float()
-    for name, f in (("eager", rotary3d), ("compile", compiled)):
-        try:
-            if not torch.allclose(f(xs[0], cos, sin).float(), want, atol=3e-2, rtol=2e-2):
-                raise RuntimeError(f"rotary {name}: wrong result")
-            rec = rate(b.time(lambda i: f(xs[i % len(xs)], cos, sin)),
-                       (2 * S * H * D + S * D) * es, ctx.get("copy_gbps"))
-        except Exception as e:
-            rec = {"error": err_str(e)}
-        out[name] = rec
-        row("user2d", name, f"rotary3d {S}x{H}x{D} bf16", rec)
+    out = eager_and_compiled(b, ctx, f"rotary3d {S}x{H}x{D} bf16", rotary3d, xs, (cos, sin),
+                             (2 * S * H * D + S * D) * es, (3e-2, 2e-2))
     del xs
     gc.collect(); torch.cuda.empty_cache()
     return out
