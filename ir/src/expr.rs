@@ -281,6 +281,37 @@ pub trait ExprEnv {
 }
 
 impl Expr {
+    /// Calls `f` with the index of every scalar parameter the expression reads
+    /// (`Expr::Scalar`). Exhaustive on purpose: a new expression form must say whether it
+    /// reads a scalar (tuning keys and the launch memo depend on it).
+    ///
+    /// ```
+    /// use tilekit_ir::{Expr, ExprOp};
+    /// let e = Expr::bin(ExprOp::Lt, Expr::Scalar(2), Expr::Int(4));
+    /// let mut seen = Vec::new();
+    /// e.scalars_read(&mut |i| seen.push(i));
+    /// assert_eq!(seen, [2]);
+    /// ```
+    pub fn scalars_read(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            Expr::Scalar(i) => f(*i),
+            Expr::Call(_, args) => args.iter().for_each(|a| a.scalars_read(f)),
+            Expr::Bin(_, a, b) => {
+                a.scalars_read(f);
+                b.scalars_read(f);
+            }
+            Expr::Not(a) | Expr::Neg(a) => a.scalars_read(f),
+            Expr::Int(_)
+            | Expr::Float(_)
+            | Expr::Bool(_)
+            | Expr::Enum(_)
+            | Expr::Tune(_)
+            | Expr::TensorDim { .. }
+            | Expr::Dim(_)
+            | Expr::SizeOf(_) => {}
+        }
+    }
+
     /// Shorthand for a binary expression.
     pub fn bin(op: ExprOp, a: Expr, b: Expr) -> Expr {
         Expr::Bin(op, Box::new(a), Box::new(b))

@@ -110,11 +110,7 @@ fn collect<'k>(b: &'k Block, out: &mut Vec<&'k Inst>) {
 
 /// Whether `e` reads scalar parameter `param`.
 fn mentions(e: &Expr, param: usize) -> bool {
-    match e {
-        Expr::Scalar(i) => *i == param,
-        Expr::Call(_, args) => args.iter().any(|a| mentions(a, param)),
-        Expr::Bin(_, a, b) => mentions(a, param) || mentions(b, param),
-        Expr::Not(a) | Expr::Neg(a) => mentions(a, param),
-        _ => false,
-    }
+    let mut hit = false;
+    e.scalars_read(&mut |i| hit |= i == param);
+    hit
 }

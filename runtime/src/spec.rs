@@ -189,30 +189,12 @@ impl std::fmt::Debug for KernelSpec {
 /// reads the value of that scalar (`Expr::Scalar`). Other scalars' values cannot change
 /// what `check` decides.
 fn host_read_scalars(kernel: &Kernel) -> Vec<bool> {
-    // Exhaustive on purpose: a new expression form must say whether it reads a scalar.
-    use tilekit_ir::Expr;
-    fn mark(e: &Expr, out: &mut [bool]) {
-        match e {
-            Expr::Scalar(i) => {
-                if let Some(s) = out.get_mut(*i) {
-                    *s = true;
-                }
+    fn mark(e: &tilekit_ir::Expr, out: &mut [bool]) {
+        e.scalars_read(&mut |i| {
+            if let Some(s) = out.get_mut(i) {
+                *s = true;
             }
-            Expr::Call(_, args) => args.iter().for_each(|a| mark(a, out)),
-            Expr::Bin(_, a, b) => {
-                mark(a, out);
-                mark(b, out);
-            }
-            Expr::Not(a) | Expr::Neg(a) => mark(a, out),
-            Expr::Int(_)
-            | Expr::Float(_)
-            | Expr::Bool(_)
-            | Expr::Enum(_)
-            | Expr::Tune(_)
-            | Expr::TensorDim { .. }
-            | Expr::Dim(_)
-            | Expr::SizeOf(_) => {}
-        }
+        });
     }
     let mut out = vec![false; kernel.params.len()];
     for c in kernel.constraints.iter().chain(&kernel.checks) {

@@ -48,6 +48,74 @@ pub fn slice_in_branch(x: &Tensor2<f32>, y: &mut Tensor2<f32>) {
     store_tile(y, [r0, 0], t);
 }
 
+/// Swaps the halves of each row in place: the tile of `x` is sliced and both halves are
+/// stored back into `x`. Its slices start on whole vector groups, but `x` is written: the
+/// window is staged (read at the load, a barrier before the stores), never read directly
+/// at each slice, where the first store could change what the second slice reads.
+#[kernel(grid = [x.rows()])]
+#[tune(H = [64, 32], WARPS = [2])]
+#[constraint(x.cols() == 2 * H)]
+pub fn swap_halves(x: &mut Tensor2<f32>) {
+    let r = program_id(0);
+    let t = load_tile(x, [r, 0], [1, 2 * H]);
+    store_tile(x, [r, H], t.slice(0..1, 0..H));
+    store_tile(x, [r, 0], t.slice(0..1, H..));
+}
+
+fn swap_run(rt: &Runtime, cfg: &Config, rows: usize, h: usize) -> (Vec<f32>, Vec<f32>) {
+    let data: Vec<f32> = ints::<f32>(rows * 2 * h, 77);
+    let mut x = Tensor2::from_vec(rt, data.clone(), [rows, 2 * h]).unwrap();
+    swap_halves::launch_with(rt, cfg, &mut x).unwrap();
+    (x.to_vec().unwrap(), data)
+}
+
+fn swap_check(got: &[f32], data: &[f32], rows: usize, h: usize) {
+    for r in 0..rows {
+        for j in 0..2 * h {
+            let want = data[r * 2 * h + (j + h) % (2 * h)];
+            assert_eq!(got[r * 2 * h + j], want, "row {r} column {j}");
+        }
+    }
+}
+
+fn swap_configs() -> Vec<Config> {
+    swap_halves::SPEC.space().expect("space").enumerate()
+}
+
+#[test]
+fn cpu_swap_halves_in_place() {
+    let rt = Runtime::cpu();
+    for cfg in swap_configs() {
+        let h = cfg.int("H").unwrap() as usize;
+        let (got, data) = swap_run(&rt, &cfg, 5, h);
+        swap_check(&got, &data, 5, h);
+    }
+}
+
+/// A window of a written tensor is staged, never read directly at its slices.
+#[test]
+fn windows_of_written_tensors_are_staged() {
+    use tilekit_codegen::{variant_source, Target};
+    let kernel = swap_halves::SPEC.kernel().expect("kernel IR");
+    for v in tilekit_tuner::valid_variants(kernel, &[Target::Sm90a]) {
+        let src = variant_source(kernel, swap_halves::SPEC.cuda_template, &v.to_variant())
+            .expect("source");
+        assert!(src.contains("tk::stage_window<"), "{src}");
+        assert!(!src.contains("tk::window_direct<"), "{src}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_swap_halves_in_place() {
+    let gpu = Runtime::cuda(0).unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"));
+    for cfg in swap_configs() {
+        let h = cfg.int("H").unwrap() as usize;
+        let (got, data) = swap_run(&gpu, &cfg, 300, h);
+        swap_check(&got, &data, 300, h);
+    }
+}
+
 #[test]
 fn cpu_slices_in_branches_copy_their_operand_each() {
     use tilekit_codegen::{variant_source, Target};
@@ -209,6 +277,17 @@ fn stencil5_variants_compile_with_nvrtc() {
             let opts = CompileOptions::new(v.target.arch()).expect("options");
             if let Err(e) = compile_cubin(&src, "slice_in_branch.cu", prelude_headers(), &opts) {
                 panic!("NVRTC failed for slice_in_branch variant {v}\n{e}");
+            }
+        });
+    let swap = swap_halves::SPEC.kernel().expect("kernel IR");
+    tilekit_tuner::valid_variants(swap, &targets)
+        .par_iter()
+        .for_each(|v| {
+            let src = variant_source(swap, swap_halves::SPEC.cuda_template, &v.to_variant())
+                .unwrap_or_else(|e| panic!("{v}: {e}"));
+            let opts = CompileOptions::new(v.target.arch()).expect("options");
+            if let Err(e) = compile_cubin(&src, "swap_halves.cu", prelude_headers(), &opts) {
+                panic!("NVRTC failed for swap_halves variant {v}\n{e}");
             }
         });
     eprintln!(

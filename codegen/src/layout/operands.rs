@@ -135,7 +135,7 @@ pub(super) fn window_operands(a: &Analysis, of: &mut [Option<Layout>]) {
 /// `cat`s stored as their parts (`Layouts::split_cats`): walking back from each
 /// `store_tile`'s value through single-use casts and `cat`s defined in the store's block.
 pub(super) fn split_cats(a: &Analysis, out: &mut Layouts) {
-    fn walk(a: &Analysis, v: ValueId, store: &Inst, out: &mut Vec<ValueId>) -> bool {
+    fn walk(a: &Analysis, v: ValueId, store: &Inst, root: bool, out: &mut Vec<ValueId>) -> bool {
         let (Some(def), [_]) = (a.defs[v.index()], a.uses[v.index()].as_slice()) else {
             return false;
         };
@@ -143,16 +143,20 @@ pub(super) fn split_cats(a: &Analysis, out: &mut Layouts) {
             return false;
         }
         match &def.op {
-            // One cast, of a cat (a chain of casts may round twice: built as written).
+            // One cast, the stored value's, of a cat: the parts are cast to the tensor's type
+            // as they are stored (a chain of casts, or a cast inside a cat, may round twice:
+            // built as written).
             Op::Cast { x, .. }
-                if matches!(a.def_op(*x), Some(Op::Cat { .. })) && walk(a, *x, store, out) =>
+                if root
+                    && matches!(a.def_op(*x), Some(Op::Cat { .. }))
+                    && walk(a, *x, store, false, out) =>
             {
                 out.push(v);
                 true
             }
             Op::Cat { a: x, b: y, .. } => {
-                walk(a, *x, store, out);
-                walk(a, *y, store, out);
+                walk(a, *x, store, false, out);
+                walk(a, *y, store, false, out);
                 out.push(v);
                 true
             }
@@ -173,7 +177,7 @@ pub(super) fn split_cats(a: &Analysis, out: &mut Layouts) {
     stores(&a.kernel.body, &mut st);
     for s in st {
         if let Op::StoreTile { value, .. } = &s.op {
-            walk(a, *value, s, &mut out.split_cats);
+            walk(a, *value, s, true, &mut out.split_cats);
         }
     }
 }

@@ -146,7 +146,7 @@ fn dots_and_operands(s: &mut String, a: &Analysis, l: &Layouts) {
     if !window.is_empty() {
         let _ = writeln!(
             s,
-            "windows (loaded only to be sliced: staged global -> shared memory once by cp.async, never in registers; each slice reads its part there): {}",
+            "windows (loaded only to be sliced, never in registers: staged global -> shared memory once, each slice reading its part there, or each slice loaded directly where the variant allows): {}",
             window.join(", ")
         );
     }

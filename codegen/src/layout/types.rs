@@ -37,9 +37,12 @@ pub enum Layout {
     /// whole rows, else `TK_L`), so it broadcasts back into the tile in registers.
     Rows(usize),
     /// A `load_tile` whose every use is a `slice` in its own block (a halo tile), or a cast
-    /// of such a load with the same uses: never in registers, staged from global straight
+    /// of such a load with the same uses: never in registers. Staged from global straight
     /// into shared memory once (`tk::stage_window`: 16-byte cp.async chunks at the tensor's
-    /// own alignment), and each slice reads its part there (`tk::window_read`).
+    /// own alignment on aligned variants, element-wise otherwise), each slice reading its
+    /// part there (`tk::window_read`); or, on an aligned variant of a read-only tensor
+    /// where every slice's last offset and extent are whole vector groups
+    /// (`tk::window_direct`), each slice loaded from global memory directly.
     Window,
 }
 

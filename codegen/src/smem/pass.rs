@@ -163,15 +163,12 @@ impl<'k> Planner<'_, 'k> {
 
     /// A staged window's bytes (`tk::window<T, S>::BYTES`): its leading extents, the row
     /// pitch and the size of the loaded element (before a cast the slices apply).
-    fn window_factors(&self, x: ValueId, shape: &Shape) -> Vec<Factor> {
+    fn window_factors(&self, x: ValueId, shape: &Shape) -> Option<Vec<Factor>> {
         let load = match self.f.defs.get(x.index()).copied().flatten() {
             Some(Op::Cast { x: l, .. }) => *l,
             _ => x,
         };
-        let elem = self
-            .ty(load)
-            .map(|(e, _)| e)
-            .unwrap_or(Elem::Concrete(tilekit_ir::DType::F32));
+        let (elem, _) = self.ty(load)?;
         let (lead, last) = shape.0.split_at(shape.0.len().saturating_sub(1));
         let mut f: Vec<Factor> = lead.iter().cloned().map(Factor::Dim).collect();
         if let Some(cols) = last.first() {
@@ -181,7 +178,7 @@ impl<'k> Planner<'_, 'k> {
             });
         }
         f.push(Factor::SizeOf(elem));
-        f
+        Some(f)
     }
 
     fn layout(&self, v: ValueId) -> Layout {
@@ -379,7 +376,11 @@ impl<'k> Planner<'_, 'k> {
                     return;
                 };
                 let f = if self.layout(x) == Layout::Window {
-                    self.window_factors(x, &xshape)
+                    // Untyped (never after inference): no region, the printer's lookup fails.
+                    let Some(f) = self.window_factors(x, &xshape) else {
+                        return;
+                    };
+                    f
                 } else {
                     tile_factors(&xshape, Factor::SizeOf(elem))
                 };

@@ -9,7 +9,7 @@ use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{dim_expr, elem_ctype, shape_type};
 use crate::smem::PartKey;
-use tilekit_ir::{CachePolicy, Dim, Inst, Op, ParamKind, Shape, ValueId};
+use tilekit_ir::{CachePolicy, Dim, Inst, Op, ParamKind, Shape, Ty, ValueId};
 
 impl<'k> Emitter<'k> {
     /// Tensor views, extents, row views, `load`/`store` and `store_tile` (`load_tile` is [`Self::load_tile`]).
@@ -233,7 +233,9 @@ impl<'k> Emitter<'k> {
                     return Ok(());
                 }
                 if self.layout(r) == Layout::Window {
-                    return self.window_load(r, &s, (&t, &o, &al));
+                    let read_only =
+                        matches!(self.types.of(*tensor), Ty::Tensor { mutable: false, .. });
+                    return self.window_load(r, &s, (&t, &o, &al), read_only);
                 }
                 if self.layout(r) == Layout::Direct {
                     let cols = self.cols_flag(*tensor);
@@ -271,6 +273,7 @@ impl<'k> Emitter<'k> {
         r: ValueId,
         s: &Shape,
         (t, o, al): (&str, &str, &str),
+        read_only: bool,
     ) -> Result<(), CodegenError> {
         let sliced = (0..self.defs.len())
             .map(|i| ValueId(i as u32))
@@ -296,7 +299,14 @@ impl<'k> Emitter<'k> {
             };
             groups.push(format!("{{{at}, {ext}}}"));
         }
-        let direct = format!("tk::window_direct<{al}, TK_L>({{{}}})", groups.join(", "));
+        // Direct reads happen at each slice, later than the load and with no barrier: only
+        // from a tensor the kernel never writes (the runtime keeps a read-only argument
+        // apart from every written one), else a store between could change what they read.
+        let direct = if read_only {
+            format!("tk::window_direct<{al}, TK_L>({{{}}})", groups.join(", "))
+        } else {
+            "false".to_string()
+        };
         self.w.line(&format!(
             "// [block] window {s}: loaded only to be sliced, never in registers: staged global -> shared memory once (16-byte cp.async chunks at the tensor's alignment), or where every slice starts and ends on whole TK_VEC groups, each slice loaded directly"
         ));

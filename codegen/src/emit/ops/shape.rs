@@ -83,9 +83,8 @@ impl<'k> Emitter<'k> {
                 let r = Self::result(inst)?;
                 let (elem, shape) = self.ty(r)?;
                 let x = inst.op.operands()[0];
-                let (_, _, xshape, _) = self.tile(x)?;
+                let (xn, _, xshape, _) = self.tile(x)?;
                 if self.layout(x) == Layout::Window {
-                    let (xn, _, _, _) = self.tile(x)?;
                     let at: Vec<String> = offsets.iter().map(dim_expr).collect();
                     self.w.line(&format!(
                         "// [block] slice {xshape} at [{}] -> {shape}: from the staged window",
