@@ -242,59 +242,49 @@ fn stencil5_halo_is_a_window_its_slices_read() {
 
 #[test]
 fn stencil5_variants_compile_with_nvrtc() {
-    use tilekit_codegen::{prelude_headers, variant_source, Target};
-    use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
+    use tilekit_codegen::Target;
     if !tilekit_tests::support::nvrtc_or_skip() {
         return;
     }
-    use rayon::prelude::*;
-    let kernel = stencil5::SPEC.kernel().expect("kernel IR");
     let targets = [Target::Sm80, Target::Sm90a];
-    let valid = tilekit_tuner::valid_variants(kernel, &targets);
-    assert!(!valid.is_empty());
     // As the library's NVRTC test: every valid variant of a small space, a pairwise covering
     // subset (plus the defaults) of a larger one; one core per variant as each finishes.
+    let (done, valid) = compile_variants(&stencil5::SPEC, &targets);
+    // The per-slice path (`tk::slice`): slices in the arms of an `if`; a written tensor's
+    // staged window.
+    compile_variants(&slice_in_branch::SPEC, &targets);
+    compile_variants(&swap_halves::SPEC, &targets);
+    eprintln!("stencil5: {done} of {valid} valid variants compiled");
+}
+
+/// Compiles `spec`'s variants for `targets` with NVRTC on every core (every valid variant
+/// of a space of at most 32, else a pairwise covering subset), panicking with NVRTC's log
+/// at a failure; returns how many were compiled and how many are valid.
+fn compile_variants(
+    spec: &tilekit::KernelSpec,
+    targets: &[tilekit_codegen::Target],
+) -> (usize, usize) {
+    use rayon::prelude::*;
+    use tilekit_codegen::{prelude_headers, variant_source};
+    use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
+    let kernel = spec.kernel().expect("kernel IR");
+    let valid = tilekit_tuner::valid_variants(kernel, targets);
+    assert!(!valid.is_empty(), "{}: no valid variant", spec.name);
     let all = if valid.len() <= 32 {
         valid.clone()
     } else {
-        tilekit_tuner::covering_variants(kernel, &targets)
+        tilekit_tuner::covering_variants(kernel, targets)
     };
     all.par_iter().for_each(|v| {
-        let src = variant_source(kernel, stencil5::SPEC.cuda_template, &v.to_variant())
+        let src = variant_source(kernel, spec.cuda_template, &v.to_variant())
             .unwrap_or_else(|e| panic!("{v}: {e}"));
         let opts = CompileOptions::new(v.target.arch()).expect("options");
-        if let Err(e) = compile_cubin(&src, "stencil5.cu", prelude_headers(), &opts) {
-            panic!("NVRTC failed for stencil5 variant {v}\n{e}");
+        let file = format!("{}.cu", spec.name);
+        if let Err(e) = compile_cubin(&src, &file, prelude_headers(), &opts) {
+            panic!("NVRTC failed for {} variant {v}\n{e}", spec.name);
         }
     });
-    // The per-slice path (`tk::slice`): slices in the arms of an `if`.
-    let branch = slice_in_branch::SPEC.kernel().expect("kernel IR");
-    tilekit_tuner::valid_variants(branch, &targets)
-        .par_iter()
-        .for_each(|v| {
-            let src = variant_source(branch, slice_in_branch::SPEC.cuda_template, &v.to_variant())
-                .unwrap_or_else(|e| panic!("{v}: {e}"));
-            let opts = CompileOptions::new(v.target.arch()).expect("options");
-            if let Err(e) = compile_cubin(&src, "slice_in_branch.cu", prelude_headers(), &opts) {
-                panic!("NVRTC failed for slice_in_branch variant {v}\n{e}");
-            }
-        });
-    let swap = swap_halves::SPEC.kernel().expect("kernel IR");
-    tilekit_tuner::valid_variants(swap, &targets)
-        .par_iter()
-        .for_each(|v| {
-            let src = variant_source(swap, swap_halves::SPEC.cuda_template, &v.to_variant())
-                .unwrap_or_else(|e| panic!("{v}: {e}"));
-            let opts = CompileOptions::new(v.target.arch()).expect("options");
-            if let Err(e) = compile_cubin(&src, "swap_halves.cu", prelude_headers(), &opts) {
-                panic!("NVRTC failed for swap_halves variant {v}\n{e}");
-            }
-        });
-    eprintln!(
-        "stencil5: {} of {} valid variants compiled",
-        all.len(),
-        valid.len()
-    );
+    (all.len(), valid.len())
 }
 
 #[test]
