@@ -109,46 +109,33 @@ fn dots_and_operands(s: &mut String, a: &Analysis, l: &Layouts) {
             }
         );
     }
-    let direct: Vec<String> =
-        l.of.iter()
-            .enumerate()
-            .filter(|(i, lay)| {
-                **lay == Layout::Direct
-                    && matches!(a.def_op(ValueId(*i as u32)), Some(Op::LoadTile { .. }))
+    // The `load_tile`s of each such layout (resident tiles are loads by construction).
+    let loads = |lay: Layout| -> Vec<String> {
+        (0..l.of.len())
+            .filter(|&i| {
+                l.of[i] == lay && matches!(a.def_op(ValueId(i as u32)), Some(Op::LoadTile { .. }))
             })
-            .map(|(i, _)| format!("%{i}"))
-            .collect();
-    let resident: Vec<String> = (0..l.of.len())
-        .filter(|i| l.of[*i] == Layout::Resident)
-        .map(|i| format!("%{i}"))
-        .collect();
-    if !resident.is_empty() {
-        let _ = writeln!(
-            s,
-            "resident (copied once into persistent shared memory, read there by their dots): {}",
-            resident.join(", ")
-        );
-    }
-    if !direct.is_empty() {
-        let _ = writeln!(
-            s,
-            "direct (copied global -> shared memory by their dot, never in registers): {}",
-            direct.join(", ")
-        );
-    }
-    let window: Vec<String> = (0..l.of.len())
-        .filter(|&i| {
-            l.of[i] == Layout::Window
-                && matches!(a.def_op(ValueId(i as u32)), Some(Op::LoadTile { .. }))
-        })
-        .map(|i| format!("%{i}"))
-        .collect();
-    if !window.is_empty() {
-        let _ = writeln!(
-            s,
-            "windows (loaded only to be sliced, never in registers: staged global -> shared memory once, each slice reading its part there, or each slice loaded directly where the variant allows): {}",
-            window.join(", ")
-        );
+            .map(|i| format!("%{i}"))
+            .collect()
+    };
+    for (lay, what) in [
+        (
+            Layout::Resident,
+            "resident (copied once into persistent shared memory, read there by their dots)",
+        ),
+        (
+            Layout::Direct,
+            "direct (copied global -> shared memory by their dot, never in registers)",
+        ),
+        (
+            Layout::Window,
+            "windows (loaded only to be sliced, never in registers: staged global -> shared memory once, each slice reading its part there, or each slice loaded directly where the variant allows)",
+        ),
+    ] {
+        let vs = loads(lay);
+        if !vs.is_empty() {
+            let _ = writeln!(s, "{what}: {}", vs.join(", "));
+        }
     }
 }
 

@@ -84,21 +84,16 @@ impl<'k> Emitter<'k> {
                 let (elem, shape) = self.ty(r)?;
                 let x = inst.op.operands()[0];
                 let (xn, _, xshape, _) = self.tile(x)?;
+                let at = offsets.iter().map(dim_expr).collect::<Vec<_>>().join(", ");
+                let (ds, l) = (shape_type(&shape), layout_name(self.layout(r)));
+                let ec = elem_ctype(&elem);
                 if self.layout(x) == Layout::Window {
-                    let at: Vec<String> = offsets.iter().map(dim_expr).collect();
                     self.w.line(&format!(
-                        "// [block] slice {xshape} at [{}] -> {shape}: from the staged window",
-                        at.join(", ")
+                        "// [block] slice {xshape} at [{at}] -> {shape}: from the staged window"
                     ));
-                    let l = layout_name(self.layout(r));
                     return self.assign(
                         r,
-                        &format!(
-                            "tk::window_read<{}, {l}, {}>({xn}, tk::corner<{}>{{}})",
-                            shape_type(&shape),
-                            elem_ctype(&elem),
-                            at.join(", ")
-                        ),
+                        &format!("tk::window_read<{ds}, {l}, {ec}>({xn}, tk::corner<{at}>{{}})"),
                     );
                 }
                 let source = PartKey::SliceSource(x);
@@ -106,7 +101,6 @@ impl<'k> Emitter<'k> {
                     // Every slice of the operand reads one staged copy: the first stages it.
                     let off = self.smem.persistent_offset(&source)?;
                     if !self.staged_slices.contains(&x) {
-                        let (xn, _, _, _) = self.tile(x)?;
                         self.w.line(&format!(
                             "// [block] {xn} {xshape} staged row-major once: every slice of it reads this copy"
                         ));
@@ -114,38 +108,25 @@ impl<'k> Emitter<'k> {
                             .line(&format!("tk::slice_stage({xn}, smem + {off});"));
                         self.staged_slices.push(x);
                     }
-                    let at: Vec<String> = offsets.iter().map(dim_expr).collect();
                     self.w.line(&format!(
-                        "// [block] slice {xshape} at [{}] -> {shape}: from the staged copy",
-                        at.join(", ")
+                        "// [block] slice {xshape} at [{at}] -> {shape}: from the staged copy"
                     ));
-                    let l = layout_name(self.layout(r));
                     return self.assign(
                         r,
                         &format!(
-                            "tk::slice_read<{}, {l}, {}, {}>(smem + {off}, tk::corner<{}>{{}})",
-                            shape_type(&shape),
-                            shape_type(&xshape),
-                            elem_ctype(&elem),
-                            at.join(", ")
+                            "tk::slice_read<{ds}, {l}, {}, {ec}>(smem + {off}, tk::corner<{at}>{{}})",
+                            shape_type(&xshape)
                         ),
                     );
                 }
                 let xe = self.coerce((inst, 0), x, &elem, &xshape, Layout::Blocked)?;
                 let off = self.smem.scratch_offset(&PartKey::Op(r), 0)?;
-                let at: Vec<String> = offsets.iter().map(dim_expr).collect();
                 self.w.line(&format!(
-                    "// [block] slice {xshape} at [{}] -> {shape}: through shared memory",
-                    at.join(", ")
+                    "// [block] slice {xshape} at [{at}] -> {shape}: through shared memory"
                 ));
-                let l = layout_name(self.layout(r));
                 self.assign(
                     r,
-                    &format!(
-                        "tk::slice<{}, {l}>({xe}, tk::corner<{}>{{}}, smem + {off})",
-                        shape_type(&shape),
-                        at.join(", ")
-                    ),
+                    &format!("tk::slice<{ds}, {l}>({xe}, tk::corner<{at}>{{}}, smem + {off})"),
                 )
             }
             Op::Cat { a, b, axis } => {
