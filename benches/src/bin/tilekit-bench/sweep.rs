@@ -15,6 +15,10 @@ pub(crate) fn gbps(bytes: f64, ms: f64) -> f64 {
 /// the default or tuned configuration); prints one line under `group` and returns
 /// the default, the best and every timing in GB/s of `bytes` and % of the copy `ceiling`.
 /// Configurations a constraint refuses for this shape are listed, not timed.
+///
+/// For profilers: with `TK_BENCH_LABEL=text` set, only labels containing `text` run, and
+/// each starts with one `launch` (so `ncu --launch-count 1` sees what `launch` runs); the
+/// others return `null`.
 pub(crate) fn sweep(
     rt: &Runtime,
     group: &str,
@@ -24,6 +28,12 @@ pub(crate) fn sweep(
     ceiling: f64,
     mut run: impl FnMut(Option<&Config>) -> Result<()>,
 ) -> Result<Value> {
+    if let Ok(only) = std::env::var("TK_BENCH_LABEL") {
+        if !label.contains(only.as_str()) {
+            return Ok(Value::Null);
+        }
+        run(None)?;
+    }
     let mut results = Vec::new();
     let mut invalid = Vec::new();
     for cfg in spec.space()?.enumerate() {

@@ -17,10 +17,7 @@ template <long long... O> struct corner {
     /// Number of axes.
     static constexpr int rank = (int)sizeof...(O);
     /// Offset on axis `i`.
-    TK_HD static long long get(int i) {
-        const long long o[sizeof...(O) > 0 ? sizeof...(O) : 1] = {O...};
-        return o[i];
-    }
+    TK_HD static long long get(int i) { return detail::pack_at<O...>(i); }
 };
 
 namespace detail {

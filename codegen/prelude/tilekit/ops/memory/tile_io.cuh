@@ -41,31 +41,53 @@ TK_DEVICE bool tile_interior(const view<T, R>& v, const coord& o) {
 }
 
 /// Element offset of flat tile index e = g * CHUNK + tv (group g of a blocked layout with
-/// CHUNK elements per pass, tv = this thread's first element, tv < CHUNK) for a tensor whose
-/// last stride is 1. Each axis's coordinate is split into a part known at compile time (from
+/// CHUNK elements per pass, tv = this thread's first element, tv < CHUNK) where axis `a` of
+/// the tile S advances `vs(a)` elements of the tensor (1 on a last axis of unit stride, 0 on
+/// a broadcast axis). Each axis's coordinate is split into a part known at compile time (from
 /// g, after unrolling) and a per-thread part the compiler hoists out of the group loop,
 /// where the extents allow it (no carry between the two); otherwise it divides (32-bit, by
 /// compile-time extents).
-template <class S, unsigned CHUNK, class T, int R>
-TK_DEVICE long long interior_offset(const view<T, R>& v, unsigned g, unsigned tv) {
+template <class S, unsigned CHUNK, class VS> TK_DEVICE long long interior_offset(const VS& vs, unsigned g, unsigned tv) {
     long long off = 0;
 #pragma unroll
-    for (int a = 0; a < R; ++a) {
+    for (int a = 0; a < S::rank; ++a) {
         const unsigned st = (unsigned)S::stride(a), d = (unsigned)S::dim(a);
-        const long long vs = a == R - 1 ? 1LL : v.stride[a];
+        const long long va = vs(a);
         if (st % CHUNK == 0) {
-            off += (long long)(((g * CHUNK) / st) % d) * vs;
+            off += (long long)(((g * CHUNK) / st) % d) * va;
         } else if (CHUNK % st == 0 && a == 0) {
-            off += (long long)(g * (CHUNK / st)) * vs + (long long)(tv / st) * vs;
+            off += (long long)(g * (CHUNK / st)) * va + (long long)(tv / st) * va;
         } else if (CHUNK % st == 0 && (CHUNK / st) % d == 0) {
-            off += (long long)((tv / st) % d) * vs;
+            off += (long long)((tv / st) % d) * va;
         } else if (d % CHUNK == 0 && st == 1) {
-            off += (long long)((g * CHUNK) % d) + (long long)tv;
+            off += ((long long)((g * CHUNK) % d) + (long long)tv) * va;
         } else {
-            off += (long long)(((g * CHUNK + tv) / st) % d) * vs;
+            off += (long long)(((g * CHUNK + tv) / st) % d) * va;
         }
     }
     return off;
+}
+
+/// The element offset of the origin `o` in a tensor whose last stride is 1.
+template <class T, int R> TK_DEVICE long long origin_offset(const view<T, R>& v, const coord& o) {
+    long long off = o.c[R - 1];
+#pragma unroll
+    for (int a = 0; a < R - 1; ++a) off += o.c[a] * v.stride[a];
+    return off;
+}
+
+/// The interior fast path's loads of a tile S in the blocked layout L from `base` (the
+/// origin's element), axis `a` of S advancing `vs(a)` elements: one vector load per group.
+template <class S, class L, class VS, class T, int N>
+TK_DEVICE void interior_loads(T (&out)[N], const T* base, const VS& vs) {
+    constexpr int VEC = L::vec;
+    const unsigned tv = (unsigned)thread_rank() * VEC;
+#pragma unroll
+    for (int g = 0; g < N / VEC; ++g) {
+        const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
+        if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
+        vcopy<VEC * (int)sizeof(T)>(&out[g * VEC], base + interior_offset<S, (unsigned)L::chunk>(vs, g, tv));
+    }
 }
 
 /// The interior fast path applies: an aligned variant, a blocked layout, whole VEC groups
@@ -88,16 +110,8 @@ template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> 
     if constexpr (detail::interior_path<ALIGNED, S, L>::value) {
         // Interior fast path: one bounds test per tile, then one vector load per group.
         if (detail::tile_interior<S, VEC>(v, o)) {
-            const T* base = v.ptr + o.c[R - 1];
-#pragma unroll
-            for (int a = 0; a < R - 1; ++a) base += o.c[a] * v.stride[a];
-            const unsigned tv = (unsigned)thread_rank() * VEC;
-#pragma unroll
-            for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
-                const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
-                if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
-                vcopy<VEC * (int)sizeof(T)>(&r.v[g * VEC], base + detail::interior_offset<S, (unsigned)L::chunk>(v, g, tv));
-            }
+            const T* base = v.ptr + detail::origin_offset(v, o);
+            detail::interior_loads<S, L>(r.v, base, [&](int a) { return a == R - 1 ? 1LL : v.stride[a]; });
             return r;
         }
     }
@@ -143,15 +157,14 @@ template <bool ALIGNED, class T, int R, class S, class L> TK_DEVICE void store_t
     if constexpr (detail::interior_path<ALIGNED, S, L>::value) {
         // Interior fast path: one bounds test per tile, then one vector store per group.
         if (detail::tile_interior<S, VEC>(v, o)) {
-            T* base = v.ptr + o.c[R - 1];
-#pragma unroll
-            for (int a = 0; a < R - 1; ++a) base += o.c[a] * v.stride[a];
+            T* base = v.ptr + detail::origin_offset(v, o);
             const unsigned tv = (unsigned)thread_rank() * VEC;
+            const auto unit_last = [&](int a) { return a == R - 1 ? 1LL : v.stride[a]; };
 #pragma unroll
             for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
                 const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
                 if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
-                vcopy<VEC * (int)sizeof(T)>(base + detail::interior_offset<S, (unsigned)L::chunk>(v, g, tv), &x.v[g * VEC]);
+                vcopy<VEC * (int)sizeof(T)>(base + detail::interior_offset<S, (unsigned)L::chunk>(unit_last, g, tv), &x.v[g * VEC]);
             }
             return;
         }
@@ -192,9 +205,16 @@ namespace tk {
 /// tensor made (`ConvertPath::Reload`).
 namespace detail {
 /// Entry k of the axis map MAP (a constant after unrolling).
-template <int... MAP> TK_HD int map_at(int k) {
-    const int m[sizeof...(MAP)] = {MAP...};
-    return m[k];
+template <int... MAP> TK_HD int map_at(int k) { return (int)pack_at<(long long)MAP...>(k); }
+
+/// Whether every axis k of the broadcast tile DS that reads the load's axis `MAP[k]` has
+/// that axis's extent in S (a broadcast keeps the extents it does not add).
+template <class DS, class S, int... MAP> TK_HD bool broadcast_extents_agree() {
+    for (int k = 0; k < DS::rank; ++k) {
+        const int a = map_at<MAP...>(k);
+        if (a >= 0 && DS::dim(k) != S::dim(a)) return false;
+    }
+    return true;
 }
 
 /// The tensor offset of element `e` (flat) of the broadcast tile DS whose axis k reads the
@@ -231,6 +251,19 @@ TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
     constexpr bool by_vectors = ALIGNED && is_blocked<DL>::value && VEC > 1 &&
                                 detail::map_at<MAP...>(DS::rank - 1) == R - 1 && DS::dim(DS::rank - 1) % VEC == 0;
     Out r;
+    if constexpr (by_vectors && detail::interior_path<ALIGNED, DS, DL>::value &&
+                  detail::broadcast_extents_agree<DS, S, MAP...>()) {
+        // Interior fast path (as `load_tile`'s): one bounds test of the load's tile, then
+        // one vector load per group at an offset whose broadcast axes advance nothing.
+        if (detail::tile_interior<S, VEC>(v, o)) {
+            const T* base = v.ptr + detail::origin_offset(v, o);
+            detail::interior_loads<DS, DL>(r.v, base, [&](int k) {
+                const int a = detail::map_at<MAP...>(k);
+                return a < 0 ? 0LL : (a == R - 1 ? 1LL : v.stride[a]);
+            });
+            return r;
+        }
+    }
 #pragma unroll
     for (int g = 0; g < Out::SLOTS / VEC; ++g) {
         if constexpr (by_vectors) {
