@@ -82,6 +82,10 @@ pub(crate) enum Step<'k> {
     /// A group of prefix loads behind one bounds test, over its window of the block
     /// (`PrefixGroup::ahead` and `after` index into the window).
     Group(&'k [Inst], PrefixGroup<'k>),
+    /// A run of tile loads and register work, printed in the given order of its positions:
+    /// the work the loads do not read, then every load, then the work that reads them
+    /// ([`Facts::load_run`]).
+    Ordered(&'k [Inst], Vec<usize>),
     /// Two adjacent whole-tile reductions in one round: the two instructions and what they
     /// reduce.
     Fused(&'k [Inst], (WholeReduce, WholeReduce)),
@@ -101,6 +105,10 @@ impl<'k> Facts<'_, 'k> {
             if let Some(g) = self.prefix_group(rest) {
                 i += g.end;
                 out.push(Step::Group(rest, g));
+            } else if let Some(order) = self.load_run(rest) {
+                let end = order.len();
+                out.push(Step::Ordered(&rest[..end], order));
+                i += end;
             } else if let Some(pair) = self.fused_pair(rest) {
                 i += 2;
                 out.push(Step::Fused(&rest[..2], pair));
@@ -330,6 +338,66 @@ impl<'k> Facts<'_, 'k> {
             after,
             end,
         })
+    }
+
+    /// True for an instruction that reads global memory into a blocked or window tile: a
+    /// `load_tile`, or a cast or slice of a window (a halo tile's slices load directly or
+    /// read the staged window; the cast is the window read as another type).
+    fn tile_load(&self, inst: &Inst) -> bool {
+        let Some(r) = inst.results.first() else {
+            return false;
+        };
+        match &inst.op {
+            Op::LoadTile { .. } => matches!(self.layout(*r), Layout::Blocked | Layout::Window),
+            Op::Cast { x, .. } | Op::Slice { x, .. } => self.layout(*x) == Layout::Window,
+            _ => false,
+        }
+    }
+
+    /// The print order of a run of tile loads starting at `insts[0]`, if the run holds two
+    /// or more and the order differs from the written one. The run extends over tile loads
+    /// and register-only work up to the first other instruction (a store, a reduction, a
+    /// loop, a scalar or masked load). Its order: the register work that reads no load's
+    /// result (directly or through other such work), then the loads that read none, then
+    /// the rest as written (the casts and arithmetic on the loaded tiles). A tile's use
+    /// between two loads made the second wait for the first (in-order issue: a `.to_f32()`
+    /// of the first tile stalls until its data arrives, and the branch of the second tile's
+    /// bounds test kept ptxas from issuing its loads earlier); loads read no value the run
+    /// writes, no store lies in the run, and every thread reorders alike.
+    pub fn load_run(&self, insts: &'k [Inst]) -> Option<Vec<usize>> {
+        if !self.tile_load(insts.first()?) {
+            return None;
+        }
+        let end = insts
+            .iter()
+            .position(|i| !(self.tile_load(i) || i.op.is_register_only()))
+            .unwrap_or(insts.len());
+        let (mut ahead, mut loads, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        let mut derived: Vec<ValueId> = Vec::new();
+        for (j, inst) in insts[..end].iter().enumerate() {
+            let reads_derived = inst.op.operands().iter().any(|v| derived.contains(v));
+            if reads_derived {
+                derived.extend(inst.results.iter().copied());
+                rest.push(j);
+            } else if self.tile_load(inst) {
+                // A window is not data in registers: its slices are the loads.
+                derived.extend(
+                    inst.results
+                        .iter()
+                        .copied()
+                        .filter(|r| self.layout(*r) != Layout::Window),
+                );
+                loads.push(j);
+            } else {
+                ahead.push(j);
+            }
+        }
+        if loads.len() < 2 {
+            return None;
+        }
+        let order: Vec<usize> = ahead.into_iter().chain(loads).chain(rest).collect();
+        let written = order.iter().enumerate().all(|(k, &j)| k == j);
+        (!written).then_some(order)
     }
 
     /// `(op, operand, result)` of a rank-1 reduction to a scalar whose operand is a

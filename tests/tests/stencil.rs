@@ -222,7 +222,8 @@ fn cpu_stencil5_every_config_matches_the_reference() {
 
 /// The halo tile is loaded only to be sliced: it is staged from global memory straight
 /// into shared memory once (`tk::stage_window`, 16-byte cp.async chunks, never in
-/// registers) and the five slices read their parts there (`tk::window_read`, no barrier);
+/// registers) and the five slices read their parts there (`tk::window_read_raw`, no
+/// barrier; each converted to f32 where it is used);
 /// before: a register tile, one `tk::slice_stage` and five `tk::slice_read`s (session 24),
 /// and before that five copies of the halo, ten barriers.
 #[test]
@@ -234,7 +235,7 @@ fn stencil5_halo_is_a_window_its_slices_read() {
     let src =
         variant_source(kernel, stencil5::SPEC.cuda_template, &v.to_variant()).expect("source");
     assert_eq!(src.matches("tk::stage_window<").count(), 1, "{src}");
-    assert_eq!(src.matches("tk::window_read<").count(), 5, "{src}");
+    assert_eq!(src.matches("tk::window_read_raw<").count(), 5, "{src}");
     assert!(!src.contains("tk::load_tile<"), "{src}");
     assert!(!src.contains("tk::slice_stage("), "{src}");
     assert!(!src.contains("tk::slice<"), "{src}");

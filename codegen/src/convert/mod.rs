@@ -244,6 +244,11 @@ impl<'k> Walk<'_, 'k> {
                         self.want((&pair[1], 0), x2, &e2, &s2, Layout::Blocked);
                     }
                 }
+                Step::Ordered(run, order) => {
+                    for j in order {
+                        self.inst(&run[j]);
+                    }
+                }
                 Step::One(inst) => self.inst(inst),
             }
         }

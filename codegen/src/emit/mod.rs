@@ -93,7 +93,14 @@ pub(crate) struct Emitter<'k> {
     /// Tiles staged for their slices (`PartKey::SliceSource`): the first slice of each
     /// stages it, the others read the copy.
     staged_slices: Vec<tilekit_ir::ValueId>,
+    /// Broadcasts loaded again (`ConvertPath::Reload`), printed where their load is
+    /// (`Emitter::eager_reloads`): by converted value, element type, shape and layout, the
+    /// expression every such operand reads.
+    reloads: Vec<(ReloadKey, String)>,
 }
+
+/// What a reload produces: the converted value, the element type, the shape, the layout.
+type ReloadKey = (tilekit_ir::ValueId, tilekit_ir::Elem, Shape, Layout);
 
 /// `TK_GROUP` of a Hopper-engine variant whose kernel declares no `GROUP_M`.
 const HOPPER_GROUP: u32 = 8;
@@ -233,6 +240,7 @@ pub(crate) fn lower_with<'k>(
         hopper_loop_reached: false,
         deferred: None,
         staged_slices: Vec::new(),
+        reloads: Vec::new(),
         hopper,
         layouts,
     };
@@ -396,6 +404,11 @@ impl<'k> Emitter<'k> {
                 Step::Fused(pair, reduces) => {
                     self.settle_all("fused reductions");
                     self.fused_reductions(pair, reduces)?
+                }
+                Step::Ordered(run, order) => {
+                    for j in order {
+                        self.inst(&run[j])?;
+                    }
                 }
                 Step::One(inst) => self.inst(inst)?,
             }

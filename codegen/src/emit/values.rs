@@ -199,6 +199,10 @@ impl<'k> Emitter<'k> {
             return Err(unlisted(id, inst));
         }
         if c.path == ConvertPath::Reload {
+            let key = (id, elem.clone(), shape.clone(), layout);
+            if let Some((_, e)) = self.reloads.iter().find(|(k, _)| k == &key) {
+                return Ok(e.clone());
+            }
             let what = c.what.clone();
             return self.reload(id, elem, shape, layout, &what);
         }
@@ -222,10 +226,47 @@ impl<'k> Emitter<'k> {
         Ok(t)
     }
 
+    /// Prints, right after the `load_tile` whose result is `load`, every broadcast of it the
+    /// layouts stage loads again (`ConvertPath::Reload`), once per value, element type,
+    /// shape and layout: they are then in flight with the block's other loads (a load
+    /// printed at its first use waits behind the arithmetic before it) and an operand used
+    /// twice reads one load.
+    pub(super) fn eager_reloads(&mut self, load: ValueId) -> Result<(), CodegenError> {
+        let wanted: Vec<_> = self
+            .layouts
+            .conversions
+            .iter()
+            .filter(|c| c.path == ConvertPath::Reload)
+            .map(|c| {
+                (
+                    c.value,
+                    c.elem.clone(),
+                    c.shape.clone(),
+                    c.to,
+                    c.what.clone(),
+                )
+            })
+            .collect();
+        for (v, elem, shape, to, what) in wanted {
+            let key = (v, elem.clone(), shape.clone(), to);
+            let from_here = self
+                .facts()
+                .reload_source(v)
+                .is_some_and(|(l, _)| l == load);
+            if !from_here || self.reloads.iter().any(|(k, _)| k == &key) {
+                continue;
+            }
+            let e = self.reload(v, &elem, &shape, to, &what)?;
+            self.reloads.push((key, e));
+        }
+        Ok(())
+    }
+
     /// `ConvertPath::Reload`: the broadcast of `v` (a `load_tile` through casts and
     /// `expand_dims`) loaded again straight into `shape` in `layout`, then cast as `v` was
     /// and to `elem` (`tk::load_broadcast`: target axis k reads the load's axis `MAP[k]`, or
-    /// index 0 where `MAP[k]` is -1).
+    /// index 0 where `MAP[k]` is -1). The load is printed as a variable; the casts are the
+    /// returned expression, evaluated where it is read (after the block's other loads).
     fn reload(
         &mut self,
         v: ValueId,
@@ -272,26 +313,23 @@ impl<'k> Emitter<'k> {
         let o = self.origin(origin)?;
         let al = self.aligned_flag(*tensor);
         let maps: Vec<String> = map.iter().map(|m| m.to_string()).collect();
-        let mut expr = format!(
-            "tk::load_broadcast<{al}, {}, {}, {}, {}>({t}, {o})",
+        self.tmp += 1;
+        let name = format!("t{}", self.tmp);
+        self.w.line(&format!("// {what} (no shared memory)"));
+        self.w.line(&format!(
+            "const auto {name} = tk::load_broadcast<{al}, {}, {}, {}, {}>({t}, {o});",
             shape_type(shape),
             layout_name(layout),
             shape_type(&Shape::new(lshape.clone())),
             maps.join(", ")
-        );
+        ));
+        let mut expr = name;
         for c in &chain {
             if let Some(Op::Cast { to, .. }) = self.defs.get(c.index()).copied().flatten() {
                 expr = format!("tk::cast<{}>({expr})", elem_ctype(to));
             }
         }
-        self.tmp += 1;
-        let name = format!("t{}", self.tmp);
-        self.w.line(&format!("// {what} (no shared memory)"));
-        self.w.line(&format!(
-            "const auto {name} = tk::cast<{}>({expr});",
-            elem_ctype(elem)
-        ));
-        Ok(name)
+        Ok(format!("tk::cast<{}>({expr})", elem_ctype(elem)))
     }
 
     /// A 64-bit integer scalar expression.

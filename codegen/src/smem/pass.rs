@@ -301,6 +301,11 @@ impl<'k> Planner<'_, 'k> {
                     }
                     self.fused(op1.name(), x1, r1, op2.name(), (x2, r2));
                 }
+                Step::Ordered(run, order) => {
+                    for j in order {
+                        self.inst(&run[j]);
+                    }
+                }
                 Step::One(inst) => self.inst(inst),
             }
         }

@@ -259,7 +259,8 @@ impl<'k> Emitter<'k> {
                 self.assign(
                     r,
                     &format!("tk::load_tile<{al}, {}, {l}>({t}, {o})", shape_type(&s)),
-                )
+                )?;
+                self.eager_reloads(r)
             }
             _ => Err(misrouted("load_tile")),
         }

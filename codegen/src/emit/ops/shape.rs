@@ -88,13 +88,18 @@ impl<'k> Emitter<'k> {
                 let (ds, l) = (shape_type(&shape), layout_name(self.layout(r)));
                 let ec = elem_ctype(&elem);
                 if self.layout(x) == Layout::Window {
+                    // Read in the window's own element type; the conversion is the value's
+                    // expression, evaluated where it is used (after the block's other loads:
+                    // a conversion here would wait for this read before the next issues).
                     self.w.line(&format!(
                         "// [block] slice {xshape} at [{at}] -> {shape}: from the staged window"
                     ));
-                    return self.assign(
-                        r,
-                        &format!("tk::window_read<{ds}, {l}, {ec}>({xn}, tk::corner<{at}>{{}})"),
-                    );
+                    let raw = self.cname(r);
+                    self.w.line(&format!(
+                        "const auto {raw} = tk::window_read_raw<{ds}, {l}>({xn}, tk::corner<{at}>{{}});"
+                    ));
+                    self.define_named(r, format!("tk::cast<{ec}>({raw})"), elem, shape);
+                    return Ok(());
                 }
                 let source = PartKey::SliceSource(x);
                 if self.smem.has_persistent(&source) {

@@ -76,17 +76,36 @@ template <class T, int R> TK_DEVICE long long origin_offset(const view<T, R>& v,
     return off;
 }
 
+/// `r` held as 32-bit words where its elements are narrower (16-bit types in pairs): the
+/// value the fast and the slow path of a load join with. Without it the compiler joins
+/// element by element and unpacks each 16-byte load into halves right after it (PRMT on
+/// the fast path), which waits for the data before the next tile's loads issue.
+template <class X> TK_DEVICE X as_words(X r) {
+    using T = typename X::elem;
+    constexpr int BYTES = (int)sizeof(r.v);
+    if constexpr (sizeof(T) < 4 && BYTES % 4 == 0) {
+        unsigned* w = reinterpret_cast<unsigned*>(r.v);
+#pragma unroll
+        for (int i = 0; i < BYTES / 4; ++i) asm volatile("" : "+r"(w[i]));
+    }
+    return r;
+}
+
 /// The interior fast path's loads of a tile S in the blocked layout L from `base` (the
 /// origin's element), axis `a` of S advancing `vs(a)` elements: one vector load per group.
+/// Where `in` is false, nothing is read (`base` need not be valid) and the slow path that
+/// follows fills the tile (ptxas predicates these loads rather than branching).
 template <class S, class L, class VS, class T, int N>
-TK_DEVICE void interior_loads(T (&out)[N], const T* base, const VS& vs) {
+TK_DEVICE void interior_loads(T (&out)[N], const T* base, const VS& vs, bool in) {
     constexpr int VEC = L::vec;
+    constexpr int BYTES = VEC * (int)sizeof(T);
     const unsigned tv = (unsigned)thread_rank() * VEC;
 #pragma unroll
     for (int g = 0; g < N / VEC; ++g) {
         const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
         if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
-        vcopy<VEC * (int)sizeof(T)>(&out[g * VEC], base + interior_offset<S, (unsigned)L::chunk>(vs, g, tv));
+        const T* src = base + interior_offset<S, (unsigned)L::chunk>(vs, g, tv);
+        if (in) vcopy<BYTES>(&out[g * VEC], src);
     }
 }
 
@@ -109,11 +128,12 @@ template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> 
     Tl r;
     if constexpr (detail::interior_path<ALIGNED, S, L>::value) {
         // Interior fast path: one bounds test per tile, then one vector load per group.
-        if (detail::tile_interior<S, VEC>(v, o)) {
-            const T* base = v.ptr + detail::origin_offset(v, o);
-            detail::interior_loads<S, L>(r.v, base, [&](int a) { return a == R - 1 ? 1LL : v.stride[a]; });
-            return r;
-        }
+        // Predicated on the test (ptxas if-converts the group loads), then the slow path
+        // where the tile is not interior.
+        const bool in = detail::tile_interior<S, VEC>(v, o);
+        detail::interior_loads<S, L>(r.v, v.ptr + detail::origin_offset(v, o),
+                                     [&](int a) { return a == R - 1 ? 1LL : v.stride[a]; }, in);
+        if (in) return detail::as_words(r);
     }
 #pragma unroll
     for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
@@ -143,7 +163,7 @@ template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> 
             else r.v[s] = cast<T>(0);
         }
     }
-    return r;
+    return detail::as_words(r);
 }
 
 /// `store_tile(t, origin, x)`: writes the in-bounds elements.
@@ -255,14 +275,15 @@ TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
                   detail::broadcast_extents_agree<DS, S, MAP...>()) {
         // Interior fast path (as `load_tile`'s): one bounds test of the load's tile, then
         // one vector load per group at an offset whose broadcast axes advance nothing.
-        if (detail::tile_interior<S, VEC>(v, o)) {
-            const T* base = v.ptr + detail::origin_offset(v, o);
-            detail::interior_loads<DS, DL>(r.v, base, [&](int k) {
+        const bool in = detail::tile_interior<S, VEC>(v, o);
+        detail::interior_loads<DS, DL>(
+            r.v, v.ptr + detail::origin_offset(v, o),
+            [&](int k) {
                 const int a = detail::map_at<MAP...>(k);
                 return a < 0 ? 0LL : (a == R - 1 ? 1LL : v.stride[a]);
-            });
-            return r;
-        }
+            },
+            in);
+        if (in) return detail::as_words(r);
     }
 #pragma unroll
     for (int g = 0; g < Out::SLOTS / VEC; ++g) {
@@ -286,7 +307,7 @@ TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
                          : cast<T>(0);
         }
     }
-    return r;
+    return detail::as_words(r);
 }
 
 } // namespace tk

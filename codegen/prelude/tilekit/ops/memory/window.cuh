@@ -209,4 +209,11 @@ TK_DEVICE rt<U, DS, DL> window_read(const window<T, S, R, DIRECT>& w, corner<O..
     return r;
 }
 
+/// `window_read` in the window's own element type T (the code generator converts where the
+/// slice is used).
+template <class DS, class DL, class T, class S, int R, bool DIRECT, long long... O>
+TK_DEVICE rt<T, DS, DL> window_read_raw(const window<T, S, R, DIRECT>& w, corner<O...> at) {
+    return window_read<DS, DL, T>(w, at);
+}
+
 } // namespace tk

@@ -115,10 +115,46 @@ template <class C, class A, class B> TK_DEVICE auto select(const C& c, const A& 
 }
 
 /// Elementwise conversion of a tile (scalars use `tk::cast` from dtype.cuh).
+namespace detail {
+/// Whether layout L moves elements T in groups of 8 bytes or more (vector loads that write
+/// whole 32-bit words).
+template <class L, class T> struct wide_groups {
+    static constexpr bool value = false;
+};
+template <int VEC, int THREADS, class T> struct wide_groups<blocked<VEC, THREADS>, T> {
+    static constexpr bool value = VEC * sizeof(T) >= 8;
+};
+} // namespace detail
+
+/// A 16-bit float tile in groups of 8 bytes or more widens to f32 a 32-bit word (two
+/// elements) at a time: the tile is never split into 16-bit halves, so a loaded tile stays
+/// in the words its vector loads wrote until this conversion (where the code generator
+/// places it: after the block's other loads), and no unpacking right after the load waits
+/// for its data. Narrower groups (the `general` variants' element loads) convert element by
+/// element: packing their elements into words first cost the log-softmax backward 26%
+/// (BENCHMARKS run 156).
 template <class To, class T, class S, class L> TK_DEVICE rt<To, S, L> cast(const rt<T, S, L>& x) {
     rt<To, S, L> r;
+    constexpr int N = rt<To, S, L>::SLOTS;
+    constexpr bool widen16 = is_same<To, float>::value && detail::wide_groups<L, T>::value &&
+                             (is_same<T, __nv_bfloat16>::value || is_same<T, __half>::value);
+    if constexpr (widen16 && N % 2 == 0) {
+        const unsigned* w = reinterpret_cast<const unsigned*>(x.v);
 #pragma unroll
-    for (int s = 0; s < rt<To, S, L>::SLOTS; ++s) r.v[s] = cast<To>(x.v[s]);
+        for (int i = 0; i < N / 2; ++i) {
+            if constexpr (is_same<T, __nv_bfloat16>::value) {
+                r.v[2 * i] = __uint_as_float(w[i] << 16);
+                r.v[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+            } else {
+                const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+                r.v[2 * i] = f.x;
+                r.v[2 * i + 1] = f.y;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < N; ++s) r.v[s] = cast<To>(x.v[s]);
+    }
     return r;
 }
 

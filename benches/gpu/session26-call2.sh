@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Session 26, call 2 (nvidia-h200; .gpu packed with PACK_TESTS="stencil user2d gpu_kernels
+# gpu_training_kernels"; the base binary built from e992805, run 155's new side):
+#  1. GPU tests on the new code (load runs, reloads printed at their load, 16-bit tiles
+#     widened by words, the loads' join as words);
+#  2. A/B base / new / base / new, shipped layer: --only rotary,stencil,norms; then
+#     --only train once each;
+#  3. peers.py --quick --only norms,train,user2d in the same call.
+set -u
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda TILEKIT_TUNE_CACHE=/tmp/e.sled
+nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
+start=$(date +%s)
+for t in stencil user2d gpu_kernels gpu_training_kernels; do
+  f=$(ls .gpu/tests/$t-*)
+  filt=""; [[ $t == user2d ]] && filt=gpu_rotary3d
+  TILEKIT_CACHE_DIR=/tmp/tkc-t timeout 150 $f --ignored $filt --test-threads=1 >> $OUT/tests.log 2>&1; echo "$t GPU tests rc $?"
+done
+grep -E "test result|panicked|FAILED" $OUT/tests.log | cut -c1-200
+echo "t $(( $(date +%s) - start )) s"
+for round in 1 2; do
+  for which in base new; do
+    bin=.gpu/bin/tilekit-bench; [[ $which == base ]] && bin=.gpu/bin/tilekit-bench-base
+    TK_BENCH_TUNED=1 TILEKIT_CACHE_DIR=/tmp/tkc-$which timeout 100 $bin --only rotary,stencil,norms --out /tmp/ab-$which-$round.json > /tmp/ab-$which-$round.log 2>&1; echo "ab $which $round rc $?"
+    grep -E "rotary3d|stencil5|norms " /tmp/ab-$which-$round.log | cut -c1-175
+  done
+done
+echo "t $(( $(date +%s) - start )) s"
+for which in base new; do
+  bin=.gpu/bin/tilekit-bench; [[ $which == base ]] && bin=.gpu/bin/tilekit-bench-base
+  TK_BENCH_TUNED=1 TILEKIT_CACHE_DIR=/tmp/tkc-$which timeout 150 $bin --only train --out /tmp/train-$which.json > /tmp/train-$which.log 2>&1; echo "train $which rc $?"
+  grep -E "train " /tmp/train-$which.log | grep -v precompiled | cut -c1-175
+done
+cat /tmp/ab-*.log /tmp/train-*.log > $OUT/ab.log
+python3 - <<'PY' > $OUT/ab.json
+import json, glob
+print(json.dumps({f.split('/')[-1]: json.load(open(f))['results'] for f in sorted(glob.glob('/tmp/ab-*.json') + glob.glob('/tmp/train-*.json'))}))
+PY
+echo "t $(( $(date +%s) - start )) s"
+timeout 170 python3 benches/peers/peers.py --quick --only norms,train,user2d --out $OUT/peers.json > $OUT/peers.log 2>&1; echo "peers rc $?"
+grep -E "^(norms|train|user2d) " $OUT/peers.log | cut -c1-150
+echo "total $(( $(date +%s) - start )) s"
