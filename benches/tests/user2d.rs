@@ -686,7 +686,8 @@ fn cpu_rotary3d_every_config_matches_the_reference() {
 /// `sin` broadcast over the heads are loaded again in the product's layout
 /// (`tk::load_broadcast`, not through shared memory; once each, though each is used twice),
 /// and the stored `cat` is stored as its two halves: no `tk::relayout` and no `tk::cat`.
-/// Every load comes before the first product (a load run, `schedule::Facts::load_run`).
+/// Every load comes before the first product (a load run, `schedule::Facts::load_run`),
+/// behind one interior test (`emit/load_run.rs`).
 #[test]
 fn rotary3d_tile_is_a_window_its_slices_read() {
     use tilekit_codegen::{variant_source, Target};
@@ -695,10 +696,13 @@ fn rotary3d_tile_is_a_window_its_slices_read() {
     let v = valid.first().expect("a valid variant");
     let src =
         variant_source(kernel, rotary3d::SPEC.cuda_template, &v.to_variant()).expect("source");
-    assert_eq!(src.matches("tk::stage_window<").count(), 1, "{src}");
-    assert_eq!(src.matches("tk::window_read_raw<").count(), 2, "{src}");
-    assert_eq!(src.matches("tk::load_broadcast<").count(), 2, "{src}");
-    let last_load = src.rfind("tk::load_broadcast<").expect("a reload");
+    // The loads behind one interior test: each printed three times (its declaration, the
+    // fast path, the slow path).
+    assert_eq!(src.matches("if (tk_in").count(), 1, "{src}");
+    assert_eq!(src.matches("tk::stage_window_in<").count(), 3, "{src}");
+    assert_eq!(src.matches("tk::window_read_raw<").count(), 2 * 3, "{src}");
+    assert_eq!(src.matches("tk::load_broadcast_in<").count(), 2 * 3, "{src}");
+    let last_load = src.rfind("tk::load_broadcast_in<").expect("a reload");
     let first_product = src
         .find("tk::binary<tk::op::mul>(tk::cast<float>")
         .expect("a product");

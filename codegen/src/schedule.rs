@@ -343,7 +343,7 @@ impl<'k> Facts<'_, 'k> {
     /// True for an instruction that reads global memory into a blocked or window tile: a
     /// `load_tile`, or a cast or slice of a window (a halo tile's slices load directly or
     /// read the staged window; the cast is the window read as another type).
-    fn tile_load(&self, inst: &Inst) -> bool {
+    pub fn tile_load(&self, inst: &Inst) -> bool {
         let Some(r) = inst.results.first() else {
             return false;
         };

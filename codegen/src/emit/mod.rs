@@ -12,6 +12,7 @@
 mod fuse;
 mod header;
 mod load_group;
+mod load_run;
 mod ops;
 mod pipeline;
 mod values;
@@ -97,6 +98,9 @@ pub(crate) struct Emitter<'k> {
     /// (`Emitter::eager_reloads`): by converted value, element type, shape and layout, the
     /// expression every such operand reads.
     reloads: Vec<(ReloadKey, String)>,
+    /// Inside a load run: the run's interior test (a C++ `bool`) and the loads it covers
+    /// (`Emitter::run_interior_test`).
+    run_test: Option<(String, Vec<tilekit_ir::ValueId>)>,
 }
 
 /// What a reload produces: the converted value, the element type, the shape, the layout.
@@ -241,6 +245,7 @@ pub(crate) fn lower_with<'k>(
         deferred: None,
         staged_slices: Vec::new(),
         reloads: Vec::new(),
+        run_test: None,
         hopper,
         layouts,
     };
@@ -405,11 +410,7 @@ impl<'k> Emitter<'k> {
                     self.settle_all("fused reductions");
                     self.fused_reductions(pair, reduces)?
                 }
-                Step::Ordered(run, order) => {
-                    for j in order {
-                        self.inst(&run[j])?;
-                    }
-                }
+                Step::Ordered(run, order) => self.load_run(run, &order)?,
                 Step::One(inst) => self.inst(inst)?,
             }
         }

@@ -315,9 +315,13 @@ impl<'k> Emitter<'k> {
         let maps: Vec<String> = map.iter().map(|m| m.to_string()).collect();
         self.tmp += 1;
         let name = format!("t{}", self.tmp);
+        let (func, test) = match self.run_test_of(load) {
+            Some(test) => ("load_broadcast_in", format!(", {test}")),
+            None => ("load_broadcast", String::new()),
+        };
         self.w.line(&format!("// {what} (no shared memory)"));
         self.w.line(&format!(
-            "const auto {name} = tk::load_broadcast<{al}, {}, {}, {}, {}>({t}, {o});",
+            "const auto {name} = tk::{func}<{al}, {}, {}, {}, {}>({t}, {o}{test});",
             shape_type(shape),
             layout_name(layout),
             shape_type(&Shape::new(lshape.clone())),

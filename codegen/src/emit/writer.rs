@@ -46,6 +46,21 @@ impl Writer {
         self.indent += 1;
     }
 
+    /// A position in the text written so far (for `take_from`).
+    pub fn mark(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Removes and returns the text written since `mark`.
+    pub fn take_from(&mut self, mark: usize) -> String {
+        self.out.split_off(mark.min(self.out.len()))
+    }
+
+    /// Appends text already indented (lines from `take_from`, rewritten).
+    pub fn raw(&mut self, text: &str) {
+        self.out.push_str(text);
+    }
+
     /// The text written so far.
     pub fn finish(self) -> String {
         self.out

@@ -256,10 +256,14 @@ impl<'k> Emitter<'k> {
                     );
                 }
                 let l = layout_name(self.layout(r));
-                self.assign(
-                    r,
-                    &format!("tk::load_tile<{al}, {}, {l}>({t}, {o})", shape_type(&s)),
-                )?;
+                let load = match self.run_test_of(r) {
+                    Some(test) => format!(
+                        "tk::load_tile_in<{al}, {}, {l}>({t}, {o}, {test})",
+                        shape_type(&s)
+                    ),
+                    None => format!("tk::load_tile<{al}, {}, {l}>({t}, {o})", shape_type(&s)),
+                };
+                self.assign(r, &load)?;
                 self.eager_reloads(r)
             }
             _ => Err(misrouted("load_tile")),
@@ -276,16 +280,47 @@ impl<'k> Emitter<'k> {
         (t, o, al): (&str, &str, &str),
         read_only: bool,
     ) -> Result<(), CodegenError> {
-        let sliced = (0..self.defs.len())
+        let sliced = self.window_sliced(r);
+        let off = self.smem.persistent_offset(&PartKey::SliceSource(sliced))?;
+        let direct = self.window_direct(r, al, read_only)?;
+        self.w.line(&format!(
+            "// [block] window {s}: loaded only to be sliced, never in registers: staged global -> shared memory once (16-byte cp.async chunks at the tensor's alignment), or where every slice starts and ends on whole TK_VEC groups, each slice loaded directly"
+        ));
+        let stage = match self.run_test_of(r) {
+            Some(test) => format!(
+                "tk::stage_window_in<{al}, {}, TK_THREADS, {direct}, TK_L>({t}, {o}, smem + {off}, {test})",
+                shape_type(s)
+            ),
+            None => format!(
+                "tk::stage_window<{al}, {}, TK_THREADS, {direct}>({t}, {o}, smem + {off})",
+                shape_type(s)
+            ),
+        };
+        self.assign(r, &stage)
+    }
+
+    /// The value the slices of window `r` read: the load, or the cast of it they slice.
+    fn window_sliced(&self, r: ValueId) -> ValueId {
+        (0..self.defs.len())
             .map(|i| ValueId(i as u32))
             .find(|&c| {
                 self.layout(c) == Layout::Window
                     && matches!(self.defs[c.index()], Some(Op::Cast { x, .. }) if *x == r)
             })
-            .unwrap_or(r);
-        let off = self.smem.persistent_offset(&PartKey::SliceSource(sliced))?;
-        // Every slice's last offset and extent: where all of them start and end on whole
-        // TK_VEC groups, each slice loads its part from global memory directly.
+            .unwrap_or(r)
+    }
+
+    /// Whether window `r`'s slices load directly (`tk::window_direct`, a constant of the
+    /// variant): every slice's last offset and extent on whole TK_VEC groups, and a tensor
+    /// the kernel never writes.
+    fn window_direct(&self, r: ValueId, al: &str, read_only: bool) -> Result<String, CodegenError> {
+        // Direct reads happen at each slice, later than the load and with no barrier: only
+        // from a tensor the kernel never writes (the runtime keeps a read-only argument
+        // apart from every written one), else a store between could change what they read.
+        if !read_only {
+            return Ok("false".to_string());
+        }
+        let sliced = self.window_sliced(r);
         let (_, sshape) = self.ty(sliced)?;
         let mut groups = Vec::new();
         for (offsets, shape) in slices_of(&self.kernel.body, sliced) {
@@ -300,24 +335,75 @@ impl<'k> Emitter<'k> {
             };
             groups.push(format!("{{{at}, {ext}}}"));
         }
-        // Direct reads happen at each slice, later than the load and with no barrier: only
-        // from a tensor the kernel never writes (the runtime keeps a read-only argument
-        // apart from every written one), else a store between could change what they read.
-        let direct = if read_only {
-            format!("tk::window_direct<{al}, TK_L>({{{}}})", groups.join(", "))
-        } else {
-            "false".to_string()
-        };
-        self.w.line(&format!(
-            "// [block] window {s}: loaded only to be sliced, never in registers: staged global -> shared memory once (16-byte cp.async chunks at the tensor's alignment), or where every slice starts and ends on whole TK_VEC groups, each slice loaded directly"
-        ));
-        self.assign(
-            r,
-            &format!(
-                "tk::stage_window<{al}, {}, TK_THREADS, {direct}>({t}, {o}, smem + {off})",
-                shape_type(s)
-            ),
-        )
+        Ok(format!(
+            "tk::window_direct<{al}, TK_L>({{{}}})",
+            groups.join(", ")
+        ))
+    }
+
+    /// The run's interior test where `load` is one of the loads it covers.
+    pub(in crate::emit) fn run_test_of(&self, load: ValueId) -> Option<String> {
+        let (test, loads) = self.run_test.as_ref()?;
+        loads.contains(&load).then(|| test.clone())
+    }
+
+    /// Prints a load run's interior test (`tk::interior_or_free` of each `load_tile` into
+    /// registers, and of each directly sliced window, ANDed) when it covers two loads or
+    /// more, and returns its name and the loads it covers. Each covered load takes its fast
+    /// path on this one test: the compiler can then branch once for the run and join the
+    /// slow paths after every fast load is issued (a test per tile joined each tile's paths
+    /// before the next tile's loads, and the join's register copies waited for the data).
+    pub(in crate::emit) fn run_interior_test(
+        &mut self,
+        run: &'k [Inst],
+    ) -> Result<Option<(String, Vec<ValueId>)>, CodegenError> {
+        let mut terms = Vec::new();
+        let mut loads = Vec::new();
+        for inst in run {
+            let Op::LoadTile {
+                tensor,
+                origin,
+                shape,
+            } = &inst.op
+            else {
+                continue;
+            };
+            let r = Self::result(inst)?;
+            let (t, _, _) = self.view(*tensor)?;
+            let o = self.origin(origin)?;
+            let al = self.aligned_flag(*tensor);
+            let s = shape_type(&Shape::new(shape.clone()));
+            match self.layout(r) {
+                Layout::Blocked => {
+                    let l = layout_name(Layout::Blocked);
+                    terms.push(format!("tk::interior_or_free<{al}, {s}, {l}>({t}, {o})"));
+                }
+                Layout::Window => {
+                    let read_only =
+                        matches!(self.types.of(*tensor), Ty::Tensor { mutable: false, .. });
+                    if !read_only {
+                        continue;
+                    }
+                    let direct = self.window_direct(r, &al, read_only)?;
+                    terms.push(format!(
+                        "(!{direct} || tk::interior_or_free<{al}, {s}, TK_L>({t}, {o}))"
+                    ));
+                }
+                _ => continue,
+            }
+            loads.push(r);
+        }
+        if loads.len() < 2 {
+            return Ok(None);
+        }
+        self.tmp += 1;
+        let name = format!("tk_in{}", self.tmp);
+        self.w.line(
+            "// the load run's interior test: every tile below inside its tensor (one branch to the fast loads)",
+        );
+        self.w
+            .line(&format!("const bool {name} = {};", terms.join(" && ")));
+        Ok(Some((name, loads)))
     }
 
     /// Whether `r` is one of the Hopper engine's chained form's resident tiles

@@ -109,6 +109,14 @@ TK_DEVICE void interior_loads(T (&out)[N], const T* base, const VS& vs, bool in)
     }
 }
 
+/// VEC of a blocked layout, 0 for any other.
+template <class L> struct blocked_vec {
+    static constexpr int value = 0;
+};
+template <int VEC, int THREADS> struct blocked_vec<blocked<VEC, THREADS>> {
+    static constexpr int value = VEC;
+};
+
 /// The interior fast path applies: an aligned variant, a blocked layout, whole VEC groups
 /// along the last axis and a tile of fewer than 2^31 elements.
 template <bool ALIGNED, class S, class L> struct interior_path {
@@ -117,8 +125,29 @@ template <bool ALIGNED, class S, class L> struct interior_path {
 };
 } // namespace detail
 
+/// Whether the tile S at `o` may take `load_tile`'s interior path: the whole tile inside
+/// the tensor, its last coordinate on a VEC group; `true` where the variant has no such
+/// path (the flag is then not read). The code generator ANDs this over the tiles of a load
+/// run and passes the result to each load (`load_tile_in`, `load_broadcast_in`,
+/// `stage_window_in`): one test, so the compiler can take every fast path on one branch
+/// and join the slow paths once, after all the run's loads are issued.
+template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE bool interior_or_free(const view<T, R>& v, coord o) {
+    if constexpr (detail::interior_path<ALIGNED, S, L>::value) return detail::tile_interior<S, L::vec>(v, o);
+    else return true;
+}
+
+/// `load_tile` given its interior test `in` (which must imply `interior_or_free` of this
+/// tile; the slow path is exact either way).
+template <bool ALIGNED, class S, class L, class T, int R>
+TK_DEVICE rt<T, S, L> load_tile_in(const view<T, R>& v, coord o, bool in);
+
 /// `load_tile(t, origin, S)` with zero fill.
 template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> load_tile(const view<T, R>& v, coord o) {
+    return load_tile_in<ALIGNED, S, L>(v, o, interior_or_free<ALIGNED, S, L>(v, o));
+}
+
+template <bool ALIGNED, class S, class L, class T, int R>
+TK_DEVICE rt<T, S, L> load_tile_in(const view<T, R>& v, coord o, bool in) {
     static_assert(S::rank == R, "tk::load_tile: the tile's rank must equal the tensor's");
     using Tl = rt<T, S, L>;
     constexpr int VEC = L::vec;
@@ -127,10 +156,9 @@ template <bool ALIGNED, class S, class L, class T, int R> TK_DEVICE rt<T, S, L> 
     const bool origin_ok = (o.c[R - 1] % VEC) == 0;
     Tl r;
     if constexpr (detail::interior_path<ALIGNED, S, L>::value) {
-        // Interior fast path: one bounds test per tile, then one vector load per group.
-        // Predicated on the test (ptxas if-converts the group loads), then the slow path
-        // where the tile is not interior.
-        const bool in = detail::tile_interior<S, VEC>(v, o);
+        // Interior fast path: one bounds test per tile (or per run), then one vector load
+        // per group. Predicated on the test (ptxas if-converts the group loads), then the
+        // slow path where the tile is not interior.
         detail::interior_loads<S, L>(r.v, v.ptr + detail::origin_offset(v, o),
                                      [&](int a) { return a == R - 1 ? 1LL : v.stride[a]; }, in);
         if (in) return detail::as_words(r);
@@ -263,7 +291,17 @@ TK_DEVICE bool broadcast_offset(const view<T, R>& v, const coord& o, unsigned e,
 } // namespace detail
 
 template <bool ALIGNED, class DS, class DL, class S, int... MAP, class T, int R>
+TK_DEVICE rt<T, DS, DL> load_broadcast_in(const view<T, R>& v, coord o, bool in);
+
+template <bool ALIGNED, class DS, class DL, class S, int... MAP, class T, int R>
 TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
+    return load_broadcast_in<ALIGNED, DS, DL, S, MAP...>(v, o, interior_or_free<ALIGNED, S, DL>(v, o));
+}
+
+/// `load_broadcast` given the interior test `in` of the load's tile S at `o` (see
+/// `interior_or_free`).
+template <bool ALIGNED, class DS, class DL, class S, int... MAP, class T, int R>
+TK_DEVICE rt<T, DS, DL> load_broadcast_in(const view<T, R>& v, coord o, bool in) {
     static_assert((int)sizeof...(MAP) == DS::rank, "tk::load_broadcast: one map entry per result axis");
     static_assert(S::rank == R, "tk::load_broadcast: the load's rank must equal the tensor's");
     using Out = rt<T, DS, DL>;
@@ -272,10 +310,10 @@ TK_DEVICE rt<T, DS, DL> load_broadcast(const view<T, R>& v, coord o) {
                                 detail::map_at<MAP...>(DS::rank - 1) == R - 1 && DS::dim(DS::rank - 1) % VEC == 0;
     Out r;
     if constexpr (by_vectors && detail::interior_path<ALIGNED, DS, DL>::value &&
+                  detail::interior_path<ALIGNED, S, DL>::value &&
                   detail::broadcast_extents_agree<DS, S, MAP...>()) {
         // Interior fast path (as `load_tile`'s): one bounds test of the load's tile, then
         // one vector load per group at an offset whose broadcast axes advance nothing.
-        const bool in = detail::tile_interior<S, VEC>(v, o);
         detail::interior_loads<DS, DL>(
             r.v, v.ptr + detail::origin_offset(v, o),
             [&](int k) {

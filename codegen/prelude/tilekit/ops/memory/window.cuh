@@ -65,6 +65,11 @@ template <class T, class S, int R, bool DIRECT> struct window {
     int shift;
     view<T, R> v;
     coord o;
+    /// DIRECT: the VEC of the blocked layout `in` was tested in (`interior_or_free` of S at
+    /// `o`, or of a load run holding it: `stage_window_in`), 0 where none was; slices of
+    /// another layout test their own.
+    int in_vec;
+    bool in;
 };
 
 namespace detail {
@@ -90,11 +95,26 @@ TK_DEVICE bool window_row(const view<T, R>& v, const coord& o, unsigned row, lon
 /// a barrier (the readers of the previous window in this region are done), the copy, a
 /// barrier. Every thread of the block calls it.
 template <bool ALIGNED, class S, int THREADS, bool DIRECT, class T, int R>
+TK_DEVICE window<T, S, R, DIRECT> stage_window_at(const view<T, R>& v, coord o, char* smem, int in_vec, bool in);
+
+template <bool ALIGNED, class S, int THREADS, bool DIRECT, class T, int R>
 TK_DEVICE window<T, S, R, DIRECT> stage_window(const view<T, R>& v, coord o, char* smem) {
+    return stage_window_at<ALIGNED, S, THREADS, DIRECT>(v, o, smem, 0, false);
+}
+
+/// `stage_window` in a load run: `in` is the run's interior test, which implies the
+/// window's `interior_or_free` in the blocked layout L; direct slices in L use it.
+template <bool ALIGNED, class S, int THREADS, bool DIRECT, class L, class T, int R>
+TK_DEVICE window<T, S, R, DIRECT> stage_window_in(const view<T, R>& v, coord o, char* smem, bool in) {
+    return stage_window_at<ALIGNED, S, THREADS, DIRECT>(v, o, smem, L::vec, in);
+}
+
+template <bool ALIGNED, class S, int THREADS, bool DIRECT, class T, int R>
+TK_DEVICE window<T, S, R, DIRECT> stage_window_at(const view<T, R>& v, coord o, char* smem, int in_vec, bool in) {
     static_assert(S::rank == R, "tk::stage_window: the tile's rank must equal the tensor's");
     using Wn = window<T, S, R, DIRECT>;
     T* buf = reinterpret_cast<T*>(smem);
-    if constexpr (DIRECT) return Wn{buf, 0, v, o};
+    if constexpr (DIRECT) return Wn{buf, 0, v, o, in_vec, in};
     const long long c0 = o.c[R - 1];
     sync();
     int shift = 0;
@@ -131,7 +151,7 @@ TK_DEVICE window<T, S, R, DIRECT> stage_window(const view<T, R>& v, coord o, cha
         }
     }
     sync();
-    return Wn{buf, shift, v, o};
+    return Wn{buf, shift, v, o, 0, false};
 }
 
 namespace detail {
@@ -166,7 +186,11 @@ TK_DEVICE rt<U, DS, DL> window_read(const window<T, S, R, DIRECT>& w, corner<O..
         coord o = w.o;
 #pragma unroll
         for (int a = 0; a < R; ++a) o.c[a] += A::get(a);
-        const rt<T, DS, DL> t = load_tile<true, DS, DL>(w.v, o);
+        // The window's test covers the slice (inside it, on whole VEC groups) where it was
+        // a real test in the slice's layout (the same VEC, the window has the interior path).
+        const bool given = w.in_vec == detail::blocked_vec<DL>::value && detail::interior_path<true, S, DL>::value;
+        const bool in = given ? w.in : interior_or_free<true, DS, DL>(w.v, o);
+        const rt<T, DS, DL> t = load_tile_in<true, DS, DL>(w.v, o, in);
         Out r;
 #pragma unroll
         for (int s = 0; s < Out::SLOTS; ++s) r.v[s] = cast<U>(t.v[s]);
