@@ -701,7 +701,11 @@ fn rotary3d_tile_is_a_window_its_slices_read() {
     assert_eq!(src.matches("if (tk_in").count(), 1, "{src}");
     assert_eq!(src.matches("tk::stage_window_in<").count(), 3, "{src}");
     assert_eq!(src.matches("tk::window_read_raw<").count(), 2 * 3, "{src}");
-    assert_eq!(src.matches("tk::load_broadcast_in<").count(), 2 * 3, "{src}");
+    assert_eq!(
+        src.matches("tk::load_broadcast_in<").count(),
+        2 * 3,
+        "{src}"
+    );
     let last_load = src.rfind("tk::load_broadcast_in<").expect("a reload");
     let first_product = src
         .find("tk::binary<tk::op::mul>(tk::cast<float>")
