@@ -148,7 +148,7 @@ template <int BYTES, int CP> TK_DEVICE void vload(void* dst, const void* src) {
 /// `vcopy` to global memory with policy CP (see `vload`).
 template <int BYTES, int CP> TK_DEVICE void vstore(void* dst, const void* src) {
     if constexpr (CP == CACHE_NORMAL) {
-        vcopy<BYTES>(dst, src);
+        gstore_vec<BYTES>(dst, src);
     } else {
         constexpr int W = BYTES < 16 ? BYTES : 16;
         using Wt = typename word<W>::type;

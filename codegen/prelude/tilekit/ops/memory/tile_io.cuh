@@ -212,7 +212,7 @@ template <bool ALIGNED, class T, int R, class S, class L> TK_DEVICE void store_t
             for (int g = 0; g < Tl::SLOTS / VEC; ++g) {
                 const unsigned e0 = (unsigned)g * (unsigned)L::chunk + tv;
                 if (!L::exact(S::size) && e0 >= (unsigned)S::size) continue;
-                vcopy<VEC * (int)sizeof(T)>(base + detail::interior_offset<S, (unsigned)L::chunk>(unit_last, g, tv), &x.v[g * VEC]);
+                gstore_vec<VEC * (int)sizeof(T)>(base + detail::interior_offset<S, (unsigned)L::chunk>(unit_last, g, tv), &x.v[g * VEC]);
             }
             return;
         }
@@ -225,7 +225,7 @@ template <bool ALIGNED, class T, int R, class S, class L> TK_DEVICE void store_t
             const bool in = e0 < S::size && detail::tile_offset<S>(v, o, e0, 1, off);
             const long long j0 = o.c[R - 1] + e0 % S::dim(R - 1);
             if (origin_ok && in && j0 + VEC <= v.shape[R - 1]) {
-                vcopy<VEC * (int)sizeof(T)>(v.ptr + off, &x.v[g * VEC]);
+                gstore_vec<VEC * (int)sizeof(T)>(v.ptr + off, &x.v[g * VEC]);
                 continue;
             }
             // A group outside as a whole (see `load_tile`) stores nothing.
