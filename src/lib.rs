@@ -92,9 +92,9 @@ pub use tilekit_ir::{Config, ConfigParseError};
 pub use tilekit_macros::__tile_fn_chain;
 pub use tilekit_macros::{check, constraint, cost, kernel, shapes, tile_fn, tune};
 pub use tilekit_runtime::{
-    chosen_access, launch, launch_with, time_median, Access, AccessClass, Arg, Element, Float,
-    KernelSpec, LaunchError, ReadTensor, Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorError,
-    TensorMut, TensorRef, TimingError, WriteTensor, PAD64_RULE,
+    chosen_access, launch, launch_lists, launch_with, time_median, Access, AccessClass, Arg,
+    Element, Float, KernelSpec, LaunchArg, LaunchError, ReadTensor, Runtime, Tensor, Tensor1,
+    Tensor2, Tensor3, TensorError, TensorMut, TensorRef, TimingError, WriteTensor, PAD64_RULE,
 };
 
 /// The tuner (feature `tune`): tuning a kernel from code, the tuning cache, and

@@ -31,6 +31,7 @@ impl KernelBuilder {
                 source_file: String::new(),
                 generics: Vec::new(),
                 params: Vec::new(),
+                lists: Vec::new(),
                 grid: Vec::new(),
                 space: Space::default(),
                 constraints: Vec::new(),

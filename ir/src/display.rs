@@ -184,14 +184,20 @@ impl fmt::Display for Kernel {
         let params: Vec<String> = self
             .params
             .iter()
-            .map(|p| match &p.kind {
+            .enumerate()
+            .map(|(i, p)| match &p.kind {
                 ParamKind::Tensor {
                     rank,
                     elem,
                     mutable,
                 } => {
+                    let (open, close) = if self.is_list(i) {
+                        ("[", "]")
+                    } else {
+                        ("", "")
+                    };
                     format!(
-                        "{}: &{}Tensor{rank}<{elem}>",
+                        "{}: &{}{open}Tensor{rank}<{elem}>{close}",
                         p.name,
                         if *mutable { "mut " } else { "" }
                     )

@@ -152,6 +152,16 @@ pub struct Kernel {
     pub generics: Vec<String>,
     /// Parameters.
     pub params: Vec<Param>,
+    /// The tensor parameters passed as lists (`&[Tensor1<T>]`, `&mut [Tensor1<T>]`), by
+    /// index, ascending. A kernel with lists is launched once over all their members
+    /// (`tilekit_runtime::launch_lists`): its 1-axis grid is evaluated per member, the
+    /// programs of all members run in one grid, and in the body a list parameter is the
+    /// tensor of the program's member (`program_id(0)` counts that member's programs).
+    /// Every list holds the same number of members; the other parameters are shared.
+    /// Omitted from the JSON when empty (the spec hashes of kernels without lists are
+    /// unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lists: Vec<usize>,
     /// Launch grid, one expression per axis (1 to 3).
     pub grid: Vec<Expr>,
     /// Tuning space.
@@ -183,6 +193,17 @@ impl Kernel {
     /// Parses the embedded JSON form.
     pub fn from_json(s: &str) -> Result<Kernel, serde_json::Error> {
         serde_json::from_str(s)
+    }
+
+    /// Whether parameter `index` is a tensor list (see [`Kernel::lists`]).
+    ///
+    /// ```
+    /// let mut k = tilekit_ir::KernelBuilder::new("k").into_kernel();
+    /// k.lists = vec![1];
+    /// assert!(k.is_list(1) && !k.is_list(0));
+    /// ```
+    pub fn is_list(&self, index: usize) -> bool {
+        self.lists.binary_search(&index).is_ok()
     }
 
     /// Number of SSA values.

@@ -44,3 +44,36 @@ pub fn welford(
     let d = where_(mask, v - mean, 0.0);
     (mean, sum(d * d, 0), d)
 }
+
+/// One AdamW update of a tile (PyTorch's decoupled weight decay, in f32): from parameters
+/// `p`, gradient `g` and moments `m`, `v`, the new `(p, m, v)`:
+///
+/// ```text
+/// p <- p * (1 - lr * weight_decay)
+/// m <- beta1 * m + (1 - beta1) * g
+/// v <- beta2 * v + (1 - beta2) * g^2
+/// p <- p - (lr / (1 - beta1^step)) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
+/// ```
+///
+/// The bias corrections are scalars: one `powi` each per program.
+#[tile_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn adamw_update(
+    p: Tile<f32, BLOCK>,
+    g: Tile<f32, BLOCK>,
+    m: Tile<f32, BLOCK>,
+    v: Tile<f32, BLOCK>,
+    lr: f32,
+    beta1: f32,
+    beta2: f32,
+    eps: f32,
+    weight_decay: f32,
+    step: i64,
+) -> (Tile<f32, BLOCK>, Tile<f32, BLOCK>, Tile<f32, BLOCK>) {
+    let p0 = p * (1.0 - lr * weight_decay);
+    let m1 = m * beta1 + g * (1.0 - beta1);
+    let v1 = v * beta2 + g * g * (1.0 - beta2);
+    let step_size = lr / (1.0 - powi(beta1, step));
+    let bc2_sqrt = sqrt(1.0 - powi(beta2, step));
+    (p0 - step_size * m1 / (sqrt(v1) / bc2_sqrt + eps), m1, v1)
+}

@@ -30,13 +30,14 @@ mod optim;
 pub use activation::{matmul_bias_activation, Activation};
 pub use attention_backward::attention_backward;
 pub use folded::{linear_batchnorm, BatchNorm, FoldError, FoldedBatchNorm};
-pub use helpers::welford;
+pub use helpers::{adamw_update, welford};
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
-pub use optim::{adamw_step, AdamW};
+pub use optim::{adamw_step, adamw_step_list, AdamW};
 
 pub use ops::adamw::adamw;
+pub use ops::adamw_list::adamw_list;
 pub use ops::attention::attention;
 pub use ops::attention_bwd_delta::attention_bwd_delta;
 pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
@@ -123,6 +124,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &rmsnorm_rows::SPEC,
     &layernorm_rows::SPEC,
     &adamw::SPEC,
+    &adamw_list::SPEC,
     &attention::SPEC,
     &attention_bwd_delta::SPEC,
     &attention_bwd_dq::SPEC,

@@ -1,4 +1,5 @@
-//! Optimizer steps: the typed launcher of the fused [`adamw`](crate::adamw) kernel.
+//! Optimizer steps: the typed launchers of the fused [`adamw`](crate::adamw) kernel and of
+//! its tensor-list form [`adamw_list`](crate::adamw_list).
 
 use crate::adamw;
 use tilekit::prelude::*;
@@ -60,6 +61,52 @@ pub fn adamw_step<T: Float>(
 ) -> Result<(), LaunchError> {
     let step = i64::try_from(step).unwrap_or(i64::MAX);
     adamw::launch(
+        rt,
+        p,
+        g,
+        m,
+        v,
+        h.lr,
+        h.beta1,
+        h.beta2,
+        h.eps,
+        h.weight_decay,
+        step,
+    )
+}
+
+/// Step `step` (counted from 1) of AdamW over a list of parameter tensors in one launch:
+/// member `i` of `p`, `m`, `v` (f32) updated from member `i` of `g`, as
+/// [`adamw_step`] would update each (the [`adamw_list`](crate::adamw_list) kernel). The four
+/// lists hold the same number of tensors, and member `i` of each the same length; members
+/// may differ in length (a model's parameters). Every member is checked before anything
+/// runs: a refused step (a bad hyper-parameter, `step == 0`, lists of different lengths, a
+/// member of the wrong length) writes nothing.
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::{adamw_step_list, AdamW};
+/// let rt = Runtime::cpu();
+/// let shapes = [3usize, 1, 5];
+/// let mut p: Vec<_> = shapes.iter().map(|&n| Tensor1::<f32>::full(&rt, [n], 1.0).unwrap()).collect();
+/// let g: Vec<_> = shapes.iter().map(|&n| Tensor1::<f32>::full(&rt, [n], 0.5).unwrap()).collect();
+/// let mut m: Vec<_> = shapes.iter().map(|&n| Tensor1::<f32>::zeros(&rt, [n]).unwrap()).collect();
+/// let mut v: Vec<_> = shapes.iter().map(|&n| Tensor1::<f32>::zeros(&rt, [n]).unwrap()).collect();
+/// let h = AdamW { lr: 0.1, weight_decay: 0.0, ..AdamW::default() };
+/// adamw_step_list(&rt, &mut p, &g, &mut m, &mut v, &h, 1).unwrap();
+/// assert!(p.iter().all(|t| t.to_vec().unwrap().iter().all(|x| (x - 0.9).abs() < 1e-6)));
+/// ```
+pub fn adamw_step_list<T: Float>(
+    rt: &Runtime,
+    p: &mut [impl WriteTensor<f32, 1>],
+    g: &[impl ReadTensor<T, 1>],
+    m: &mut [impl WriteTensor<f32, 1>],
+    v: &mut [impl WriteTensor<f32, 1>],
+    h: &AdamW,
+    step: u64,
+) -> Result<(), LaunchError> {
+    let step = i64::try_from(step).unwrap_or(i64::MAX);
+    crate::adamw_list::launch(
         rt,
         p,
         g,

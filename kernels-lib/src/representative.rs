@@ -21,6 +21,9 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("matmul_scale_shift", "8192x4096x4096", "bf16"),
     // One AdamW step over 64 Mi f32 parameters (issue 30's single-tensor target).
     ("adamw", "67108864", "f32"),
+    // The tensor-list form: a launch over a model's parameters takes the entry of its
+    // largest member (GPT-2 small's token embedding, 50257 x 768).
+    ("adamw_list", "38597376", "f32"),
     ("matmul_batched", "32x512x512x512", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),

@@ -47,8 +47,8 @@ pub use element::{Element, Float};
 pub use error::{CpuError, CudaLaunchError, GraphError, LaunchError, RuntimeError, TensorError};
 pub use graph::LaunchGraph;
 pub use launch::{
-    chosen_access, chosen_config, contiguous_access, launch, launch_cpu_with_options, launch_with,
-    Arg, Generics, ScalarValue, TensorArg, TensorArgMut, PAD64_RULE,
+    chosen_access, chosen_config, contiguous_access, launch, launch_cpu_with_options, launch_lists,
+    launch_with, Arg, Generics, LaunchArg, ScalarValue, TensorArg, TensorArgMut, PAD64_RULE,
 };
 pub use memo::LaunchMemoStats;
 pub use nvrtc::{compile_cubin, CompileOptions, Cubin, NvrtcError};

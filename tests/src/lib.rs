@@ -166,3 +166,27 @@ pub mod hopper_kernels {
         store_tile(s, [pm, pn * BN], expand_dims(sum(acc, 0), 0));
     }
 }
+
+pub mod references {
+    //! Plain f64 references shared by the CPU and GPU tests.
+
+    use tilekit_kernels::AdamW;
+
+    /// AdamW in f64 on one tensor, `grads.len()` steps from zero moments: PyTorch's formula
+    /// (decoupled weight decay, bias corrections).
+    pub fn adamw_ref(p: &mut [f64], grads: &[Vec<f64>], h: &AdamW) {
+        let (b1, b2) = (f64::from(h.beta1), f64::from(h.beta2));
+        let (lr, eps, wd) = (f64::from(h.lr), f64::from(h.eps), f64::from(h.weight_decay));
+        let (mut m, mut v) = (vec![0.0; p.len()], vec![0.0; p.len()]);
+        for (t, g) in grads.iter().enumerate() {
+            let step = i32::try_from(t + 1).unwrap_or(i32::MAX);
+            let (bc1, bc2) = (1.0 - b1.powi(step), 1.0 - b2.powi(step));
+            for i in 0..p.len() {
+                p[i] *= 1.0 - lr * wd;
+                m[i] = b1 * m[i] + (1.0 - b1) * g[i];
+                v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
+                p[i] -= lr / bc1 * m[i] / (v[i].sqrt() / bc2.sqrt() + eps);
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@ use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
 use tilekit_kernels::{matmul, rmsnorm, scale_chain, softmax};
 
+use tilekit_tests::references::adamw_ref;
 use tilekit_tests::support::Rng;
 
 fn seed() -> u64 {
@@ -295,23 +296,6 @@ fn matmul_matches_reference_at_awkward_sizes() {
         "BM=128,BN=64,BK=32,WARPS=4,STAGES=3,SMEM=Swizzle128",
         &mut rng,
     );
-}
-
-/// AdamW in f64, `steps` steps from zero moments, PyTorch's formula (decoupled decay).
-fn adamw_ref(p: &mut [f64], grads: &[Vec<f64>], h: &tilekit_kernels::AdamW) {
-    let (b1, b2) = (f64::from(h.beta1), f64::from(h.beta2));
-    let (lr, eps, wd) = (f64::from(h.lr), f64::from(h.eps), f64::from(h.weight_decay));
-    let (mut m, mut v) = (vec![0.0; p.len()], vec![0.0; p.len()]);
-    for (t, g) in grads.iter().enumerate() {
-        let step = (t + 1) as i32;
-        let (bc1, bc2) = (1.0 - b1.powi(step), 1.0 - b2.powi(step));
-        for i in 0..p.len() {
-            p[i] *= 1.0 - lr * wd;
-            m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-            v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
-            p[i] -= lr / bc1 * m[i] / (v[i].sqrt() / bc2.sqrt() + eps);
-        }
-    }
 }
 
 fn adamw_case<T: Float>(n: usize, r: &mut Rng) {

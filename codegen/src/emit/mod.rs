@@ -290,7 +290,8 @@ pub(crate) fn lower_with<'k>(
 }
 
 /// The parameters of the template's `run`: the grid, each kernel parameter, the shared
-/// memory, and on the Hopper engine the tensor maps, the pipeline state and the tile.
+/// memory, and on the Hopper engine the tensor maps, the pipeline state and the tile (over
+/// tensor lists, the member's program).
 fn run_params(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Result<Vec<String>, CodegenError> {
     let mut params = vec!["const tk::Grid& grid".to_string()];
     for (i, p) in kernel.params.iter().enumerate() {
@@ -307,6 +308,9 @@ fn run_params(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Result<Vec<String
         params.push("const tk::sm90::tensor_map* tk_map0".to_string());
         params.push("const tk::sm90::tensor_map* tk_map1".to_string());
         params.push("tk::sm90::pipe_state& tk_state".to_string());
+        params.push("const unsigned tk_block".to_string());
+    } else if !kernel.lists.is_empty() {
+        // Over tensor lists: the program of its member (`program_id(0)`).
         params.push("const unsigned tk_block".to_string());
     }
 

@@ -81,6 +81,9 @@ fn hopper_plan(cx: &Cx<'_>, target: Target, threads: u32) -> Result<HopperPlan, 
     if target != Target::Sm90a {
         return Err(format!("target {target} has no wgmma"));
     }
+    if !cx.kernel.lists.is_empty() {
+        return Err("tensor lists run on the mma.sync engine".into());
+    }
     let [rl] = cx.layouts.loops.as_slice() else {
         return Err("not exactly one pipelined loop with rings".into());
     };

@@ -98,14 +98,36 @@ pub fn variant_source(
         vec,
     )?;
 
+    let lists = !kernel.lists.is_empty();
+    if lists && is_hopper {
+        return Err(CodegenError::Unsupported(format!(
+            "kernel `{}`: tensor lists on the Hopper engine",
+            kernel.name
+        )));
+    }
     let mut params = vec!["tk::Grid grid".to_string()];
-    let mut names = vec!["grid".to_string()];
+    let mut names = vec![if lists { "tk_grid" } else { "grid" }.to_string()];
+    if lists {
+        params.push("const uint4* __restrict__ tk_chunks".to_string());
+        params.push("const tk::TensorArg* __restrict__ tk_members".to_string());
+    }
     for (i, p) in kernel.params.iter().enumerate() {
+        if let Ok(l) = kernel.lists.binary_search(&i) {
+            // A list parameter: this member's tensor, from its row of the member table.
+            names.push(format!(
+                "tk_members[(size_t)tk_chunk.x * {} + {l}]",
+                kernel.lists.len()
+            ));
+            continue;
+        }
         let (ct, _) = param_ctype(p)?;
         params.push(format!("{ct} p{i}"));
         names.push(format!("p{i}"));
     }
     names.push("reinterpret_cast<char*>(tk_smem)".into());
+    if lists {
+        names.push("tk_chunk.y".into());
+    }
     if is_hopper {
         for m in 0..2 {
             params.push(format!(
@@ -218,6 +240,16 @@ pub fn variant_source(
             ));
         }
         out.push_str("    }\n}\n");
+    } else if lists {
+        // Over tensor lists: block b runs program tk_chunk.y of member tk_chunk.x (whose
+        // grid has tk_chunk.z programs), its list parameters from the member's row.
+        out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
+        out.push_str("    const uint4 tk_chunk = tk_chunks[blockIdx.x];\n");
+        out.push_str("    const tk::Grid tk_grid = {{(long long)tk_chunk.z, 1LL, 1LL}};\n");
+        out.push_str(&format!(
+            "    tilekit_variant::run({});\n}}\n",
+            names.join(", ")
+        ));
     } else {
         out.push_str("    extern __shared__ __align__(128) unsigned char tk_smem[];\n");
         out.push_str(&format!(

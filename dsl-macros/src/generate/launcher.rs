@@ -24,15 +24,37 @@ fn param_tokens(params: &[ParamDecl]) -> (Vec<TokenStream>, Vec<TokenStream>) {
                     let w = &p.written;
                     quote!(#w)
                 }
+                k if p.list => list_type(k),
                 k => launcher_type(k),
             };
             quote!(#id: #ty)
         })
         .collect();
+    let lists = params.iter().any(|p| p.list);
     let args = params
         .iter()
         .map(|p| {
             let id = &p.ident;
+            if lists {
+                // A kernel over lists: each argument one member or a list of them.
+                return match &p.kind {
+                    ParamKind::Tensor { mutable: true, .. } if p.list => quote!(
+                        ::tilekit::LaunchArg::List(#id.iter_mut().map(::tilekit::WriteTensor::write_arg).collect())
+                    ),
+                    ParamKind::Tensor { .. } if p.list => quote!(
+                        ::tilekit::LaunchArg::List(#id.iter().map(::tilekit::ReadTensor::read_arg).collect())
+                    ),
+                    ParamKind::Tensor { mutable: true, .. } => {
+                        quote!(::tilekit::LaunchArg::One(::tilekit::WriteTensor::write_arg(#id)))
+                    }
+                    ParamKind::Tensor { .. } => {
+                        quote!(::tilekit::LaunchArg::One(::tilekit::ReadTensor::read_arg(#id)))
+                    }
+                    ParamKind::Scalar { .. } => {
+                        quote!(::tilekit::LaunchArg::One(::tilekit::Arg::from(#id)))
+                    }
+                };
+            }
             match &p.kind {
                 ParamKind::Tensor { mutable: true, .. } => {
                     quote!(::tilekit::WriteTensor::write_arg(#id))
@@ -43,6 +65,25 @@ fn param_tokens(params: &[ParamDecl]) -> (Vec<TokenStream>, Vec<TokenStream>) {
         })
         .collect();
     (decls, args)
+}
+
+/// The launcher's type of a tensor-list parameter: a slice of any tensors or views.
+fn list_type(kind: &ParamKind) -> TokenStream {
+    let ParamKind::Tensor {
+        rank,
+        elem,
+        mutable,
+    } = kind
+    else {
+        return launcher_type(kind);
+    };
+    let r = Literal::usize_unsuffixed(usize::from(*rank));
+    let e = crate::parse::signature::elem_tokens(elem);
+    if *mutable {
+        quote!(&mut [impl ::tilekit::WriteTensor<#e, #r>])
+    } else {
+        quote!(&[impl ::tilekit::ReadTensor<#e, #r>])
+    }
 }
 
 /// The module. With `payload == None` (the kernel had errors) the launchers keep their
@@ -58,6 +99,7 @@ pub fn module(
     let generics = &sig.generics;
     let bounds = quote!(<#(#generics: ::tilekit::Float),*>);
     let (decls, args) = param_tokens(&sig.params);
+    let lists = sig.params.iter().any(|p| p.list);
     let n_generics = generics.len();
     let generics_fn = format_ident!("__generics");
     let (spec, launch_body, launch_with_body) = match payload {
@@ -78,11 +120,23 @@ pub fn module(
                         [#(<#generics as ::tilekit::Element>::DTYPE),*]
                     }
                 },
-                quote! {
-                    ::tilekit::launch(rt, &SPEC, &#generics_fn::<#(#generics),*>(), &mut [#(#args),*])
+                if lists {
+                    quote! {
+                        ::tilekit::launch_lists(rt, &SPEC, None, &#generics_fn::<#(#generics),*>(), ::std::vec![#(#args),*])
+                    }
+                } else {
+                    quote! {
+                        ::tilekit::launch(rt, &SPEC, &#generics_fn::<#(#generics),*>(), &mut [#(#args),*])
+                    }
                 },
-                quote! {
-                    ::tilekit::launch_with(rt, &SPEC, config, &#generics_fn::<#(#generics),*>(), &mut [#(#args),*])
+                if lists {
+                    quote! {
+                        ::tilekit::launch_lists(rt, &SPEC, Some(config), &#generics_fn::<#(#generics),*>(), ::std::vec![#(#args),*])
+                    }
+                } else {
+                    quote! {
+                        ::tilekit::launch_with(rt, &SPEC, config, &#generics_fn::<#(#generics),*>(), &mut [#(#args),*])
+                    }
                 },
             )
         }

@@ -641,6 +641,26 @@ pub fn build(
             format!("the grid has {} axes; it must have 1 to 3", args.grid.len()),
         );
     }
+    let lists: Vec<usize> = (sig.params.iter().enumerate())
+        .filter(|(_, p)| p.list)
+        .map(|(i, _)| i)
+        .collect();
+    if let Some(&first) = lists.first() {
+        if args.parsed && args.grid.len() > 1 {
+            cx.error_help(
+                args.grid_span,
+                format!(
+                    "a kernel over tensor lists has a 1-axis grid, not {} axes",
+                    args.grid.len()
+                ),
+                format!(
+                    "the grid is evaluated for each member of `{}` and the members' programs run one after another along axis 0: write one axis (say `cdiv({}.len(), BLOCK)`)",
+                    sig.params[first].ident, sig.params[first].ident
+                ),
+            );
+        }
+    }
+    b.kernel_mut().lists = lists;
     let mut constraints = Vec::new();
     for c in &attrs.constraints {
         if let Some(expr) = host::lower(c, &scope, cx) {

@@ -14,6 +14,8 @@ pub struct ParamDecl {
     pub span: Span,
     /// The type as written (scalars keep it in the launcher: `usize` stays `usize`).
     pub written: Type,
+    /// A tensor list (`&[Tensor1<T>]`, `&mut [Tensor1<T>]`): see `tilekit_ir::Kernel::lists`.
+    pub list: bool,
 }
 
 /// The parsed signature.
@@ -27,7 +29,7 @@ pub struct Signature {
     pub rejected: Vec<Ident>,
 }
 
-const PARAM_HELP: &str = "kernel parameters are `&Tensor1<T>`, `&Tensor2<T>`, `&Tensor3<T>` (read), the same with `&mut` (written), or scalars `f32`, `i32`, `i64`, `usize`, `bool`";
+const PARAM_HELP: &str = "kernel parameters are `&Tensor1<T>`, `&Tensor2<T>`, `&Tensor3<T>` (read), the same with `&mut` (written), lists of them (`&[Tensor1<T>]`, `&mut [Tensor1<T>]`), or scalars `f32`, `i32`, `i64`, `usize`, `bool`";
 
 /// Parses an element type name: a declared generic or a concrete dtype.
 pub fn parse_elem(ty: &Type, generics: &[Ident]) -> Option<Elem> {
@@ -50,10 +52,15 @@ pub fn tensor_rank(name: &str) -> Option<u8> {
     }
 }
 
-fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<ParamKind> {
+/// A parameter's kind, and whether it is a tensor list (`&[TensorR<T>]`).
+fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<(ParamKind, bool)> {
     match ty {
         Type::Reference(r) => {
-            let Type::Path(p) = &*r.elem else {
+            let (elem, list) = match &*r.elem {
+                Type::Slice(s) => (&*s.elem, true),
+                e => (e, false),
+            };
+            let Type::Path(p) = elem else {
                 cx.error_help(ty.span(), "unsupported parameter type", PARAM_HELP);
                 return None;
             };
@@ -100,11 +107,14 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<Para
                 );
                 return None;
             };
-            Some(ParamKind::Tensor {
-                rank,
-                elem,
-                mutable: r.mutability.is_some(),
-            })
+            Some((
+                ParamKind::Tensor {
+                    rank,
+                    elem,
+                    mutable: r.mutability.is_some(),
+                },
+                list,
+            ))
         }
         Type::Path(p) => {
             let name = p
@@ -126,7 +136,7 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<Para
                     return None;
                 }
             };
-            Some(ParamKind::Scalar { dtype })
+            Some((ParamKind::Scalar { dtype }, false))
         }
         _ => {
             cx.error_help(ty.span(), "unsupported parameter type", PARAM_HELP);
@@ -204,12 +214,13 @@ pub fn parse(f: &syn::ItemFn, cx: &mut Ctxt) -> Signature {
                     cx.error(pt.pat.span(), "kernel parameters must be plain names");
                     continue;
                 };
-                if let Some(kind) = parse_param_type(&pt.ty, &generics, cx) {
+                if let Some((kind, list)) = parse_param_type(&pt.ty, &generics, cx) {
                     params.push(ParamDecl {
                         ident: pi.ident.clone(),
                         kind,
                         span: pt.span(),
                         written: (*pt.ty).clone(),
+                        list,
                     });
                 } else {
                     rejected.push(pi.ident.clone());

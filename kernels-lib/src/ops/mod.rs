@@ -1,6 +1,7 @@
 //! One file per kernel; `#[kernel]` turns each fn into a module of the same name.
 
 pub mod adamw;
+pub mod adamw_list;
 pub mod attention;
 pub mod attention_bwd_delta;
 pub mod attention_bwd_dkdv;

@@ -86,6 +86,8 @@ pub(crate) struct CudaDevice {
     pub(super) capture: Mutex<Option<graph::CaptureState>>,
     /// `PAD64` scratch, one buffer per parameter position (see `pad`).
     pub(super) scratch: Mutex<Vec<Option<super::pad::Scratch>>>,
+    /// The device tables of the last launches over tensor lists (see `lists`).
+    pub(super) list_tables: Mutex<Vec<super::list_tables::ListTables>>,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -218,6 +220,7 @@ impl CudaDevice {
             capturing: AtomicBool::new(false),
             capture: Mutex::new(None),
             scratch: Mutex::new(Vec::new()),
+            list_tables: Mutex::new(Vec::new()),
         })
     }
 

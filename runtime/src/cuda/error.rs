@@ -55,4 +55,18 @@ pub enum CudaLaunchError {
         /// Bytes needed.
         bytes: usize,
     },
+    /// A launch over tensor lists during a launch-graph capture whose member and chunk
+    /// tables (device memory, built for exactly these members) this runtime does not hold
+    /// yet: nothing is allocated during a capture. The capture is abandoned.
+    #[error(
+        "the tensor lists' tables ({members} members, {blocks} programs) are not built in \
+         this runtime and a launch graph is being captured: nothing is allocated during a \
+         capture; launch once with these lists before `Runtime::capture` (warm-up)"
+    )]
+    ListTablesForCapture {
+        /// Members per list.
+        members: usize,
+        /// Programs over all members.
+        blocks: u64,
+    },
 }

@@ -51,6 +51,8 @@ pub(crate) mod graph;
 mod in_flight;
 mod launch;
 mod libraries;
+mod list_tables;
+pub(crate) mod lists;
 pub(crate) mod pad;
 pub(crate) mod pad_layout;
 mod timings;

@@ -51,6 +51,16 @@ pub enum LaunchError {
         /// What was passed.
         found: String,
     },
+    /// The tensor lists of a launch over lists (`launch_lists`) do not fit the kernel: a
+    /// list passed for a single tensor or the reverse, lists of different lengths, or a
+    /// kernel with lists launched through `launch`.
+    #[error("kernel `{kernel}`: {message}")]
+    TensorList {
+        /// Kernel name.
+        kernel: String,
+        /// What is wrong.
+        message: String,
+    },
     /// A scalar argument of the right type whose value the kernel cannot receive: a `usize`
     /// above `i64::MAX` (kernels take `usize` scalars as `i64`).
     #[error(

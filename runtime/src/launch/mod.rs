@@ -28,6 +28,7 @@ mod backend;
 mod check;
 mod default_rule;
 pub(crate) mod error;
+pub(crate) mod lists;
 mod parts;
 mod resolve;
 
@@ -40,6 +41,7 @@ pub(crate) use check::check_overlaps;
 pub use check::PAD64_RULE;
 pub(crate) use check::{check, check_bindings, pad64_mask, Checked};
 pub use error::LaunchError;
+pub use lists::{launch_lists, LaunchArg};
 #[cfg(test)]
 pub(crate) use resolve::resolve;
 
@@ -249,6 +251,28 @@ pub fn contiguous_access(
 /// ([`launch_on`]); while the CUDA runtime captures a launch graph, the launch is registered
 /// with the capture.
 fn run(
+    rt: &Runtime,
+    spec: &KernelSpec,
+    config: Option<&Config>,
+    generics: Generics<'_>,
+    args: &mut [Arg<'_>],
+) -> Result<(), LaunchError> {
+    let analyzed = spec.analyzed()?;
+    if let Some(&i) = analyzed.kernel.lists.first() {
+        return Err(LaunchError::TensorList {
+            kernel: analyzed.kernel.name.clone(),
+            message: format!(
+                "parameter `{}` is a tensor list: launch through `launch_lists` (the kernel's own `launch`)",
+                analyzed.kernel.params[i].name
+            ),
+        });
+    }
+    run_one(rt, spec, config, generics, args)
+}
+
+/// [`run`] without the refusal of kernels over tensor lists: one launch with these
+/// arguments (`lists` runs each member through it on the CPU backend).
+pub(crate) fn run_one(
     rt: &Runtime,
     spec: &KernelSpec,
     config: Option<&Config>,

@@ -11,7 +11,8 @@ use tilekit_ir::{Config, Kernel, ParamKind};
 use tilekit_runtime::cudarc::driver::sys::CUevent_flags;
 use tilekit_runtime::cudarc::driver::CudaStream;
 use tilekit_runtime::{
-    launch_cpu_with_options, launch_with, CpuOptions, KernelSpec, ProgramSample, Runtime,
+    launch_cpu_with_options, launch_lists, launch_with, CpuOptions, KernelSpec, LaunchArg,
+    ProgramSample, Runtime,
 };
 
 /// Bytes the rotation of input sets should cover at least: beyond the H100's 50 MB L2, so a
@@ -89,8 +90,26 @@ fn launch_set(
     set: &mut ArgSet,
     config: &Config,
 ) -> Result<(), TuneError> {
-    let mut args = set.launch_args();
-    launch_with(rt, spec, config, bindings, &mut args)
+    let args = set.launch_args();
+    let lists = spec.analyzed().map_or(&[][..], |a| &a.kernel.lists[..]);
+    if lists.is_empty() {
+        let mut args = args;
+        return launch_with(rt, spec, config, bindings, &mut args)
+            .map_err(|e| TuneError::Candidate(e.to_string()));
+    }
+    // A kernel over tensor lists is tuned on lists of one member each: the problem's shapes.
+    let args = args
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if lists.binary_search(&i).is_ok() {
+                LaunchArg::List(vec![a])
+            } else {
+                LaunchArg::One(a)
+            }
+        })
+        .collect();
+    launch_lists(rt, spec, Some(config), bindings, args)
         .map_err(|e| TuneError::Candidate(e.to_string()))
 }
 

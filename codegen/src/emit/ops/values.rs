@@ -16,8 +16,9 @@ impl<'k> Emitter<'k> {
                 &format!(
                     "tk::program_id<{}, {axis}, TK_GROUP>(grid{})",
                     self.kernel.grid.len(),
-                    // A persistent (Hopper-engine) program runs the tile it is given.
-                    if self.hopper.is_some() {
+                    // A persistent (Hopper-engine) program runs the tile it is given; a
+                    // program over tensor lists, its program of its member.
+                    if self.hopper.is_some() || !self.kernel.lists.is_empty() {
                         ", tk_block"
                     } else {
                         ""
