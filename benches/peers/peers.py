@@ -911,6 +911,8 @@ def m_train(b, ctx):
             gc.collect(); torch.cuda.empty_cache()
     if not keep or "adamw" in keep:
         res["adamw"] = m_adamw(b, ctx)
+    if not keep or "adamw" in keep or "adamw_list" in keep:
+        res["adamw_list"] = m_adamw_list(b, ctx)
     res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE,
                      "swiglu": SWIGLU_SHAPE, "gelu": SWIGLU_SHAPE, "adamw": ADAMW_N}
     return res
@@ -951,6 +953,42 @@ def m_adamw(b, ctx):
         out[prov] = rec
     del p, g, m, v
     gc.collect(); torch.cuda.empty_cache()
+    return out
+
+
+def gpt2_small_sizes():
+    """GPT-2 small's parameter sizes (148 tensors, 124,439,808 parameters), in the order of
+    tilekit-bench's `gpt2_small_sizes`."""
+    d = 768
+    sizes = [50257 * d, 1024 * d]
+    for _ in range(12):
+        sizes += [d, d, d * 3 * d, 3 * d, d * d, d, d, d, d * 4 * d, 4 * d, 4 * d * d, d]
+    return sizes + [d, d]
+
+
+def m_adamw_list(b, ctx):
+    """One AdamW step over GPT-2 small's parameter list (f32 parameters and gradients):
+    `torch.optim.AdamW(fused=True)` and `(foreach=True)`, `opt.step()` timed as a user calls
+    it (its host work included); 28 bytes per parameter."""
+    sizes, out = gpt2_small_sizes(), {}
+    n = sum(sizes)
+    label = f"adamw list gpt2-small {len(sizes)} tensors f32"
+    for prov, kw in (("torch fused", {"fused": True}), ("torch foreach", {"foreach": True})):
+        try:
+            params = [torch.nn.Parameter(torch.randn(k, device="cuda")) for k in sizes]
+            for q in params:
+                q.grad = torch.randn_like(q)
+            opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                                    weight_decay=0.01, **kw)
+            rec = b.time(lambda i: opt.step())
+            rate(rec, 28 * n, ctx.get("copy_gbps"))
+            rec["params"], rec["tensors"] = n, len(sizes)
+            del opt, params
+        except Exception as e:  # noqa: BLE001 - report and go on
+            rec = {"error": err_str(e)}
+        row("train", prov, label, rec)
+        out[prov] = rec
+        gc.collect(); torch.cuda.empty_cache()
     return out
 
 

@@ -153,7 +153,7 @@ fn no_device_pointer(params: &[Param], i: usize) -> CudaLaunchError {
 /// A scalar as the kernel receives it, as the first bytes of a word in memory: `f32`,
 /// `i32` and `bool` (as `i32`) in 4 bytes, `i64` and `usize` (as `i64`) in 8.
 #[inline]
-fn scalar_abi(s: ScalarValue) -> u64 {
+pub(super) fn scalar_abi(s: ScalarValue) -> u64 {
     fn low4(b: [u8; 4]) -> u64 {
         let mut w = [0u8; 8];
         w[..4].copy_from_slice(&b);

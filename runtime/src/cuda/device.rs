@@ -86,8 +86,8 @@ pub(crate) struct CudaDevice {
     pub(super) capture: Mutex<Option<graph::CaptureState>>,
     /// `PAD64` scratch, one buffer per parameter position (see `pad`).
     pub(super) scratch: Mutex<Vec<Option<super::pad::Scratch>>>,
-    /// The device tables of the last launches over tensor lists (see `lists`).
-    pub(super) list_tables: Mutex<Vec<super::list_tables::ListTables>>,
+    /// The last launches over tensor lists, resolved (see `lists`).
+    pub(super) list_tables: Mutex<Vec<super::list_tables::ListEntry>>,
 }
 
 impl std::fmt::Debug for CudaDevice {

@@ -1,22 +1,29 @@
-//! The device tables of launches over tensor lists (`lists`), kept per runtime: each
-//! set's chunk table (per program: its member, its program in the member, the member's
-//! programs) and member table (per member, one `tk::TensorArg` per list parameter), with the
-//! key they were built from.
+//! What a launch over tensor lists (`lists`) keeps per runtime for the next one with the
+//! same members: the resolved configuration, the variant's access classes, and the device
+//! tables (per program: its member, its program in the member, the member's programs; per
+//! member, one `tk::TensorArg` per list parameter), under the key they were built from.
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use tilekit_codegen::Access;
+use tilekit_ir::{Bindings, Config};
 
-/// Table sets kept per runtime.
+/// Entries kept per runtime.
 pub(crate) const KEPT: usize = 8;
 
-/// The device tables of one set of members: `key` is what they were built from (each
-/// member's program count, then its `tk::TensorArg` words per list).
-pub(crate) struct ListTables {
+/// One set of members, resolved: `key` is everything the members' checks read except the
+/// scalars only `#[check]`s read (see `lists::structure_key`).
+pub(crate) struct ListEntry {
     pub key: Vec<u64>,
+    pub config: Config,
+    pub bindings: Bindings,
+    pub access: Access,
+    /// Programs over all members.
+    pub blocks: u32,
     pub chunks: CudaSlice<u32>,
     pub members: CudaSlice<u64>,
 }
 
-impl ListTables {
+impl ListEntry {
     /// The device addresses of the chunk and member tables.
     pub fn ptrs(&self, stream: &CudaStream) -> (u64, u64) {
         let (c, rc) = self.chunks.device_ptr(stream);

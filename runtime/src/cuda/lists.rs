@@ -6,43 +6,157 @@
 //! `tilekit_kernel(tk::Grid, const uint4* chunks, const tk::TensorArg* members, shared..)`.
 //! Block `b` reads `chunks[b] = {member, program, member's programs, 0}` and the member's
 //! row of `members` (one `tk::TensorArg` per list parameter) and runs the kernel's body as
-//! that program of that member. Both tables live in device memory, built on the host for a
-//! launch's members (their addresses, shapes and strides) and grids, and kept for the next
-//! launch with the same ones (the last `KEPT`): an optimizer step over the same
-//! parameters every iteration uploads nothing after the first.
+//! that program of that member. Both tables live in device memory.
+//!
+//! **Kept for the next launch** (`list_tables::ListEntry`, the last `KEPT` member sets): the
+//! configuration, the access classes and both tables, under a key holding everything the
+//! members' checks read — the kernel, the explicit configuration, the bindings, every
+//! tensor's element type, device address, extents and strides, and the values of the
+//! scalars a constraint, the grid or the tuning key reads — but not the scalars that only
+//! `#[check]`s read (AdamW's learning rate and step). A launch that finds its key checks
+//! again only what those scalars decide: with the largest member, or with every member
+//! when some condition reads a scalar and an extent together. An optimizer step over the
+//! same parameters every iteration then checks one member and uploads nothing.
 
-use super::abi::{pack_args, tensor_abi, Slot, EMPTY_SLOT};
-use super::list_tables::{ListTables, KEPT};
+use super::abi::{pack_args, scalar_abi, tensor_abi, Slot, EMPTY_SLOT};
+use super::list_tables::{ListEntry, KEPT};
 use super::{ffi, lock, CudaDevice};
 use crate::cuda::error::CudaLaunchError;
-use crate::launch::lists::{check_members, Split};
-use crate::launch::{Arg, LaunchError};
+use crate::launch::lists::{check_members, largest, Split};
+use crate::launch::{chosen_config, Arg, Generics, LaunchBackend, LaunchError, ScalarValue};
+use crate::runtime::Runtime;
 use crate::spec::{Analyzed, KernelSpec};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::Ordering;
+use tilekit_ir::{Config, Expr, Kernel};
 
 /// Largest `gridDim.x`.
 const MAX_BLOCKS: i64 = (1 << 31) - 1;
-use std::sync::atomic::Ordering;
-use tilekit_ir::{Bindings, Config};
 
-/// The `tk::TensorArg` words of `a` (a member), or `None` without a device address.
-fn member_words(a: &Arg<'_>) -> Option<[u64; 7]> {
+/// Marks a list parameter's place among the shared arguments in a key.
+const LIST_SLOT: u64 = u64::MAX;
+
+/// A tensor's words in a key: its element type, then its `tk::TensorArg` (address,
+/// extents, strides); `None` without a device address.
+fn tensor_words(a: &Arg<'_>, out: &mut Vec<u64>) -> Option<()> {
     let (layout, device) = match a {
         Arg::Tensor(t) => (&t.layout, t.device),
         Arg::TensorMut(t) => (&t.layout, t.device),
         Arg::Scalar(_) => return None,
     };
-    Some(tensor_abi(device?, layout).words())
+    out.push(layout.dtype as u64);
+    out.extend_from_slice(&tensor_abi(device?, layout).words());
+    Some(())
+}
+
+/// Whether `e` reads a tensor's extent or a named dimension.
+fn reads_shape(e: &Expr) -> bool {
+    match e {
+        Expr::TensorDim { .. } | Expr::Dim(_) => true,
+        Expr::Call(_, args) => args.iter().any(reads_shape),
+        Expr::Bin(_, a, b) => reads_shape(a) || reads_shape(b),
+        Expr::Not(a) | Expr::Neg(a) => reads_shape(a),
+        _ => false,
+    }
+}
+
+/// The scalars a kept entry's key holds (read by a constraint or the grid, or an integer
+/// that may change the work and so the tuning key), and whether some condition reads a
+/// scalar and an extent together (then a kept entry's members are all checked again).
+fn key_scalars(kernel: &Kernel) -> (Vec<bool>, bool) {
+    let mut keyed = vec![false; kernel.params.len()];
+    let mut mixed = false;
+    for (e, key) in (kernel.constraints.iter().map(|c| (&c.expr, true)))
+        .chain(kernel.checks.iter().map(|c| (&c.expr, false)))
+        .chain(kernel.grid.iter().map(|g| (g, true)))
+    {
+        let mut any = false;
+        e.scalars_read(&mut |i| {
+            any = true;
+            if key {
+                if let Some(k) = keyed.get_mut(i) {
+                    *k = true;
+                }
+            }
+        });
+        mixed |= any && reads_shape(e);
+    }
+    for (i, p) in kernel.params.iter().enumerate() {
+        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int())
+            && tilekit_ir::scalar_use::shapes_work(kernel, i)
+        {
+            keyed[i] = true;
+        }
+    }
+    (keyed, mixed)
+}
+
+/// A scalar's words in a key: its type and value.
+fn scalar_words(s: ScalarValue) -> [u64; 2] {
+    let kind = match s {
+        ScalarValue::F32(_) => 1,
+        ScalarValue::I32(_) => 2,
+        ScalarValue::I64(_) => 3,
+        ScalarValue::Usize(_) => 4,
+        ScalarValue::Bool(_) => 5,
+    };
+    [kind, scalar_abi(s)]
+}
+
+/// The key of a launch's members (see the module docs); `None` when a tensor has no device
+/// address (the checks then refuse it).
+fn structure_key(
+    spec: &KernelSpec,
+    kernel: &Kernel,
+    config: Option<&Config>,
+    bindings: &tilekit_ir::Bindings,
+    s: &Split<'_>,
+) -> Option<Vec<u64>> {
+    let (keyed, _) = key_scalars(kernel);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (config, bindings).hash(&mut h);
+    let mut key = vec![spec.content_id(), h.finish(), s.members as u64];
+    for (i, a) in s.slots.iter().enumerate() {
+        if kernel.is_list(i) {
+            key.push(LIST_SLOT);
+            continue;
+        }
+        match a {
+            Arg::Scalar(v) if keyed[i] => key.extend_from_slice(&scalar_words(*v)),
+            Arg::Scalar(v) => key.push(scalar_words(*v)[0]),
+            _ => tensor_words(a, &mut key)?,
+        }
+    }
+    for m in 0..s.members {
+        for (_, members) in &s.lists {
+            tensor_words(&members[m], &mut key)?;
+        }
+    }
+    Some(key)
+}
+
+/// What a launch runs: the configuration, bindings and access of the variant, its blocks
+/// and the tables' device addresses.
+struct Resolved {
+    config: Config,
+    bindings: tilekit_ir::Bindings,
+    access: tilekit_codegen::Access,
+    blocks: u32,
+    chunks: u64,
+    members: u64,
 }
 
 impl CudaDevice {
-    /// Checks every member with `config`, loads the variant (one access for all members)
-    /// and launches all members' programs at once on the runtime's stream.
+    /// Resolves the launch (a kept entry with its `#[check]` scalars checked again, or the
+    /// configuration, every member's check and new tables), loads the variant and launches
+    /// all members' programs at once on the runtime's stream.
     pub(crate) fn launch_lists(
         &self,
+        rt: &Runtime,
         spec: &KernelSpec,
         analyzed: &Analyzed,
-        config: &Config,
-        bindings: &Bindings,
+        config: Option<&Config>,
+        generics: Generics<'_>,
         s: &mut Split<'_>,
     ) -> Result<(), LaunchError> {
         let kernel = &analyzed.kernel;
@@ -50,64 +164,84 @@ impl CudaDevice {
             kernel: kernel.name.clone(),
             source: Box::new(source),
         };
-        let list_err = |message: String| LaunchError::TensorList {
+        let list_err = |message: &str| LaunchError::TensorList {
             kernel: kernel.name.clone(),
-            message,
+            message: message.to_string(),
         };
-        let (access, checked) = check_members(self, spec, analyzed, config, bindings, s)?;
-        let grids: Vec<i64> = checked.iter().map(|c| c.grid[0]).collect();
-        let Some(first) = checked.into_iter().next() else {
-            return Ok(());
+        let bindings = generics.to_bindings(kernel);
+        let key = structure_key(spec, kernel, config, &bindings, s);
+        let kept = key.as_ref().and_then(|k| self.kept_list(k));
+        let r = match kept {
+            Some(r) => {
+                // The members are those checked when the entry was made; what the scalars
+                // only `#[check]`s read decide is checked again.
+                let members: Vec<usize> = if key_scalars(kernel).1 {
+                    (0..s.members).collect()
+                } else {
+                    vec![largest(s)]
+                };
+                for m in members {
+                    s.with_member(m, |slots| {
+                        self.check(spec, analyzed, &r.config, &r.bindings, slots, r.access)
+                    })?;
+                }
+                r
+            }
+            None => {
+                let config = match config {
+                    Some(c) => c.clone(),
+                    None => {
+                        s.with_member(largest(s), |slots| chosen_config(rt, spec, generics, slots))?
+                    }
+                };
+                let (access, checked) = check_members(self, spec, analyzed, &config, &bindings, s)?;
+                let grids: Vec<i64> = checked.iter().map(|c| c.grid[0]).collect();
+                let Some(first) = checked.into_iter().next() else {
+                    return Ok(());
+                };
+                let total: i64 = grids.iter().sum();
+                if total == 0 {
+                    return Ok(());
+                }
+                if total > MAX_BLOCKS {
+                    return Err(LaunchError::Grid {
+                        kernel: kernel.name.clone(),
+                        axis: 0,
+                        message: format!(
+                            "the members' {total} programs exceed CUDA's limit of {MAX_BLOCKS} blocks per launch"
+                        ),
+                    });
+                }
+                if first.config.pad64() {
+                    return Err(list_err("PAD64 = true is not supported over tensor lists"));
+                }
+                let Some(key) = key else {
+                    // The checks passed, so every tensor has a device address.
+                    return Err(list_err("a member has no device address"));
+                };
+                self.keep_list(
+                    key,
+                    first.config,
+                    first.bindings,
+                    access,
+                    &grids,
+                    s.lists.len(),
+                )
+                .map_err(cuda_err)?
+            }
         };
-        let total: i64 = grids.iter().sum();
-        if total == 0 {
-            return Ok(());
-        }
-        if total > MAX_BLOCKS {
-            return Err(LaunchError::Grid {
-                kernel: kernel.name.clone(),
-                axis: 0,
-                message: format!(
-                    "the members' {total} programs exceed CUDA's limit of {MAX_BLOCKS} blocks per launch"
-                ),
-            });
-        }
-        if first.config.pad64() {
-            return Err(list_err(
-                "PAD64 = true is not supported over tensor lists".into(),
-            ));
-        }
         let loaded = self
-            .function(spec, kernel, &first.config, &first.bindings, access)
+            .function(spec, kernel, &r.config, &r.bindings, r.access)
             .map_err(cuda_err)?;
         if loaded.persistent || loaded.tma.is_some() {
             return Err(list_err(
-                "this configuration runs on the Hopper engine, which tensor lists do not support"
-                    .into(),
+                "this configuration runs on the Hopper engine, which tensor lists do not support",
             ));
         }
-        // What the tables are built from: each member's programs and tensors.
-        let lists = s.lists.len();
-        let mut key = Vec::with_capacity(s.members * (1 + 7 * lists));
-        for (m, &g) in grids.iter().enumerate() {
-            key.push(g as u64);
-            for (i, members) in &s.lists {
-                let words = member_words(&members[m]).ok_or_else(|| {
-                    cuda_err(CudaLaunchError::NoDevicePointer {
-                        param: kernel.params[*i].name.clone(),
-                    })
-                })?;
-                key.extend_from_slice(&words);
-            }
-        }
-        let (chunks, members) = self
-            .list_tables(key, &grids, lists, total)
-            .map_err(cuda_err)?;
         // The entry's parameters: the two tables, then the shared arguments in order.
-        let shared = kernel.params.len() - lists;
-        let mut slots: Vec<Slot> = vec![EMPTY_SLOT; 2 + shared];
-        slots[0][0].write(chunks);
-        slots[1][0].write(members);
+        let mut slots: Vec<Slot> = vec![EMPTY_SLOT; 2 + kernel.params.len() - s.lists.len()];
+        slots[0][0].write(r.chunks);
+        slots[1][0].write(r.members);
         let mut k = 2;
         for (i, a) in s.slots.iter().enumerate() {
             if kernel.is_list(i) {
@@ -121,43 +255,57 @@ impl CudaDevice {
             .map_err(cuda_err)?;
             k += 1;
         }
-        let grid = ffi::GridAbi { n: [total, 1, 1] };
-        let blocks = u32::try_from(total).unwrap_or(u32::MAX);
-        let r = self
-            .launch_loaded(&loaded, blocks, &grid, &slots, &[], "cuLaunchKernel")
+        let grid = ffi::GridAbi {
+            n: [i64::from(r.blocks), 1, 1],
+        };
+        let launched = self
+            .launch_loaded(&loaded, r.blocks, &grid, &slots, &[], "cuLaunchKernel")
             .map_err(cuda_err);
         if self.capturing.load(Ordering::Acquire) {
             // The graph keeps every tensor and both tables alive.
-            let mut addrs: Vec<u64> = vec![chunks, members];
+            let mut addrs: Vec<u64> = vec![r.chunks, r.members];
             addrs.extend(s.slots.iter().filter_map(device_of));
             for (_, ms) in &s.lists {
                 addrs.extend(ms.iter().filter_map(device_of));
             }
-            match &r {
+            match &launched {
                 Ok(()) => self.note_captured(&addrs, &Ok(())),
                 Err(e) => self.note_captured(&[], &Err(e.clone())),
             }
         }
-        r
+        launched
     }
 
-    /// The device addresses of the chunk and member tables for `key`: kept ones, else built
-    /// and uploaded (refused during a capture), evicting the oldest beyond [`KEPT`].
-    fn list_tables(
+    /// The kept entry of `key`, made the most recently used.
+    fn kept_list(&self, key: &[u64]) -> Option<Resolved> {
+        let mut kept = lock(&self.list_tables);
+        let pos = kept.iter().position(|e| e.key == key)?;
+        let e = kept.remove(pos);
+        let (chunks, members) = e.ptrs(&self.stream);
+        let r = Resolved {
+            config: e.config.clone(),
+            bindings: e.bindings.clone(),
+            access: e.access,
+            blocks: e.blocks,
+            chunks,
+            members,
+        };
+        kept.push(e);
+        Some(r)
+    }
+
+    /// Builds and uploads the tables of checked members (refused during a capture) and
+    /// keeps them under `key`, evicting the least recently used beyond `KEPT`.
+    fn keep_list(
         &self,
         key: Vec<u64>,
+        config: Config,
+        bindings: tilekit_ir::Bindings,
+        access: tilekit_codegen::Access,
         grids: &[i64],
         lists: usize,
-        total: i64,
-    ) -> Result<(u64, u64), CudaLaunchError> {
-        let mut kept = lock(&self.list_tables);
-        if let Some(pos) = kept.iter().position(|t| t.key == key) {
-            // Most recently used last.
-            let t = kept.remove(pos);
-            let ptrs = t.ptrs(&self.stream);
-            kept.push(t);
-            return Ok(ptrs);
-        }
+    ) -> Result<Resolved, CudaLaunchError> {
+        let total: i64 = grids.iter().sum();
         if self.capturing.load(Ordering::Acquire) {
             return Err(CudaLaunchError::ListTablesForCapture {
                 members: grids.len(),
@@ -170,9 +318,13 @@ impl CudaDevice {
                 chunk_words.extend_from_slice(&[m as u32, b as u32, g as u32, 0]);
             }
         }
+        // The members' `tk::TensorArg`s are the key's last words: per member, per list,
+        // the element type then seven words.
+        let per_member = lists * 8;
+        let tail = &key[key.len() - grids.len() * per_member..];
         let mut member_words = Vec::with_capacity(grids.len() * lists * 7);
-        for row in key.chunks(1 + 7 * lists) {
-            member_words.extend_from_slice(&row[1..]);
+        for t in tail.chunks(8) {
+            member_words.extend_from_slice(&t[1..]);
         }
         let upload = |e: cudarc::driver::DriverError| CudaLaunchError::Driver {
             call: "cuMemcpyHtoDAsync (tensor-list tables)",
@@ -180,12 +332,25 @@ impl CudaDevice {
         };
         let chunks = self.stream.clone_htod(&chunk_words).map_err(upload)?;
         let members = self.stream.clone_htod(&member_words).map_err(upload)?;
-        let t = ListTables {
+        let e = ListEntry {
             key,
+            config,
+            bindings,
+            access,
+            blocks: u32::try_from(total).unwrap_or(u32::MAX),
             chunks,
             members,
         };
-        let ptrs = t.ptrs(&self.stream);
+        let (c, m) = e.ptrs(&self.stream);
+        let r = Resolved {
+            config: e.config.clone(),
+            bindings: e.bindings.clone(),
+            access,
+            blocks: e.blocks,
+            chunks: c,
+            members: m,
+        };
+        let mut kept = lock(&self.list_tables);
         if kept.len() >= KEPT {
             let old = kept.remove(0);
             let (c, m) = old.ptrs(&self.stream);
@@ -193,8 +358,8 @@ impl CudaDevice {
             drop(super::graph::defer_free(c, old.chunks));
             drop(super::graph::defer_free(m, old.members));
         }
-        kept.push(t);
-        Ok(ptrs)
+        kept.push(e);
+        Ok(r)
     }
 }
 

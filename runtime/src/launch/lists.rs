@@ -123,7 +123,7 @@ fn split<'a>(analyzed: &Analyzed, args: Vec<LaunchArg<'a>>) -> Result<Split<'a>,
 
 /// The member with the most elements in the first list (the first such member on a tie):
 /// the launch whose configuration serves all of them.
-fn largest(s: &Split<'_>) -> usize {
+pub(crate) fn largest(s: &Split<'_>) -> usize {
     let Some((_, first)) = s.lists.first() else {
         return 0;
     };
@@ -181,16 +181,16 @@ pub fn launch_lists<'g>(
     if s.members == 0 {
         return Ok(());
     }
-    let config = match config {
-        Some(c) => c.clone(),
-        None => {
-            let big = largest(&s);
-            s.with_member(big, |slots| chosen_config(rt, spec, generics, slots))?
-        }
-    };
-    let bindings = generics.to_bindings(kernel);
     match rt.backend_state() {
         BackendState::Cpu(_) => {
+            let config = match config {
+                Some(c) => c.clone(),
+                None => {
+                    let big = largest(&s);
+                    s.with_member(big, |slots| chosen_config(rt, spec, generics, slots))?
+                }
+            };
+            let bindings = generics.to_bindings(kernel);
             // Every member checked before the first runs.
             for m in 0..s.members {
                 s.with_member(m, |slots| {
@@ -202,7 +202,9 @@ pub fn launch_lists<'g>(
             }
             Ok(())
         }
-        BackendState::Cuda(dev, _) => dev.launch_lists(spec, analyzed, &config, &bindings, &mut s),
+        BackendState::Cuda(dev, _) => {
+            dev.launch_lists(rt, spec, analyzed, config, generics, &mut s)
+        }
     }
 }
 

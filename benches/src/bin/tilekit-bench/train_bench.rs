@@ -67,6 +67,7 @@ fn kernels() -> Vec<(&'static KernelSpec, DType)> {
         (&k::swiglu::SPEC, BF16),
         (&k::swiglu_bwd::SPEC, BF16),
         (&k::adamw::SPEC, F32),
+        (&k::adamw_list::SPEC, F32),
         (&k::gelu::SPEC, BF16),
         (&k::gelu_bwd::SPEC, BF16),
         (&k::bias_gelu::SPEC, BF16),
@@ -651,7 +652,85 @@ fn optimizer(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Value
         },
     )?;
     out.insert("adamw".into(), r);
+    drop((p, g, m, v));
+    out.insert("adamw_list".into(), adamw_list_gpt2(rt, ceiling)?);
     Ok(())
+}
+
+/// GPT-2 small's parameter shapes (148 tensors, 124,439,808 parameters): token and
+/// position embeddings, 12 blocks of (LayerNorm, QKV, attention projection, LayerNorm, MLP
+/// up, MLP down; weights and biases), the final LayerNorm.
+pub(crate) fn gpt2_small_sizes() -> Vec<usize> {
+    let d = 768usize;
+    let mut sizes = vec![50257 * d, 1024 * d];
+    for _ in 0..12 {
+        sizes.extend([
+            d,
+            d,
+            d * 3 * d,
+            3 * d,
+            d * d,
+            d,
+            d,
+            d,
+            d * 4 * d,
+            4 * d,
+            4 * d * d,
+            d,
+        ]);
+    }
+    sizes.extend([d, d]);
+    sizes
+}
+
+/// One AdamW step over GPT-2 small's parameter list (f32 parameters, gradients and
+/// moments) in one launch of `adamw_list`: 28 bytes per parameter. Also the host's time to
+/// issue one list launch (no synchronization in between), the figure that must stay below
+/// the GPU's.
+fn adamw_list_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let sizes = gpt2_small_sizes();
+    let n: usize = sizes.iter().sum();
+    let mut p = Vec::with_capacity(sizes.len());
+    let mut g = Vec::with_capacity(sizes.len());
+    let (mut m, mut v) = (Vec::new(), Vec::new());
+    for (i, &len) in sizes.iter().enumerate() {
+        p.push(t1::<f32>(rt, len, 100 + i as u64)?);
+        g.push(t1::<f32>(rt, len, 400 + i as u64)?);
+        m.push(Tensor1::<f32>::zeros(rt, [len])?);
+        v.push(Tensor1::<f32>::zeros(rt, [len])?);
+    }
+    let mut i = 0usize;
+    let label = format!("adamw list gpt2-small {} tensors f32", sizes.len());
+    let mut step = |c: Option<&Config>| -> Result<()> {
+        i += 1;
+        Ok(run!(
+            adamw_list, rt, c, &mut p, &g, &mut m, &mut v, 1e-3, 0.9, 0.999, 1e-8, 0.01, i as i64
+        )?)
+    };
+    let mut r = sweep(
+        rt,
+        "train",
+        &label,
+        &k::adamw_list::SPEC,
+        28.0 * n as f64,
+        ceiling,
+        &mut step,
+    )?;
+    // Host time per launch: 50 launches issued back to back, then one synchronization.
+    rt.synchronize()?;
+    let t = std::time::Instant::now();
+    for _ in 0..50 {
+        step(None)?;
+    }
+    let host_us = t.elapsed().as_secs_f64() * 1e6 / 50.0;
+    rt.synchronize()?;
+    println!("train   {label}: host {host_us:.1} us per launch (issue only)");
+    if let Value::Object(o) = &mut r {
+        o.insert("host_issue_us".into(), json!(host_us));
+        o.insert("tensors".into(), json!(sizes.len()));
+        o.insert("params".into(), json!(n));
+    }
+    Ok(r)
 }
 
 /// `tilekit-bench ncu-target NAME`: launches one library kernel (its `launch`, three times,
