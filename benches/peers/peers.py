@@ -913,6 +913,8 @@ def m_train(b, ctx):
         res["adamw"] = m_adamw(b, ctx)
     if not keep or "adamw" in keep or "adamw_list" in keep:
         res["adamw_list"] = m_adamw_list(b, ctx)
+        res["adamw_master_list"] = m_adamw_master_list(b, ctx)
+        res["sgd_list"] = m_sgd_list(b, ctx)
     res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE,
                      "swiglu": SWIGLU_SHAPE, "gelu": SWIGLU_SHAPE, "adamw": ADAMW_N}
     return res
@@ -966,22 +968,19 @@ def gpt2_small_sizes():
     return sizes + [d, d]
 
 
-def m_adamw_list(b, ctx):
-    """One AdamW step over GPT-2 small's parameter list (f32 parameters and gradients):
-    `torch.optim.AdamW(fused=True)` and `(foreach=True)`, `opt.step()` timed as a user calls
-    it (its host work included); 28 bytes per parameter."""
+def optimizer_list(b, ctx, label, bytes_per_param, make):
+    """Times `opt.step()` over GPT-2 small's f32 parameter list (random gradients) for each
+    `(provider, constructor keywords)`, as a user calls it (its host work included)."""
     sizes, out = gpt2_small_sizes(), {}
     n = sum(sizes)
-    label = f"adamw list gpt2-small {len(sizes)} tensors f32"
     for prov, kw in (("torch fused", {"fused": True}), ("torch foreach", {"foreach": True})):
         try:
             params = [torch.nn.Parameter(torch.randn(k, device="cuda")) for k in sizes]
             for q in params:
                 q.grad = torch.randn_like(q)
-            opt = torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-                                    weight_decay=0.01, **kw)
+            opt = make(params, **kw)
             rec = b.time(lambda i: opt.step())
-            rate(rec, 28 * n, ctx.get("copy_gbps"))
+            rate(rec, bytes_per_param * n, ctx.get("copy_gbps"))
             rec["params"], rec["tensors"] = n, len(sizes)
             del opt, params
         except Exception as e:  # noqa: BLE001 - report and go on
@@ -990,6 +989,59 @@ def m_adamw_list(b, ctx):
         out[prov] = rec
         gc.collect(); torch.cuda.empty_cache()
     return out
+
+
+def m_adamw_list(b, ctx):
+    """One AdamW step over GPT-2 small's parameter list (f32 parameters and gradients):
+    `torch.optim.AdamW(fused=True)` and `(foreach=True)`; 28 bytes per parameter."""
+    label = f"adamw list gpt2-small {len(gpt2_small_sizes())} tensors f32"
+    return optimizer_list(b, ctx, label, 28, lambda ps, **kw: torch.optim.AdamW(
+        ps, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, **kw))
+
+
+def m_adamw_master_list(b, ctx):
+    """Mixed-precision AdamW over GPT-2 small's list, as tilekit's `adamw_master_list`:
+    bf16 model parameters and gradients, f32 master weights and moments. PyTorch's way with
+    its fused optimizer: the bf16 gradients copied into the master weights' f32 `.grad`
+    (`torch._foreach_copy_`), `AdamW(fused=True).step()` on the master weights, the result
+    copied back into the bf16 parameters; all three timed as one step. 24 bytes per
+    parameter counted (the minimum: what tilekit moves), so torch's extra traffic shows as
+    a lower rate."""
+    sizes, out = gpt2_small_sizes(), {}
+    n = sum(sizes)
+    label = f"adamw master list gpt2-small {len(sizes)} tensors bf16"
+    try:
+        model = [torch.randn(k, device="cuda").to(torch.bfloat16) for k in sizes]
+        grads = [torch.randn(k, device="cuda").to(torch.bfloat16) for k in sizes]
+        master = [torch.nn.Parameter(p.float()) for p in model]
+        for q in master:
+            q.grad = torch.empty_like(q)
+        opt = torch.optim.AdamW(master, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+                                weight_decay=0.01, fused=True)
+        mg = [q.grad for q in master]
+
+        def step(i):
+            torch._foreach_copy_(mg, grads)
+            opt.step()
+            torch._foreach_copy_(model, [q.detach() for q in master])
+        rec = b.time(step)
+        rate(rec, 24 * n, ctx.get("copy_gbps"))
+        rec["params"], rec["tensors"] = n, len(sizes)
+        del opt, master, model, grads, mg
+    except Exception as e:  # noqa: BLE001 - report and go on
+        rec = {"error": err_str(e)}
+    row("train", "torch fused+copies", label, rec)
+    out["torch fused+copies"] = rec
+    gc.collect(); torch.cuda.empty_cache()
+    return out
+
+
+def m_sgd_list(b, ctx):
+    """SGD with momentum 0.9 over GPT-2 small's list (f32): `torch.optim.SGD(fused=True)`
+    and `(foreach=True)`; 20 bytes per parameter."""
+    label = f"sgd list gpt2-small {len(gpt2_small_sizes())} tensors f32"
+    return optimizer_list(b, ctx, label, 20, lambda ps, **kw: torch.optim.SGD(
+        ps, lr=1e-3, momentum=0.9, **kw))
 
 
 MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,

@@ -34,10 +34,11 @@ pub use helpers::{adamw_update, welford};
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
-pub use optim::{adamw_step, adamw_step_list, AdamW};
+pub use optim::{adamw_step, adamw_step_list, adamw_step_master_list, sgd_step_list, AdamW, Sgd};
 
 pub use ops::adamw::adamw;
 pub use ops::adamw_list::adamw_list;
+pub use ops::adamw_master_list::adamw_master_list;
 pub use ops::attention::attention;
 pub use ops::attention_bwd_delta::attention_bwd_delta;
 pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
@@ -66,6 +67,7 @@ pub use ops::rmsnorm_residual::rmsnorm_residual;
 pub use ops::rmsnorm_rows::rmsnorm_rows;
 pub use ops::scale::scale;
 pub use ops::scale_chain::scale_chain;
+pub use ops::sgd_list::sgd_list;
 pub use ops::silu::silu;
 pub use ops::silu_bwd::silu_bwd;
 pub use ops::softmax::softmax;
@@ -125,6 +127,8 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &layernorm_rows::SPEC,
     &adamw::SPEC,
     &adamw_list::SPEC,
+    &adamw_master_list::SPEC,
+    &sgd_list::SPEC,
     &attention::SPEC,
     &attention_bwd_delta::SPEC,
     &attention_bwd_dq::SPEC,

@@ -1,5 +1,7 @@
 //! Optimizer steps: the typed launchers of the fused [`adamw`](crate::adamw) kernel and of
-//! its tensor-list form [`adamw_list`](crate::adamw_list).
+//! its tensor-list forms [`adamw_list`](crate::adamw_list) and
+//! [`adamw_master_list`](crate::adamw_master_list), and SGD with momentum over tensor lists
+//! ([`sgd_list`](crate::sgd_list)).
 
 use crate::adamw;
 use tilekit::prelude::*;
@@ -118,5 +120,121 @@ pub fn adamw_step_list<T: Float>(
         h.eps,
         h.weight_decay,
         step,
+    )
+}
+
+/// Step `step` (counted from 1) of AdamW over a mixed-precision model's parameter list in
+/// one launch: the f32 master weights `master` and moments `m`, `v` updated from the
+/// model's 16-bit gradients `g`, and the model's parameters `p` (bf16 or f16, the
+/// gradients' type) set to the new master weights rounded to nearest even (the
+/// [`adamw_master_list`](crate::adamw_master_list) kernel). Lists and refusals as
+/// [`adamw_step_list`].
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::{adamw_step_master_list, AdamW};
+/// let rt = Runtime::cpu();
+/// let mut master = vec![Tensor1::<f32>::full(&rt, [4], 1.0).unwrap()];
+/// let mut p = vec![Tensor1::<bf16>::full(&rt, [4], bf16::ONE).unwrap()];
+/// let g = vec![Tensor1::<bf16>::full(&rt, [4], bf16::from_f32(-1.0)).unwrap()];
+/// let mut m = vec![Tensor1::<f32>::zeros(&rt, [4]).unwrap()];
+/// let mut v = vec![Tensor1::<f32>::zeros(&rt, [4]).unwrap()];
+/// let h = AdamW { lr: 0.25, weight_decay: 0.0, ..AdamW::default() };
+/// adamw_step_master_list(&rt, &mut master, &mut p, &g, &mut m, &mut v, &h, 1).unwrap();
+/// assert_eq!(p[0].to_vec().unwrap()[0].to_f32(), 1.25);
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn adamw_step_master_list<T: Float>(
+    rt: &Runtime,
+    master: &mut [impl WriteTensor<f32, 1>],
+    p: &mut [impl WriteTensor<T, 1>],
+    g: &[impl ReadTensor<T, 1>],
+    m: &mut [impl WriteTensor<f32, 1>],
+    v: &mut [impl WriteTensor<f32, 1>],
+    h: &AdamW,
+    step: u64,
+) -> Result<(), LaunchError> {
+    let step = i64::try_from(step).unwrap_or(i64::MAX);
+    crate::adamw_master_list::launch(
+        rt,
+        master,
+        p,
+        g,
+        m,
+        v,
+        h.lr,
+        h.beta1,
+        h.beta2,
+        h.eps,
+        h.weight_decay,
+        step,
+    )
+}
+
+/// SGD's hyper-parameters, as `torch.optim.SGD`'s (`Default`: `lr` 1e-3, no momentum,
+/// dampening or weight decay, not Nesterov).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sgd {
+    /// Learning rate (>= 0).
+    pub lr: f32,
+    /// Momentum factor (>= 0; 0 is plain SGD, without a buffer).
+    pub momentum: f32,
+    /// Dampening of the momentum, in [0, 1].
+    pub dampening: f32,
+    /// L2 penalty added to the gradient (>= 0).
+    pub weight_decay: f32,
+    /// Nesterov momentum (needs `momentum > 0` and `dampening == 0`).
+    pub nesterov: bool,
+}
+
+impl Default for Sgd {
+    fn default() -> Self {
+        Sgd {
+            lr: 1e-3,
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+        }
+    }
+}
+
+/// One SGD step over a list of parameter tensors in one launch (the
+/// [`sgd_list`](crate::sgd_list) kernel): `first` is true on the first step, which
+/// starts the momentum buffers `buf` from the gradient (their contents are not read).
+/// Lists as [`adamw_step_list`]; out-of-range hyper-parameters are refused and nothing is
+/// written.
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::{sgd_step_list, Sgd};
+/// let rt = Runtime::cpu();
+/// let mut p = vec![Tensor1::<f32>::full(&rt, [3], 1.0).unwrap()];
+/// let g = vec![Tensor1::<f32>::full(&rt, [3], 1.0).unwrap()];
+/// let mut buf = vec![Tensor1::<f32>::zeros(&rt, [3]).unwrap()];
+/// let h = Sgd { lr: 0.5, momentum: 0.5, ..Sgd::default() };
+/// sgd_step_list(&rt, &mut p, &g, &mut buf, &h, true).unwrap(); // buf = 1, p = 0.5
+/// sgd_step_list(&rt, &mut p, &g, &mut buf, &h, false).unwrap(); // buf = 1.5, p = -0.25
+/// assert_eq!(p[0].to_vec().unwrap(), vec![-0.25; 3]);
+/// ```
+pub fn sgd_step_list<T: Float>(
+    rt: &Runtime,
+    p: &mut [impl WriteTensor<f32, 1>],
+    g: &[impl ReadTensor<T, 1>],
+    buf: &mut [impl WriteTensor<f32, 1>],
+    h: &Sgd,
+    first: bool,
+) -> Result<(), LaunchError> {
+    crate::sgd_list::launch(
+        rt,
+        p,
+        g,
+        buf,
+        h.lr,
+        h.momentum,
+        h.dampening,
+        h.weight_decay,
+        h.nesterov,
+        first,
     )
 }

@@ -24,6 +24,8 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     // The tensor-list form: a launch over a model's parameters takes the entry of its
     // largest member (GPT-2 small's token embedding, 50257 x 768).
     ("adamw_list", "38597376", "f32"),
+    ("adamw_master_list", "38597376", "bf16"),
+    ("sgd_list", "38597376", "f32"),
     ("matmul_batched", "32x512x512x512", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),

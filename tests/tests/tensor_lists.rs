@@ -8,7 +8,9 @@
 
 use tilekit::prelude::*;
 use tilekit::{Arg, LaunchArg, LaunchError};
-use tilekit_kernels::{adamw_step, adamw_step_list, AdamW};
+use tilekit_kernels::{
+    adamw_step, adamw_step_list, adamw_step_master_list, sgd_step_list, AdamW, Sgd,
+};
 use tilekit_tests::references::adamw_ref;
 use tilekit_tests::support::Rng;
 
@@ -37,6 +39,13 @@ fn scale_ids_ref(x: &[f32], s: f32, bias: f32, block: usize) -> Vec<f32> {
 /// A list's parameters after the steps, those of one launch per member, and the f64
 /// reference.
 type Stepped = (Vec<Vec<f32>>, Vec<Vec<f32>>, Vec<Vec<f64>>);
+
+/// One tensor per member, holding `data`'s values.
+fn uploads<T: tilekit::Element>(rt: &Runtime, data: &[Vec<T>]) -> Vec<Tensor1<T>> {
+    data.iter()
+        .map(|v| Tensor1::from_vec(rt, v.clone(), [v.len()]).unwrap())
+        .collect()
+}
 
 /// Member lengths around the default block (2048), one empty member and a tiny one.
 const LENS: [usize; 7] = [1, 2047, 0, 2048, 2049, 5000, 3];
@@ -68,10 +77,7 @@ fn adamw_three_steps<T: Float>(rt: &Runtime, r: &mut Rng) -> Stepped {
         for (i, gi) in g.iter().enumerate() {
             grads[i].push(gi.iter().map(|x| x.to_f64()).collect());
         }
-        let gt: Vec<_> = g
-            .iter()
-            .map(|x| Tensor1::from_vec(rt, x.clone(), [x.len()]).unwrap())
-            .collect();
+        let gt: Vec<_> = uploads(rt, &g);
         adamw_step_list(rt, &mut p, &gt, &mut m, &mut v, &h, step).unwrap();
         for i in 0..LENS.len() {
             adamw_step(rt, &mut p1[i], &gt[i], &mut m1[i], &mut v1[i], &h, step).unwrap();
@@ -118,10 +124,7 @@ fn a_members_program_ids_are_its_own_and_shared_arguments_are_shared() {
     let lens = [130usize, 1, 0, 64, 257];
     let mut r = Rng(7);
     let xs: Vec<Vec<f32>> = lens.iter().map(|&n| r.vec(n, 1.0)).collect();
-    let x: Vec<_> = xs
-        .iter()
-        .map(|v| Tensor1::from_vec(&rt, v.clone(), [v.len()]).unwrap())
-        .collect();
+    let x: Vec<_> = uploads(&rt, &xs);
     let mut y: Vec<_> = lens
         .iter()
         .map(|&n| Tensor1::<f32>::full(&rt, [n], f32::NAN).unwrap())
@@ -218,6 +221,185 @@ fn refused_list_launches_write_nothing() {
     unchanged(&p, &m);
 }
 
+/// SGD in f64 on one tensor, `grads.len()` steps (PyTorch's `torch.optim.SGD`).
+fn sgd_ref(p: &mut [f64], grads: &[Vec<f64>], h: &Sgd) {
+    let (lr, mom, damp, wd) = (
+        f64::from(h.lr),
+        f64::from(h.momentum),
+        f64::from(h.dampening),
+        f64::from(h.weight_decay),
+    );
+    let mut buf = vec![0.0; p.len()];
+    for (t, g) in grads.iter().enumerate() {
+        for i in 0..p.len() {
+            let mut d = g[i] + wd * p[i];
+            if mom > 0.0 {
+                buf[i] = if t == 0 {
+                    d
+                } else {
+                    mom * buf[i] + (1.0 - damp) * d
+                };
+                d = if h.nesterov { d + mom * buf[i] } else { buf[i] };
+            }
+            p[i] -= lr * d;
+        }
+    }
+}
+
+/// Three SGD steps over the list on `rt` (gradients of type `T`): the list's parameters
+/// and the f64 reference.
+fn sgd_three_steps<T: Float>(rt: &Runtime, h: &Sgd, r: &mut Rng) -> (Vec<Vec<f32>>, Vec<Vec<f64>>) {
+    let p0: Vec<Vec<f32>> = LENS.iter().map(|&n| r.vec(n, 1.0)).collect();
+    let mut p: Vec<_> = uploads(rt, &p0);
+    // NaN: the first step must not read the buffers.
+    let mut buf: Vec<_> = LENS
+        .iter()
+        .map(|&n| Tensor1::<f32>::full(rt, [n], f32::NAN).unwrap())
+        .collect();
+    let mut grads: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LENS.len()];
+    for step in 0..3 {
+        let g: Vec<Vec<T>> = LENS.iter().map(|&n| r.vec(n, 2.0)).collect();
+        for (i, gi) in g.iter().enumerate() {
+            grads[i].push(gi.iter().map(|x| x.to_f64()).collect());
+        }
+        let gt: Vec<_> = uploads(rt, &g);
+        sgd_step_list(rt, &mut p, &gt, &mut buf, h, step == 0).unwrap();
+    }
+    let mut want: Vec<Vec<f64>> = p0
+        .iter()
+        .map(|x| x.iter().map(|&y| f64::from(y)).collect())
+        .collect();
+    for (w, g) in want.iter_mut().zip(&grads) {
+        sgd_ref(w, g, h);
+    }
+    (p.iter().map(|t| t.to_vec().unwrap()).collect(), want)
+}
+
+/// The SGD configurations the tests run: momentum (with dampening and decay), Nesterov,
+/// and plain SGD (no buffer).
+fn sgd_cases() -> [Sgd; 3] {
+    [
+        Sgd {
+            lr: 0.05,
+            momentum: 0.9,
+            dampening: 0.1,
+            weight_decay: 0.01,
+            nesterov: false,
+        },
+        Sgd {
+            lr: 0.05,
+            momentum: 0.8,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: true,
+        },
+        Sgd {
+            lr: 0.1,
+            weight_decay: 0.02,
+            ..Sgd::default()
+        },
+    ]
+}
+
+#[test]
+fn sgd_list_matches_the_f64_reference() {
+    let rt = Runtime::cpu();
+    let mut r = Rng(0x59d);
+    for h in sgd_cases() {
+        let (got, want) = sgd_three_steps::<f32>(&rt, &h, &mut r);
+        assert_near_ref(&got, &want, &format!("sgd_list {h:?}"));
+        let (got, want) = sgd_three_steps::<half::bf16>(&rt, &h, &mut r);
+        assert_near_ref(&got, &want, &format!("sgd_list bf16 gradients {h:?}"));
+    }
+    // Nesterov without momentum, or with dampening; a negative rate: refused, nothing written.
+    let full = |n: usize, v: f32| Tensor1::<f32>::full(&rt, [n], v).unwrap();
+    let mut p = vec![full(4, 7.0)];
+    let g = vec![full(4, 1.0)];
+    let mut buf = vec![full(4, 0.0)];
+    for h in [
+        Sgd {
+            nesterov: true,
+            ..Sgd::default()
+        },
+        Sgd {
+            nesterov: true,
+            momentum: 0.9,
+            dampening: 0.5,
+            ..Sgd::default()
+        },
+        Sgd {
+            lr: -1.0,
+            ..Sgd::default()
+        },
+        Sgd {
+            dampening: 1.5,
+            momentum: 0.9,
+            ..Sgd::default()
+        },
+    ] {
+        let e = sgd_step_list(&rt, &mut p, &g, &mut buf, &h, true).unwrap_err();
+        assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{h:?}: {e}");
+    }
+    assert!(p[0].to_vec().unwrap().iter().all(|x| *x == 7.0));
+}
+
+/// The model's bf16 parameters, the f32 master weights, and the f64 reference of the
+/// master weights.
+type Mastered = (Vec<Vec<half::bf16>>, Vec<Vec<f32>>, Vec<Vec<f64>>);
+
+/// Three mixed-precision AdamW steps over the list on `rt`.
+fn master_three_steps(rt: &Runtime, r: &mut Rng) -> Mastered {
+    let h = AdamW {
+        lr: 1e-2,
+        weight_decay: 0.1,
+        ..AdamW::default()
+    };
+    let m0: Vec<Vec<f32>> = LENS.iter().map(|&n| r.vec(n, 1.0)).collect();
+    let mut master: Vec<_> = uploads(rt, &m0);
+    let mut p: Vec<_> = LENS
+        .iter()
+        .map(|&n| Tensor1::<half::bf16>::full(rt, [n], half::bf16::NAN).unwrap())
+        .collect();
+    let z = |n: usize| Tensor1::<f32>::zeros(rt, [n]).unwrap();
+    let mut m: Vec<_> = LENS.iter().map(|&n| z(n)).collect();
+    let mut v: Vec<_> = LENS.iter().map(|&n| z(n)).collect();
+    let mut grads: Vec<Vec<Vec<f64>>> = vec![Vec::new(); LENS.len()];
+    for step in 1..=3u64 {
+        let g: Vec<Vec<half::bf16>> = LENS.iter().map(|&n| r.vec(n, 2.0)).collect();
+        for (i, gi) in g.iter().enumerate() {
+            grads[i].push(gi.iter().map(|x| x.to_f64()).collect());
+        }
+        let gt: Vec<_> = uploads(rt, &g);
+        adamw_step_master_list(rt, &mut master, &mut p, &gt, &mut m, &mut v, &h, step).unwrap();
+    }
+    let mut want: Vec<Vec<f64>> = m0
+        .iter()
+        .map(|x| x.iter().map(|&y| f64::from(y)).collect())
+        .collect();
+    for (w, g) in want.iter_mut().zip(&grads) {
+        adamw_ref(w, g, &h);
+    }
+    (
+        p.iter().map(|t| t.to_vec().unwrap()).collect(),
+        master.iter().map(|t| t.to_vec().unwrap()).collect(),
+        want,
+    )
+}
+
+#[test]
+fn adamw_master_list_updates_master_weights_and_rounds_the_model_parameters() {
+    let rt = Runtime::cpu();
+    let (p, master, want) = master_three_steps(&rt, &mut Rng(0x3a57));
+    assert_near_ref(&master, &want, "master weights");
+    for (i, (pi, mi)) in p.iter().zip(&master).enumerate() {
+        let rounded: Vec<half::bf16> = mi.iter().map(|&x| half::bf16::from_f32(x)).collect();
+        assert_eq!(
+            pi, &rounded,
+            "member {i}: the model's parameters are the master's, rounded"
+        );
+    }
+}
+
 use tilekit::ir::DType;
 
 fn gpu() -> Runtime {
@@ -257,6 +439,34 @@ fn adamw_list_on_the_gpu_matches_the_cpu_backend() {
 /// rate or step 0 after good steps is refused and writes nothing; a good step after it runs.
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn sgd_and_master_weight_lists_on_the_gpu_match_the_cpu_backend() {
+    let (cpu, gpu) = (Runtime::cpu(), gpu());
+    for h in sgd_cases() {
+        let (want, _) = sgd_three_steps::<f32>(&cpu, &h, &mut Rng(5));
+        let (got, _) = sgd_three_steps::<f32>(&gpu, &h, &mut Rng(5));
+        assert_near(&got, &want, &format!("sgd gpu vs cpu {h:?}"));
+        let (want, _) = sgd_three_steps::<half::bf16>(&cpu, &h, &mut Rng(6));
+        let (got, _) = sgd_three_steps::<half::bf16>(&gpu, &h, &mut Rng(6));
+        assert_near(
+            &got,
+            &want,
+            &format!("sgd gpu vs cpu, bf16 gradients {h:?}"),
+        );
+    }
+    let (_, want, _) = master_three_steps(&cpu, &mut Rng(7));
+    let (p, master, _) = master_three_steps(&gpu, &mut Rng(7));
+    assert_near(&master, &want, "master weights gpu vs cpu");
+    for (i, (pi, mi)) in p.iter().zip(&master).enumerate() {
+        let rounded: Vec<half::bf16> = mi.iter().map(|&x| half::bf16::from_f32(x)).collect();
+        assert_eq!(
+            pi, &rounded,
+            "member {i}: the model's parameters are the master's, rounded"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn a_kept_list_launch_checks_its_scalars_again_on_the_gpu() {
     let rt = gpu();
     let h = AdamW::default();
@@ -291,10 +501,7 @@ fn list_program_ids_misaligned_members_changed_lists_and_capture_on_the_gpu() {
     let lens = [130usize, 1, 0, 64, 257, 100_000];
     let mut r = Rng(9);
     let xs: Vec<Vec<f32>> = lens.iter().map(|&n| r.vec(n + 1, 1.0)).collect();
-    let x: Vec<_> = xs
-        .iter()
-        .map(|v| Tensor1::from_vec(&rt, v.clone(), [v.len()]).unwrap())
-        .collect();
+    let x: Vec<_> = uploads(&rt, &xs);
     // Members that start one element into their tensors: the general variant.
     let xv: Vec<_> = x
         .iter()

@@ -366,17 +366,22 @@ fn tunes_adamw_with_a_non_negative_second_moment() {
 }
 
 /// A kernel over tensor lists tunes on lists of one member of the problem's shapes (the
-/// launch then takes the winner of its largest member's shape): `adamw_list`'s candidates
-/// run through `launch_lists` and the winner passes the gate.
+/// launch then takes the winner of its largest member's shape): the library's list
+/// kernels' candidates run through `launch_lists` and each winner passes the gate.
 #[test]
 fn tunes_a_kernel_over_tensor_lists_on_one_member_lists() {
     let rt = Runtime::cpu();
-    let spec = &tilekit_kernels::adamw_list::SPEC;
-    let kernel = spec.kernel().unwrap();
+    let kernel = tilekit_kernels::adamw_list::SPEC.kernel().unwrap();
     assert_eq!(kernel.lists, vec![0, 1, 2, 3]);
-    let p = TuneProblem::parse(kernel, "5000", "bf16").unwrap();
-    let r = tune(&rt, spec, &p, &options(4), &|_| {}).unwrap();
-    assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()), "{r:?}");
+    for spec in [
+        &tilekit_kernels::adamw_list::SPEC,
+        &tilekit_kernels::adamw_master_list::SPEC,
+        &tilekit_kernels::sgd_list::SPEC,
+    ] {
+        let p = TuneProblem::parse(spec.kernel().unwrap(), "5000", "bf16").unwrap();
+        let r = tune(&rt, spec, &p, &options(4), &|_| {}).unwrap();
+        assert!(r.winner_check.as_ref().is_some_and(|c| c.ok()), "{r:?}");
+    }
 }
 
 /// An in-place kernel's tensors are reset between launches from a copy kept on the same

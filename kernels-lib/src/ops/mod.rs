@@ -2,6 +2,7 @@
 
 pub mod adamw;
 pub mod adamw_list;
+pub mod adamw_master_list;
 pub mod attention;
 pub mod attention_bwd_delta;
 pub mod attention_bwd_dkdv;
@@ -30,6 +31,7 @@ pub mod rmsnorm_residual;
 pub mod rmsnorm_rows;
 pub mod scale;
 pub mod scale_chain;
+pub mod sgd_list;
 pub mod silu;
 pub mod silu_bwd;
 pub mod softmax;

@@ -68,6 +68,8 @@ fn kernels() -> Vec<(&'static KernelSpec, DType)> {
         (&k::swiglu_bwd::SPEC, BF16),
         (&k::adamw::SPEC, F32),
         (&k::adamw_list::SPEC, F32),
+        (&k::adamw_master_list::SPEC, BF16),
+        (&k::sgd_list::SPEC, F32),
         (&k::gelu::SPEC, BF16),
         (&k::gelu_bwd::SPEC, BF16),
         (&k::bias_gelu::SPEC, BF16),
@@ -654,6 +656,8 @@ fn optimizer(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Value
     out.insert("adamw".into(), r);
     drop((p, g, m, v));
     out.insert("adamw_list".into(), adamw_list_gpt2(rt, ceiling)?);
+    out.insert("adamw_master_list".into(), adamw_master_gpt2(rt, ceiling)?);
+    out.insert("sgd_list".into(), sgd_list_gpt2(rt, ceiling)?);
     Ok(())
 }
 
@@ -681,6 +685,106 @@ pub(crate) fn gpt2_small_sizes() -> Vec<usize> {
     }
     sizes.extend([d, d]);
     sizes
+}
+
+/// Adds the host's time to issue one list launch (50 back to back, then one
+/// synchronization) to a sweep's result: the figure that must stay below the GPU's.
+fn host_issue(
+    rt: &Runtime,
+    label: &str,
+    r: &mut Value,
+    mut step: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    rt.synchronize()?;
+    let t = std::time::Instant::now();
+    for _ in 0..50 {
+        step()?;
+    }
+    let host_us = t.elapsed().as_secs_f64() * 1e6 / 50.0;
+    rt.synchronize()?;
+    println!("train   {label}: host {host_us:.1} us per launch (issue only)");
+    if let Value::Object(o) = r {
+        o.insert("host_issue_us".into(), json!(host_us));
+    }
+    Ok(())
+}
+
+/// One mixed-precision AdamW step over GPT-2 small's parameter list: f32 master weights
+/// and moments, bf16 gradients and model parameters (24 bytes per parameter).
+fn adamw_master_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let sizes = gpt2_small_sizes();
+    let n: usize = sizes.iter().sum();
+    let (mut master, mut p, mut g) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut m, mut v) = (Vec::new(), Vec::new());
+    for (i, &len) in sizes.iter().enumerate() {
+        master.push(t1::<f32>(rt, len, 700 + i as u64)?);
+        p.push(Tensor1::<B>::zeros(rt, [len])?);
+        g.push(t1::<B>(rt, len, 900 + i as u64)?);
+        m.push(Tensor1::<f32>::zeros(rt, [len])?);
+        v.push(Tensor1::<f32>::zeros(rt, [len])?);
+    }
+    let mut i = 0usize;
+    let label = format!("adamw master list gpt2-small {} tensors bf16", sizes.len());
+    let mut step = |c: Option<&Config>| -> Result<()> {
+        i += 1;
+        Ok(run!(
+            adamw_master_list,
+            rt,
+            c,
+            &mut master,
+            &mut p,
+            &g,
+            &mut m,
+            &mut v,
+            1e-3,
+            0.9,
+            0.999,
+            1e-8,
+            0.01,
+            i as i64
+        )?)
+    };
+    let mut r = sweep(
+        rt,
+        "train",
+        &label,
+        &k::adamw_master_list::SPEC,
+        24.0 * n as f64,
+        ceiling,
+        &mut step,
+    )?;
+    host_issue(rt, &label, &mut r, || step(None))?;
+    Ok(r)
+}
+
+/// One SGD step with momentum 0.9 over GPT-2 small's parameter list (f32 parameters,
+/// gradients and buffers: 20 bytes per parameter).
+fn sgd_list_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let sizes = gpt2_small_sizes();
+    let n: usize = sizes.iter().sum();
+    let (mut p, mut g, mut buf) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, &len) in sizes.iter().enumerate() {
+        p.push(t1::<f32>(rt, len, 1100 + i as u64)?);
+        g.push(t1::<f32>(rt, len, 1300 + i as u64)?);
+        buf.push(Tensor1::<f32>::zeros(rt, [len])?);
+    }
+    let label = format!("sgd list gpt2-small {} tensors f32", sizes.len());
+    let mut step = |c: Option<&Config>| -> Result<()> {
+        Ok(run!(
+            sgd_list, rt, c, &mut p, &g, &mut buf, 1e-3, 0.9, 0.0, 0.0, false, false
+        )?)
+    };
+    let mut r = sweep(
+        rt,
+        "train",
+        &label,
+        &k::sgd_list::SPEC,
+        20.0 * n as f64,
+        ceiling,
+        &mut step,
+    )?;
+    host_issue(rt, &label, &mut r, || step(None))?;
+    Ok(r)
 }
 
 /// One AdamW step over GPT-2 small's parameter list (f32 parameters, gradients and
@@ -716,17 +820,8 @@ fn adamw_list_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
         ceiling,
         &mut step,
     )?;
-    // Host time per launch: 50 launches issued back to back, then one synchronization.
-    rt.synchronize()?;
-    let t = std::time::Instant::now();
-    for _ in 0..50 {
-        step(None)?;
-    }
-    let host_us = t.elapsed().as_secs_f64() * 1e6 / 50.0;
-    rt.synchronize()?;
-    println!("train   {label}: host {host_us:.1} us per launch (issue only)");
+    host_issue(rt, &label, &mut r, || step(None))?;
     if let Value::Object(o) = &mut r {
-        o.insert("host_issue_us".into(), json!(host_us));
         o.insert("tensors".into(), json!(sizes.len()));
         o.insert("params".into(), json!(n));
     }
