@@ -915,6 +915,7 @@ def m_train(b, ctx):
         res["adamw_list"] = m_adamw_list(b, ctx)
         res["adamw_master_list"] = m_adamw_master_list(b, ctx)
         res["sgd_list"] = m_sgd_list(b, ctx)
+        res["clip_list"] = m_clip_list(b, ctx)
     res["shapes"] = {"log_softmax": LOGSOFTMAX_SHAPE, "norms": NORM_SHAPE, "cross_entropy": CE_SHAPE,
                      "swiglu": SWIGLU_SHAPE, "gelu": SWIGLU_SHAPE, "adamw": ADAMW_N}
     return res
@@ -1042,6 +1043,29 @@ def m_sgd_list(b, ctx):
     label = f"sgd list gpt2-small {len(gpt2_small_sizes())} tensors f32"
     return optimizer_list(b, ctx, label, 20, lambda ps, **kw: torch.optim.SGD(
         ps, lr=1e-3, momentum=0.9, **kw))
+
+
+def m_clip_list(b, ctx):
+    """`torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)` over GPT-2 small's
+    list (f32 gradients), max_norm 1e30 (the multiply runs, nothing changes), as tilekit's
+    `clip_grad_norm_list`; 12 bytes per parameter (gradients read twice, written once)."""
+    sizes, out = gpt2_small_sizes(), {}
+    n = sum(sizes)
+    label = f"clip list gpt2-small {len(sizes)} tensors f32"
+    for prov, kw in (("torch foreach", {"foreach": True}), ("torch", {"foreach": False})):
+        try:
+            params = [torch.nn.Parameter(torch.empty(k, device="cuda")) for k in sizes]
+            for q in params:
+                q.grad = torch.randn_like(q)
+            rec = b.time(lambda i: torch.nn.utils.clip_grad_norm_(params, 1e30, **kw))
+            rate(rec, 12 * n, ctx.get("copy_gbps"))
+            del params
+        except Exception as e:  # noqa: BLE001 - report and go on
+            rec = {"error": err_str(e)}
+        row("train", prov, label, rec)
+        out[prov] = rec
+        gc.collect(); torch.cuda.empty_cache()
+    return out
 
 
 MEASURE = {"copy": m_copy, "chain": m_chain, "norms": m_norms, "user2d": m_user2d, "train": m_train,

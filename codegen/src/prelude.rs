@@ -37,6 +37,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/memory/gather.cuh",
     "tilekit/ops/memory/tile_io.cuh",
     "tilekit/ops/memory/window.cuh",
+    "tilekit/ops/memory/atomic.cuh",
     "tilekit/ops/sched/sched.cuh",
     "tilekit/ops/sched/program_id.cuh",
     "tilekit/ops/mma/mma_ops.cuh",

@@ -42,6 +42,18 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::ExpandDims { x, axis } => format!("expand_dims {} axis {axis}", v(k, *x)),
         Op::Trans { x } => format!("trans {}", v(k, *x)),
         Op::Cat { a, b, axis } => format!("cat {}, {} axis {axis}", v(k, *a), v(k, *b)),
+        Op::AtomicAdd {
+            view,
+            offset,
+            value,
+            mask,
+        } => format!(
+            "atomic_add {}[{}] += {}{}",
+            v(k, *view),
+            v(k, *offset),
+            v(k, *value),
+            mask.map(|m| format!(" if {}", v(k, m))).unwrap_or_default()
+        ),
         Op::Slice { x, offsets, shape } => {
             let o: Vec<String> = offsets.iter().map(|d| d.to_string()).collect();
             let s: Vec<String> = shape

@@ -206,6 +206,25 @@ impl Kernel {
         self.lists.binary_search(&index).is_ok()
     }
 
+    /// Whether the body adds atomically into a tensor (`atomic_add`): such a kernel's
+    /// result depends on every program, so a reference that runs only a sample of them
+    /// cannot check it (the tuner checks it in full).
+    pub fn has_atomics(&self) -> bool {
+        fn walk(b: &Block) -> bool {
+            b.insts.iter().any(|i| match &i.op {
+                Op::AtomicAdd { .. } => true,
+                Op::For { body, .. } => walk(body),
+                Op::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => walk(then_block) || walk(else_block),
+                _ => false,
+            })
+        }
+        walk(&self.body)
+    }
+
     /// Number of SSA values.
     pub fn num_values(&self) -> usize {
         self.value_names.len()
@@ -237,6 +256,12 @@ impl Kernel {
                     }
                     Op::LoadTile { tensor, .. } => {
                         if let Some(p) = tensor_of[tensor.index()] {
+                            read[p] = true;
+                        }
+                    }
+                    // An atomic add reads what it adds to: reset between timed runs.
+                    Op::AtomicAdd { view, .. } => {
+                        if let Some(p) = tensor_of[view.index()] {
                             read[p] = true;
                         }
                     }

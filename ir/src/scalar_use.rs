@@ -63,7 +63,7 @@ pub fn shapes_work(kernel: &Kernel, param: usize) -> bool {
                 // The condition of a select picks values, not work; still a value.
                 Op::Select { .. } => true,
                 // The stored value (operand 2 of `store`, the last of `store_tile`).
-                Op::Store { .. } => hit.iter().all(|&k| k == 2),
+                Op::Store { .. } | Op::AtomicAdd { .. } => hit.iter().all(|&k| k == 2),
                 Op::StoreTile { origin, .. } => hit.iter().all(|&k| k == 1 + origin.len()),
                 _ => false,
             };

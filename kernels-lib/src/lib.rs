@@ -34,7 +34,10 @@ pub use helpers::{adamw_update, welford};
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
-pub use optim::{adamw_step, adamw_step_list, adamw_step_master_list, sgd_step_list, AdamW, Sgd};
+pub use optim::{
+    adamw_step, adamw_step_list, adamw_step_master_list, clip_grad_norm_list, sgd_step_list, AdamW,
+    Sgd,
+};
 
 pub use ops::adamw::adamw;
 pub use ops::adamw_list::adamw_list;
@@ -46,8 +49,10 @@ pub use ops::attention_bwd_dq::attention_bwd_dq;
 pub use ops::attention_varlen::attention_varlen;
 pub use ops::bias_add::bias_add;
 pub use ops::bias_gelu::bias_gelu;
+pub use ops::clip_list::clip_list;
 pub use ops::cross_entropy::cross_entropy;
 pub use ops::cross_entropy_inplace::cross_entropy_inplace;
+pub use ops::fill::fill;
 pub use ops::gelu::gelu;
 pub use ops::gelu_bwd::gelu_bwd;
 pub use ops::layernorm::layernorm;
@@ -74,6 +79,7 @@ pub use ops::softmax::softmax;
 pub use ops::softmax_bwd::softmax_bwd;
 pub use ops::softmax_online::softmax_online;
 pub use ops::softmax_rows::softmax_rows;
+pub use ops::sumsq_list::sumsq_list;
 pub use ops::swiglu::swiglu;
 pub use ops::swiglu_bwd::swiglu_bwd;
 
@@ -129,6 +135,9 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &adamw_list::SPEC,
     &adamw_master_list::SPEC,
     &sgd_list::SPEC,
+    &sumsq_list::SPEC,
+    &clip_list::SPEC,
+    &fill::SPEC,
     &attention::SPEC,
     &attention_bwd_delta::SPEC,
     &attention_bwd_dq::SPEC,

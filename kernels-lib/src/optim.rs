@@ -238,3 +238,45 @@ pub fn sgd_step_list<T: Float>(
         first,
     )
 }
+
+/// Clips the gradients of a parameter list by their total L2 norm, as
+/// `torch.nn.utils.clip_grad_norm_(grads, max_norm)`: every member is scaled by
+/// `min(1, max_norm / (norm + 1e-6))`, where `norm` is the L2 norm of all members together
+/// (in f32). Three launches: `sumsq[0]` set to 0 ([`fill`](crate::fill)), the sum of squares
+/// of every member added to it ([`sumsq_list`](crate::sumsq_list), one `atomic_add` per
+/// program), then the scaling ([`clip_list`](crate::clip_list)). On return `sumsq[0]` holds
+/// the squared total norm (take its square root for the norm; nothing is synchronized).
+/// `max_norm` must be finite and >= 0 and `sumsq` hold at least one element: anything else
+/// is refused before anything is written.
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::clip_grad_norm_list;
+/// let rt = Runtime::cpu();
+/// let mut grads = vec![Tensor1::<f32>::full(&rt, [3], 4.0).unwrap(), Tensor1::<f32>::full(&rt, [1], 4.0).unwrap()];
+/// let mut sumsq = Tensor1::<f32>::zeros(&rt, [1]).unwrap();
+/// clip_grad_norm_list(&rt, &mut grads, 2.0, &mut sumsq).unwrap(); // norm 8: scaled by 1/4
+/// assert_eq!(sumsq.to_vec().unwrap(), vec![64.0]);
+/// assert!(grads[0].to_vec().unwrap().iter().all(|x| (x - 1.0).abs() < 1e-5));
+/// ```
+pub fn clip_grad_norm_list<T: Float, G: ReadTensor<T, 1> + WriteTensor<T, 1>>(
+    rt: &Runtime,
+    grads: &mut [G],
+    max_norm: f32,
+    sumsq: &mut Tensor1<f32>,
+) -> Result<(), LaunchError> {
+    // Refused before the first launch writes anything: what `clip_list` would refuse.
+    if !(max_norm >= 0.0 && max_norm.is_finite()) || sumsq.shape()[0] == 0 {
+        return Err(LaunchError::ArgConstraint {
+            kernel: "clip_list".into(),
+            constraint: "max_norm >= 0.0 && max_norm.is_finite() && total.len() >= 1".into(),
+            arguments: format!(
+                "`max_norm` = {max_norm}, `total` of {} elements",
+                sumsq.shape()[0]
+            ),
+        });
+    }
+    crate::fill::launch(rt, sumsq, 0.0)?;
+    crate::sumsq_list::launch(rt, &*grads, sumsq)?;
+    crate::clip_list::launch(rt, grads, &*sumsq, max_norm)
+}

@@ -26,6 +26,8 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("adamw_list", "38597376", "f32"),
     ("adamw_master_list", "38597376", "bf16"),
     ("sgd_list", "38597376", "f32"),
+    ("sumsq_list", "38597376", "f32"),
+    ("clip_list", "38597376", "f32"),
     ("matmul_batched", "32x512x512x512", "bf16"),
     ("log_softmax", "4096x50257", "bf16"),
     ("log_softmax", "32768x4096", "bf16"),

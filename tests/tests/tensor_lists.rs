@@ -9,7 +9,8 @@
 use tilekit::prelude::*;
 use tilekit::{Arg, LaunchArg, LaunchError};
 use tilekit_kernels::{
-    adamw_step, adamw_step_list, adamw_step_master_list, sgd_step_list, AdamW, Sgd,
+    adamw_step, adamw_step_list, adamw_step_master_list, clip_grad_norm_list, sgd_step_list, AdamW,
+    Sgd,
 };
 use tilekit_tests::references::adamw_ref;
 use tilekit_tests::support::Rng;
@@ -25,6 +26,114 @@ fn scale_ids(x: &[Tensor1<f32>], y: &mut [Tensor1<f32>], bias: &Tensor1<f32>, s:
     let b = load(bias, offs * 0, mask, 0.0);
     let ids = (num_programs(0) * 1000 + program_id(0)).to_f32();
     store(y, offs, load(x, offs, mask, 0.0) * s + b + ids, mask);
+}
+
+/// Counts the programs of a list launch twice (i64 and i32 counters) and sums every
+/// member's elements (f32): one `atomic_add` of each per program, the last masked off for
+/// odd program ids.
+#[kernel(grid = [cdiv(x.len(), BLOCK)])]
+#[tune(BLOCK = [64, 256], WARPS = [1, 4])]
+#[shapes(x = [N], n64 = [ONE], n32 = [ONE], total = [ONE], ONE = 1)]
+fn count_and_sum(
+    x: &[Tensor1<f32>],
+    n64: &mut Tensor1<i64>,
+    n32: &mut Tensor1<i32>,
+    total: &mut Tensor1<f32>,
+) {
+    let offs = program_id(0) * BLOCK + arange::<BLOCK>();
+    atomic_add(n64, 0, 1);
+    atomic_add(n32, 0, 1, program_id(0) % 2 == 0);
+    atomic_add(total, 0, sum(load(x, offs, offs < x.len(), 0.0), 0));
+}
+
+/// What `count_and_sum` leaves: programs, even-numbered programs, the sum of every element.
+fn count_and_sum_ref(xs: &[Vec<f32>], block: usize) -> (i64, i32, f64) {
+    let programs = |n: usize| n.div_ceil(block);
+    let n64 = xs.iter().map(|x| programs(x.len()) as i64).sum();
+    let n32 = xs
+        .iter()
+        .map(|x| programs(x.len()).div_ceil(2) as i32)
+        .sum();
+    let total = xs.iter().flatten().map(|&v| f64::from(v)).sum();
+    (n64, n32, total)
+}
+
+/// Runs `count_and_sum` on `rt` over members of `lens` and checks it against the reference.
+fn check_count_and_sum(rt: &Runtime, lens: &[usize]) {
+    let mut r = Rng(11);
+    let xs: Vec<Vec<f32>> = lens.iter().map(|&n| r.vec(n, 1.0)).collect();
+    let x = uploads(rt, &xs);
+    for (config, block) in [("BLOCK=64,WARPS=1", 64), ("BLOCK=256,WARPS=4", 256)] {
+        let mut n64 = Tensor1::<i64>::zeros(rt, [1]).unwrap();
+        let mut n32 = Tensor1::<i32>::full(rt, [1], 5).unwrap();
+        let mut total = Tensor1::<f32>::zeros(rt, [1]).unwrap();
+        let config = Config::parse(config).unwrap();
+        count_and_sum::launch_with(rt, &config, &x, &mut n64, &mut n32, &mut total).unwrap();
+        let (w64, w32, wt) = count_and_sum_ref(&xs, block);
+        assert_eq!(n64.to_vec().unwrap(), vec![w64], "{config}");
+        assert_eq!(
+            n32.to_vec().unwrap(),
+            vec![w32 + 5],
+            "{config}: added to what was there"
+        );
+        let t = f64::from(total.to_vec().unwrap()[0]);
+        assert!(
+            (t - wt).abs() <= 1e-3 * (1.0 + wt.abs()),
+            "{config}: {t}, want {wt}"
+        );
+    }
+}
+
+#[test]
+fn atomic_adds_count_every_program_and_sum_every_member() {
+    check_count_and_sum(&Runtime::cpu(), &[130, 1, 0, 64, 257, 5000]);
+}
+
+/// `clip_grad_norm_list` against f64: the squared norm, and every member scaled by
+/// `min(1, max_norm / (norm + 1e-6))`.
+fn check_clip<T: Float>(rt: &Runtime, max_norm: f32, seed: u64) {
+    let mut r = Rng(seed);
+    let gs: Vec<Vec<T>> = LENS.iter().map(|&n| r.vec(n, 1.0)).collect();
+    let mut g = uploads(rt, &gs);
+    let mut sumsq = Tensor1::<f32>::full(rt, [1], f32::NAN).unwrap();
+    clip_grad_norm_list(rt, &mut g, max_norm, &mut sumsq).unwrap();
+    let want_sq: f64 = gs.iter().flatten().map(|v| v.to_f64() * v.to_f64()).sum();
+    let sq = f64::from(sumsq.to_vec().unwrap()[0]);
+    assert!(
+        (sq - want_sq).abs() <= 1e-4 * want_sq,
+        "sum of squares {sq}, want {want_sq}"
+    );
+    let coef = (f64::from(max_norm) / (want_sq.sqrt() + 1e-6)).min(1.0);
+    let tol = if T::DTYPE == DType::F32 { 1e-5 } else { 8e-3 };
+    for (i, (gi, g0)) in g.iter().zip(&gs).enumerate() {
+        for (j, (a, b)) in gi.to_vec().unwrap().iter().zip(g0).enumerate() {
+            let (a, w) = (a.to_f64(), b.to_f64() * coef);
+            assert!(
+                (a - w).abs() <= tol * (1e-3 + w.abs()),
+                "member {i}[{j}] = {a}, want {w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn clip_grad_norm_list_matches_the_f64_reference_and_refuses_bad_arguments() {
+    let rt = Runtime::cpu();
+    // Norms of the inputs are ~60: clipped to 1, and not clipped (max_norm above the norm).
+    check_clip::<f32>(&rt, 1.0, 21);
+    check_clip::<f32>(&rt, 1e4, 22);
+    check_clip::<half::bf16>(&rt, 1.0, 23);
+    let mut g = vec![Tensor1::<f32>::full(&rt, [4], 2.0).unwrap()];
+    let mut sumsq = Tensor1::<f32>::full(&rt, [1], 9.0).unwrap();
+    for bad in [-1.0, f32::NAN, f32::INFINITY] {
+        let e = clip_grad_norm_list(&rt, &mut g, bad, &mut sumsq).unwrap_err();
+        assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{e}");
+    }
+    let mut empty = Tensor1::<f32>::zeros(&rt, [0]).unwrap();
+    let e = clip_grad_norm_list(&rt, &mut g, 1.0, &mut empty).unwrap_err();
+    assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{e}");
+    assert_eq!(g[0].to_vec().unwrap(), vec![2.0; 4], "nothing written");
+    assert_eq!(sumsq.to_vec().unwrap(), vec![9.0], "nothing written");
 }
 
 /// What `scale_ids` writes into member `x` with `block` lanes per program.
@@ -463,6 +572,16 @@ fn sgd_and_master_weight_lists_on_the_gpu_match_the_cpu_backend() {
             "member {i}: the model's parameters are the master's, rounded"
         );
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn atomic_adds_and_clipping_on_the_gpu_match_the_references() {
+    let rt = gpu();
+    check_count_and_sum(&rt, &[130, 1, 0, 64, 257, 5000, 1 << 20]);
+    check_clip::<f32>(&rt, 1.0, 21);
+    check_clip::<f32>(&rt, 1e4, 22);
+    check_clip::<half::bf16>(&rt, 1.0, 23);
 }
 
 #[test]

@@ -183,6 +183,77 @@ impl Checker<'_> {
         None
     }
 
+    /// `atomic_add(t, offset, value, mask)`: nothing (one scalar added to one element of a
+    /// rank-1 f32 / i32 / i64 tensor per program).
+    pub(super) fn atomic_add(
+        &mut self,
+        view: ValueId,
+        offset: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+        loc: Loc,
+    ) -> Option<Ty> {
+        let (param, rank, elem, mutable) =
+            self.expect_tensor(view, loc, "the first argument of `atomic_add`")?;
+        self.writable(param, mutable, loc);
+        if rank != 1 {
+            self.err_help(
+                loc,
+                format!("rank mismatch: `atomic_add` needs a rank-1 tensor or row view; `{}` has rank {rank} here", self.param_name(param)),
+                "select a row first, e.g. `y.row(i)`",
+            );
+        }
+        // A generic element type may bind f16 or bf16, which have no atomic add here.
+        if !matches!(
+            elem,
+            crate::Elem::Concrete(crate::DType::F32 | crate::DType::I32 | crate::DType::I64)
+        ) {
+            self.err_help(
+                loc,
+                format!(
+                    "`atomic_add` adds into f32, i32 or i64 tensors; `{}` holds {elem}",
+                    self.param_name(param)
+                ),
+                "accumulate into an f32 tensor (a 16-bit sum loses the small terms)",
+            );
+        }
+        self.int_scalar(offset, "the offset of `atomic_add`", loc);
+        let (ve, vs, weak) = self.expect_tile(value, loc, "the value of `atomic_add`")?;
+        if !vs.is_scalar() {
+            self.err_help(
+                loc,
+                format!("`atomic_add` adds one scalar per program, found a {vs} tile"),
+                "reduce the tile first, e.g. `atomic_add(out, 0, sum(x * x, 0))`",
+            );
+        } else if !weak && ve != elem {
+            self.err_help(
+                loc,
+                format!(
+                    "dtype mismatch: adding {ve} into `{}`, which holds {elem}",
+                    self.param_name(param)
+                ),
+                format!("convert with `.cast::<{elem}>()`"),
+            );
+        }
+        if let Some(m) = mask {
+            let (me, ms, _) = self.expect_tile(m, loc, "a mask")?;
+            if !me.is_bool() || !ms.is_scalar() {
+                self.err(
+                    loc,
+                    format!(
+                        "the mask of `atomic_add` must be a bool scalar, found {me}{}",
+                        if ms.is_scalar() {
+                            String::new()
+                        } else {
+                            format!(" tile {ms}")
+                        }
+                    ),
+                );
+            }
+        }
+        None
+    }
+
     /// `load_tile(x, origin, shape)`: a tile of that shape.
     pub(super) fn load_tile(
         &mut self,

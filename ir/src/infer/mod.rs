@@ -255,6 +255,12 @@ impl<'k> Checker<'k> {
             Op::Trans { x } => self.trans(*x, loc),
             Op::Slice { x, offsets, shape } => self.slice(*x, offsets, shape, loc),
             Op::Cat { a, b, axis } => self.cat(*a, *b, *axis, loc),
+            Op::AtomicAdd {
+                view,
+                offset,
+                value,
+                mask,
+            } => self.atomic_add(*view, *offset, *value, *mask, loc),
             // memory.rs
             Op::TensorDim { tensor, axis } => self.tensor_dim(*tensor, *axis, loc),
             Op::Row { tensor, index } => self.row(*tensor, *index, loc),

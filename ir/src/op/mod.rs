@@ -275,6 +275,21 @@ pub enum Op {
         /// Axis (literal).
         axis: u8,
     },
+    /// `atomic_add(t, offset, value, mask)`: adds the scalar `value` to element `offset` of
+    /// the rank-1 writable tensor `t` (f32, i32 or i64) once per program, atomically with
+    /// respect to every other program's adds (where the scalar `mask` is false, nothing).
+    /// The order of the adds is unspecified, so f32 sums may differ in their last bits
+    /// between runs. (After `Cat`: spec hashes of kernels without it stay.)
+    AtomicAdd {
+        /// Rank-1 writable tensor or view.
+        view: ValueId,
+        /// Integer scalar element offset.
+        offset: ValueId,
+        /// Scalar added.
+        value: ValueId,
+        /// Scalar bool: where false, nothing is added.
+        mask: Option<ValueId>,
+    },
 }
 
 impl Op {
@@ -363,6 +378,16 @@ impl Op {
                 vec![*a, *b]
             }
             Op::Select { cond, a, b } => vec![*cond, *a, *b],
+            Op::AtomicAdd {
+                view,
+                offset,
+                value,
+                mask,
+            } => {
+                let mut v = vec![*view, *offset, *value];
+                v.extend(mask.iter());
+                v
+            }
             Op::Fma { a, b, c } => vec![*a, *b, *c],
             Op::Full { value, .. } => vec![*value],
             Op::Load {

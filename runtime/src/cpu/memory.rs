@@ -148,6 +148,31 @@ impl Buf<'_> {
         }
         Ok(())
     }
+
+    /// Adds `x` to element `a` atomically with respect to other programs (`atomic_add`:
+    /// f32, i32 and i64; the f32 sum rounds once per add, as `atomicAdd` does).
+    fn add(&self, a: usize, x: Num) -> Result<(), String> {
+        let bad = || format!("malformed IR: cannot add {x:?} to element {a}");
+        match (self, x) {
+            (Buf::Write(Scratch::F32(v)), Num::F(x)) => {
+                let cell = v.get(a).ok_or_else(bad)?;
+                let add = |old: u32| Some((f32::from_bits(old) + x as f32).to_bits());
+                // `fetch_update` retries until no other program changed the element between.
+                let _ = cell.fetch_update(Relaxed, Relaxed, add);
+            }
+            (Buf::Write(Scratch::I32(v)), Num::I(x)) => {
+                v.get(a).ok_or_else(bad)?.fetch_add(x as i32, Relaxed);
+            }
+            (Buf::Write(Scratch::I64(v)), Num::I(x)) => {
+                v.get(a).ok_or_else(bad)?.fetch_add(x, Relaxed);
+            }
+            (Buf::Read(_), _) => {
+                return Err("malformed IR: an atomic add to a read-only tensor".into())
+            }
+            _ => return Err(bad()),
+        }
+        Ok(())
+    }
 }
 
 /// A tensor argument or a view of one (`x.row(i)` drops the leading axis).
@@ -316,12 +341,7 @@ impl Mem<'_> {
         exact: bool,
     ) -> Result<(), String> {
         let buf = self.buf(view.param)?;
-        let (&[n], &[stride]) = (view.shape.as_slice(), view.strides.as_slice()) else {
-            return Err("malformed IR: `store` to a view that is not rank 1".into());
-        };
-        let Data::I(off) = &offsets.data else {
-            return Err("malformed IR: `store` offsets are not integers".into());
-        };
+        let (n, stride, off) = rank1_offsets(view, offsets, "store")?;
         let value = broadcast_to(&adopt(value, buf.dtype(), exact), &offsets.shape)?;
         let mask = mask_of(mask, &offsets.shape)?;
         for (i, &idx) in off.iter().enumerate() {
@@ -340,6 +360,40 @@ impl Mem<'_> {
             buf.write(addr(view.offset + idx * stride)?, element(&value.data, i)?)?;
         }
         Ok(())
+    }
+
+    /// `atomic_add(t, offset, value, mask)`: one scalar added to one element, unless the
+    /// scalar mask is false.
+    pub(crate) fn atomic_add(
+        &self,
+        view: &View,
+        offset: &Tile,
+        value: &Tile,
+        mask: Option<&Tile>,
+        exact: bool,
+    ) -> Result<(), String> {
+        let buf = self.buf(view.param)?;
+        let (n, stride, off) = rank1_offsets(view, offset, "atomic_add")?;
+        if let Some(m) = mask {
+            match &m.data {
+                Data::B(b) if b.first() == Some(&false) => return Ok(()),
+                Data::B(_) => {}
+                _ => return Err("malformed IR: the `atomic_add` mask is not a bool".into()),
+            }
+        }
+        let value = adopt(value, buf.dtype(), exact);
+        let Some(&idx) = off.first() else {
+            return Err("malformed IR: `atomic_add` takes a scalar offset".into());
+        };
+        let v = element(&value.data, 0)?;
+        view.accessible()?;
+        if idx < 0 || idx >= n {
+            return Err(format!(
+                "`atomic_add` out of bounds: offset {idx} of `{}`, whose extent is {n}",
+                self.name(view.param)
+            ));
+        }
+        buf.add(addr(view.offset + idx * stride)?, v)
     }
 
     /// `load_tile(t, origin, shape)`: zero outside the tensor, nothing read there.
@@ -386,6 +440,21 @@ impl Mem<'_> {
         })?;
         failure.map_or(Ok(()), Err)
     }
+}
+
+/// The extent and stride of a rank-1 `view` that `op` writes, and its integer offsets.
+fn rank1_offsets<'t>(
+    view: &View,
+    offsets: &'t Tile,
+    op: &str,
+) -> Result<(i64, i64, &'t [i64]), String> {
+    let (&[n], &[stride]) = (view.shape.as_slice(), view.strides.as_slice()) else {
+        return Err(format!("malformed IR: `{op}` to a view that is not rank 1"));
+    };
+    let Data::I(off) = &offsets.data else {
+        return Err(format!("malformed IR: `{op}` offsets are not integers"));
+    };
+    Ok((n, stride, off))
 }
 
 fn element(d: &Data, i: usize) -> Result<Num, String> {

@@ -365,7 +365,10 @@ impl<'a> Session<'a> {
             None => u64::MAX,
         };
         let bytes = self.problem.bytes(kernel).unwrap_or(u64::MAX);
-        let sampled = flops > FULL_CHECK_FLOPS || bytes > FULL_CHECK_BYTES;
+        // A kernel's atomic adds gather every program's work: only a full reference checks
+        // them.
+        let sampled =
+            (flops > FULL_CHECK_FLOPS || bytes > FULL_CHECK_BYTES) && !kernel.has_atomics();
         let reference = &mut data.cpu;
         // Outputs that are also read keep their inputs; pure outputs are poisoned (NaN), so
         // a sampled reference leaves NaN where its programs did not run.

@@ -658,6 +658,7 @@ fn optimizer(rt: &Runtime, ceiling: f64, out: &mut serde_json::Map<String, Value
     out.insert("adamw_list".into(), adamw_list_gpt2(rt, ceiling)?);
     out.insert("adamw_master_list".into(), adamw_master_gpt2(rt, ceiling)?);
     out.insert("sgd_list".into(), sgd_list_gpt2(rt, ceiling)?);
+    out.insert("clip_list".into(), clip_gpt2(rt, ceiling)?);
     Ok(())
 }
 
@@ -754,6 +755,35 @@ fn adamw_master_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
         &mut step,
     )?;
     host_issue(rt, &label, &mut r, || step(None))?;
+    Ok(r)
+}
+
+/// Gradient clipping by the total norm over GPT-2 small's list (f32): `clip_grad_norm_list`
+/// as a user calls it (three launches: reset, sum of squares with one atomic add per
+/// program, scaling); 12 bytes per parameter (the gradients read twice, written once). The
+/// norm is ~6,400 for these gradients, so every member is scaled.
+fn clip_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
+    let sizes = gpt2_small_sizes();
+    let label = format!("clip list gpt2-small {} tensors f32", sizes.len());
+    if std::env::var("TK_BENCH_LABEL").is_ok_and(|l| !label.contains(l.as_str())) {
+        return Ok(Value::Null);
+    }
+    let n: usize = sizes.iter().sum();
+    let mut g = Vec::with_capacity(sizes.len());
+    for (i, &len) in sizes.iter().enumerate() {
+        g.push(t1::<f32>(rt, len, 1500 + i as u64)?);
+    }
+    let mut sumsq = Tensor1::<f32>::zeros(rt, [1])?;
+    // max_norm 1e30: no scaling, so repeated runs see the same gradients.
+    let mut step = || -> Result<()> { Ok(k::clip_grad_norm_list(rt, &mut g, 1e30, &mut sumsq)?) };
+    let ms = crate::time_ms(rt, 3, 30, &mut step)?;
+    let gbps = 12.0 * n as f64 / (ms * 1e-3) / 1e9;
+    println!(
+        "train   {label:<40} launch()   {ms:.4} ms   {gbps:.0} GB/s  {:.1}%",
+        100.0 * gbps / ceiling
+    );
+    let mut r = json!({"launch_default": {"ms": ms, "gbps": gbps, "pct_copy": 100.0 * gbps / ceiling}, "bytes": 12.0 * n as f64});
+    host_issue(rt, &label, &mut r, step)?;
     Ok(r)
 }
 

@@ -117,6 +117,25 @@ impl<'k> Emitter<'k> {
                 Ok(())
             }
             Op::LoadTile { .. } => self.load_tile(inst),
+            Op::AtomicAdd {
+                view,
+                offset,
+                value,
+                mask,
+            } => {
+                let (t, elem, _) = self.view(*view)?;
+                let off = self.index(*offset)?;
+                let v = self.cast_to(*value, &elem)?;
+                let m = match mask {
+                    Some(m) => {
+                        self.cast_to(*m, &tilekit_ir::Elem::Concrete(tilekit_ir::DType::Bool))?
+                    }
+                    None => "true".to_string(),
+                };
+                self.w
+                    .line(&format!("tk::atomic_add({t}, {off}, {v}, {m});"));
+                Ok(())
+            }
             _ => Err(misrouted("memory")),
         }
     }

@@ -63,7 +63,8 @@ impl<'k> Emitter<'k> {
             | Op::Load { .. }
             | Op::Store { .. }
             | Op::LoadTile { .. }
-            | Op::StoreTile { .. } => self.memory(inst),
+            | Op::StoreTile { .. }
+            | Op::AtomicAdd { .. } => self.memory(inst),
             Op::Dot {
                 a,
                 b,

@@ -87,6 +87,24 @@ impl Program<'_> {
         )
     }
 
+    /// `atomic_add(view, offset, value, mask)`.
+    pub(super) fn atomic_add(
+        &self,
+        view: ValueId,
+        offset: ValueId,
+        value: ValueId,
+        mask: Option<ValueId>,
+    ) -> Result<(), String> {
+        let mask = mask.map(|m| self.tile(m)).transpose()?;
+        self.mem.atomic_add(
+            self.view(view)?,
+            self.tile(offset)?,
+            self.tile(value)?,
+            mask,
+            self.plan.exact,
+        )
+    }
+
     /// `load_tile(tensor, origin, shape)`.
     pub(super) fn load_tile(
         &self,

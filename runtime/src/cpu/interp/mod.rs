@@ -245,6 +245,15 @@ impl<'a> Program<'a> {
                     origin,
                     shape,
                 } => Some(self.load_tile(*tensor, origin, shape)?.into()),
+                Op::AtomicAdd {
+                    view,
+                    offset,
+                    value,
+                    mask,
+                } => {
+                    self.atomic_add(*view, *offset, *value, *mask)?;
+                    None
+                }
                 Op::StoreTile {
                     tensor,
                     origin,

@@ -4,3 +4,4 @@
 #include "tilekit/ops/memory/cache.cuh"
 #include "tilekit/ops/memory/gather.cuh"
 #include "tilekit/ops/memory/tile_io.cuh"
+#include "tilekit/ops/memory/atomic.cuh"

@@ -76,6 +76,32 @@ impl Lowerer<'_, '_> {
         None
     }
 
+    /// `atomic_add(view, offset, value)` / `atomic_add(view, offset, value, mask)`: one
+    /// scalar added per program.
+    pub(super) fn atomic_add(&mut self, call: &Call) -> Option<ValueId> {
+        let (c, a, span) = (call.expr, &call.expr.args, call.span);
+        if !self.args(c, 3..=4, "atomic_add(view, offset, value, mask)") {
+            return None;
+        }
+        let vals: Vec<Option<ValueId>> = a.iter().map(|x| self.expr(x)).collect();
+        let (view, offset, value) = (vals[0]?, vals[1]?, vals[2]?);
+        let mask = match vals.get(3) {
+            Some(m) => Some((*m)?),
+            None => None,
+        };
+        let loc = self.cx.loc(span);
+        self.b.push_void(
+            Op::AtomicAdd {
+                view,
+                offset,
+                value,
+                mask,
+            },
+            loc,
+        );
+        None
+    }
+
     /// The view expression of a `load`/`store` without its cache hint
     /// (`.evict_first()` / `.evict_last()`), and the hint.
     fn cache_hint<'e>(&mut self, e: &'e Expr) -> (&'e Expr, CachePolicy) {

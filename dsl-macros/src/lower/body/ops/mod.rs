@@ -120,6 +120,7 @@ const CALLS: &[CallOp] = &[
     // memory
     CallOp::new("load", |l, c| l.load(c)),
     CallOp::new("store", |l, c| l.store(c)),
+    CallOp::new("atomic_add", |l, c| l.atomic_add(c)),
     CallOp::new("load_tile", |l, c| l.load_tile(c)),
     CallOp::new("store_tile", |l, c| l.store_tile(c)),
     // matrix
