@@ -99,3 +99,31 @@ pub fn compiled_constraints_hold(
     }
     Ok(())
 }
+
+/// The text of the first compiled-phase constraint (`registers()`, `spills()`) of `kernel`
+/// that the variant's resources `res` make false, or whose evaluation fails; `None` when
+/// every one holds or is unknown. What a CUDA launch checks after loading a variant
+/// (`cuda::launch`), so that `launch()` passes over a configuration that spills where the
+/// kernel declares `#[constraint(spills() == 0)]`, as the tuner does.
+pub(crate) fn failing_compiled_constraint(
+    kernel: &Kernel,
+    config: &Config,
+    bindings: &Bindings,
+    target: Target,
+    res: &VariantResources,
+) -> Option<String> {
+    let compiled = |c: &&tilekit_ir::Constraint| c.expr.phase() == tilekit_ir::Phase::Compiled;
+    if !kernel.constraints.iter().any(|c| compiled(&c)) {
+        return None;
+    }
+    let Ok(plan) = ResourceEnv::new(kernel, config, bindings, target) else {
+        return None;
+    };
+    let env = CompiledEnv { plan, res };
+    kernel
+        .constraints
+        .iter()
+        .filter(compiled)
+        .find(|c| matches!(eval_constraint(&c.expr, &env), Ok(Some(false)) | Err(_)))
+        .map(|c| c.text.clone())
+}

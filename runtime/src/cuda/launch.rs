@@ -151,6 +151,16 @@ impl LaunchBackend for CudaDevice {
         let loaded = self
             .function(spec, kernel, &checked.config, &checked.bindings, access)
             .map_err(cuda_err(&kernel.name))?;
+        // Constraints on the compiled binary (`registers()`, `spills()`): a configuration
+        // that fails them is refused as any constraint is, so `launch` falls back past it.
+        if let Some(constraint) = self.compiled_constraint_fails(kernel, &checked, &loaded) {
+            return Err(LaunchError::Constraint {
+                kernel: kernel.name.clone(),
+                constraint,
+                config: checked.config.to_string(),
+                arguments: String::new(),
+            });
+        }
         // A Hopper-engine variant is persistent: at most one block per SM, each looping
         // over its share of the tiles.
         let blocks = if loaded.persistent {
@@ -225,6 +235,37 @@ fn capable(spec: &KernelSpec, analyzed: &Analyzed) -> Capable {
 }
 
 impl CudaDevice {
+    /// The compiled-phase constraint (`registers()`, `spills()`) the loaded variant fails,
+    /// if the kernel declares any (no driver call otherwise).
+    fn compiled_constraint_fails(
+        &self,
+        kernel: &tilekit_ir::Kernel,
+        checked: &Checked<'_>,
+        loaded: &Loaded,
+    ) -> Option<String> {
+        let compiled = |c: &tilekit_ir::Constraint| c.expr.phase() == tilekit_ir::Phase::Compiled;
+        if !kernel.constraints.iter().any(compiled) {
+            return None;
+        }
+        let attr = |v: Result<i32, cudarc::driver::DriverError>| {
+            v.ok().and_then(|v| u32::try_from(v).ok()).unwrap_or(0)
+        };
+        let res = crate::resources::VariantResources {
+            registers: attr(loaded.func.num_regs()),
+            local_bytes: attr(loaded.func.local_size_bytes()),
+            smem_bytes: loaded.smem,
+            threads: loaded.plan.threads,
+            ..Default::default()
+        };
+        crate::resources::failing_compiled_constraint(
+            kernel,
+            &checked.config,
+            &checked.bindings,
+            self.info.target,
+            &res,
+        )
+    }
+
     /// Launches a loaded variant on the runtime's stream, with the tensor maps of a
     /// Hopper-engine variant after its parameters (`call` names it in an error).
     pub(super) fn launch_loaded(

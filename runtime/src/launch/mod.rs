@@ -396,8 +396,10 @@ fn pads(spec: &KernelSpec, kernel: &tilekit_ir::Kernel, args: &[Arg<'_>]) -> u64
 /// describe a GPU lowering: the CUDA backend evaluates them for the variant's launch plan
 /// on the device's target, and a configuration failing them is refused with [`LaunchError::Constraint`]
 /// (so [`launch`] falls back past it). On the CPU backend those parts are unknown and are not
-/// checked; `registers()` and `spills()` need a compiled binary and are left to the tuner. A
-/// conjunction is still refused when one of its known parts is false.
+/// checked. `registers()` and `spills()` need a compiled binary: the CUDA backend evaluates
+/// them once the variant is loaded and refuses a configuration that fails them the same
+/// way (the CPU backend cannot). A conjunction is still refused when one of its known parts
+/// is false.
 ///
 /// On the CUDA backend the launch is asynchronous: `Ok` means it was queued on the
 /// runtime's stream; a fault while it runs surfaces at [`Runtime::synchronize`] or the next
