@@ -134,7 +134,12 @@ fn nan2<T: Element>(rt: &Runtime, m: usize, n: usize) -> Result<Tensor2<T>> {
 }
 
 /// Fails if a sample of `t` (every 997th element) holds a NaN: an element not written.
+/// With `TK_BENCH_LABEL` set the sweeps of other labels launch nothing: their outputs are
+/// not checked (they were reported as failures in runs 160-162).
 fn all_written<T: Element>(what: &str, t: &Tensor2<T>) -> Result<()> {
+    if std::env::var("TK_BENCH_LABEL").is_ok_and(|l| !what.contains(l.as_str())) {
+        return Ok(());
+    }
     let v = t.to_vec()?;
     match v.iter().step_by(997).position(|x| x.to_f64().is_nan()) {
         Some(i) => Err(anyhow!("{what}: element {} is NaN (not written)", i * 997)),
