@@ -247,7 +247,9 @@ pub fn sgd_step_list<T: Float>(
 /// program), then the scaling ([`clip_list`](crate::clip_list)). On return `sumsq[0]` holds
 /// the squared total norm (take its square root for the norm; nothing is synchronized).
 /// `max_norm` must be finite and >= 0 and `sumsq` hold at least one element: anything else
-/// is refused before anything is written.
+/// is refused before anything is written. A refusal by a later launch (a gradient view that
+/// repeats elements, which `clip_list` may not write) leaves the gradients unwritten but
+/// `sumsq` already reset and summed.
 ///
 /// ```
 /// use tilekit::prelude::*;

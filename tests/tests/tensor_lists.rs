@@ -605,6 +605,29 @@ fn a_kept_list_launch_checks_its_scalars_again_on_the_gpu() {
     assert!(matches!(e, LaunchError::ArgConstraint { .. }), "{e}");
     let after: Vec<Vec<f32>> = p.iter().map(|t| t.to_vec().unwrap()).collect();
     assert_eq!(before, after, "a refused step wrote");
+    // The same tensors with `p` passed read-only: the kept entry (same addresses and
+    // layouts) must not let the kernel write through a read argument.
+    let args = vec![
+        LaunchArg::List(p.iter().map(Arg::from).collect()),
+        LaunchArg::List(g.iter().map(Arg::from).collect()),
+        LaunchArg::List(m.iter_mut().map(Arg::from).collect()),
+        LaunchArg::List(v.iter_mut().map(Arg::from).collect()),
+        LaunchArg::One(Arg::from(h.lr)),
+        LaunchArg::One(Arg::from(h.beta1)),
+        LaunchArg::One(Arg::from(h.beta2)),
+        LaunchArg::One(Arg::from(h.eps)),
+        LaunchArg::One(Arg::from(h.weight_decay)),
+        LaunchArg::One(Arg::from(3i64)),
+    ];
+    let e = tilekit::launch_lists(
+        &rt,
+        &tilekit_kernels::adamw_list::SPEC,
+        None,
+        &[DType::F32][..],
+        args,
+    )
+    .unwrap_err();
+    assert!(matches!(e, LaunchError::ArgKind { .. }), "{e}");
     adamw_step_list(&rt, &mut p, &g, &mut m, &mut v, &h, 3).unwrap();
     let moved: Vec<Vec<f32>> = p.iter().map(|t| t.to_vec().unwrap()).collect();
     assert!(

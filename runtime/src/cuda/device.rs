@@ -87,7 +87,7 @@ pub(crate) struct CudaDevice {
     /// `PAD64` scratch, one buffer per parameter position (see `pad`).
     pub(super) scratch: Mutex<Vec<Option<super::pad::Scratch>>>,
     /// The last launches over tensor lists, resolved (see `lists`).
-    pub(super) list_tables: Mutex<Vec<super::list_tables::ListEntry>>,
+    pub(super) list_tables: Mutex<Vec<Arc<super::list_tables::ListEntry>>>,
 }
 
 impl std::fmt::Debug for CudaDevice {

@@ -237,7 +237,7 @@ fn capable(spec: &KernelSpec, analyzed: &Analyzed) -> Capable {
 impl CudaDevice {
     /// The compiled-phase constraint (`registers()`, `spills()`) the loaded variant fails,
     /// if the kernel declares any (no driver call otherwise).
-    fn compiled_constraint_fails(
+    pub(super) fn compiled_constraint_fails(
         &self,
         kernel: &tilekit_ir::Kernel,
         checked: &Checked<'_>,

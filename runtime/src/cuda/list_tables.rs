@@ -7,8 +7,9 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 use tilekit_codegen::Access;
 use tilekit_ir::{Bindings, Config};
 
-/// Entries kept per runtime.
-pub(crate) const KEPT: usize = 8;
+/// Entries kept per runtime: more than a tuner's rotation of input sets (up to 32), so
+/// timed launches find theirs.
+pub(crate) const KEPT: usize = 64;
 
 /// One set of members, resolved: `key` is everything the members' checks read except the
 /// scalars only `#[check]`s read (see `lists::structure_key`).

@@ -28,6 +28,7 @@ use crate::runtime::Runtime;
 use crate::spec::{Analyzed, KernelSpec};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use tilekit_ir::{Config, Expr, Kernel};
 
 /// Largest `gridDim.x`.
@@ -36,17 +37,28 @@ const MAX_BLOCKS: i64 = (1 << 31) - 1;
 /// Marks a list parameter's place among the shared arguments in a key.
 const LIST_SLOT: u64 = u64::MAX;
 
-/// A tensor's words in a key: its element type, then its `tk::TensorArg` (address,
-/// extents, strides); `None` without a device address.
+/// A tensor's words in a key: whether it is written, its element type, then its
+/// `tk::TensorArg` (address, extents, strides); `None` without a device address.
 fn tensor_words(a: &Arg<'_>, out: &mut Vec<u64>) -> Option<()> {
+    let (written, dtype) = match a {
+        Arg::Tensor(t) => (0, t.layout.dtype),
+        Arg::TensorMut(t) => (1, t.layout.dtype),
+        Arg::Scalar(_) => return None,
+    };
+    out.push(written);
+    out.push(dtype as u64);
+    out.extend_from_slice(&member_abi(a)?);
+    Some(())
+}
+
+/// A member's `tk::TensorArg` words; `None` for a scalar or without a device address.
+fn member_abi(a: &Arg<'_>) -> Option<[u64; 7]> {
     let (layout, device) = match a {
         Arg::Tensor(t) => (&t.layout, t.device),
         Arg::TensorMut(t) => (&t.layout, t.device),
         Arg::Scalar(_) => return None,
     };
-    out.push(layout.dtype as u64);
-    out.extend_from_slice(&tensor_abi(device?, layout).words());
-    Some(())
+    Some(tensor_abi(device?, layout).words())
 }
 
 /// Whether `e` reads a tensor's extent or a named dimension.
@@ -104,25 +116,33 @@ fn scalar_words(s: ScalarValue) -> [u64; 2] {
 }
 
 /// The key of a launch's members (see the module docs); `None` when a tensor has no device
-/// address (the checks then refuse it).
+/// address (the checks then refuse it). `keyed`: the scalars whose values it holds.
 fn structure_key(
+    rt: &Runtime,
     spec: &KernelSpec,
-    kernel: &Kernel,
+    keyed: &[bool],
     config: Option<&Config>,
     bindings: &tilekit_ir::Bindings,
     s: &Split<'_>,
 ) -> Option<Vec<u64>> {
-    let (keyed, _) = key_scalars(kernel);
+    let kernel = &spec.kernel().ok()?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (config, bindings).hash(&mut h);
-    let mut key = vec![spec.content_id(), h.finish(), s.members as u64];
+    // The runtime's configuration source (its allocation identifies it): another source
+    // may resolve another configuration.
+    let source = rt
+        .config_source()
+        .map_or(0, |a| Arc::as_ptr(a).cast::<()>() as usize as u64);
+    let mut key = vec![spec.content_id(), h.finish(), source, s.members as u64];
     for (i, a) in s.slots.iter().enumerate() {
         if kernel.is_list(i) {
             key.push(LIST_SLOT);
             continue;
         }
         match a {
-            Arg::Scalar(v) if keyed[i] => key.extend_from_slice(&scalar_words(*v)),
+            Arg::Scalar(v) if keyed.get(i) == Some(&true) => {
+                key.extend_from_slice(&scalar_words(*v))
+            }
             Arg::Scalar(v) => key.push(scalar_words(*v)[0]),
             _ => tensor_words(a, &mut key)?,
         }
@@ -135,21 +155,11 @@ fn structure_key(
     Some(key)
 }
 
-/// What a launch runs: the configuration, bindings and access of the variant, its blocks
-/// and the tables' device addresses.
-struct Resolved {
-    config: Config,
-    bindings: tilekit_ir::Bindings,
-    access: tilekit_codegen::Access,
-    blocks: u32,
-    chunks: u64,
-    members: u64,
-}
-
 impl CudaDevice {
     /// Resolves the launch (a kept entry with its `#[check]` scalars checked again, or the
-    /// configuration, every member's check and new tables), loads the variant and launches
-    /// all members' programs at once on the runtime's stream.
+    /// configuration, every member's check, the loaded variant's compiled constraints and
+    /// new tables), and launches all members' programs at once on the runtime's stream.
+    /// During a capture every outcome is registered with it (an error abandons it).
     pub(crate) fn launch_lists(
         &self,
         rt: &Runtime,
@@ -159,6 +169,29 @@ impl CudaDevice {
         generics: Generics<'_>,
         s: &mut Split<'_>,
     ) -> Result<(), LaunchError> {
+        let r = self.run_lists(rt, spec, analyzed, config, generics, s);
+        if self.capturing.load(Ordering::Acquire) {
+            match &r {
+                // The graph keeps every tensor and both tables alive.
+                Ok(Some(addrs)) => self.note_captured(addrs, &Ok(())),
+                Ok(None) => {}
+                Err(e) => self.note_captured(&[], &Err(e.clone())),
+            }
+        }
+        r.map(|_| ())
+    }
+
+    /// [`CudaDevice::launch_lists`] without the capture's bookkeeping: the device addresses
+    /// the launch passed (tables and tensors), or `None` when nothing ran.
+    fn run_lists(
+        &self,
+        rt: &Runtime,
+        spec: &KernelSpec,
+        analyzed: &Analyzed,
+        config: Option<&Config>,
+        generics: Generics<'_>,
+        s: &mut Split<'_>,
+    ) -> Result<Option<Vec<u64>>, LaunchError> {
         let kernel = &analyzed.kernel;
         let cuda_err = |source: CudaLaunchError| LaunchError::Cuda {
             kernel: kernel.name.clone(),
@@ -169,23 +202,27 @@ impl CudaDevice {
             message: message.to_string(),
         };
         let bindings = generics.to_bindings(kernel);
-        let key = structure_key(spec, kernel, config, &bindings, s);
+        let (keyed, mixed) = key_scalars(kernel);
+        let key = structure_key(rt, spec, &keyed, config, &bindings, s);
         let kept = key.as_ref().and_then(|k| self.kept_list(k));
-        let r = match kept {
-            Some(r) => {
+        let (entry, loaded) = match kept {
+            Some(e) => {
                 // The members are those checked when the entry was made; what the scalars
                 // only `#[check]`s read decide is checked again.
-                let members: Vec<usize> = if key_scalars(kernel).1 {
+                let members: Vec<usize> = if mixed {
                     (0..s.members).collect()
                 } else {
                     vec![largest(s)]
                 };
                 for m in members {
                     s.with_member(m, |slots| {
-                        self.check(spec, analyzed, &r.config, &r.bindings, slots, r.access)
+                        self.check(spec, analyzed, &e.config, &e.bindings, slots, e.access)
                     })?;
                 }
-                r
+                let loaded = self
+                    .function(spec, kernel, &e.config, &e.bindings, e.access)
+                    .map_err(cuda_err)?;
+                (e, loaded)
             }
             None => {
                 let config = match config {
@@ -197,11 +234,11 @@ impl CudaDevice {
                 let (access, checked) = check_members(self, spec, analyzed, &config, &bindings, s)?;
                 let grids: Vec<i64> = checked.iter().map(|c| c.grid[0]).collect();
                 let Some(first) = checked.into_iter().next() else {
-                    return Ok(());
+                    return Ok(None);
                 };
                 let total: i64 = grids.iter().sum();
                 if total == 0 {
-                    return Ok(());
+                    return Ok(None);
                 }
                 if total > MAX_BLOCKS {
                     return Err(LaunchError::Grid {
@@ -215,33 +252,37 @@ impl CudaDevice {
                 if first.config.pad64() {
                     return Err(list_err("PAD64 = true is not supported over tensor lists"));
                 }
+                let loaded = self
+                    .function(spec, kernel, &first.config, &first.bindings, access)
+                    .map_err(cuda_err)?;
+                if loaded.persistent || loaded.tma.is_some() {
+                    return Err(list_err(
+                        "this configuration runs on the Hopper engine, which tensor lists do not support",
+                    ));
+                }
+                if let Some(constraint) = self.compiled_constraint_fails(kernel, &first, &loaded) {
+                    return Err(LaunchError::Constraint {
+                        kernel: kernel.name.clone(),
+                        constraint,
+                        config: first.config.to_string(),
+                        arguments: String::new(),
+                    });
+                }
                 let Some(key) = key else {
                     // The checks passed, so every tensor has a device address.
                     return Err(list_err("a member has no device address"));
                 };
-                self.keep_list(
-                    key,
-                    first.config,
-                    first.bindings,
-                    access,
-                    &grids,
-                    s.lists.len(),
-                )
-                .map_err(cuda_err)?
+                let e = self
+                    .keep_list(key, first.config, first.bindings, access, &grids, s)
+                    .map_err(cuda_err)?;
+                (e, loaded)
             }
         };
-        let loaded = self
-            .function(spec, kernel, &r.config, &r.bindings, r.access)
-            .map_err(cuda_err)?;
-        if loaded.persistent || loaded.tma.is_some() {
-            return Err(list_err(
-                "this configuration runs on the Hopper engine, which tensor lists do not support",
-            ));
-        }
+        let (chunks, members) = entry.ptrs(&self.stream);
         // The entry's parameters: the two tables, then the shared arguments in order.
         let mut slots: Vec<Slot> = vec![EMPTY_SLOT; 2 + kernel.params.len() - s.lists.len()];
-        slots[0][0].write(r.chunks);
-        slots[1][0].write(r.members);
+        slots[0][0].write(chunks);
+        slots[1][0].write(members);
         let mut k = 2;
         for (i, a) in s.slots.iter().enumerate() {
             if kernel.is_list(i) {
@@ -256,42 +297,27 @@ impl CudaDevice {
             k += 1;
         }
         let grid = ffi::GridAbi {
-            n: [i64::from(r.blocks), 1, 1],
+            n: [i64::from(entry.blocks), 1, 1],
         };
-        let launched = self
-            .launch_loaded(&loaded, r.blocks, &grid, &slots, &[], "cuLaunchKernel")
-            .map_err(cuda_err);
-        if self.capturing.load(Ordering::Acquire) {
-            // The graph keeps every tensor and both tables alive.
-            let mut addrs: Vec<u64> = vec![r.chunks, r.members];
-            addrs.extend(s.slots.iter().filter_map(device_of));
-            for (_, ms) in &s.lists {
-                addrs.extend(ms.iter().filter_map(device_of));
-            }
-            match &launched {
-                Ok(()) => self.note_captured(&addrs, &Ok(())),
-                Err(e) => self.note_captured(&[], &Err(e.clone())),
-            }
+        // `entry` (an `Arc`) keeps the tables alive until the launch is queued, even if
+        // another thread evicts it meanwhile (the eviction's free is ordered after it).
+        self.launch_loaded(&loaded, entry.blocks, &grid, &slots, &[], "cuLaunchKernel")
+            .map_err(cuda_err)?;
+        let mut addrs: Vec<u64> = vec![chunks, members];
+        addrs.extend(s.slots.iter().filter_map(device_of));
+        for (_, ms) in &s.lists {
+            addrs.extend(ms.iter().filter_map(device_of));
         }
-        launched
+        Ok(Some(addrs))
     }
 
     /// The kept entry of `key`, made the most recently used.
-    fn kept_list(&self, key: &[u64]) -> Option<Resolved> {
+    fn kept_list(&self, key: &[u64]) -> Option<Arc<ListEntry>> {
         let mut kept = lock(&self.list_tables);
         let pos = kept.iter().position(|e| e.key == key)?;
         let e = kept.remove(pos);
-        let (chunks, members) = e.ptrs(&self.stream);
-        let r = Resolved {
-            config: e.config.clone(),
-            bindings: e.bindings.clone(),
-            access: e.access,
-            blocks: e.blocks,
-            chunks,
-            members,
-        };
-        kept.push(e);
-        Some(r)
+        kept.push(e.clone());
+        Some(e)
     }
 
     /// Builds and uploads the tables of checked members (refused during a capture) and
@@ -303,8 +329,8 @@ impl CudaDevice {
         bindings: tilekit_ir::Bindings,
         access: tilekit_codegen::Access,
         grids: &[i64],
-        lists: usize,
-    ) -> Result<Resolved, CudaLaunchError> {
+        s: &Split<'_>,
+    ) -> Result<Arc<ListEntry>, CudaLaunchError> {
         let total: i64 = grids.iter().sum();
         if self.capturing.load(Ordering::Acquire) {
             return Err(CudaLaunchError::ListTablesForCapture {
@@ -318,13 +344,15 @@ impl CudaDevice {
                 chunk_words.extend_from_slice(&[m as u32, b as u32, g as u32, 0]);
             }
         }
-        // The members' `tk::TensorArg`s are the key's last words: per member, per list,
-        // the element type then seven words.
-        let per_member = lists * 8;
-        let tail = &key[key.len() - grids.len() * per_member..];
-        let mut member_words = Vec::with_capacity(grids.len() * lists * 7);
-        for t in tail.chunks(8) {
-            member_words.extend_from_slice(&t[1..]);
+        // Per member, one `tk::TensorArg` per list, in the lists' order.
+        let mut member_words = Vec::with_capacity(grids.len() * s.lists.len() * 7);
+        for m in 0..s.members {
+            for (i, members) in &s.lists {
+                let words = member_abi(&members[m]).ok_or(CudaLaunchError::NoDevicePointer {
+                    param: i.to_string(),
+                })?;
+                member_words.extend_from_slice(&words);
+            }
         }
         let upload = |e: cudarc::driver::DriverError| CudaLaunchError::Driver {
             call: "cuMemcpyHtoDAsync (tensor-list tables)",
@@ -332,7 +360,7 @@ impl CudaDevice {
         };
         let chunks = self.stream.clone_htod(&chunk_words).map_err(upload)?;
         let members = self.stream.clone_htod(&member_words).map_err(upload)?;
-        let e = ListEntry {
+        let e = Arc::new(ListEntry {
             key,
             config,
             bindings,
@@ -340,26 +368,20 @@ impl CudaDevice {
             blocks: u32::try_from(total).unwrap_or(u32::MAX),
             chunks,
             members,
-        };
-        let (c, m) = e.ptrs(&self.stream);
-        let r = Resolved {
-            config: e.config.clone(),
-            bindings: e.bindings.clone(),
-            access,
-            blocks: e.blocks,
-            chunks: c,
-            members: m,
-        };
+        });
         let mut kept = lock(&self.list_tables);
         if kept.len() >= KEPT {
             let old = kept.remove(0);
-            let (c, m) = old.ptrs(&self.stream);
-            // A graph may still refer to the old tables: the registry keeps them until then.
-            drop(super::graph::defer_free(c, old.chunks));
-            drop(super::graph::defer_free(m, old.members));
+            // The last holder frees the tables; a graph that still refers to them keeps
+            // them through the registry.
+            if let Ok(old) = Arc::try_unwrap(old) {
+                let (c, m) = old.ptrs(&self.stream);
+                drop(super::graph::defer_free(c, old.chunks));
+                drop(super::graph::defer_free(m, old.members));
+            }
         }
-        kept.push(e);
-        Ok(r)
+        kept.push(e.clone());
+        Ok(e)
     }
 }
 
