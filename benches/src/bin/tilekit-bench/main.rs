@@ -62,7 +62,9 @@ mod narrow_bench;
 mod pad_bench;
 mod sweep;
 mod switch_bench;
+#[macro_use]
 mod train_bench;
+mod optim_bench;
 mod user2d_bench;
 use attention_bench::attention_record;
 use epilogue_bench::epilogue_record;
