@@ -123,6 +123,26 @@ fn host_issue(
     Ok(())
 }
 
+/// Every configuration of a list kernel (`sweep`), then the host's issue time of its
+/// `launch()`, and the list's size in the result.
+fn list_sweep(
+    rt: &Runtime,
+    label: &str,
+    spec: &tilekit::KernelSpec,
+    bytes: f64,
+    ceiling: f64,
+    sizes: &[usize],
+    mut step: impl FnMut(Option<&Config>) -> Result<()>,
+) -> Result<Value> {
+    let mut r = sweep(rt, "train", label, spec, bytes, ceiling, &mut step)?;
+    host_issue(rt, label, &mut r, || step(None))?;
+    if let Value::Object(o) = &mut r {
+        o.insert("tensors".into(), json!(sizes.len()));
+        o.insert("params".into(), json!(sizes.iter().sum::<usize>()));
+    }
+    Ok(r)
+}
+
 /// One mixed-precision AdamW step over GPT-2 small's parameter list: f32 master weights
 /// and moments, bf16 gradients and model parameters (24 bytes per parameter).
 fn adamw_master_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
@@ -134,7 +154,7 @@ fn adamw_master_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let (mut m, mut v) = (zero_list::<f32>(rt, &sizes)?, zero_list::<f32>(rt, &sizes)?);
     let mut i = 0usize;
     let label = format!("adamw master list gpt2-small {} tensors bf16", sizes.len());
-    let mut step = |c: Option<&Config>| -> Result<()> {
+    let step = |c: Option<&Config>| -> Result<()> {
         i += 1;
         Ok(run!(
             adamw_master_list,
@@ -153,17 +173,15 @@ fn adamw_master_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
             i as i64
         )?)
     };
-    let mut r = sweep(
+    list_sweep(
         rt,
-        "train",
         &label,
         &k::adamw_master_list::SPEC,
         24.0 * n as f64,
         ceiling,
-        &mut step,
-    )?;
-    host_issue(rt, &label, &mut r, || step(None))?;
-    Ok(r)
+        &sizes,
+        step,
+    )
 }
 
 /// Gradient clipping by the total norm over GPT-2 small's list (f32): `clip_grad_norm_list`
@@ -201,22 +219,20 @@ fn sgd_list_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let g = random_list::<f32>(rt, &sizes, 1300)?;
     let mut buf = zero_list::<f32>(rt, &sizes)?;
     let label = format!("sgd list gpt2-small {} tensors f32", sizes.len());
-    let mut step = |c: Option<&Config>| -> Result<()> {
+    let step = |c: Option<&Config>| -> Result<()> {
         Ok(run!(
             sgd_list, rt, c, &mut p, &g, &mut buf, 1e-3, 0.9, 0.0, 0.0, false, false
         )?)
     };
-    let mut r = sweep(
+    list_sweep(
         rt,
-        "train",
         &label,
         &k::sgd_list::SPEC,
         20.0 * n as f64,
         ceiling,
-        &mut step,
-    )?;
-    host_issue(rt, &label, &mut r, || step(None))?;
-    Ok(r)
+        &sizes,
+        step,
+    )
 }
 
 /// One AdamW step over GPT-2 small's parameter list (f32 parameters, gradients and
@@ -231,25 +247,19 @@ fn adamw_list_gpt2(rt: &Runtime, ceiling: f64) -> Result<Value> {
     let (mut m, mut v) = (zero_list::<f32>(rt, &sizes)?, zero_list::<f32>(rt, &sizes)?);
     let mut i = 0usize;
     let label = format!("adamw list gpt2-small {} tensors f32", sizes.len());
-    let mut step = |c: Option<&Config>| -> Result<()> {
+    let step = |c: Option<&Config>| -> Result<()> {
         i += 1;
         Ok(run!(
             adamw_list, rt, c, &mut p, &g, &mut m, &mut v, 1e-3, 0.9, 0.999, 1e-8, 0.01, i as i64
         )?)
     };
-    let mut r = sweep(
+    list_sweep(
         rt,
-        "train",
         &label,
         &k::adamw_list::SPEC,
         28.0 * n as f64,
         ceiling,
-        &mut step,
-    )?;
-    host_issue(rt, &label, &mut r, || step(None))?;
-    if let Value::Object(o) = &mut r {
-        o.insert("tensors".into(), json!(sizes.len()));
-        o.insert("params".into(), json!(n));
-    }
-    Ok(r)
+        &sizes,
+        step,
+    )
 }
