@@ -1,7 +1,7 @@
 //! [`KernelSpec`]: what `#[kernel]` emits for each kernel, as static data.
 
 use std::sync::OnceLock;
-use tilekit_ir::{infer, Config, Kernel, Space, Types};
+use tilekit_ir::{infer, Config, Expr, Kernel, Space, Types};
 
 /// Why a spec's embedded IR could not be used (a tilekit bug or a version skew between
 /// the macro that wrote it and this runtime).
@@ -57,6 +57,8 @@ pub struct KernelSpec {
     content_id: OnceLock<u64>,
     host_scalars: OnceLock<Vec<bool>>,
     source_scalars: OnceLock<Vec<bool>>,
+    /// [`list_key_scalars`], computed once.
+    list_key: OnceLock<(Vec<bool>, bool)>,
     cols_operands: OnceLock<u64>,
     general_operands: OnceLock<u64>,
     declares_pad64: OnceLock<bool>,
@@ -81,6 +83,7 @@ impl KernelSpec {
             content_id: OnceLock::new(),
             host_scalars: OnceLock::new(),
             source_scalars: OnceLock::new(),
+            list_key: OnceLock::new(),
             cols_operands: OnceLock::new(),
             general_operands: OnceLock::new(),
             declares_pad64: OnceLock::new(),
@@ -124,6 +127,12 @@ impl KernelSpec {
     /// once; `kernel` is this spec's analyzed kernel). The launch memo keys on those values.
     pub(crate) fn host_scalars(&self, kernel: &Kernel) -> &[bool] {
         self.host_scalars.get_or_init(|| host_read_scalars(kernel))
+    }
+
+    /// The scalars a kept launch over tensor lists keys on, and whether some condition mixes
+    /// a scalar with an extent (see [`list_key_scalars`]; computed once, not per launch).
+    pub(crate) fn list_key_scalars(&self, kernel: &Kernel) -> &(Vec<bool>, bool) {
+        self.list_key.get_or_init(|| list_key_scalars(kernel))
     }
 
     /// The scalars a launch memo keys on under a configuration source (see
@@ -222,4 +231,46 @@ fn source_key_scalars(kernel: &Kernel) -> Vec<bool> {
         }
     }
     out
+}
+
+/// Whether `e` reads a tensor's extent or a named dimension.
+fn reads_shape(e: &Expr) -> bool {
+    match e {
+        Expr::TensorDim { .. } | Expr::Dim(_) => true,
+        Expr::Call(_, args) => args.iter().any(reads_shape),
+        Expr::Bin(_, a, b) => reads_shape(a) || reads_shape(b),
+        Expr::Not(a) | Expr::Neg(a) => reads_shape(a),
+        _ => false,
+    }
+}
+
+/// The scalars a kept entry's key holds (read by a constraint or the grid, or an integer
+/// that may change the work and so the tuning key), and whether some condition reads a
+/// scalar and an extent together (then a kept entry's members are all checked again).
+fn list_key_scalars(kernel: &Kernel) -> (Vec<bool>, bool) {
+    let mut keyed = vec![false; kernel.params.len()];
+    let mut mixed = false;
+    for (e, key) in (kernel.constraints.iter().map(|c| (&c.expr, true)))
+        .chain(kernel.checks.iter().map(|c| (&c.expr, false)))
+        .chain(kernel.grid.iter().map(|g| (g, true)))
+    {
+        let mut any = false;
+        e.scalars_read(&mut |i| {
+            any = true;
+            if key {
+                if let Some(k) = keyed.get_mut(i) {
+                    *k = true;
+                }
+            }
+        });
+        mixed |= any && reads_shape(e);
+    }
+    for (i, p) in kernel.params.iter().enumerate() {
+        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int())
+            && tilekit_ir::scalar_use::shapes_work(kernel, i)
+        {
+            keyed[i] = true;
+        }
+    }
+    (keyed, mixed)
 }

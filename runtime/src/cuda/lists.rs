@@ -29,7 +29,7 @@ use crate::spec::{Analyzed, KernelSpec};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tilekit_ir::{Config, Expr, Kernel};
+use tilekit_ir::Config;
 
 /// Largest `gridDim.x`.
 const MAX_BLOCKS: i64 = (1 << 31) - 1;
@@ -59,48 +59,6 @@ fn member_abi(a: &Arg<'_>) -> Option<[u64; 7]> {
         Arg::Scalar(_) => return None,
     };
     Some(tensor_abi(device?, layout).words())
-}
-
-/// Whether `e` reads a tensor's extent or a named dimension.
-fn reads_shape(e: &Expr) -> bool {
-    match e {
-        Expr::TensorDim { .. } | Expr::Dim(_) => true,
-        Expr::Call(_, args) => args.iter().any(reads_shape),
-        Expr::Bin(_, a, b) => reads_shape(a) || reads_shape(b),
-        Expr::Not(a) | Expr::Neg(a) => reads_shape(a),
-        _ => false,
-    }
-}
-
-/// The scalars a kept entry's key holds (read by a constraint or the grid, or an integer
-/// that may change the work and so the tuning key), and whether some condition reads a
-/// scalar and an extent together (then a kept entry's members are all checked again).
-fn key_scalars(kernel: &Kernel) -> (Vec<bool>, bool) {
-    let mut keyed = vec![false; kernel.params.len()];
-    let mut mixed = false;
-    for (e, key) in (kernel.constraints.iter().map(|c| (&c.expr, true)))
-        .chain(kernel.checks.iter().map(|c| (&c.expr, false)))
-        .chain(kernel.grid.iter().map(|g| (g, true)))
-    {
-        let mut any = false;
-        e.scalars_read(&mut |i| {
-            any = true;
-            if key {
-                if let Some(k) = keyed.get_mut(i) {
-                    *k = true;
-                }
-            }
-        });
-        mixed |= any && reads_shape(e);
-    }
-    for (i, p) in kernel.params.iter().enumerate() {
-        if matches!(p.kind, tilekit_ir::ParamKind::Scalar { dtype } if dtype.is_int())
-            && tilekit_ir::scalar_use::shapes_work(kernel, i)
-        {
-            keyed[i] = true;
-        }
-    }
-    (keyed, mixed)
 }
 
 /// A scalar's words in a key: its type and value.
@@ -202,8 +160,9 @@ impl CudaDevice {
             message: message.to_string(),
         };
         let bindings = generics.to_bindings(kernel);
-        let (keyed, mixed) = key_scalars(kernel);
-        let key = structure_key(rt, spec, &keyed, config, &bindings, s);
+        let (keyed, mixed) = spec.list_key_scalars(kernel);
+        let (keyed, mixed) = (&keyed[..], *mixed);
+        let key = structure_key(rt, spec, keyed, config, &bindings, s);
         let kept = key.as_ref().and_then(|k| self.kept_list(k));
         let (entry, loaded) = match kept {
             Some(e) => {
