@@ -63,6 +63,14 @@ fn dump() {
     let opts = CompileOptions::new(v.target.arch()).expect("options");
     let c = compile_cubin(&src, "variant.cu", prelude_headers(), &opts).expect("NVRTC");
     std::fs::write(format!("{out}.cubin"), &c.bytes).expect("write the CUBIN");
+    // ptxas's warnings (a serialized wgmma says why here).
+    for l in c
+        .log
+        .lines()
+        .filter(|l| l.contains("arning") || l.contains("serialized"))
+    {
+        println!("{l}");
+    }
     println!(
         "{} {} [{}]: registers {:?}, spill bytes {:?}, {:.2} s -> {out}.cu, {out}.cubin",
         v.access, v.config, v.bindings, c.registers, c.spill_bytes, c.seconds

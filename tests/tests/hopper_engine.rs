@@ -67,6 +67,13 @@ fn eligible_variants_take_the_hopper_engine_with_a_producer_warpgroup_and_two_te
             assert_eq!(tma[0].box_cols, 64);
             let src = variant_source(k, spec.cuda_template, &v).expect("source");
             assert!(src.contains("tk::sm90::ws_pipeline<"), "{src}");
+            // The loop's one product stays in flight across iterations (its only reader is
+            // the next product): issued in place, waited for by the pipeline (ASYNC).
+            assert!(
+                src.contains("tk::mma_dot_async<") && src.contains(", TK_ROLE, true>("),
+                "{} {c}: the product waits inside its iteration\n{src}",
+                k.name
+            );
             assert!(src.contains("__grid_constant__ tk::sm90::tensor_map tk_map1"));
             // tk::sync() is the consumers' barrier, defined before the prelude.
             let define = format!("#define TK_SYNC_THREADS {}", 32 * warps);

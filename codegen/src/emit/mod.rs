@@ -91,6 +91,9 @@ pub(crate) struct Emitter<'k> {
     /// Inside a chained-form consumer body: the products issued without a wait
     /// (`wgmma_waits`).
     deferred: Option<wgmma_waits::DeferredWaits>,
+    /// Inside a GEMM-form consumer body: the product left in flight across iterations and
+    /// the loop-carried accumulator it writes (`wgmma_waits::gemm_product_in_flight`).
+    gemm_in_flight: Option<(tilekit_ir::ValueId, tilekit_ir::ValueId)>,
     /// Tiles staged for their slices (`PartKey::SliceSource`): the first slice of each
     /// stages it, the others read the copy.
     staged_slices: Vec<tilekit_ir::ValueId>,
@@ -243,6 +246,7 @@ pub(crate) fn lower_with<'k>(
         settled: None,
         hopper_loop_reached: false,
         deferred: None,
+        gemm_in_flight: None,
         staged_slices: Vec::new(),
         reloads: Vec::new(),
         run_test: None,

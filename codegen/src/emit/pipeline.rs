@@ -130,9 +130,19 @@ impl<'k> Emitter<'k> {
         if threads_fill {
             return self.pipelined_tf32(body, stages, rl, (s, e, st));
         }
+        let in_flight = match self.hopper.map(|h| h.form) {
+            Some(crate::engine::Form::Gemm) => super::wgmma_waits::gemm_product_in_flight(body),
+            _ => None,
+        };
+        if in_flight.is_some() {
+            self.w.line(
+                "// The product stays in flight across iterations: the consumers wait for it one iteration later and release its slots then (ASYNC).",
+            );
+        }
         self.w.open(&format!(
-            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}, TK_ROLE>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
-            stage_bytes.join(" + ")
+            "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}, TK_ROLE{}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
+            stage_bytes.join(" + "),
+            if in_flight.is_some() { ", true" } else { "" }
         ));
         self.w
             .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
@@ -144,7 +154,18 @@ impl<'k> Emitter<'k> {
                 "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o}{z});"
             ));
         }
-        self.consumer(&ivn, body, "})) return;")
+        self.gemm_in_flight = in_flight;
+        let r = self.consumer(&ivn, body, "})) return;");
+        self.gemm_in_flight = None;
+        r?;
+        if let Some((_, acc)) = in_flight {
+            // The pipeline's last wait retired every product; pin the reads after it.
+            let acc = self.cname(acc);
+            self.w.line(&format!(
+                "tk::sm90::fence_tile_regs({acc}); // every product retired (the pipeline's last wait)"
+            ));
+        }
+        Ok(())
     }
 
     /// For ring `r`'s tensor map `k` of rank 3 (a row view `t.row(z)` of a rank-3 tensor),

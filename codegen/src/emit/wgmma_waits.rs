@@ -12,6 +12,12 @@
 //! waits inside its own call (the next instruction reads it) settles every older one; the
 //! end of the consumer body settles the rest, before the ring slots they read are released.
 //!
+//! The GEMM form keeps its one product in flight across iterations instead
+//! ([`gemm_product_in_flight`]): when the product's only reader is the next iteration's
+//! product (the loop-carried accumulator), it is issued with `tk::mma_dot_async` and the
+//! pipeline (`ws_pipeline<.., ASYNC = true>`) waits for it one iteration later, releasing
+//! the slot it read then; after the loop the accumulator's registers are fenced.
+//!
 //! Where no product is deferred (the forward: only scalar work before each reader) the printed
 //! code is what it was (the generated-CUDA snapshot checks it). Note that a tuning key's
 //! `codegen_id` hashes the mma.sync template only: a change to the Hopper lowering does not
@@ -171,5 +177,128 @@ impl<'k> Emitter<'k> {
             "tk::sm90::wgmma_settle<{younger}>({});",
             names.join(", ")
         ));
+    }
+}
+
+/// The GEMM form's product that may stay in flight across iterations of the pipelined
+/// loop `body`: `(product, accumulator)` when the body's one `dot` accumulates into a
+/// loop-carried value `acc` that nothing else in the body reads, and its result is read
+/// only by the body's final `Yield`, as the next iteration's `acc`. Then no instruction
+/// between two products touches the accumulator's registers, and the wait can move to the
+/// pipeline (`consume_stages<.., ASYNC>`).
+pub(super) fn gemm_product_in_flight(body: &Block) -> Option<(ValueId, ValueId)> {
+    let (last, rest) = body.insts.split_last()?;
+    let Op::Yield { values } = &last.op else {
+        return None;
+    };
+    let mut dots = rest.iter().filter(|i| matches!(i.op, Op::Dot { .. }));
+    let dot = dots.next()?;
+    if dots.next().is_some() {
+        return None;
+    }
+    let (Op::Dot { acc, .. }, [r]) = (&dot.op, dot.results.as_slice()) else {
+        return None;
+    };
+    let (r, acc) = (*r, *acc);
+    let slot = values.iter().position(|&v| v == r)?;
+    if values.iter().filter(|&&v| v == r).count() != 1 || body.args.get(1 + slot) != Some(&acc) {
+        return None;
+    }
+    let read_elsewhere = |v: ValueId, except: &Inst| {
+        rest.iter()
+            .filter(|i| !std::ptr::eq(*i, except))
+            .any(|i| reads_value(i, v))
+    };
+    if read_elsewhere(r, dot) || read_elsewhere(acc, dot) || reads_value(dot, r) {
+        return None;
+    }
+    Some((r, acc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gemm_product_in_flight;
+    use tilekit_ir::{Block, Inst, Loc, Op, Precision, ValueId};
+
+    fn inst(results: &[u32], op: Op) -> Inst {
+        Inst {
+            results: results.iter().map(|&v| ValueId(v)).collect(),
+            op,
+            loc: Loc::default(),
+        }
+    }
+
+    fn dot(r: u32, acc: u32) -> Inst {
+        inst(
+            &[r],
+            Op::Dot {
+                a: ValueId(20),
+                b: ValueId(21),
+                acc: ValueId(acc),
+                precision: Precision::Ieee,
+            },
+        )
+    }
+
+    fn yields(v: &[u32]) -> Inst {
+        inst(
+            &[],
+            Op::Yield {
+                values: v.iter().map(|&v| ValueId(v)).collect(),
+            },
+        )
+    }
+
+    fn body(insts: Vec<Inst>) -> Block {
+        Block {
+            args: vec![ValueId(1), ValueId(2)],
+            insts,
+        }
+    }
+
+    #[test]
+    fn a_gemm_loops_product_stays_in_flight() {
+        let b = body(vec![dot(5, 2), yields(&[5])]);
+        assert_eq!(gemm_product_in_flight(&b), Some((ValueId(5), ValueId(2))));
+    }
+
+    #[test]
+    fn a_product_read_in_the_body_waits() {
+        let neg = inst(
+            &[6],
+            Op::Unary {
+                op: tilekit_ir::UnaryOp::Neg,
+                x: ValueId(5),
+            },
+        );
+        assert_eq!(
+            gemm_product_in_flight(&body(vec![dot(5, 2), neg, yields(&[5])])),
+            None
+        );
+        let acc_read = inst(
+            &[6],
+            Op::Unary {
+                op: tilekit_ir::UnaryOp::Neg,
+                x: ValueId(2),
+            },
+        );
+        assert_eq!(
+            gemm_product_in_flight(&body(vec![acc_read, dot(5, 2), yields(&[5])])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_product_not_carried_into_its_own_accumulator_waits() {
+        // Accumulates into a value from before the loop, not the carried one.
+        assert_eq!(
+            gemm_product_in_flight(&body(vec![dot(5, 9), yields(&[5])])),
+            None
+        );
+        // Two dots.
+        assert_eq!(
+            gemm_product_in_flight(&body(vec![dot(5, 2), dot(6, 5), yields(&[6])])),
+            None
+        );
     }
 }

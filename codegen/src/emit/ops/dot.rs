@@ -66,6 +66,29 @@ impl<'k> Emitter<'k> {
                 "// [block] dot from shared-memory ring slots{}: {engine}",
                 if rings { "" } else { " and resident tiles" }
             ));
+            if let Some((_, acc_name)) = self
+                .gemm_in_flight
+                .filter(|&(p, _)| p == r)
+                .map(|(_, c)| (c, self.cname(c)))
+                .filter(|(_, n)| *n == ce)
+            {
+                // In place: the result is the accumulator's variable (the yield prints
+                // nothing), never a copy of registers in flight.
+                self.w.line(&format!(
+                    "tk::mma_dot_async<{tf32}>({an}, {bn}, {acc_name}); // in place, in flight into the next iteration's product"
+                ));
+                let (elem, shape) = self.ty(r)?;
+                self.define(
+                    r,
+                    Val::Tile {
+                        name: acc_name,
+                        elem,
+                        shape,
+                        lit: None,
+                    },
+                );
+                return Ok(());
+            }
             let name = self.define_typed(r)?;
             // On the Hopper engine a product into zeros starts its accumulator with wgmma's
             // scale-d = 0: the zeros are never written to registers (their tile only names

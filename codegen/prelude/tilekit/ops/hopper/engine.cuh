@@ -269,14 +269,43 @@ TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full
 
 /// The consumers' side: waits for each stage's full barrier, runs `consume(iv, slot)`
 /// and releases the stage (`mma_dot` on ring tiles returns after its wgmma group retired).
-template <int STAGES, class C>
+///
+/// `ASYNC` (the GEMM form's product left in flight, `mma_dot_async`): `consume` returns
+/// with its wgmma group still running; the stage is released one iteration later, once
+/// `wgmma.wait_group 1` says the group that read it retired (groups retire in commit
+/// order), so the tensor cores run this iteration's group while the warpgroup waits for
+/// the next stage and issues its group. The last stage is released after a full wait; the
+/// caller fences the accumulator's registers before reading them (`fence_tile_regs`).
+/// The first iteration is peeled so that one group is in flight at the loop's head on
+/// every path: with the first iteration inside the loop (none in flight on entry, one on
+/// the back edge) ptxas serializes every wgmma of the kernel (C7514).
+template <int STAGES, bool ASYNC = false, class C>
 TK_DEVICE void consume_stages(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                               C&& consume) {
-    for (long long iv = start; iv < end; iv += step, ++st.it) {
-        const int s = st.it % STAGES;
-        mbar_wait(&bars[s], (st.it / STAGES) & 1);
-        consume(iv, s);
-        if (thread_rank() % 128 == 0) mbar_arrive(&bars[STAGES + s]);
+    const bool leader = thread_rank() % 128 == 0;
+    if constexpr (ASYNC) {
+        if (start >= end) return;
+        int held = st.it % STAGES; // the stage whose group may still be reading it
+        mbar_wait(&bars[held], (st.it / STAGES) & 1);
+        consume(start, held);
+        ++st.it;
+        for (long long iv = start + step; iv < end; iv += step, ++st.it) {
+            const int s = st.it % STAGES;
+            mbar_wait(&bars[s], (st.it / STAGES) & 1);
+            consume(iv, s);
+            wgmma_wait<1>();
+            if (leader) mbar_arrive(&bars[STAGES + held]);
+            held = s;
+        }
+        wgmma_wait<0>();
+        if (leader) mbar_arrive(&bars[STAGES + held]);
+    } else {
+        for (long long iv = start; iv < end; iv += step, ++st.it) {
+            const int s = st.it % STAGES;
+            mbar_wait(&bars[s], (st.it / STAGES) & 1);
+            consume(iv, s);
+            if (leader) mbar_arrive(&bars[STAGES + s]);
+        }
     }
 }
 } // namespace detail
@@ -289,7 +318,9 @@ TK_DEVICE void consume_stages(long long start, long long end, long long step, un
 /// moves it on to its next tile, so its loads for that tile overlap the consumers'
 /// epilogue of this one), and true on the consumers once every stage of this tile is
 /// consumed.
-template <int STAGES, int CONSUMERS, long long STAGE_BYTES, int ROLE, class P, class C>
+///
+/// `ASYNC`: the consumers' product stays in flight across iterations (see `consume_stages`).
+template <int STAGES, int CONSUMERS, long long STAGE_BYTES, int ROLE, bool ASYNC = false, class P, class C>
 TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                            P&& produce, C&& consume) {
     static_assert(STAGES >= 1 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline: 1 or 2 consumer warpgroups");
@@ -309,7 +340,7 @@ TK_DEVICE bool ws_pipeline(long long start, long long end, long long step, unsig
         }
         return false;
     } else {
-        detail::consume_stages<STAGES>(start, end, step, bars, st, consume);
+        detail::consume_stages<STAGES, ASYNC>(start, end, step, bars, st, consume);
         return true;
     }
 }
@@ -361,16 +392,20 @@ TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step
     }
 }
 
-/// acc + A @ B from two TMA ring tiles on wgmma (see the header comment).
+/// acc += A @ B from two TMA ring tiles on wgmma, in place and left in flight: returns
+/// after the commit with `acc`'s registers still being written. Only for a product whose
+/// one reader is the next iteration's product (the GEMM form's loop-carried accumulator),
+/// in a pipeline built with `ASYNC` (it waits and releases the slots, see
+/// `consume_stages`). In place, never copied: a copy of registers in flight would make
+/// ptxas serialize every wgmma of the kernel.
 template <bool TF32, class T, long long BM, long long BK, long long BN, class L>
-TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, const tma_tile<T, BK, BN>& sb,
-                                                const rt<float, shape<BM, BN>, L>& acc) {
+TK_DEVICE void mma_dot_async(const tma_tile<T, BM, BK>& sa, const tma_tile<T, BK, BN>& sb,
+                             rt<float, shape<BM, BN>, L>& r) {
     static_assert(is_mma_acc<L>::value, "tk::sm90::mma_dot: an MMA accumulator");
     using G = typename L::grid;
     static_assert(G::WN == 1 && G::WTM == 16 && G::MI == 1, "tk::sm90::mma_dot: one warp per 16 accumulator rows");
     static_assert(BK * (long long)sizeof(T) == 128, "tk::sm90::mma_dot: one 128-byte panel of K");
     static_assert(BM == 16LL * L::warps, "tk::sm90::mma_dot: 64 rows per consumer warpgroup");
-    rt<float, shape<BM, BN>, L> r = acc;
     const int wg = thread_rank() / 128;
     const char* a = sa.base + (long long)wg * 64 * 128;
     // The accumulator registers are written asynchronously until the wait: pin every
@@ -385,6 +420,15 @@ TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, con
         wgmma_n<(int)BN, T>::template run<0, 1>(r.v, da, db, 1);
     }
     wgmma_commit();
+}
+
+/// acc + A @ B from two TMA ring tiles on wgmma (see the header comment): `mma_dot_async`,
+/// then a wait for its group.
+template <bool TF32, class T, long long BM, long long BK, long long BN, class L>
+TK_DEVICE rt<float, shape<BM, BN>, L> mma_dot(const tma_tile<T, BM, BK>& sa, const tma_tile<T, BK, BN>& sb,
+                                                const rt<float, shape<BM, BN>, L>& acc) {
+    rt<float, shape<BM, BN>, L> r = acc;
+    mma_dot_async<TF32>(sa, sb, r);
     wgmma_wait<0>();
 #pragma unroll
     for (int i = 0; i < (int)(BN / 2); ++i) fence_regs(r.v[i]);
@@ -616,5 +660,6 @@ using sm90::mma_dot_bt_into_zeros;
 using sm90::mma_dot_bt_into_zeros_async;
 using sm90::stage_tile;
 using sm90::mma_dot;
+using sm90::mma_dot_async;
 
 } // namespace tk
