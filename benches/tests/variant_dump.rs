@@ -40,6 +40,8 @@ fn variants(spec: &tilekit::KernelSpec, dt: &str, acc: &str) -> Vec<Variant> {
         .iter()
         .map(|v| v.to_variant())
         .filter(|v| v.bindings.to_string().contains(dt) && v.access.to_string().contains(acc))
+        // `CFG=text`: only configurations whose text contains it (`CFG=BN=256,BK=64,STAGES=5,WARPS=4`).
+        .filter(|v| v.config.to_string().contains(&env("CFG", "")))
         .collect()
 }
 

@@ -91,12 +91,16 @@ pub(crate) fn hopper_lowering(
     let config = kernel.space.validate(&v.config)?.for_codegen();
     let lowered = lowered_with(kernel, Some(&plan))?;
     let threads = lowered.threads.eval(&config)?;
-    let smem = lowered.smem.total(&crate::smem::SizeEnv {
+    let env = crate::smem::SizeEnv {
         config: &config,
         bindings: &v.bindings,
         threads,
         kind: SmemKind::of(kernel, &config)?,
-    })?;
+    };
+    // Ping-pong: each program of the block has its own scratch region after the plan's
+    // (`tk::sm90::program_smem`); the persistent regions (the ring) are shared.
+    let smem =
+        lowered.smem.total(&env)? + u64::from(plan.programs - 1) * lowered.smem.scratch(&env)?;
     if smem > v.target.limits().max_dynamic_smem {
         return Ok(None);
     }

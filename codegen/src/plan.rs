@@ -56,7 +56,8 @@ pub fn variant_plan(
     let config = kernel.space.validate(&v.config)?.for_codegen();
     check_bindings(kernel, &v.bindings)?;
     if let Some((plan, lowered, smem_bytes)) = crate::lowered::hopper_lowering(kernel, v)? {
-        let threads = lowered.threads.eval(&config)? + crate::engine::PRODUCER_THREADS;
+        let threads =
+            lowered.threads.eval(&config)? * plan.programs + crate::engine::PRODUCER_THREADS;
         return Ok(VariantPlan {
             launch: LaunchPlan {
                 threads,

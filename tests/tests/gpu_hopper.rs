@@ -52,9 +52,11 @@ fn assert_hopper<T: Element>(g: &Runtime, spec: &tilekit::KernelSpec, config: &C
         .prepare_variant(spec, config, &bindings, Access::ROWS)
         .unwrap_or_else(|e| panic!("{config}: {e}"));
     let warps = config.int("WARPS").expect("WARPS") as u32;
+    // One consumer warpgroup per program (WARPS = 4): two programs per block (ping-pong).
+    let programs = if warps == 4 { 2 } else { 1 };
     assert_eq!(
         res.threads,
-        32 * warps + 128,
+        32 * warps * programs + 128,
         "{config}: not the Hopper engine"
     );
 }

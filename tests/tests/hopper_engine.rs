@@ -61,7 +61,19 @@ fn eligible_variants_take_the_hopper_engine_with_a_producer_warpgroup_and_two_te
             assert!(matches!(e, Engine::Hopper(_)), "{} {c}: {e:?}", k.name);
             let plan = variant_plan(k, &v).expect("plan");
             let warps = v.config.int("WARPS").expect("WARPS") as u32;
-            assert_eq!(plan.launch.threads, 32 * warps + 128, "{} {c}", k.name);
+            // One consumer warpgroup per program (WARPS = 4): two programs per block in
+            // ping-pong, one barrier each.
+            let programs = if warps == 4 { 2 } else { 1 };
+            assert_eq!(
+                plan.launch.threads,
+                32 * warps * programs + 128,
+                "{} {c}",
+                k.name
+            );
+            let Engine::Hopper(hp) = &e else {
+                unreachable!()
+            };
+            assert_eq!(hp.programs, programs, "{} {c}", k.name);
             let tma = plan.tma.expect("tensor maps");
             assert_eq!((tma[0].param, tma[1].param), (0, 1));
             assert_eq!(tma[0].box_cols, 64);
@@ -76,6 +88,12 @@ fn eligible_variants_take_the_hopper_engine_with_a_producer_warpgroup_and_two_te
             );
             assert!(src.contains("__grid_constant__ tk::sm90::tensor_map tk_map1"));
             // tk::sync() is the consumers' barrier, defined before the prelude.
+            assert_eq!(
+                src.contains("#define TK_GEMM_PINGPONG 1"),
+                programs == 2,
+                "{} {c}",
+                k.name
+            );
             let define = format!("#define TK_SYNC_THREADS {}", 32 * warps);
             let (at_define, at_prelude) = (src.find(&define), src.find("#include"));
             assert!(

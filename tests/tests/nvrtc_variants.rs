@@ -1,4 +1,6 @@
-//! NVRTC compiles every library kernel's variants for sm_80 and sm_90a.
+//! NVRTC compiles every library kernel's variants for sm_80 and sm_90a, and no sm_90a
+//! variant has its wgmma serialized by ptxas (a failure: the Hopper engine's speed depends
+//! on keeping wgmma asynchronous).
 //!
 //! CI compiles every valid variant of a kernel whose valid set has at most
 //! [`FULL_SPACE_LIMIT`] variants, and otherwise a pairwise covering subset (tuning values,
@@ -188,6 +190,15 @@ fn compile_one(
     let name = format!("{}.cu", spec.name);
     let cubin = compile_cubin(&src, &name, prelude_headers(), &opts)
         .map_err(|e| format!("NVRTC failed for kernel `{}`, variant {v}\n{e}", spec.name))?;
+    // A Hopper variant whose wgmma ptxas serialized (C7510-C7515: an accumulator touched
+    // while in flight, a pipeline across a call) runs at a fraction of the engine's speed:
+    // a build failure, not a note.
+    if serialized_wgmma(&cubin.log) {
+        return Err(format!(
+            "ptxas serialized the wgmma of kernel `{}`, variant {v}\n{}",
+            spec.name, cubin.log
+        ));
+    }
     if let Some(path) = key {
         std::fs::write(&path, v.to_string()).map_err(|e| format!("{}: {e}", path.display()))?;
     }
@@ -196,6 +207,12 @@ fn compile_one(
         sm90a,
         reused: false,
     })
+}
+
+/// True when ptxas's log says it serialized a kernel's wgmma instructions.
+fn serialized_wgmma(log: &str) -> bool {
+    let log = log.to_lowercase();
+    log.contains("wgmma") && log.contains("serialized")
 }
 
 /// The per-kernel table: variants (sm_80 / sm_90a), mean, median and slowest NVRTC seconds

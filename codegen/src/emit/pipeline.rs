@@ -107,9 +107,17 @@ impl<'k> Emitter<'k> {
             .first()
             .cloned()
             .unwrap_or_else(|| "0".into());
-        self.w.line(&format!(
-            "char* const tk_pipe = tk::sm90::align1024(smem + {off});"
-        ));
+        if self.hopper.is_some_and(|h| h.programs > 1) {
+            // GEMM ping-pong: this program's `smem` may be moved past the other's scratch;
+            // the ring is the block's.
+            self.w.line(&format!(
+                "char* const tk_pipe = tk::sm90::align1024(tk::sm90::block_smem(smem, SMEM_BYTES - TK_SCRATCH) + {off});"
+            ));
+        } else {
+            self.w.line(&format!(
+                "char* const tk_pipe = tk::sm90::align1024(smem + {off});"
+            ));
+        }
         let mut at = match self.chain_residents_bytes(None) {
             Some(b) => format!("tk_pipe + {b}"),
             None => "tk_pipe".to_string(),

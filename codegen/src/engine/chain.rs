@@ -161,6 +161,7 @@ pub(super) fn chain_plan(
         form: Form::Chain {
             residents: resident_set,
         },
+        programs: 1,
     })
 }
 

@@ -1,12 +1,13 @@
 //! The Hopper engine's GEMM form ([`Form::Gemm`]): one `dot` of the pipelined loop's two
 //! ring loads.
 
+use crate::analyze::Analysis;
 use crate::engine::facts::multiple_of;
 use crate::engine::tensors::tma_tensor;
 use crate::engine::types::{Cx, Form, HopperPlan, RingFill, TmaOperand, PANEL_BYTES};
 use crate::layout::{DotSite, Layout, Layouts, RingLoop};
 use crate::smem::eval_dim;
-use tilekit_ir::{DType, Kernel, Op, Precision, ValueId};
+use tilekit_ir::{DType, Kernel, Op, Precision, TuneValue, ValueId};
 
 /// The GEMM plan for loop `rl` and its only dot, or why the variant keeps mma.sync.
 pub(super) fn gemm_plan(
@@ -132,13 +133,73 @@ pub(super) fn gemm_plan(
             "TF32 operands read through row views (the TF32 path takes rank-2 tensors)".into(),
         );
     }
+    // Ping-pong: one consumer warpgroup per program, two programs per block, unless the
+    // kernel asks for `SCHEDULE = cooperative`; the ring's stages go to the programs tile by
+    // tile in turn, so every tile must take the same number of trips.
+    let cooperative =
+        matches!(config.get("SCHEDULE"), Some(TuneValue::Enum(s)) if s == "cooperative");
+    let programs =
+        if warps == 4 && fill == RingFill::Tma && !cooperative && uniform_trips(analysis, rl.iv) {
+            2
+        } else {
+            1
+        };
     Ok(HopperPlan {
         loop_iv: rl.iv,
         consumers: warps / 4,
         tma: [tma[0].2, tma[1].2],
         fill,
         form: Form::Gemm,
+        programs,
     })
+}
+
+/// True when the pipelined loop of induction variable `iv` takes the same trips in every
+/// program: its start, end and step are literals, tuning values, scalar parameters and
+/// tensor extents (of parameters and their row views), and arithmetic on them.
+fn uniform_trips(analysis: &Analysis<'_>, iv: ValueId) -> bool {
+    fn find(b: &tilekit_ir::Block, iv: ValueId) -> Option<[ValueId; 3]> {
+        b.insts.iter().find_map(|i| match &i.op {
+            Op::For {
+                start,
+                end,
+                step,
+                body,
+                ..
+            } if body.args.first() == Some(&iv) => Some([*start, *end, *step]),
+            _ => None,
+        })
+    }
+    fn uniform(a: &Analysis<'_>, v: ValueId, depth: u32) -> bool {
+        let Some(inst) = a.defs.get(v.index()).copied().flatten() else {
+            return false;
+        };
+        let ok = |x: &ValueId| depth < 32 && uniform(a, *x, depth + 1);
+        match &inst.op {
+            Op::Lit(_) | Op::TuneValue { .. } | Op::ScalarParam { .. } => true,
+            Op::TensorDim { tensor, .. } => depth < 32 && extents_uniform(a, *tensor, depth + 1),
+            Op::Unary { x, .. } | Op::Cast { x, .. } => ok(x),
+            Op::Binary { a: x, b: y, .. } | Op::Cmp { a: x, b: y, .. } => ok(x) && ok(y),
+            Op::Select { cond, a: x, b: y } => ok(cond) && ok(x) && ok(y),
+            Op::Fma { a: x, b: y, c } => ok(x) && ok(y) && ok(c),
+            _ => false,
+        }
+    }
+    fn extents_uniform(a: &Analysis<'_>, t: ValueId, depth: u32) -> bool {
+        let Some(inst) = a.defs.get(t.index()).copied().flatten() else {
+            return false;
+        };
+        match &inst.op {
+            Op::TensorParam { .. } => true,
+            // A row view's extents are the tensor's, whichever row it is.
+            Op::Row { tensor, .. } => depth < 32 && extents_uniform(a, *tensor, depth + 1),
+            Op::Narrow { tensor, len, .. } => {
+                depth < 32 && uniform(a, *len, depth + 1) && extents_uniform(a, *tensor, depth + 1)
+            }
+            _ => false,
+        }
+    }
+    find(&analysis.kernel.body, iv).is_some_and(|vs| vs.iter().all(|&v| uniform(analysis, v, 0)))
 }
 
 /// The producer warpgroup runs the kernel up to the loop and leaves after it: the loop must

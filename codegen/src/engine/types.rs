@@ -106,6 +106,18 @@ pub struct HopperPlan {
     pub fill: RingFill,
     /// The dots it runs.
     pub form: Form,
+    /// Programs per block: 2 for the GEMM form's ping-pong (one consumer warpgroup per
+    /// program, `WARPS = 4`: two programs share the producer warpgroup and the TMA ring, the
+    /// ring's stages going to them tile by tile, so one's epilogue runs while the other's
+    /// products keep the tensor cores busy), else 1.
+    pub programs: u32,
+}
+
+impl HopperPlan {
+    /// Consumer warpgroups in a block: [`HopperPlan::consumers`] per program.
+    pub fn block_consumers(&self) -> u32 {
+        self.consumers * self.programs
+    }
 }
 
 /// Why a variant keeps the mma.sync engine (for `--stage layouts`), or the Hopper plan.

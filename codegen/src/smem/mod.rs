@@ -436,6 +436,16 @@ impl SmemPlan {
         }
     }
 
+    /// The scratch region's size in bytes under a configuration (`SMEM_BYTES -
+    /// TK_SCRATCH`: the largest block-scope op's).
+    pub fn scratch(&self, env: &SizeEnv) -> Result<u64, CodegenError> {
+        let mut m = 0;
+        for u in &self.uses {
+            m = m.max(u.eval(env)?);
+        }
+        Ok(m)
+    }
+
     /// The plan's size in bytes under a configuration.
     pub fn total(&self, env: &SizeEnv) -> Result<u64, CodegenError> {
         let mut p = 0u64;
@@ -444,11 +454,8 @@ impl SmemPlan {
                 .checked_add(u.eval(env)?)
                 .ok_or_else(|| overflow(&u.what))?;
         }
-        let mut m = 0;
-        for u in &self.uses {
-            m = m.max(u.eval(env)?);
-        }
-        p.checked_add(m).ok_or_else(|| overflow("the kernel"))
+        p.checked_add(self.scratch(env)?)
+            .ok_or_else(|| overflow("the kernel"))
     }
 
     /// A readable listing under a configuration (`tilekit show --stage smem`).

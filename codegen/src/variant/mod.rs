@@ -33,6 +33,73 @@ pub(crate) fn variant_vec(
     )
 }
 
+/// The GEMM ping-pong's roles (two programs per block, `HopperPlan::programs`): the
+/// producer warpgroup fills the ring for the block's tiles in turn order (turn t: tile t * G
+/// + b, serpentine as one-program variants), consumer program p (threads p * TK_THREADS ..)
+/// takes the turns t = p, p + 2, .. with `tk_state.order = t` (where its stages start in
+/// the ring) and its `smem` moved past the other program's scratch. A program with no tile
+/// still meets the pipeline's set-up barrier once (`barrier.sync 0`: every thread of the
+/// block), then leaves. `names`: the `run` arguments, the block's shared memory among them.
+fn gemm_pingpong_roles(names: &[String]) -> String {
+    let smem = "reinterpret_cast<char*>(tk_smem)";
+    let shifted = format!(
+        "{smem} + tk_program * tk::sm90::program_span(tilekit_variant::SMEM_BYTES - tilekit_variant::TK_SCRATCH)"
+    );
+    let producer_args = names.join(", ");
+    let consumer_args = names
+        .iter()
+        .map(|n| {
+            if n == smem {
+                shifted.clone()
+            } else {
+                n.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let tile = [
+        "            const unsigned tk_block = tk_turn * gridDim.x + ((tk_turn & 1u) ? gridDim.x - 1u - blockIdx.x : blockIdx.x);",
+        "            if (tk_block >= tk_tiles) continue;",
+    ];
+    let mut lines: Vec<String> = vec![
+        "    if (threadIdx.x >= 2 * tilekit_variant::TK_THREADS) {".into(),
+        "        tk::sm90::producer_regs<2, tilekit_variant::TK_PRODUCER_REGS>();".into(),
+        "        for (unsigned tk_turn = 0; tk_turn * gridDim.x < tk_tiles; ++tk_turn) {".into(),
+    ];
+    lines.extend(tile.iter().map(|l| l.to_string()));
+    lines.push(format!(
+        "            tilekit_variant::run<tk::sm90::ROLE_PRODUCER>({producer_args}, tk_state, tk_block);"
+    ));
+    lines.extend(
+        [
+            "        }",
+            "    } else {",
+            "        tk::sm90::consumer_regs<2, tilekit_variant::TK_PRODUCER_REGS>();",
+            "        const unsigned tk_program = threadIdx.x / tilekit_variant::TK_THREADS;",
+            "        // Program 1's first turn is 1: tile G + (G - 1 - b).",
+            "        const unsigned tk_first = gridDim.x + ((gridDim.x - 1u) - blockIdx.x);",
+            "        if (tk_program == 1u && tk_first >= tk_tiles) {",
+            "            // No tile for this program: meet the pipeline's set-up barrier, then leave.",
+            "            asm volatile(\"barrier.sync 0;\\n\" ::: \"memory\");",
+            "            return;",
+            "        }",
+            "        for (unsigned tk_turn = tk_program; tk_turn * gridDim.x < tk_tiles; tk_turn += 2u) {",
+        ]
+        .iter()
+        .map(|l| l.to_string()),
+    );
+    lines.extend(tile.iter().map(|l| l.to_string()));
+    lines.push("            tk_state.order = (int)tk_turn;".into());
+    lines.push(format!(
+        "            tilekit_variant::run<tk::sm90::ROLE_CONSUMER>({consumer_args}, tk_state, tk_block);"
+    ));
+    lines.push("        }".into());
+    lines.push("    }".into());
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
 /// The complete CUDA source of one variant: `template` (from [`crate::generate`]) followed
 /// by an `extern "C" __global__ tilekit_kernel(tk::Grid, params..)` wrapper with
 /// `__launch_bounds__(threads)` that instantiates the template with validated values.
@@ -66,6 +133,8 @@ pub fn variant_source(
     let chained = hopper
         .as_ref()
         .is_some_and(|(plan, _, _)| matches!(plan.form, crate::engine::Form::Chain { .. }));
+    // GEMM ping-pong: two programs per block (`HopperPlan::programs`).
+    let programs = hopper.as_ref().map_or(1, |(plan, _, _)| plan.programs);
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -155,6 +224,11 @@ pub fn variant_source(
             "// SCHEDULE = pingpong: the two consumer warpgroups take turns at the tensor cores (named barriers 2 and 3).\n#define TK_PINGPONG 1\n",
         );
     }
+    if programs > 1 {
+        out.push_str(
+            "// GEMM ping-pong: two programs per block, one consumer warpgroup each, sharing the producer warpgroup and the TMA ring; each program's tk::sync() is its own named barrier (1 or 2).\n#define TK_GEMM_PINGPONG 1\n",
+        );
+    }
     out.push_str(template);
     out.push_str(&format!(
         "\n// Variant: {config} | {} | access {} | {} | VEC={vec}\n",
@@ -184,10 +258,16 @@ pub fn variant_source(
     // `MIN_BLOCKS`: the fewest blocks per SM ptxas must fit (it caps registers per thread).
     let bounds = match config.int("MIN_BLOCKS") {
         _ if is_hopper => {
-            let launch = threads + crate::engine::PRODUCER_THREADS;
-            out.push_str(&format!(
-                "static_assert(tilekit_variant::TK_LAUNCH_THREADS == {launch}, \"Hopper engine: consumers plus the producer warpgroup\");\n"
-            ));
+            let launch = threads * programs + crate::engine::PRODUCER_THREADS;
+            if programs > 1 {
+                out.push_str(&format!(
+                    "static_assert(tilekit_variant::TK_LAUNCH_THREADS + tilekit_variant::TK_THREADS == {launch}, \"Hopper engine: two programs' consumers plus the producer warpgroup\");\n"
+                ));
+            } else {
+                out.push_str(&format!(
+                    "static_assert(tilekit_variant::TK_LAUNCH_THREADS == {launch}, \"Hopper engine: consumers plus the producer warpgroup\");\n"
+                ));
+            }
             format!("{launch}, 1")
         }
         Some(mb) if mb > 1 => format!("{threads}, {mb}"),
@@ -209,6 +289,11 @@ pub fn variant_source(
         // and the consumers' code never rejoin and `setmaxnreg` moves registers from the
         // producer to the consumers.
         let args = names.join(", ");
+        if programs > 1 {
+            out.push_str(&gemm_pingpong_roles(&names));
+            out.push_str("}\n");
+            return Ok(out);
+        }
         for (open, regs, role) in [
             (
                 "    if (threadIdx.x >= tilekit_variant::TK_THREADS) {",

@@ -49,14 +49,27 @@ TK_HD long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 TK_HD int stream_unroll(long long cost) { return cost * 4 <= 2560 ? 4 : cost * 2 <= 2560 ? 2 : 1; }
 
 /// The calling thread's rank in the block. Generated kernels never name threadIdx; only
-/// the prelude does, through this function.
-TK_DEVICE int thread_rank() { return (int)threadIdx.x; }
+/// the prelude does, through this function. The Hopper engine's GEMM ping-pong
+/// (`TK_GEMM_PINGPONG`: two programs of TK_SYNC_THREADS consumer threads each, then the
+/// producer warpgroup) numbers each program's threads from 0 and the producer's after one
+/// program's, so every program sees the block of a one-program variant.
+TK_DEVICE int thread_rank() {
+#ifdef TK_GEMM_PINGPONG
+    const int t = (int)threadIdx.x;
+    return t < 2 * TK_SYNC_THREADS ? t % TK_SYNC_THREADS : t - TK_SYNC_THREADS;
+#else
+    return (int)threadIdx.x;
+#endif
+}
 /// Block-wide barrier: the threads that run the kernel's code. A Hopper-engine variant
 /// defines TK_SYNC_THREADS (its consumer threads) before this header: its producer
 /// warpgroup does not run the code after the pipelined loop, so the barrier is named
 /// barrier 1 over the consumers alone (barrier 0 would wait for the producer).
 TK_DEVICE void sync() {
-#ifdef TK_SYNC_THREADS
+#if defined(TK_GEMM_PINGPONG)
+    // One barrier per program (named barriers 1 and 2).
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + (int)threadIdx.x / TK_SYNC_THREADS), "n"(TK_SYNC_THREADS) : "memory");
+#elif defined(TK_SYNC_THREADS)
     asm volatile("bar.sync 1, %0;\n" ::"n"(TK_SYNC_THREADS) : "memory");
 #else
     __syncthreads();

@@ -212,7 +212,27 @@ TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, 
 struct pipe_state {
     int it = 0;
     bool ready = false;
+    /// GEMM ping-pong (`TK_GEMM_PINGPONG`): the tile's place in the order the producer fills
+    /// the ring (turn t of the block; a consumer program takes every other turn), so that
+    /// the program starts reading the ring where that tile's stages are.
+    int order = 0;
 };
+
+/// GEMM ping-pong: the bytes between the two programs' scratch regions (the scratch's
+/// size, `SMEM_BYTES - TK_SCRATCH`, rounded up to 1024 so both keep its alignment).
+TK_HD long long program_span(long long scratch) { return (scratch + 1023) / 1024 * 1024; }
+
+/// The block's shared memory from a program's `smem` (the second ping-pong program's is
+/// moved past the first's scratch; the persistent regions, the ring, are the block's).
+TK_DEVICE char* block_smem(char* smem, long long scratch) {
+#ifdef TK_GEMM_PINGPONG
+    const int t = (int)threadIdx.x;
+    return t >= TK_SYNC_THREADS && t < 2 * TK_SYNC_THREADS ? smem - program_span(scratch) : smem;
+#else
+    (void)scratch;
+    return smem;
+#endif
+}
 
 /// `SCHEDULE = pingpong` (`TK_PINGPONG`, two consumer warpgroups): the warpgroups take turns
 /// issuing the chained loop's first product, so that one's product is queued on the tensor
@@ -283,6 +303,11 @@ template <int STAGES, bool ASYNC = false, class C>
 TK_DEVICE void consume_stages(long long start, long long end, long long step, unsigned long long* bars, pipe_state& st,
                               C&& consume) {
     const bool leader = thread_rank() % 128 == 0;
+#ifdef TK_GEMM_PINGPONG
+    // Every tile takes the same trips (the engine's condition): turn `order`'s stages start
+    // at order * trips in the ring's sequence.
+    st.it = st.order * (int)(start < end ? (end - start + step - 1) / step : 0);
+#endif
     if constexpr (ASYNC) {
         if (start >= end) return;
         int held = st.it % STAGES; // the stage whose group may still be reading it
