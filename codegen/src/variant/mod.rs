@@ -34,8 +34,8 @@ pub(crate) fn variant_vec(
 }
 
 /// The GEMM ping-pong's roles (two programs per block, `HopperPlan::programs`): the
-/// producer warpgroup fills the ring for the block's tiles in turn order (turn t: tile t * G
-/// + b, serpentine as one-program variants), consumer program p (threads p * TK_THREADS ..)
+/// producer warpgroup fills the ring for the block's tiles in turn order (turn t: tile
+/// `t * G + b`, serpentine as one-program variants), consumer program p (threads p * TK_THREADS ..)
 /// takes the turns t = p, p + 2, .. with `tk_state.order = t` (where its stages start in
 /// the ring) and its `smem` moved past the other program's scratch. A program with no tile
 /// still meets the pipeline's set-up barrier once (`barrier.sync 0`: every thread of the
