@@ -76,6 +76,8 @@ fn gemm_pingpong_roles(names: &[String]) -> String {
             "    } else {",
             "        tk::sm90::consumer_regs<2, tilekit_variant::TK_PRODUCER_REGS>();",
             "        const unsigned tk_program = threadIdx.x / tilekit_variant::TK_THREADS;",
+            "        // Turn 0 is program 0's: program 1 passes it once (tk::sm90::gemm_turn_wait).",
+            "        if (tk_program == 1u) tk::sm90::gemm_turn_pass();",
             "        // Program 1's first turn is 1: tile G + (G - 1 - b).",
             "        const unsigned tk_first = gridDim.x + ((gridDim.x - 1u) - blockIdx.x);",
             "        if (tk_program == 1u && tk_first >= tk_tiles) {",

@@ -222,6 +222,26 @@ struct pipe_state {
 /// size, `SMEM_BYTES - TK_SCRATCH`, rounded up to 1024 so both keep its alignment).
 TK_HD long long program_span(long long scratch) { return (scratch + 1023) / 1024 * 1024; }
 
+/// GEMM ping-pong's turns at the ring (`TK_GEMM_PINGPONG`): a program reads the ring only
+/// after the other program has passed its last full-barrier wait of the tile before (named
+/// barrier 3 + p is program p's turn, 2 x TK_SYNC_THREADS threads: the waiter's and the
+/// passer's). Without them a program waits on a stage two phases ahead of the producer,
+/// where the phase parity aliases and the wait passes on a stale phase (run 166: every
+/// block with tiles for both programs hung). Program 1 passes the first turn once (the
+/// wrapper). A program's last pass may meet no wait: the other program has no tile left.
+TK_DEVICE void gemm_turn_wait() {
+#ifdef TK_GEMM_PINGPONG
+    asm volatile("bar.sync %0, %1;\n" ::"r"(3 + (int)threadIdx.x / TK_SYNC_THREADS), "n"(2 * TK_SYNC_THREADS) : "memory");
+#endif
+}
+
+/// Gives the ring to the other ping-pong program (see `gemm_turn_wait`).
+TK_DEVICE void gemm_turn_pass() {
+#ifdef TK_GEMM_PINGPONG
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(4 - (int)threadIdx.x / TK_SYNC_THREADS), "n"(2 * TK_SYNC_THREADS) : "memory");
+#endif
+}
+
 /// The block's shared memory from a program's `smem` (the second ping-pong program's is
 /// moved past the first's scratch; the persistent regions, the ring, are the block's).
 TK_DEVICE char* block_smem(char* smem, long long scratch) {
@@ -308,8 +328,12 @@ TK_DEVICE void consume_stages(long long start, long long end, long long step, un
     // at order * trips in the ring's sequence.
     st.it = st.order * (int)(start < end ? (end - start + step - 1) / step : 0);
 #endif
+    gemm_turn_wait();
     if constexpr (ASYNC) {
-        if (start >= end) return;
+        if (start >= end) {
+            gemm_turn_pass();
+            return;
+        }
         int held = st.it % STAGES; // the stage whose group may still be reading it
         mbar_wait(&bars[held], (st.it / STAGES) & 1);
         consume(start, held);
@@ -322,6 +346,7 @@ TK_DEVICE void consume_stages(long long start, long long end, long long step, un
             if (leader) mbar_arrive(&bars[STAGES + held]);
             held = s;
         }
+        gemm_turn_pass(); // every stage of this tile has landed: the ring is the other program's
         wgmma_wait<0>();
         if (leader) mbar_arrive(&bars[STAGES + held]);
     } else {
@@ -331,6 +356,7 @@ TK_DEVICE void consume_stages(long long start, long long end, long long step, un
             consume(iv, s);
             if (leader) mbar_arrive(&bars[STAGES + s]);
         }
+        gemm_turn_pass();
     }
 }
 } // namespace detail
