@@ -257,8 +257,14 @@ fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, C
             let _ = match chosen {
                 crate::engine::Engine::Hopper(p) => writeln!(
                     s,
-                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs",
-                    v.target, p.consumers
+                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs{}",
+                    v.target,
+                    p.consumers,
+                    if p.programs > 1 {
+                        ", two per block in ping-pong (one's epilogue under the other's products; SCHEDULE = cooperative keeps one)"
+                    } else {
+                        ""
+                    }
                 ),
                 crate::engine::Engine::MmaSync(why) => writeln!(
                     s,

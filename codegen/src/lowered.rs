@@ -97,10 +97,11 @@ pub(crate) fn hopper_lowering(
         threads,
         kind: SmemKind::of(kernel, &config)?,
     };
-    // Ping-pong: each program of the block has its own scratch region after the plan's
-    // (`tk::sm90::program_smem`); the persistent regions (the ring) are shared.
-    let smem =
-        lowered.smem.total(&env)? + u64::from(plan.programs - 1) * lowered.smem.scratch(&env)?;
+    // Ping-pong: the second program's scratch region starts `tk::sm90::program_span` (the
+    // scratch's size rounded up to 1024) after the first's; the persistent regions (the
+    // ring) are shared.
+    let span = lowered.smem.scratch(&env)?.div_ceil(1024) * 1024;
+    let smem = lowered.smem.total(&env)? + u64::from(plan.programs - 1) * span;
     if smem > v.target.limits().max_dynamic_smem {
         return Ok(None);
     }

@@ -165,6 +165,43 @@ pub mod hopper_kernels {
         store_tile(c, [pm * BM, pn * BN], acc.cast::<T>());
         store_tile(s, [pm, pn * BN], expand_dims(sum(acc, 0), 0));
     }
+
+    /// The library's GEMM with `SCHEDULE` in its space: `cooperative` keeps one program per
+    /// block where `WARPS = 4` would otherwise run two in ping-pong.
+    #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+    #[tune(BM = [64, 128], BN = [256, 128], BK = [64], STAGES = [4], WARPS = [4, 8], SCHEDULE = [pingpong, cooperative])]
+    #[shapes(a = [M, K], b = [K, N], c = [M, N])]
+    pub fn gemm_scheduled<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, c: &mut Tensor2<T>) {
+        let (pm, pn) = (program_id(0), program_id(1));
+        let mut acc = zeros::<f32, BM, BN>();
+        for k in pipelined(0..a.cols(), BK, STAGES) {
+            acc = dot(
+                load_tile(a, [pm * BM, k], [BM, BK]),
+                load_tile(b, [k, pn * BN], [BK, BN]),
+                acc,
+            );
+        }
+        store_tile(c, [pm * BM, pn * BN], acc.cast::<T>());
+    }
+
+    /// A GEMM whose loop's trips depend on the program (row block `pm` sums the first
+    /// `pm + 1` K tiles): the two ping-pong programs would read different numbers of ring
+    /// stages per tile, so it keeps one program per block.
+    #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+    #[tune(BM = [64], BN = [256], BK = [64], STAGES = [4], WARPS = [4])]
+    #[shapes(a = [M, K], b = [K, N], c = [M, N])]
+    pub fn gemm_prefix<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, c: &mut Tensor2<T>) {
+        let (pm, pn) = (program_id(0), program_id(1));
+        let mut acc = zeros::<f32, BM, BN>();
+        for k in pipelined(0..(pm + 1) * BK, BK, STAGES) {
+            acc = dot(
+                load_tile(a, [pm * BM, k], [BM, BK]),
+                load_tile(b, [k, pn * BN], [BK, BN]),
+                acc,
+            );
+        }
+        store_tile(c, [pm * BM, pn * BN], acc.cast::<T>());
+    }
 }
 
 pub mod references {

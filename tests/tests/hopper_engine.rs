@@ -308,6 +308,17 @@ fn show_names_the_engine_and_its_shared_memory() {
         tilekit_codegen::dump(k, Some(&v), tilekit_codegen::Stage::Layouts).expect("layouts");
     assert!(layouts.contains("engine (sm_90a): Hopper"), "{layouts}");
     assert!(layouts.contains("wgmma m64nNk16"), "{layouts}");
+    assert!(!layouts.contains("ping-pong"), "{layouts}");
+    // One consumer warpgroup per program: two programs per block, named.
+    let v4 = variant(
+        k,
+        "BM=64,BN=256,BK=64,STAGES=5,WARPS=4",
+        DType::BF16,
+        Access::ROWS,
+        Target::Sm90a,
+    );
+    let l4 = tilekit_codegen::dump(k, Some(&v4), tilekit_codegen::Stage::Layouts).expect("layouts");
+    assert!(l4.contains("two per block in ping-pong"), "{l4}");
     let smem = tilekit_codegen::dump(k, Some(&v), tilekit_codegen::Stage::Smem).expect("smem");
     assert!(smem.contains("Hopper pipeline"), "{smem}");
     let v80 = variant(
@@ -791,4 +802,32 @@ fn gpu_a_scalar_gather_feeds_the_producers_ring_origins() {
         .zip(&want)
         .position(|(a, b)| a.to_bits() != b.to_bits());
     assert!(bad.is_none(), "first difference at {bad:?}");
+}
+
+/// GEMM ping-pong (two programs per block) only where it is safe and wanted: `WARPS = 4`,
+/// unless the kernel asks `SCHEDULE = cooperative` or its loop's trips depend on the program.
+#[test]
+fn gemm_ping_pong_needs_one_warpgroup_uniform_trips_and_no_cooperative_schedule() {
+    use tilekit_tests::hopper_kernels::{gemm_prefix, gemm_scheduled};
+    let programs = |spec: &tilekit::KernelSpec, c: &str| {
+        let k = spec.kernel().expect("kernel IR");
+        let v = variant(k, c, DType::BF16, Access::ROWS, Target::Sm90a);
+        match engine(k, &v).expect("engine") {
+            Engine::Hopper(p) => {
+                let plan = variant_plan(k, &v).expect("plan");
+                assert_eq!(
+                    plan.launch.threads,
+                    128 * p.programs * p.consumers + 128,
+                    "{c}"
+                );
+                p.programs
+            }
+            e => panic!("{c}: {e:?}"),
+        }
+    };
+    let s = &gemm_scheduled::SPEC;
+    assert_eq!(programs(s, "BM=64,BN=256,WARPS=4,SCHEDULE=pingpong"), 2);
+    assert_eq!(programs(s, "BM=64,BN=256,WARPS=4,SCHEDULE=cooperative"), 1);
+    assert_eq!(programs(s, "BM=128,BN=256,WARPS=8,SCHEDULE=pingpong"), 1);
+    assert_eq!(programs(&gemm_prefix::SPEC, "BM=64,BN=256,WARPS=4"), 1);
 }
