@@ -181,7 +181,7 @@ pub const RESERVED: [ReservedName; 6] = [
         values: ReservedValues::Names(&SCHEDULES),
         launch_only: false,
         when_omitted: Some(OffValue::Name("cooperative")),
-        meaning: "how the two consumer warpgroups of a Hopper-engine chained loop (attention: two products per iteration) share the tensor cores: `cooperative` issues both warpgroups' products together, `pingpong` makes them take turns issuing their first product (so one's softmax runs while the other's product does); other variants (the GEMM form, one consumer warpgroup) ignore it; it changes no result",
+        meaning: "how the consumer warpgroups of a Hopper-engine variant share the tensor cores: in a chained loop (attention: two products per iteration) `cooperative` issues both warpgroups' products together and `pingpong` makes them take turns issuing their first product (so one's softmax runs while the other's product does); in the GEMM form a variant with one consumer warpgroup (`WARPS = 4`) runs two programs per block in ping-pong (one's epilogue while the other's products run) when its kernel does not declare `SCHEDULE` or picks `pingpong`, and one program with `cooperative`; it changes no result",
     },
 ];
 

@@ -261,6 +261,28 @@ fn gpu_hopper_sanitizer_small() {
             136,
         );
     }
+    // GEMM ping-pong with both programs busy (WARPS = 4: 144 tiles of 64x128 over at most
+    // 132 blocks, K over two ring cycles): the programs' turns at the ring, their own
+    // barriers and scratch (the fused epilogue's bias), the producer filling for both.
+    let pp = "BM=64,BN=128,BK=64,STAGES=5,WARPS=4,SMEM=Padded";
+    exact::<bf16>(
+        &g,
+        &mut r,
+        &full(&matmul::SPEC, pp),
+        None,
+        64 * 12,
+        64 * 10 + 8,
+        128 * 12,
+    );
+    exact::<bf16>(
+        &g,
+        &mut r,
+        &full(&matmul_bias_act::SPEC, pp),
+        Some(1),
+        64 * 12,
+        200,
+        128 * 12,
+    );
     // The TF32 path: the producer warpgroup converts B in place (a warp barrier, a proxy
     // fence and the landed / full / empty barriers), on two tiles.
     for text in TF32 {
