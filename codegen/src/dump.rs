@@ -155,13 +155,15 @@ fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, C
         let _ = writeln!(s, "for {config} [{}]:", v.bindings);
         let mut chosen = crate::engine::engine(kernel, v)?;
         // What the variant really runs: the engine also needs its shared memory to
-        // fit (`hopper_lowering`, as `variant_source` and `variant_plan` decide).
-        if matches!(chosen, crate::engine::Engine::Hopper(_))
-            && crate::lowered::hopper_lowering(kernel, v)?.is_none()
-        {
-            chosen = crate::engine::Engine::MmaSync(
-                "the Hopper engine's shared memory does not fit the target".into(),
-            );
+        // fit, and ping-pong its programs' (`hopper_lowering`, as `variant_source` and
+        // `variant_plan` decide).
+        if matches!(chosen, crate::engine::Engine::Hopper(_)) {
+            chosen = match crate::lowered::hopper_lowering(kernel, v)? {
+                Some((plan, _, _)) => crate::engine::Engine::Hopper(plan),
+                None => crate::engine::Engine::MmaSync(
+                    "the Hopper engine's shared memory does not fit the target".into(),
+                ),
+            };
         }
         let hopper = matches!(chosen, crate::engine::Engine::Hopper(_));
         let mut grids = Vec::new();

@@ -80,32 +80,44 @@ fn find(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Option<Arc<Lowered>> {
 
 /// The Hopper lowering of variant `v`, when `crate::engine` chooses it and its shared memory
 /// fits the target (else the variant keeps the mma.sync engine): the plan and the lowered
-/// template with its shared-memory total.
+/// template with its shared-memory total. A ping-pong plan (two programs per block) falls
+/// back to one program where its programs would share more than the ring (a persistent
+/// region of their own, such as a staged slice source) or their second scratch region does
+/// not fit.
 pub(crate) fn hopper_lowering(
     kernel: &Kernel,
     v: &crate::variant::point::Variant,
 ) -> Result<Option<(HopperPlan, std::sync::Arc<Lowered>, u64)>, CodegenError> {
-    let crate::engine::Engine::Hopper(plan) = crate::engine::engine(kernel, v)? else {
+    let crate::engine::Engine::Hopper(mut plan) = crate::engine::engine(kernel, v)? else {
         return Ok(None);
     };
     let config = kernel.space.validate(&v.config)?.for_codegen();
-    let lowered = lowered_with(kernel, Some(&plan))?;
-    let threads = lowered.threads.eval(&config)?;
-    let env = crate::smem::SizeEnv {
-        config: &config,
-        bindings: &v.bindings,
-        threads,
-        kind: SmemKind::of(kernel, &config)?,
-    };
-    // Ping-pong: the second program's scratch region starts `tk::sm90::program_span` (the
-    // scratch's size rounded up to 1024) after the first's; the persistent regions (the
-    // ring) are shared.
-    let span = lowered.smem.scratch(&env)?.div_ceil(1024) * 1024;
-    let smem = lowered.smem.total(&env)? + u64::from(plan.programs - 1) * span;
-    if smem > v.target.limits().max_dynamic_smem {
-        return Ok(None);
+    let limit = v.target.limits().max_dynamic_smem;
+    loop {
+        let lowered = lowered_with(kernel, Some(&plan))?;
+        let threads = lowered.threads.eval(&config)?;
+        let env = crate::smem::SizeEnv {
+            config: &config,
+            bindings: &v.bindings,
+            threads,
+            kind: SmemKind::of(kernel, &config)?,
+        };
+        // Ping-pong: the second program's scratch region starts `tk::sm90::program_span`
+        // (the scratch's size rounded up to 1024) after the first's; the ring is shared.
+        let span = lowered.smem.scratch(&env)?.div_ceil(1024) * 1024;
+        let smem = lowered.smem.total(&env)? + u64::from(plan.programs - 1) * span;
+        // The Hopper pipeline is the plan's one persistent region; any other would be
+        // addressed from each program's moved `smem` and overlap the other program's.
+        let shared_only_ring = lowered.smem.persistent.len() <= 1;
+        if plan.programs > 1 && (!shared_only_ring || smem > limit) {
+            plan.programs = 1;
+            continue;
+        }
+        if smem > limit {
+            return Ok(None);
+        }
+        return Ok(Some((plan, lowered, smem)));
     }
-    Ok(Some((plan, lowered, smem)))
 }
 
 /// Generates the CUDA C++ template of a kernel.

@@ -184,6 +184,31 @@ pub mod hopper_kernels {
         store_tile(c, [pm * BM, pn * BN], acc.cast::<T>());
     }
 
+    /// A GEMM with a SwiGLU epilogue on halves of its accumulator (`c = silu(acc[:, :BN/2]) *
+    /// acc[:, BN/2:]`): the slices read a shared-memory copy of the accumulator that lives
+    /// outside the scratch region, so it keeps one program per block.
+    #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
+    #[tune(BM = [64], BN = [128], BK = [64], STAGES = [2], WARPS = [4])]
+    #[shapes(a = [M, K], b = [K, N], c = [M, H])]
+    pub fn gemm_swiglu_halves<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, c: &mut Tensor2<T>) {
+        let (pm, pn) = (program_id(0), program_id(1));
+        let mut acc = zeros::<f32, BM, BN>();
+        for k in pipelined(0..a.cols(), BK, STAGES) {
+            acc = dot(
+                load_tile(a, [pm * BM, k], [BM, BK]),
+                load_tile(b, [k, pn * BN], [BK, BN]),
+                acc,
+            );
+        }
+        let g = acc.slice(0..BM, 0..BN / 2);
+        let u = acc.slice(0..BM, BN / 2..BN);
+        store_tile(
+            c,
+            [pm * BM, pn * (BN / 2)],
+            (g * sigmoid(g) * u).cast::<T>(),
+        );
+    }
+
     /// A GEMM whose loop's trips depend on the program (row block `pm` sums the first
     /// `pm + 1` K tiles): the two ping-pong programs would read different numbers of ring
     /// stages per tile, so it keeps one program per block.

@@ -201,7 +201,12 @@ pub(super) fn gemm_product_in_flight(body: &Block) -> Option<(ValueId, ValueId)>
     };
     let (r, acc) = (*r, *acc);
     let slot = values.iter().position(|&v| v == r)?;
-    if values.iter().filter(|&&v| v == r).count() != 1 || body.args.get(1 + slot) != Some(&acc) {
+    // The product overwrites `acc`'s registers in place: the yield may not carry `acc` on
+    // too (`prev = acc; acc = dot(..)` would read the new product, and registers in flight).
+    if values.iter().filter(|&&v| v == r).count() != 1
+        || values.contains(&acc)
+        || body.args.get(1 + slot) != Some(&acc)
+    {
         return None;
     }
     let read_elsewhere = |v: ValueId, except: &Inst| {
@@ -293,6 +298,11 @@ mod tests {
         // Accumulates into a value from before the loop, not the carried one.
         assert_eq!(
             gemm_product_in_flight(&body(vec![dot(5, 9), yields(&[5])])),
+            None
+        );
+        // The yield also carries the old accumulator on (`prev = acc`).
+        assert_eq!(
+            gemm_product_in_flight(&body(vec![dot(5, 2), yields(&[5, 2])])),
             None
         );
         // Two dots.

@@ -218,7 +218,7 @@ pub fn variant_source(
     if is_hopper {
         // Before the prelude: `tk::sync()` is a barrier of the consumer threads alone.
         out.push_str(&format!(
-            "// Hopper engine: tk::sync() synchronizes the {threads} consumer threads (named barrier 1).\n#define TK_SYNC_THREADS {threads}\n"
+            "// Hopper engine: tk::sync() synchronizes the {threads} consumer threads of a program (named barrier 1, or 1 + the program under GEMM ping-pong).\n#define TK_SYNC_THREADS {threads}\n"
         ));
     }
     if pingpong {

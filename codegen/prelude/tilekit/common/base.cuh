@@ -48,8 +48,10 @@ TK_HD long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 /// of NVRTC unrolled by 4, 3.2 s not; issue 33).
 TK_HD int stream_unroll(long long cost) { return cost * 4 <= 2560 ? 4 : cost * 2 <= 2560 ? 2 : 1; }
 
-/// The calling thread's rank in the block. Generated kernels never name threadIdx; only
-/// the prelude does, through this function. The Hopper engine's GEMM ping-pong
+/// The calling thread's rank in its program's threads. Generated kernels never name
+/// threadIdx; the prelude does through this function, and directly only where it means the
+/// whole block (the Hopper pipeline's set-up, the ping-pong programs' barriers). The Hopper
+/// engine's GEMM ping-pong
 /// (`TK_GEMM_PINGPONG`: two programs of TK_SYNC_THREADS consumer threads each, then the
 /// producer warpgroup) numbers each program's threads from 0 and the producer's after one
 /// program's, so every program sees the block of a one-program variant.
@@ -67,7 +69,8 @@ TK_DEVICE int thread_rank() {
 /// barrier 1 over the consumers alone (barrier 0 would wait for the producer).
 TK_DEVICE void sync() {
 #if defined(TK_GEMM_PINGPONG)
-    // One barrier per program (named barriers 1 and 2).
+    // One barrier per program (named barriers 1 and 2). The producer warpgroup never calls
+    // it (it runs only register work before the loop): its id would be 3, a turn barrier.
     asm volatile("bar.sync %0, %1;\n" ::"r"(1 + (int)threadIdx.x / TK_SYNC_THREADS), "n"(TK_SYNC_THREADS) : "memory");
 #elif defined(TK_SYNC_THREADS)
     asm volatile("bar.sync 1, %0;\n" ::"n"(TK_SYNC_THREADS) : "memory");

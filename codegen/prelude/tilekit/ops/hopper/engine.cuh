@@ -11,6 +11,10 @@
 // gridDim.x tiles, in a serpentine (round r: tile r * gridDim.x + blockIdx.x, reversed on
 // odd rounds), with the ring's phase carried across them (`pipe_state`), so
 // the producer fills the ring for a block's next tile while its consumers finish this one.
+// GEMM ping-pong (`TK_GEMM_PINGPONG`, one consumer warpgroup per program): threads [0, 256)
+// are two programs of 128, [256, 384) the producer; the producer fills the ring for the
+// block's tiles in turn order, the programs take the turns alternately and take turns at
+// the ring (`gemm_turn_wait` / `gemm_turn_pass`, named barriers 3 and 4).
 // Every stage has a `full` mbarrier (one arrival with the stage's transaction bytes: the
 // TMA loads complete it) and an `empty` one (one arrival per consumer warpgroup after its
 // wgmma group on the stage has retired). Waits are raw parity waits: the i-th use of a
@@ -292,7 +296,9 @@ namespace detail {
 template <int STAGES, int CONSUMERS, int SETS = 2>
 TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full_arrivals) {
     if (st.ready) return;
-    if (thread_rank() == 0) {
+    // The block's first thread (not `thread_rank() == 0`: under GEMM ping-pong each
+    // program has a thread of rank 0).
+    if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&bars[s], full_arrivals);
             mbar_init(&bars[STAGES + s], CONSUMERS);

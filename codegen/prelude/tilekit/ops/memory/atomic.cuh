@@ -15,7 +15,7 @@ TK_DEVICE void atomic_add_one(long long* p, long long v) {
 /// so the program's first thread alone adds `value` to element `offset` of `t`.
 template <class T, class V>
 TK_DEVICE void atomic_add(const view<T, 1>& t, long long offset, V value, bool mask) {
-    if (mask && threadIdx.x == 0) {
+    if (mask && thread_rank() == 0) {
         atomic_add_one(t.ptr + offset * t.stride[0], static_cast<T>(value));
     }
 }
