@@ -82,8 +82,8 @@ fn find(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Option<Arc<Lowered>> {
 /// fits the target (else the variant keeps the mma.sync engine): the plan and the lowered
 /// template with its shared-memory total. A ping-pong plan (two programs per block) falls
 /// back to one program where its programs would share more than the ring (a persistent
-/// region of their own, such as a staged slice source) or their second scratch region does
-/// not fit.
+/// region of their own, such as a staged slice source); a plan too large for the target's
+/// shared memory drops its staged stores first, then its second program.
 pub(crate) fn hopper_lowering(
     kernel: &Kernel,
     v: &crate::variant::point::Variant,
@@ -109,7 +109,17 @@ pub(crate) fn hopper_lowering(
         // The Hopper pipeline is the plan's one persistent region; any other would be
         // addressed from each program's moved `smem` and overlap the other program's.
         let shared_only_ring = lowered.smem.persistent.len() <= 1;
-        if plan.programs > 1 && (!shared_only_ring || smem > limit) {
+        if plan.programs > 1 && !shared_only_ring {
+            plan.programs = 1;
+            continue;
+        }
+        // Too large: first the staged stores' slices go (the direct store), then the
+        // second program.
+        if smem > limit && plan.staged_stores {
+            plan.staged_stores = false;
+            continue;
+        }
+        if plan.programs > 1 && smem > limit {
             plan.programs = 1;
             continue;
         }

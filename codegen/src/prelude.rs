@@ -44,6 +44,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/mma/async.cuh",
     "tilekit/ops/mma/mma.cuh",
     "tilekit/ops/mma/acc_io.cuh",
+    "tilekit/ops/mma/acc_staged.cuh",
     "tilekit/ops/mma/acc_reduce.cuh",
     "tilekit/ops/hopper/sm90.cuh",
     "tilekit/ops/hopper/wgmma_ops.cuh",

@@ -73,8 +73,25 @@ fn exact<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
     k: usize,
     n: usize,
 ) {
+    exact_in::<T>(g, r, config, epilogue, (m, k, n), (8, 8));
+}
+
+/// [`exact`] with C at row pitch `n + col + extra`, its first column `col` elements into
+/// the buffer's rows (an odd `extra + col` or `col` makes C's rows misaligned: the staged
+/// store's word path).
+fn exact_in<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
+    g: &Runtime,
+    r: &mut Rng,
+    config: &Config,
+    epilogue: Option<i32>,
+    (m, k, n): (usize, usize, usize),
+    (extra, col): (usize, usize),
+) {
     let c = Runtime::cpu();
-    let what = format!("{m}x{k}x{n} {:?} {config} epilogue {epilogue:?}", T::DTYPE);
+    let what = format!(
+        "{m}x{k}x{n} {:?} {config} epilogue {epilogue:?} C at column {col}, pitch n + {col} + {extra}",
+        T::DTYPE
+    );
     let a = small_ints::<T>(r, m * k);
     let b = small_ints::<T>(r, k * n);
     let bias = small_ints::<T>(r, n);
@@ -86,11 +103,16 @@ fn exact<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
     let bg = Tensor2::from_vec(g, b, [k, n]).unwrap();
     let biasg = Tensor1::from_vec(g, bias, [n]).unwrap();
     let sentinel = T::from_f64(-12345.0);
-    let pitch = n + 16;
+    let pitch = n + col + extra;
     let total = (m + 8) * pitch;
-    let mut cg =
-        Tensor2::from_vec_strided(g, vec![sentinel; total], [m, n], [pitch, 1], 3 * pitch + 8)
-            .unwrap();
+    let mut cg = Tensor2::from_vec_strided(
+        g,
+        vec![sentinel; total],
+        [m, n],
+        [pitch, 1],
+        3 * pitch + col,
+    )
+    .unwrap();
     match epilogue {
         None => {
             matmul::launch_with(&c, config, &ac, &bc, &mut cc).unwrap();
@@ -103,12 +125,13 @@ fn exact<T: Element + Float + tilekit_runtime::cudarc::driver::DeviceRepr>(
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
         }
     }
+    let col0 = col;
     let s = cg.as_cuda_slice().expect("device tensor");
     g.synchronize().unwrap();
     let buf: Vec<T> = g.cuda_stream().expect("stream").clone_dtoh(s).unwrap();
     for (i, v) in buf.iter().enumerate() {
         let (row, col) = (i / pitch, i % pitch);
-        let inside = (3..3 + m).contains(&row) && (8..8 + n).contains(&col);
+        let inside = (3..3 + m).contains(&row) && (col0..col0 + n).contains(&col);
         if !inside {
             assert_eq!(
                 v.to_f64().to_bits(),
@@ -181,6 +204,36 @@ fn gpu_hopper_matmul_bias_act_every_activation() {
         for act in 0..4 {
             exact::<bf16>(&g, &mut r, &c, Some(act), 200, 264, 136);
             exact::<f16>(&g, &mut r, &c, Some(act), 129, 72, 264);
+        }
+    }
+}
+
+/// The staged store (`tk::store_tile_staged`) on both of its paths: C's rows 16-byte
+/// aligned and whole chunks (16-byte stores), and C misaligned by every residue of its
+/// pitch and by one column (4-byte words along each row, an element at either end), at
+/// partial tiles; nothing outside C changes.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_staged_store_every_alignment_of_c() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-staged");
+    for c in HOPPER.iter().map(|s| full(&matmul::SPEC, s)) {
+        for (m, n) in [(256, 520), (130, 72), (65, 264)] {
+            for extra in 0..8 {
+                for col in [0, 1, 8] {
+                    exact_in::<bf16>(&g, &mut r, &c, None, (m, 128, n), (extra, col));
+                }
+            }
+            exact_in::<f16>(&g, &mut r, &c, None, (m, 64, n), (3, 1));
+        }
+    }
+    for c in HOPPER.iter().map(|s| full(&matmul_bias_act::SPEC, s)) {
+        for extra in [0, 1, 5] {
+            exact_in::<bf16>(&g, &mut r, &c, Some(1), (200, 264, 136), (extra, 1));
         }
     }
 }

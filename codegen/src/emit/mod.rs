@@ -169,6 +169,7 @@ pub(super) fn smem_engine(hopper: Option<&HopperPlan>) -> SmemEngine {
                 _ => None,
             },
             convert: h.fill == crate::engine::RingFill::Convert,
+            staged_stores: h.staged_stores,
         },
     }
 }

@@ -162,6 +162,7 @@ pub(super) fn chain_plan(
             residents: resident_set,
         },
         programs: 1,
+        staged_stores: false,
     })
 }
 

@@ -151,6 +151,7 @@ pub(super) fn gemm_plan(
         fill,
         form: Form::Gemm,
         programs,
+        staged_stores: true,
     })
 }
 

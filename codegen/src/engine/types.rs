@@ -111,6 +111,11 @@ pub struct HopperPlan {
     /// ring's stages going to them tile by tile, so one's epilogue runs while the other's
     /// products keep the tensor cores busy), else 1.
     pub programs: u32,
+    /// The GEMM form's accumulator `store_tile`s after the loop are staged through shared
+    /// memory (`tk::store_tile_staged`: rows written along their length, full sectors);
+    /// false where the staging slices would not fit the target's shared memory (the direct
+    /// store then).
+    pub staged_stores: bool,
 }
 
 impl HopperPlan {

@@ -34,6 +34,11 @@ pub(crate) enum PartKey {
     Op(ValueId),
     /// The scratch of two fused whole-tile reductions, by the first one's result.
     FusedPair(ValueId),
+    /// An accumulator tile's `store_tile` staged through shared memory (`tk::store_tile_staged`:
+    /// one slice per warp), by the stored value and the tensor: only on the Hopper engine's
+    /// consumers, after the pipelined loop (the pass decides; the printer stages a store
+    /// when this region exists).
+    StagedStore(ValueId, ValueId),
     /// The conversion point with this id ([`crate::layout::Conversion::id`]): its
     /// `tk::relayout` region (used where the conversion goes through shared memory).
     Convert(usize),
@@ -132,6 +137,11 @@ impl SmemAlloc {
     /// Whether a persistent region `key` is placed.
     pub fn has_persistent(&self, key: &PartKey) -> bool {
         self.find(key, true).is_ok()
+    }
+
+    /// Whether a scratch region `key` is placed.
+    pub fn has_scratch(&self, key: &PartKey) -> bool {
+        self.find(key, false).is_ok()
     }
 
     /// The C++ expression of the offset of persistent region `key` (relative to `smem`).

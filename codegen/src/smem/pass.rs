@@ -27,6 +27,9 @@ pub(crate) enum Engine {
         chain_residents: Option<Residents>,
         /// The TF32 path (B converted in place): a third mbarrier per stage.
         convert: bool,
+        /// Accumulator stores after the loop staged through shared memory
+        /// ([`crate::engine::HopperPlan::staged_stores`]).
+        staged_stores: bool,
     },
 }
 
@@ -96,12 +99,15 @@ pub(crate) fn plan(kernel: &Kernel, facts: Facts<'_, '_>, engine: Engine) -> Sme
         engine,
         alloc: SmemAlloc::default(),
         shared_slices: Default::default(),
+        loop_depth: 0,
+        after_hopper_loop: false,
     };
     match engine {
         Engine::MmaSync => p.rings(),
         Engine::Hopper {
             chain_residents,
             convert,
+            ..
         } => p.hopper_pipe(chain_residents, convert),
     }
     p.block(&kernel.body);
@@ -115,6 +121,11 @@ struct Planner<'a, 'k> {
     /// Tiles whose slices share one staged copy (`PartKey::SliceSource`): defined by an
     /// instruction of a block whose own instructions hold every slice of them.
     shared_slices: std::collections::HashSet<ValueId>,
+    /// Loops the walk is inside.
+    loop_depth: usize,
+    /// On the Hopper engine, the walk has passed the pipelined loop: the code here runs on
+    /// the consumers alone.
+    after_hopper_loop: bool,
 }
 
 /// The tiles of block `b` whose slices can share one staged copy: results of `b`'s own
@@ -422,6 +433,7 @@ impl<'k> Planner<'_, 'k> {
             (Op::LoadTile { tensor, shape, .. }, Some((r, _))) => {
                 self.resident(inst, *tensor, shape, r)
             }
+            (Op::StoreTile { tensor, value, .. }, _) => self.staged_store(*tensor, *value),
             (Op::Dot { a, b, .. }, Some((r, _))) => {
                 if let Some(d) = dot_staging(&self.f, self.engine, *a, *b) {
                     let parts: Vec<Vec<Factor>> =
@@ -456,6 +468,7 @@ impl<'k> Planner<'_, 'k> {
         if carried.iter().any(|arg| self.ty(*arg).is_none()) {
             return;
         }
+        self.loop_depth += 1;
         if let (Some(_), Some(rl)) = (stages, self.f.layouts.ring_loop(*iv)) {
             for &i in &rl.producer {
                 if let Some(inst) = body.insts.get(i) {
@@ -464,6 +477,50 @@ impl<'k> Planner<'_, 'k> {
             }
         }
         self.block(body);
+        self.loop_depth -= 1;
+        if stages.is_some()
+            && matches!(
+                self.engine,
+                Engine::Hopper {
+                    staged_stores: true,
+                    ..
+                }
+            )
+        {
+            self.after_hopper_loop = true;
+        }
+    }
+
+    /// `store_tile` of an accumulator-layout rank-2 tile on the Hopper engine's consumers
+    /// (after the pipelined loop of a plan with `staged_stores`, outside any loop): staged through one slice per warp of
+    /// `tk::staged_slice_bytes<T>()` = 16 x (128 + 8 sizeof(T)) bytes, so that the rows
+    /// are written along their length (full sectors) instead of fragment by fragment.
+    fn staged_store(&mut self, tensor: ValueId, value: ValueId) {
+        if !self.after_hopper_loop
+            || self.loop_depth > 0
+            || self.f.layouts.split_cats.contains(&value)
+            || !matches!(self.layout(value), Layout::Acc(_))
+        {
+            return;
+        }
+        let (Some(elem), Some((_, shape))) = (self.view_elem(tensor), self.ty(value)) else {
+            return;
+        };
+        if shape.0.len() != 2 {
+            return;
+        }
+        self.alloc.scratch(
+            PartKey::StagedStore(value, tensor),
+            format!("store_tile of {shape} staged per warp (16 rows x 128 bytes)"),
+            vec![
+                vec![Factor::Warps, Factor::Dim(Dim::Const(2048))],
+                vec![
+                    Factor::Warps,
+                    Factor::Dim(Dim::Const(128)),
+                    Factor::SizeOf(elem),
+                ],
+            ],
+        );
     }
 
     /// A reduction's scratch (after its operand's conversion to blocked, except for an

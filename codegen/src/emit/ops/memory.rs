@@ -112,8 +112,19 @@ impl<'k> Emitter<'k> {
                     self.layout(*value),
                 )?;
                 let al = self.aligned_flag(*tensor);
-                self.w
-                    .line(&format!("tk::store_tile<{al}>({t}, {o}, {v});"));
+                let staged = PartKey::StagedStore(*value, *tensor);
+                if self.smem.has_scratch(&staged) {
+                    let off = self.smem.scratch_offset(&staged, 0)?;
+                    self.w.line(
+                        "// [block] staged through shared memory: each warp's rows written along their length (full sectors)",
+                    );
+                    self.w.line(&format!(
+                        "tk::store_tile_staged<{al}, TK_THREADS / 32>({t}, {o}, {v}, smem + {off});"
+                    ));
+                } else {
+                    self.w
+                        .line(&format!("tk::store_tile<{al}>({t}, {o}, {v});"));
+                }
                 Ok(())
             }
             Op::LoadTile { .. } => self.load_tile(inst),

@@ -1,0 +1,132 @@
+// tilekit/ops/mma/acc_staged.cuh: `store_tile` of an accumulator-layout tile through shared
+// memory (scope: block). The direct store (acc_io.cuh) writes each fragment where it lies: a
+// warp's store covers 8 rows x 16 bytes, half of eight 32-byte sectors, and a row that is
+// not 4-byte aligned (an odd-width bf16 output) falls to 2-byte stores, a quarter of a
+// sector each. A GEMM whose output is large against its K (8192 x 768 x 50257: 823 MB of C
+// for 12 k-steps per tile) is then bound by the L2's write requests (ncu, run 170: 106 M
+// partial-sector writes, 4.1 per sector; 1.98 ms where the 16-byte aligned width 50304
+// takes 1.22 ms). Staged, each warp copies 16 rows x 128 bytes of its fragments into its own
+// slice of shared memory (rows padded so the fragment writes hit 32 different banks), then
+// writes the rows back along their length: 16 bytes per lane where the chunk's rows are
+// 16-byte aligned and whole (four 128-byte rows per instruction), else 4-byte aligned words
+// along each row (one row per instruction). The code generator plans the slices as a
+// scratch region (`PartKey::StagedStore`, TK_THREADS / 32 slices of
+// `staged_slice_bytes<T>()`) and uses this only on the Hopper engine's consumers, after the
+// pipelined loop.
+#pragma once
+#include "tilekit/types/tile.cuh"
+#include "tilekit/types/view.cuh"
+#include "tilekit/types/mma_layout.cuh"
+#include "tilekit/ops/memory/vec.cuh"
+#include "tilekit/ops/mma/acc_io.cuh"
+
+namespace tk {
+
+/// Bytes of one staged row chunk.
+constexpr int STAGED_CHUNK = 128;
+/// The padded row pitch of a warp's slice: a fragment write (8 rows x 4 lanes of 4-byte
+/// pairs, or of 8-byte pairs for f32) then touches 32 different banks.
+template <class T> TK_HD int staged_pitch() { return STAGED_CHUNK + 8 * (int)sizeof(T); }
+/// Bytes of one warp's slice: 16 rows (one m16 fragment row block) of one chunk.
+template <class T> TK_HD int staged_slice_bytes() { return 16 * staged_pitch<T>(); }
+
+/// `store_tile(t, origin, x)` for an accumulator-layout tile, staged through `buf` (see the
+/// header comment). `REGION_WARPS`: the slices `buf` holds (the template's TK_THREADS / 32).
+/// Ends with `sync()`: the scratch region is shared with the kernel's other steps.
+template <bool ALIGNED, int REGION_WARPS, class T, long long BM, long long BN, int W, int P>
+TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape<BM, BN>, mma_acc<BM, BN, W, P>>& x,
+                                 char* buf) {
+    using G = mma_grid<BM, BN, W, P>;
+    static_assert(W <= REGION_WARPS, "tk::store_tile_staged: more warps than staging slices");
+    if constexpr (sizeof(T) != 2 && sizeof(T) != 4) {
+        store_tile<ALIGNED>(v, o, x);
+    } else {
+        // A strided output (a transposed view) has no rows to write along: the direct store.
+        if (!ALIGNED && v.stride[1] != 1) {
+            store_tile<ALIGNED>(v, o, x);
+            return;
+        }
+        constexpr int PITCH = staged_pitch<T>();
+        constexpr int CE = STAGED_CHUNK / (int)sizeof(T); // elements of a chunk's row
+        constexpr int EPW = 4 / (int)sizeof(T);           // elements per 4-byte word
+        const int t = thread_rank(), w = t >> 5, l = t & 31;
+        char* slice = buf + w * staged_slice_bytes<T>();
+        const long long wr0 = o.c[0] + (w / G::WN) * G::WTM;
+        const long long wc0 = o.c[1] + (w % G::WN) * G::WTN;
+        const long long rows = v.shape[0], cols = v.shape[1], pitch = v.stride[0];
+#pragma unroll
+        for (int i = 0; i < G::MI; ++i) {
+#pragma unroll
+            for (int c0 = 0; c0 < G::WTN; c0 += CE) {
+                // This chunk's columns (the warp tile's last chunk may be narrower).
+                const int nc = G::WTN - c0 < CE ? G::WTN - c0 : CE;
+                // Fragments -> slice: lane l holds rows l / 4 and l / 4 + 8, columns
+                // 8 j + 2 (l % 4) and the next.
+#pragma unroll
+                for (int jj = 0; jj < CE / 8; ++jj) {
+                    const int j = c0 / 8 + jj;
+                    if (j >= G::NJ) break;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int s = (i * G::NJ + j) * 4 + h * 2;
+                        T* dst = reinterpret_cast<T*>(slice + ((l >> 2) + h * 8) * PITCH) + jj * 8 + (l & 3) * 2;
+                        dst[0] = x.v[s];
+                        dst[1] = x.v[s + 1];
+                    }
+                }
+                __syncwarp();
+                const long long r0 = wr0 + i * 16, c = wc0 + c0;
+                T* const base = v.ptr + r0 * pitch + c;
+                // 16-byte path: every row of the chunk inside the output, whole, and 16-byte
+                // aligned (the chunk's first row and the pitch).
+                const bool whole = r0 >= 0 && r0 + 16 <= rows && c >= 0 && c + nc <= cols;
+                const bool vec16 = (reinterpret_cast<unsigned long long>(base) % 16 == 0) &&
+                                   ((unsigned long long)pitch * sizeof(T)) % 16 == 0;
+                if (whole && vec16) {
+                    const int lpr = nc * (int)sizeof(T) / 16; // lanes per row (nc: a multiple of 16)
+#pragma unroll
+                    for (int q = l; q < 16 * (CE * (int)sizeof(T) / 16); q += 32) {
+                        if (q >= 16 * lpr) break;
+                        const int r = q / lpr, k = q % lpr;
+                        gstore_vec<16>(base + r * pitch + k * (16 / (int)sizeof(T)), slice + r * PITCH + k * 16);
+                    }
+                } else {
+                    // Row by row, 4-byte words aligned in global memory: lane l writes the
+                    // word starting at element EPW l - e (e: the row's first element's offset
+                    // in its word, 0 or 1 for 2-byte elements); lane 0 also writes the
+                    // row's last element when e = 1.
+#pragma unroll 1
+                    for (int r = 0; r < 16; ++r) {
+                        const long long gr = r0 + r;
+                        if (gr < 0 || gr >= rows) continue;
+                        T* row = base + r * pitch;
+                        const T* srow = reinterpret_cast<const T*>(slice + r * PITCH);
+                        const int e = EPW == 1 ? 0 : (int)((reinterpret_cast<unsigned long long>(row) / sizeof(T)) % EPW);
+                        const int p = l * EPW - e;
+                        const bool in0 = p >= 0 && p < nc && c + p >= 0 && c + p < cols;
+                        if constexpr (EPW == 2) {
+                            const bool in1 = p + 1 < nc && c + p + 1 >= 0 && c + p + 1 < cols;
+                            if (in0 && in1) {
+                                // The pair's word is aligned in global memory, not in the
+                                // slice (p is odd when e = 1): two 2-byte reads.
+                                const unsigned short* s16 = reinterpret_cast<const unsigned short*>(srow);
+                                const unsigned int word = (unsigned int)s16[p] | ((unsigned int)s16[p + 1] << 16);
+                                *reinterpret_cast<unsigned int*>(row + p) = word;
+                            } else {
+                                if (in0) row[p] = srow[p];
+                                if (in1 && p + 1 >= 0) row[p + 1] = srow[p + 1];
+                            }
+                            if (e == 1 && l == 0 && c + nc - 1 < cols && c + nc - 1 >= 0) row[nc - 1] = srow[nc - 1];
+                        } else {
+                            if (in0) row[p] = srow[p];
+                        }
+                    }
+                }
+                __syncwarp();
+            }
+        }
+        sync();
+    }
+}
+
+} // namespace tk
