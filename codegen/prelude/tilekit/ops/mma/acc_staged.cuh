@@ -8,8 +8,10 @@
 // takes 1.22 ms). Staged, each warp copies 16 rows x 128 bytes of its fragments into its own
 // slice of shared memory (rows padded so the fragment writes hit 32 different banks), then
 // writes the rows back along their length: 16 bytes per lane where the chunk's rows are
-// 16-byte aligned and whole (four 128-byte rows per instruction), else 4-byte aligned words
-// along each row (one row per instruction). The code generator plans the slices as a
+// 16-byte aligned and whole (four 128-byte rows per instruction), else 4-byte words aligned
+// in global memory along each row (one row per instruction; a row whose elements start at
+// the high half of a word takes each word from two lanes' slice words by a shuffle), with
+// bounds tests only in the chunks at the output's edge. The code generator plans the slices as a
 // scratch region (`PartKey::StagedStore`, TK_THREADS / 32 slices of
 // `staged_slice_bytes<T>()`) and uses this only on the Hopper engine's consumers, after the
 // pipelined loop.
@@ -70,8 +72,7 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
                     for (int h = 0; h < 2; ++h) {
                         const int s = (i * G::NJ + j) * 4 + h * 2;
                         T* dst = reinterpret_cast<T*>(slice + ((l >> 2) + h * 8) * PITCH) + jj * 8 + (l & 3) * 2;
-                        dst[0] = x.v[s];
-                        dst[1] = x.v[s + 1];
+                        vcopy<2 * (int)sizeof(T)>(dst, &x.v[s]);
                     }
                 }
                 __syncwarp();
@@ -90,8 +91,37 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
                         const int r = q / lpr, k = q % lpr;
                         gstore_vec<16>(base + r * pitch + k * (16 / (int)sizeof(T)), slice + r * PITCH + k * 16);
                     }
+                } else if (whole) {
+                    // Rows not 16-byte aligned, every element inside: row by row, one 4-byte
+                    // word per lane aligned in global memory (a row is 128 contiguous bytes
+                    // per instruction), no bounds tests.
+#pragma unroll
+                    for (int r = 0; r < 16; ++r) {
+                        T* row = base + r * pitch;
+                        const unsigned w = *reinterpret_cast<const unsigned*>(slice + r * PITCH + 4 * l);
+                        if constexpr (EPW == 1) {
+                            if (l < nc) *reinterpret_cast<unsigned*>(row + l) = w;
+                        } else {
+                            // Lane l's slice word holds elements 2 l and 2 l + 1. A row whose
+                            // first element is the high half of a global word (e = 1) takes
+                            // word l from the high half of lane l - 1's and the low half of
+                            // lane l's; its first and last elements are 2-byte stores.
+                            const unsigned prev = __shfl_up_sync(0xffffffffu, w, 1);
+                            const bool e = (reinterpret_cast<unsigned long long>(row) & 2) != 0;
+                            if (!e) {
+                                if (l < nc / 2) *reinterpret_cast<unsigned*>(row + 2 * l) = w;
+                            } else {
+                                if (l >= 1 && l < nc / 2)
+                                    *reinterpret_cast<unsigned*>(row + 2 * l - 1) = __byte_perm(prev, w, 0x5432);
+                                if (l == 0) *reinterpret_cast<unsigned short*>(row) = (unsigned short)(w & 0xffffu);
+                                if (l == nc / 2 - 1)
+                                    *reinterpret_cast<unsigned short*>(row + nc - 1) = (unsigned short)(w >> 16);
+                            }
+                        }
+                    }
                 } else {
-                    // Row by row, 4-byte words aligned in global memory: lane l writes the
+                    // A chunk at the output's edge: row by row, 4-byte words aligned in global
+                    // memory, each element tested: lane l writes the
                     // word starting at element EPW l - e (e: the row's first element's offset
                     // in its word, 0 or 1 for 2-byte elements); lane 0 also writes the
                     // row's last element when e = 1.
