@@ -28,22 +28,14 @@ grep -E "test result|panicked|FAILED|SUMMARY" $OUT/tests.log | cut -c1-200
 echo "t $(( $(date +%s) - start )) s"
 C128="BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Padded"
 PP="BM=64,BN=256,BK=64,STAGES=4,WARPS=4,SMEM=Swizzle128"
-bench() { # label, args...
-  local label=$1; shift
-  for which in new base new base; do
-    local bin=.gpu/bin/tilekit; [[ $which == base ]] && bin=.gpu/bin/tilekit-base
-    timeout 60 $bin bench --seed 7 --rounds 20 "$@" --out /tmp/r.json > /tmp/b.txt 2>&1; local rc=$?
-    echo "== $label $which rc $rc" >> $OUT/ab.log; grep -E "^BM|error" /tmp/b.txt >> $OUT/ab.log
-    grep -E "^BM|error" /tmp/b.txt | sed "s/^/$label $which: /" | cut -c1-175
-  done
-}
-bench mm50257 --kernel matmul --shape 8192x768x50257 --config $C128,PAD64=true
-bench mm50304 --kernel matmul --shape 8192x768x50304 --config $C128,PAD64=false --config $PP,PAD64=false
-bench mm4096k768 --kernel matmul --shape 8192x768x4096 --config $C128,PAD64=false
-bench bgelu3072 --kernel matmul_bias_act --shape 8192x768x3072 --scalar act=1 --config $PP,PAD64=false
-bench mm4096 --kernel matmul --shape 4096x4096x4096
-bench mm8192 --kernel matmul --shape 8192x8192x8192
-bench mm4097 --kernel matmul --shape 4097x4097x4097
+source benches/gpu/ab-lib.sh
+ab mm50257 --kernel matmul --shape 8192x768x50257 --config $C128,PAD64=true
+ab mm50304 --kernel matmul --shape 8192x768x50304 --config $C128,PAD64=false --config $PP,PAD64=false
+ab mm4096k768 --kernel matmul --shape 8192x768x4096 --config $C128,PAD64=false
+ab bgelu3072 --kernel matmul_bias_act --shape 8192x768x3072 --scalar act=1 --config $PP,PAD64=false
+ab mm4096 --kernel matmul --shape 4096x4096x4096
+ab mm8192 --kernel matmul --shape 8192x8192x8192
+ab mm4097 --kernel matmul --shape 4097x4097x4097
 echo "t $(( $(date +%s) - start )) s"
 timeout 150 python3 benches/peers/peers.py --quick --only awkward,epilogue --out $OUT/peers.json > $OUT/peers.log 2>&1; echo "peers rc $?"
 grep -iE "50257|3072|4097" $OUT/peers.log | cut -c1-150 | head -20

@@ -17,15 +17,7 @@ grep -E "test result|panicked|FAILED|SUMMARY" $OUT/tests.log | cut -c1-200
 echo "t $(( $(date +%s) - start )) s"
 C128="BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Padded"
 PP="BM=64,BN=256,BK=64,STAGES=4,WARPS=4,SMEM=Swizzle128"
-bench() { # label, args...
-  local label=$1; shift
-  for which in new base new base; do
-    local bin=.gpu/bin/tilekit; [[ $which == base ]] && bin=.gpu/bin/tilekit-base
-    timeout 60 $bin bench --seed 7 --rounds 20 "$@" > /tmp/b.txt 2>&1; local rc=$?
-    echo "== $label $which rc $rc" >> $OUT/ab.log; grep -E "^BM|error" /tmp/b.txt >> $OUT/ab.log
-    grep -E "^BM|error" /tmp/b.txt | sed "s/^/$label $which: /" | cut -c1-175
-  done
-}
-bench mm50257 --kernel matmul --shape 8192x768x50257 --config $C128,PAD64=true --config $PP,PAD64=true
-bench bgelu3072 --kernel matmul_bias_act --shape 8192x768x3072 --scalar act=1 --config $PP,PAD64=false
+source benches/gpu/ab-lib.sh
+ab mm50257 --kernel matmul --shape 8192x768x50257 --config $C128,PAD64=true --config $PP,PAD64=true
+ab bgelu3072 --kernel matmul_bias_act --shape 8192x768x3072 --scalar act=1 --config $PP,PAD64=false
 echo "t $(( $(date +%s) - start )) s"

@@ -83,7 +83,8 @@ fn find(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Option<Arc<Lowered>> {
 /// template with its shared-memory total. A ping-pong plan (two programs per block) falls
 /// back to one program where its programs would share more than the ring (a persistent
 /// region of their own, such as a staged slice source); a plan too large for the target's
-/// shared memory drops its staged stores first, then its second program.
+/// shared memory drops its staged stores' second slice per warp, then their first (and the
+/// store map with it), then its second program.
 pub(crate) fn hopper_lowering(
     kernel: &Kernel,
     v: &crate::variant::point::Variant,
@@ -115,8 +116,11 @@ pub(crate) fn hopper_lowering(
         }
         // Too large: first the staged stores' slices go (the direct store), then the
         // second program.
-        if smem > limit && plan.staged_stores {
-            plan.staged_stores = false;
+        if smem > limit && plan.staged_buffers > 0 {
+            plan.staged_buffers -= 1;
+            if plan.staged_buffers == 0 {
+                plan.store_map = None;
+            }
             continue;
         }
         if plan.programs > 1 && smem > limit {

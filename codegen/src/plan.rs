@@ -26,8 +26,10 @@ pub struct LaunchPlan {
 pub struct VariantPlan {
     /// Threads (the producer warpgroup included) and dynamic shared memory.
     pub launch: LaunchPlan,
-    /// The tensor maps to encode and pass, in order (Hopper engine only).
+    /// The rings' tensor maps to encode and pass, in order (Hopper engine only).
     pub tma: Option<[crate::engine::TmaOperand; 2]>,
+    /// C's tensor map, passed after the rings' (the staged store's TMA path), if any.
+    pub tma_store: Option<crate::engine::TmaOperand>,
     /// Persistent (Hopper engine): launch at most one block per SM, each looping over
     /// its share of the tiles.
     pub persistent: bool,
@@ -64,12 +66,14 @@ pub fn variant_plan(
                 smem_bytes,
             },
             tma: Some(plan.tma),
+            tma_store: plan.store_map,
             persistent: true,
         });
     }
     Ok(VariantPlan {
         launch: launch_plan(kernel, &config, &v.bindings)?,
         tma: None,
+        tma_store: None,
         persistent: false,
     })
 }

@@ -208,10 +208,10 @@ fn gpu_hopper_matmul_bias_act_every_activation() {
     }
 }
 
-/// The staged store (`tk::store_tile_staged`) on both of its paths: C's rows 16-byte
-/// aligned and whole chunks (16-byte stores), and C misaligned by every residue of its
-/// pitch and by one column (4-byte words along each row, an element at either end), at
-/// partial tiles; nothing outside C changes.
+/// The staged store (`tk::store_tile_staged`) on each of its paths: C 16-byte aligned (its
+/// tensor map passed: TMA stores, rows and columns past C clipped), and C misaligned by
+/// every residue of its pitch and by one column (4-byte words along each row, an element
+/// at either end; bounds tests at the edges), at partial tiles; nothing outside C changes.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_hopper_staged_store_every_alignment_of_c() {
@@ -360,7 +360,7 @@ fn gpu_hopper_sanitizer_small() {
 /// The Hopper variant's SASS: wgmma (HGMMA) and TMA loads (UTMALDG), no local memory.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn gpu_hopper_sass_has_hgmma_and_utmaldg_and_no_local_memory() {
+fn gpu_hopper_sass_has_hgmma_utmaldg_utmastg_and_no_local_memory() {
     use tilekit_codegen::{prelude_headers, variant_source, Target, Variant};
     use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
     let spec = &matmul::SPEC;
@@ -391,10 +391,11 @@ fn gpu_hopper_sass_has_hgmma_and_utmaldg_and_no_local_memory() {
     let sass = String::from_utf8_lossy(&out.stdout);
     let count = |op: &str| sass.matches(op).count();
     eprintln!(
-        "Hopper matmul bf16 {}: HGMMA {}, UTMALDG {}, SYNCS {}, LDL {}, STL {}, registers {:?}",
+        "Hopper matmul bf16 {}: HGMMA {}, UTMALDG {}, UTMASTG {}, SYNCS {}, LDL {}, STL {}, registers {:?}",
         v.config,
         count("HGMMA"),
         count("UTMALDG"),
+        count("UTMASTG"),
         count("SYNCS"),
         count("LDL"),
         count("STL"),
@@ -402,6 +403,8 @@ fn gpu_hopper_sass_has_hgmma_and_utmaldg_and_no_local_memory() {
     );
     assert!(count("HGMMA") > 0, "no HGMMA");
     assert!(count("UTMALDG") > 0, "no TMA load");
+    // The staged store's TMA path (C aligned: its tensor map is passed third).
+    assert!(count("UTMASTG") > 0, "no TMA store");
     assert_eq!(count("LDL") + count("STL"), 0, "local-memory traffic");
 }
 

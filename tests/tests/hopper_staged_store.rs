@@ -18,10 +18,8 @@ use hopper_variant::variant;
 
 const STAGED: &str = "tk::store_tile_staged<";
 
-/// Bytes of one warp's staging slice for `T` of `size` bytes (`tk::staged_slice_bytes`).
-fn slice_bytes(size: u64) -> u64 {
-    16 * (128 + 8 * size)
-}
+/// Bytes of one warp's staging slice (`tk::STAGED_SLICE`: 16 rows x 128 bytes).
+const SLICE: u64 = 2048;
 
 /// GEMM-form cases (kernel, configuration, element type).
 fn gemm_cases() -> Vec<(&'static tilekit::KernelSpec, &'static str, DType)> {
@@ -88,7 +86,7 @@ fn gemm_epilogues_on_the_hopper_engine_stage_their_store() {
             let plan = variant_plan(k, &v).expect("plan");
             let warps = v.config.int("WARPS").expect("WARPS") as u64;
             assert!(
-                plan.launch.smem_bytes >= warps * slice_bytes(t.size_bytes() as u64),
+                plan.launch.smem_bytes >= warps * SLICE + 1024,
                 "{} {c}",
                 k.name
             );
@@ -97,6 +95,26 @@ fn gemm_epilogues_on_the_hopper_engine_stage_their_store() {
                 "{} {c}: the plan's comment",
                 k.name
             );
+            // C aligned: its tensor map follows the rings' (the TMA path); misaligned: none.
+            let c_param = k.params.iter().position(|p| p.name == "c").unwrap() as u32;
+            if access == Access::ROWS {
+                let m = plan.tma_store.expect("a store map for an aligned C");
+                assert_eq!(
+                    (m.param, m.rank, m.box_rows),
+                    (c_param, 2, 16),
+                    "{} {c}",
+                    k.name
+                );
+                assert_eq!(m.box_cols as usize * t.size_bytes(), 128);
+                assert!(src.contains("tensor_map tk_map2") && src.contains(", tk_map2);"));
+            } else {
+                assert!(
+                    plan.tma_store.is_none(),
+                    "{} {c}: a store map for a misaligned C",
+                    k.name
+                );
+                assert!(!src.contains("tk_map2") && src.contains(", nullptr);"));
+            }
         }
         // The same configuration on sm_80 keeps the mma.sync engine and the direct store.
         let v80 = variant(k, c, t, Access::ROWS, Target::Sm80);
@@ -165,7 +183,7 @@ fn staging_never_costs_a_variant_the_hopper_engine() {
         } else {
             direct += 1;
             assert!(
-                plan.launch.smem_bytes + 4 * slice_bytes(2) > limit,
+                plan.launch.smem_bytes + 4 * SLICE + 1024 > limit,
                 "{}: {} bytes, the slices would have fit",
                 v.config,
                 plan.launch.smem_bytes

@@ -169,7 +169,7 @@ pub(super) fn smem_engine(hopper: Option<&HopperPlan>) -> SmemEngine {
                 _ => None,
             },
             convert: h.fill == crate::engine::RingFill::Convert,
-            staged_stores: h.staged_stores,
+            staged_buffers: h.staged_buffers,
         },
     }
 }
@@ -309,9 +309,10 @@ fn run_params(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Result<Vec<String
         params.push(format!("{ct} {}", param_name(i, &p.name)));
     }
     params.push("char* smem".to_string());
-    if hopper.is_some() {
-        params.push("const tk::sm90::tensor_map* tk_map0".to_string());
-        params.push("const tk::sm90::tensor_map* tk_map1".to_string());
+    if let Some(h) = hopper {
+        for m in 0..h.maps().len() {
+            params.push(format!("const tk::sm90::tensor_map* tk_map{m}"));
+        }
         params.push("tk::sm90::pipe_state& tk_state".to_string());
         params.push("const unsigned tk_block".to_string());
     } else if !kernel.lists.is_empty() {

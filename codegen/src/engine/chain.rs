@@ -162,7 +162,8 @@ pub(super) fn chain_plan(
             residents: resident_set,
         },
         programs: 1,
-        staged_stores: false,
+        staged_buffers: 0,
+        store_map: None,
     })
 }
 

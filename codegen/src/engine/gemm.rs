@@ -151,7 +151,43 @@ pub(super) fn gemm_plan(
         fill,
         form: Form::Gemm,
         programs,
-        staged_stores: true,
+        staged_buffers: 2,
+        store_map: store_map(cx, rl.iv),
+    })
+}
+
+/// The tensor map of the staged store's TMA path: the first `store_tile` after the
+/// pipelined loop (in the kernel's top-level block) of an accumulator-layout rank-2 tile
+/// into a rank-2 tensor parameter that is 16-byte aligned in this variant; box 16 rows x
+/// 128 bytes (`tk::STAGED_CHUNK`), swizzled as the staging slices are.
+fn store_map(cx: &Cx<'_>, iv: ValueId) -> Option<TmaOperand> {
+    let insts = &cx.kernel.body.insts;
+    let at = insts.iter().position(|i| match &i.op {
+        Op::For { body, stages, .. } => stages.is_some() && body.args.first() == Some(&iv),
+        _ => false,
+    })?;
+    insts[at + 1..].iter().find_map(|i| {
+        let Op::StoreTile { tensor, value, .. } = &i.op else {
+            return None;
+        };
+        if !matches!(cx.layouts.get(*value), Layout::Acc(_)) {
+            return None;
+        }
+        let (param, rank) = tma_tensor(cx, *tensor).ok()?;
+        let Some(tilekit_ir::ParamKind::Tensor { elem, .. }) =
+            cx.kernel.params.get(param as usize).map(|p| &p.kind)
+        else {
+            return None;
+        };
+        let dtype = elem.resolve(cx.bindings)?;
+        let es = dtype.size_bytes() as u64;
+        (rank == 2 && (es == 2 || es == 4)).then_some(TmaOperand {
+            param,
+            rank,
+            box_cols: (PANEL_BYTES / es) as u32,
+            box_rows: 16,
+            dtype,
+        })
     })
 }
 

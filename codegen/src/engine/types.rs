@@ -111,17 +111,29 @@ pub struct HopperPlan {
     /// ring's stages going to them tile by tile, so one's epilogue runs while the other's
     /// products keep the tensor cores busy), else 1.
     pub programs: u32,
-    /// The GEMM form's accumulator `store_tile`s after the loop are staged through shared
-    /// memory (`tk::store_tile_staged`: rows written along their length, full sectors);
-    /// false where the staging slices would not fit the target's shared memory (the direct
-    /// store then).
-    pub staged_stores: bool,
+    /// Slices per consumer warp for the GEMM form's accumulator `store_tile`s after the
+    /// loop, staged through shared memory (`tk::store_tile_staged`: rows written along
+    /// their length or by TMA, full sectors): 2 (one fills while the TMA reads the other),
+    /// 1, or 0 where even one would not fit the target's shared memory (the direct store).
+    pub staged_buffers: u32,
+    /// The tensor map of the GEMM's output C for the staged store's TMA path (box: 16 rows
+    /// of 128 bytes): a rank-2 tensor parameter 16-byte aligned in this variant (`Rows`),
+    /// stored from the accumulator after the loop; passed third (`tk_map2`).
+    pub store_map: Option<TmaOperand>,
 }
 
 impl HopperPlan {
     /// Consumer warpgroups in a block: [`HopperPlan::consumers`] per program.
     pub fn block_consumers(&self) -> u32 {
         self.consumers * self.programs
+    }
+
+    /// Every tensor map the variant takes, in parameter order: the two rings', then the
+    /// store map where there is one.
+    pub fn maps(&self) -> Vec<TmaOperand> {
+        let mut m = self.tma.to_vec();
+        m.extend(self.store_map);
+        m
     }
 }
 

@@ -27,9 +27,9 @@ pub(crate) enum Engine {
         chain_residents: Option<Residents>,
         /// The TF32 path (B converted in place): a third mbarrier per stage.
         convert: bool,
-        /// Accumulator stores after the loop staged through shared memory
-        /// ([`crate::engine::HopperPlan::staged_stores`]).
-        staged_stores: bool,
+        /// Slices per warp of the accumulator stores after the loop staged through shared
+        /// memory ([`crate::engine::HopperPlan::staged_buffers`]; 0: not staged).
+        staged_buffers: u32,
     },
 }
 
@@ -479,23 +479,22 @@ impl<'k> Planner<'_, 'k> {
         self.block(body);
         self.loop_depth -= 1;
         if stages.is_some()
-            && matches!(
-                self.engine,
-                Engine::Hopper {
-                    staged_stores: true,
-                    ..
-                }
-            )
+            && matches!(self.engine, Engine::Hopper { staged_buffers, .. } if staged_buffers > 0)
         {
             self.after_hopper_loop = true;
         }
     }
 
     /// `store_tile` of an accumulator-layout rank-2 tile on the Hopper engine's consumers
-    /// (after the pipelined loop of a plan with `staged_stores`, outside any loop): staged through one slice per warp of
-    /// `tk::staged_slice_bytes<T>()` = 16 x (128 + 8 sizeof(T)) bytes, so that the rows
-    /// are written along their length (full sectors) instead of fragment by fragment.
+    /// (after the pipelined loop of a plan with staged buffers, outside any loop): staged
+    /// through `staged_buffers` slices per warp of `tk::STAGED_SLICE` = 16 x 128 bytes
+    /// (128-byte swizzled), then 1024 bytes of slack to align them to the swizzle atom, so
+    /// that the rows are written along their length or by TMA (full sectors) instead of
+    /// fragment by fragment.
     fn staged_store(&mut self, tensor: ValueId, value: ValueId) {
+        let Engine::Hopper { staged_buffers, .. } = self.engine else {
+            return;
+        };
         if !self.after_hopper_loop
             || self.loop_depth > 0
             || self.f.layouts.split_cats.contains(&value)
@@ -503,7 +502,7 @@ impl<'k> Planner<'_, 'k> {
         {
             return;
         }
-        let (Some(elem), Some((_, shape))) = (self.view_elem(tensor), self.ty(value)) else {
+        let (Some(_), Some((_, shape))) = (self.view_elem(tensor), self.ty(value)) else {
             return;
         };
         if shape.0.len() != 2 {
@@ -511,14 +510,15 @@ impl<'k> Planner<'_, 'k> {
         }
         self.alloc.scratch(
             PartKey::StagedStore(value, tensor),
-            format!("store_tile of {shape} staged per warp (16 rows x 128 bytes)"),
+            format!(
+                "store_tile of {shape} staged per warp ({staged_buffers} x 16 rows x 128 bytes, swizzled)"
+            ),
             vec![
-                vec![Factor::Warps, Factor::Dim(Dim::Const(2048))],
                 vec![
                     Factor::Warps,
-                    Factor::Dim(Dim::Const(128)),
-                    Factor::SizeOf(elem),
+                    Factor::Dim(Dim::Const(2048 * u64::from(staged_buffers))),
                 ],
+                vec![Factor::Dim(Dim::Const(1024))],
             ],
         );
     }

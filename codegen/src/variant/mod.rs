@@ -137,6 +137,8 @@ pub fn variant_source(
         .is_some_and(|(plan, _, _)| matches!(plan.form, crate::engine::Form::Chain { .. }));
     // GEMM ping-pong: two programs per block (`HopperPlan::programs`).
     let programs = hopper.as_ref().map_or(1, |(plan, _, _)| plan.programs);
+    // The rings' tensor maps, and C's for the staged store's TMA path.
+    let maps = hopper.as_ref().map_or(0, |(plan, _, _)| plan.maps().len());
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -200,7 +202,7 @@ pub fn variant_source(
         names.push("tk_chunk.y".into());
     }
     if is_hopper {
-        for m in 0..2 {
+        for m in 0..maps {
             params.push(format!(
                 "const __grid_constant__ tk::sm90::tensor_map tk_map{m}"
             ));

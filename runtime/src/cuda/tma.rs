@@ -1,6 +1,8 @@
 //! Tensor maps of a Hopper-engine launch (`tilekit_codegen::engine`): one TMA descriptor per
-//! ring operand (2-D, or 3-D for a rank-3 tensor read through row views), encoded on the host from the tensor the launch passes (after `PAD64`'s
-//! copy, where it made one) and passed by value after the kernel's parameters.
+//! ring operand (2-D, or 3-D for a rank-3 tensor read through row views), then one for the
+//! output C where the staged store writes it by TMA, encoded on the host from the tensor the
+//! launch passes (after `PAD64`'s copy, where it made one) and passed by value after the
+//! kernel's parameters.
 
 use super::abi::tensor_abi;
 use super::ffi::{self, TensorAbi, TensorMap};
@@ -13,7 +15,7 @@ use tilekit_ir::{DType, Param};
 /// The tensor maps of `ops`, in order: each from its parameter's tensor in `args`, or from
 /// the padded copy `padded` names for that parameter. An encoding error names the tensor.
 pub(super) fn encode(
-    ops: &[TmaOperand; 2],
+    ops: &[TmaOperand],
     params: &[Param],
     args: &[Arg<'_>],
     padded: &[(usize, TensorAbi)],

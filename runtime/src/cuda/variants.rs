@@ -33,8 +33,9 @@ const DEFAULT_SMEM_LIMIT: u64 = 48 * 1024;
 pub(super) struct Loaded {
     pub func: CudaFunction,
     pub plan: LaunchPlan,
-    /// The tensor maps a Hopper-engine variant takes after its parameters.
-    pub tma: Option<[TmaOperand; 2]>,
+    /// The tensor maps a Hopper-engine variant takes after its parameters: the rings', then
+    /// C's where its staged store has a TMA path.
+    pub tma: Option<Vec<TmaOperand>>,
     /// A persistent variant (the Hopper engine): at most one block per SM.
     pub persistent: bool,
     pub smem: u32,
@@ -306,7 +307,9 @@ impl CudaDevice {
         Ok(Loaded {
             func,
             plan,
-            tma: vplan.tma,
+            tma: vplan
+                .tma
+                .map(|rings| rings.iter().copied().chain(vplan.tma_store).collect()),
             persistent: vplan.persistent,
             smem,
             compile_seconds: None,

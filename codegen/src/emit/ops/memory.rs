@@ -113,13 +113,30 @@ impl<'k> Emitter<'k> {
                 )?;
                 let al = self.aligned_flag(*tensor);
                 let staged = PartKey::StagedStore(*value, *tensor);
-                if self.smem.has_scratch(&staged) {
+                if let (true, Some(h)) = (self.smem.has_scratch(&staged), self.hopper) {
                     let off = self.smem.scratch_offset(&staged, 0)?;
-                    self.w.line(
-                        "// [block] staged through shared memory: each warp's rows written along their length (full sectors)",
-                    );
+                    // The store map is C's: passed where this store writes its tensor.
+                    let def = self.defs.get(tensor.index()).copied().flatten();
+                    let map = match (h.store_map, def) {
+                        (Some(m), Some(Op::TensorParam { index }))
+                            if *index == m.param as usize =>
+                        {
+                            format!("tk_map{}", h.tma.len())
+                        }
+                        _ => "nullptr".to_string(),
+                    };
+                    let how = if map == "nullptr" {
+                        "along their length (full sectors)"
+                    } else {
+                        "by TMA where C's width is a 16-byte multiple, else along their length"
+                    };
                     self.w.line(&format!(
-                        "tk::store_tile_staged<{al}, TK_THREADS / 32>({t}, {o}, {v}, smem + {off});"
+                        "// [block] staged through shared memory ({} slice(s) per warp): each warp's rows written {how}",
+                        h.staged_buffers
+                    ));
+                    self.w.line(&format!(
+                        "tk::store_tile_staged<{al}, TK_THREADS / 32, {}>({t}, {o}, {v}, smem + {off}, {map});",
+                        h.staged_buffers
                     ));
                 } else {
                     self.w

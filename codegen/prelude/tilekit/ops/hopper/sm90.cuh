@@ -109,6 +109,34 @@ TK_DEVICE void tma_load_3d(void* dst, const tensor_map* map, unsigned long long*
 #endif
 }
 
+/// TMA store of the box at (c0 = column, c1 = row) from `src` (shared memory laid out as
+/// the map's box, 128-byte swizzled), in the calling thread's bulk-async group. Rows and
+/// columns past the tensor's extents are not written (the inner extent is clipped to 16
+/// bytes: the caller stores only where C's width is a 16-byte multiple). The writes to
+/// `src` must be fenced to the async proxy first (`fence_proxy_async_smem`).
+TK_DEVICE void tma_store_2d(const tensor_map* map, const void* src, int c0, int c1) {
+#if TK_SM90A
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(map),
+                 "r"(saddr(src)), "r"(c0), "r"(c1)
+                 : "memory");
+#endif
+}
+
+/// Closes the calling thread's bulk-async group (the TMA stores issued since the last).
+TK_DEVICE void bulk_commit() {
+#if TK_SM90A
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most N of the calling thread's bulk-async groups still read their shared
+/// memory (the global writes may still be in flight: the kernel's end completes them).
+template <int N> TK_DEVICE void bulk_wait_read() {
+#if TK_SM90A
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
 /// A wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets
 /// (multiples of 16), 128-byte swizzle.
 TK_DEVICE unsigned long long smem_desc_sw128(const void* p, unsigned lbo, unsigned sbo) {

@@ -5,15 +5,23 @@
 // sector each. A GEMM whose output is large against its K (8192 x 768 x 50257: 823 MB of C
 // for 12 k-steps per tile) is then bound by the L2's write requests (ncu, run 170: 106 M
 // partial-sector writes, 4.1 per sector; 1.98 ms where the 16-byte aligned width 50304
-// takes 1.22 ms). Staged, each warp copies 16 rows x 128 bytes of its fragments into its own
-// slice of shared memory (rows padded so the fragment writes hit 32 different banks), then
-// writes the rows back along their length: 16 bytes per lane where the chunk's rows are
-// 16-byte aligned and whole (four 128-byte rows per instruction), else 4-byte words aligned
-// in global memory along each row (one row per instruction; a row whose elements start at
-// the high half of a word takes each word from two lanes' slice words by a shuffle), with
-// bounds tests only in the chunks at the output's edge. The code generator plans the slices as a
-// scratch region (`PartKey::StagedStore`, TK_THREADS / 32 slices of
-// `staged_slice_bytes<T>()`) and uses this only on the Hopper engine's consumers, after the
+// takes 1.22 ms).
+//
+// Staged, each warp copies 16 rows x 128 bytes of its fragments (a chunk) into a slice of
+// its own: rows of 128 bytes whose 16-byte pieces are XOR-ed by row % 8 (the TMA's 128-byte
+// swizzle: the fragment writes of 8 rows x 4 lanes hit 32 different banks). Then:
+// - with a tensor map of C (`map`, the Hopper engine's store map: C 16-byte aligned in this
+//   variant) and C's width a 16-byte multiple, one lane stores the chunk by TMA
+//   (`cp.async.bulk.tensor`, rows and columns past C clipped by the hardware) and the warp
+//   goes on; BUFS = 2 slices per warp let the next chunk fill one while the other is read;
+// - else the warp writes the rows back along their length: 16 bytes per lane where the
+//   chunk's rows are 16-byte aligned and inside C (four rows per instruction), else one
+//   4-byte word per lane aligned in global memory (a row whose elements start at the high
+//   half of a word takes each word from two lanes' slice words by a shuffle), bounds tests
+//   only in the chunks at C's edge.
+// The code generator plans the slices as a scratch region (`PartKey::StagedStore`:
+// TK_THREADS / 32 x BUFS slices of STAGED_SLICE bytes, then 1024 bytes of slack to align
+// them to the swizzle atom) and uses this only on the Hopper engine's consumers, after the
 // pipelined loop.
 #pragma once
 #include "tilekit/types/tile.cuh"
@@ -21,25 +29,28 @@
 #include "tilekit/types/mma_layout.cuh"
 #include "tilekit/ops/memory/vec.cuh"
 #include "tilekit/ops/mma/acc_io.cuh"
+#include "tilekit/ops/hopper/sm90.cuh"
 
 namespace tk {
 
-/// Bytes of one staged row chunk.
+/// Bytes of one staged row chunk (the TMA box's inner extent).
 constexpr int STAGED_CHUNK = 128;
-/// The padded row pitch of a warp's slice: a fragment write (8 rows x 4 lanes of 4-byte
-/// pairs, or of 8-byte pairs for f32) then touches 32 different banks.
-template <class T> TK_HD int staged_pitch() { return STAGED_CHUNK + 8 * (int)sizeof(T); }
 /// Bytes of one warp's slice: 16 rows (one m16 fragment row block) of one chunk.
-template <class T> TK_HD int staged_slice_bytes() { return 16 * staged_pitch<T>(); }
+constexpr int STAGED_SLICE = 16 * STAGED_CHUNK;
+
+/// The byte offset of byte `b` of row `r` in a slice (128-byte swizzle).
+TK_DEVICE int staged_at(int r, int b) { return r * STAGED_CHUNK + ((((b >> 4) ^ r) & 7) << 4) + (b & 15); }
 
 /// `store_tile(t, origin, x)` for an accumulator-layout tile, staged through `buf` (see the
-/// header comment). `REGION_WARPS`: the slices `buf` holds (the template's TK_THREADS / 32).
-/// Ends with `sync()`: the scratch region is shared with the kernel's other steps.
-template <bool ALIGNED, int REGION_WARPS, class T, long long BM, long long BN, int W, int P>
+/// header comment). `REGION_WARPS`: the warps `buf` has slices for (the template's
+/// TK_THREADS / 32); `BUFS`: slices per warp (1 or 2); `map`: C's tensor map, or null. Ends
+/// with `sync()`: the scratch region is shared with the kernel's other steps.
+template <bool ALIGNED, int REGION_WARPS, int BUFS, class T, long long BM, long long BN, int W, int P>
 TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape<BM, BN>, mma_acc<BM, BN, W, P>>& x,
-                                 char* buf) {
+                                 char* buf, const sm90::tensor_map* map) {
     using G = mma_grid<BM, BN, W, P>;
     static_assert(W <= REGION_WARPS, "tk::store_tile_staged: more warps than staging slices");
+    static_assert(BUFS == 1 || BUFS == 2, "tk::store_tile_staged: one or two slices per warp");
     if constexpr (sizeof(T) != 2 && sizeof(T) != 4) {
         store_tile<ALIGNED>(v, o, x);
     } else {
@@ -48,20 +59,27 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
             store_tile<ALIGNED>(v, o, x);
             return;
         }
-        constexpr int PITCH = staged_pitch<T>();
         constexpr int CE = STAGED_CHUNK / (int)sizeof(T); // elements of a chunk's row
         constexpr int EPW = 4 / (int)sizeof(T);           // elements per 4-byte word
         const int t = thread_rank(), w = t >> 5, l = t & 31;
-        char* slice = buf + w * staged_slice_bytes<T>();
+        const unsigned a = sm90::saddr(buf);
+        char* const slices = buf + ((1024u - (a & 1023u)) & 1023u);
         const long long wr0 = o.c[0] + (w / G::WN) * G::WTM;
         const long long wc0 = o.c[1] + (w % G::WN) * G::WTN;
         const long long rows = v.shape[0], cols = v.shape[1], pitch = v.stride[0];
+        // TMA: whole chunks only (a narrower warp tile would store its neighbour's columns),
+        // C's width a 16-byte multiple (the clip's granularity).
+        const bool tma = TK_SM90A && map != nullptr && G::WTN % CE == 0 && (cols * (long long)sizeof(T)) % 16 == 0;
+        int chunk = 0;
 #pragma unroll
         for (int i = 0; i < G::MI; ++i) {
 #pragma unroll
-            for (int c0 = 0; c0 < G::WTN; c0 += CE) {
+            for (int c0 = 0; c0 < G::WTN; c0 += CE, ++chunk) {
+                char* const slice = slices + (w * BUFS + (BUFS == 2 ? chunk & 1 : 0)) * STAGED_SLICE;
                 // This chunk's columns (the warp tile's last chunk may be narrower).
                 const int nc = G::WTN - c0 < CE ? G::WTN - c0 : CE;
+                if (tma && chunk >= BUFS && l == 0) sm90::bulk_wait_read<BUFS - 1>();
+                __syncwarp();
                 // Fragments -> slice: lane l holds rows l / 4 and l / 4 + 8, columns
                 // 8 j + 2 (l % 4) and the next.
 #pragma unroll
@@ -71,12 +89,21 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         const int s = (i * G::NJ + j) * 4 + h * 2;
-                        T* dst = reinterpret_cast<T*>(slice + ((l >> 2) + h * 8) * PITCH) + jj * 8 + (l & 3) * 2;
-                        vcopy<2 * (int)sizeof(T)>(dst, &x.v[s]);
+                        const int r = (l >> 2) + h * 8;
+                        vcopy<2 * (int)sizeof(T)>(slice + staged_at(r, (jj * 8 + (l & 3) * 2) * (int)sizeof(T)), &x.v[s]);
                     }
                 }
-                __syncwarp();
                 const long long r0 = wr0 + i * 16, c = wc0 + c0;
+                if (tma) {
+                    sm90::fence_proxy_async_smem();
+                    __syncwarp();
+                    if (l == 0) {
+                        sm90::tma_store_2d(map, slice, (int)c, (int)r0);
+                        sm90::bulk_commit();
+                    }
+                    continue;
+                }
+                __syncwarp();
                 T* const base = v.ptr + r0 * pitch + c;
                 // 16-byte path: every row of the chunk inside the output, whole, and 16-byte
                 // aligned (the chunk's first row and the pitch).
@@ -89,7 +116,7 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
                     for (int q = l; q < 16 * (CE * (int)sizeof(T) / 16); q += 32) {
                         if (q >= 16 * lpr) break;
                         const int r = q / lpr, k = q % lpr;
-                        gstore_vec<16>(base + r * pitch + k * (16 / (int)sizeof(T)), slice + r * PITCH + k * 16);
+                        gstore_vec<16>(base + r * pitch + k * (16 / (int)sizeof(T)), slice + staged_at(r, k * 16));
                     }
                 } else if (whole) {
                     // Rows not 16-byte aligned, every element inside: row by row, one 4-byte
@@ -98,7 +125,7 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
 #pragma unroll
                     for (int r = 0; r < 16; ++r) {
                         T* row = base + r * pitch;
-                        const unsigned w = *reinterpret_cast<const unsigned*>(slice + r * PITCH + 4 * l);
+                        const unsigned w = *reinterpret_cast<const unsigned*>(slice + staged_at(r, 4 * l));
                         if constexpr (EPW == 1) {
                             if (l < nc) *reinterpret_cast<unsigned*>(row + l) = w;
                         } else {
@@ -121,16 +148,15 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
                     }
                 } else {
                     // A chunk at the output's edge: row by row, 4-byte words aligned in global
-                    // memory, each element tested: lane l writes the
-                    // word starting at element EPW l - e (e: the row's first element's offset
-                    // in its word, 0 or 1 for 2-byte elements); lane 0 also writes the
-                    // row's last element when e = 1.
+                    // memory, each element tested: lane l writes the word starting at element
+                    // EPW l - e (e: the row's first element's offset in its word, 0 or 1 for
+                    // 2-byte elements); lane 0 also writes the row's last element when e = 1.
 #pragma unroll 1
                     for (int r = 0; r < 16; ++r) {
                         const long long gr = r0 + r;
                         if (gr < 0 || gr >= rows) continue;
                         T* row = base + r * pitch;
-                        const T* srow = reinterpret_cast<const T*>(slice + r * PITCH);
+                        const auto at = [&](int p) { return *reinterpret_cast<const T*>(slice + staged_at(r, p * (int)sizeof(T))); };
                         const int e = EPW == 1 ? 0 : (int)((reinterpret_cast<unsigned long long>(row) / sizeof(T)) % EPW);
                         const int p = l * EPW - e;
                         const bool in0 = p >= 0 && p < nc && c + p >= 0 && c + p < cols;
@@ -139,22 +165,25 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
                             if (in0 && in1) {
                                 // The pair's word is aligned in global memory, not in the
                                 // slice (p is odd when e = 1): two 2-byte reads.
-                                const unsigned short* s16 = reinterpret_cast<const unsigned short*>(srow);
-                                const unsigned int word = (unsigned int)s16[p] | ((unsigned int)s16[p + 1] << 16);
-                                *reinterpret_cast<unsigned int*>(row + p) = word;
+                                const auto half = [&](int q) {
+                                    return (unsigned)*reinterpret_cast<const unsigned short*>(slice + staged_at(r, 2 * q));
+                                };
+                                *reinterpret_cast<unsigned*>(row + p) = half(p) | (half(p + 1) << 16);
                             } else {
-                                if (in0) row[p] = srow[p];
-                                if (in1 && p + 1 >= 0) row[p + 1] = srow[p + 1];
+                                if (in0) row[p] = at(p);
+                                if (in1 && p + 1 >= 0) row[p + 1] = at(p + 1);
                             }
-                            if (e == 1 && l == 0 && c + nc - 1 < cols && c + nc - 1 >= 0) row[nc - 1] = srow[nc - 1];
+                            if (e == 1 && l == 0 && c + nc - 1 < cols && c + nc - 1 >= 0) row[nc - 1] = at(nc - 1);
                         } else {
-                            if (in0) row[p] = srow[p];
+                            if (in0) row[p] = at(p);
                         }
                     }
                 }
                 __syncwarp();
             }
         }
+        // The slices are read by the TMA before the scratch region is handed on.
+        if (tma && l == 0) sm90::bulk_wait_read<0>();
         sync();
     }
 }
