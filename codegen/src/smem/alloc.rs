@@ -35,9 +35,9 @@ pub(crate) enum PartKey {
     /// The scratch of two fused whole-tile reductions, by the first one's result.
     FusedPair(ValueId),
     /// An accumulator tile's `store_tile` staged through shared memory (`tk::store_tile_staged`:
-    /// one slice per warp), by the stored value and the tensor: only on the Hopper engine's
-    /// consumers, after the pipelined loop (the pass decides; the printer stages a store
-    /// when this region exists).
+    /// one or two 2 KB slices per warp), by the stored value and the tensor: only on the
+    /// Hopper engine's consumers, after the pipelined loop (the pass decides; the printer
+    /// stages a store when this region exists).
     StagedStore(ValueId, ValueId),
     /// The conversion point with this id ([`crate::layout::Conversion::id`]): its
     /// `tk::relayout` region (used where the conversion goes through shared memory).
