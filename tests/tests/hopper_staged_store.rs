@@ -1,7 +1,8 @@
 //! The Hopper engine's staged accumulator store (`tk::store_tile_staged`, planned as the
 //! scratch region `PartKey::StagedStore` by the shared-memory pass): the GEMM form's
-//! `store_tile` after the pipelined loop goes through one shared-memory slice per warp, so
-//! that C's rows are written along their length (full sectors) even where C is not 16-byte
+//! `store_tile` after the pipelined loop goes through one or two 2 KB shared-memory slices
+//! per warp, so that C is written whole — by TMA where C is 16-byte aligned (its tensor map,
+//! `VariantPlan::tma_store`, passed third), else along its rows even where C is not 16-byte
 //! aligned; the chained form (attention) and the mma.sync engine keep the direct store; a
 //! plan whose slices would not fit the target drops them and keeps the Hopper engine. NVRTC
 //! compiles the staged variants for aligned and misaligned C, bf16 and TF32's f32, with
