@@ -259,13 +259,18 @@ fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, C
             let _ = match chosen {
                 crate::engine::Engine::Hopper(p) => writeln!(
                     s,
-                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs{}",
+                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs{}{}",
                     v.target,
                     p.consumers,
                     if p.programs > 1 {
                         ", two per block in ping-pong (one's epilogue under the other's products; SCHEDULE = cooperative keeps one)"
                     } else {
                         ""
+                    },
+                    match (&p.cluster_refused, p.cluster) {
+                        (Some(why), _) => format!("; no clusters: {why}"),
+                        (None, 2) => ", in clusters of 2 (vertically adjacent tiles; B's tile loaded once per pair, multicast)".to_string(),
+                        _ => String::new(),
                     }
                 ),
                 crate::engine::Engine::MmaSync(why) => writeln!(

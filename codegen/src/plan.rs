@@ -33,6 +33,9 @@ pub struct VariantPlan {
     /// Persistent (Hopper engine): launch at most one block per SM, each looping over
     /// its share of the tiles.
     pub persistent: bool,
+    /// CTAs per cluster (Hopper engine, `CLUSTER = 2`): the launch's blocks come in pairs,
+    /// at most one pair per two SMs, running vertically adjacent tiles; 1 otherwise.
+    pub cluster: u32,
 }
 
 /// The launch of variant `v` of `kernel`: [`launch_plan`] on the mma.sync engine; on the
@@ -68,6 +71,7 @@ pub fn variant_plan(
             tma: Some(plan.tma),
             tma_store: plan.store_map,
             persistent: true,
+            cluster: plan.cluster,
         });
     }
     Ok(VariantPlan {
@@ -75,6 +79,7 @@ pub fn variant_plan(
         tma: None,
         tma_store: None,
         persistent: false,
+        cluster: 1,
     })
 }
 
@@ -302,6 +307,7 @@ pub struct ResourceEnv {
     target: Target,
     plan: LaunchPlan,
     hopper: bool,
+    cluster: u32,
 }
 
 impl ResourceEnv {
@@ -342,6 +348,7 @@ impl ResourceEnv {
             target: v.target,
             plan: vp.launch,
             hopper: vp.tma.is_some(),
+            cluster: vp.cluster,
         })
     }
 
@@ -359,6 +366,7 @@ impl ResourceEnv {
             target,
             plan,
             hopper: false,
+            cluster: 1,
         }
     }
 
@@ -371,6 +379,12 @@ impl ResourceEnv {
     /// The launch plan.
     pub fn plan(&self) -> LaunchPlan {
         self.plan
+    }
+
+    /// CTAs per cluster of the variant ([`VariantPlan::cluster`]; 1 for an environment made
+    /// [`ResourceEnv::from_plan`]).
+    pub fn cluster(&self) -> u32 {
+        self.cluster
     }
 }
 

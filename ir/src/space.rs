@@ -139,7 +139,7 @@ pub const SMEM_LAYOUTS: [&str; 6] = [
 
 /// Every reserved tuning name: the one list (also in `docs/semantics.md`, "Names").
 /// `STAGES` and tile extents (`BLOCK`, `BM`, ..) are ordinary names.
-pub const RESERVED: [ReservedName; 6] = [
+pub const RESERVED: [ReservedName; 7] = [
     ReservedName {
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
@@ -182,6 +182,13 @@ pub const RESERVED: [ReservedName; 6] = [
         launch_only: false,
         when_omitted: Some(OffValue::Name("cooperative")),
         meaning: "how the consumer warpgroups of a Hopper-engine variant share the tensor cores: in a chained loop (attention: two products per iteration) `cooperative` issues both warpgroups' products together and `pingpong` makes them take turns issuing their first product (so one's softmax runs while the other's product does); in the GEMM form a variant with one consumer warpgroup (`WARPS = 4`) runs two programs per block in ping-pong (one's epilogue while the other's products run) when its kernel does not declare `SCHEDULE` or picks `pingpong`, and one program with `cooperative`; it changes no result",
+    },
+    ReservedName {
+        name: "CLUSTER",
+        values: ReservedValues::Ints(1, 2),
+        launch_only: false,
+        when_omitted: Some(OffValue::One),
+        meaning: "CTAs per cluster of a Hopper-engine GEMM-form variant (sm_90a): with 2, the blocks run in pairs on vertically adjacent tiles (tiles (2i, j) and (2i + 1, j)) and load B's tile once per pair, each half by one CTA multicast into both (TMA multicast, the stages released by both CTAs' consumers); where the variant cannot take it (another engine, TF32, a grid that is not 2-d, B's tile not an even number of 128-byte panels, trips that differ between programs) it runs without clusters; it changes no result",
     },
 ];
 

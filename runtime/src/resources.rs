@@ -24,6 +24,9 @@ pub struct VariantResources {
     /// Seconds NVRTC took, when this runtime compiled the variant (`None` when it was
     /// loaded from the disk cache).
     pub compile_seconds: Option<f64>,
+    /// CTAs per cluster the variant launches with (`CLUSTER = 2` on the Hopper engine: 2;
+    /// else 1, or 0 where not known).
+    pub cluster: u32,
 }
 
 /// The host-expression environment of a compiled variant: the launch plan's resources

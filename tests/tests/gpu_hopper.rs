@@ -291,6 +291,65 @@ fn gpu_hopper_permutation_and_repeats() {
     }
 }
 
+/// Clusters of two (`CLUSTER = 2`, `ops/hopper/cluster.cuh`): cooperative and ping-pong
+/// tiles whose B panel the pair multicasts. Tile-row counts odd (the last pair's phantom
+/// tile: one tile row, three) and even, tile pairs below, at and above the resident
+/// clusters, K from 0 to several ring cycles, C misaligned (the staged store's word path),
+/// the fused epilogue; bitwise against the CPU backend, guard bands untouched.
+const CLUSTERED: [&str; 3] = [
+    "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128,CLUSTER=2",
+    "BM=64,BN=256,BK=64,STAGES=4,WARPS=4,SMEM=Padded,CLUSTER=2",
+    "BM=128,BN=128,BK=64,STAGES=5,WARPS=8,SMEM=Padded,CLUSTER=2",
+];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_clusters_exact_bitwise() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-cluster");
+    for text in CLUSTERED {
+        let c = full(&matmul::SPEC, text);
+        assert_hopper::<bf16>(&g, &matmul::SPEC, &c);
+        let bindings = tilekit::ir::Bindings::single("T", tilekit::ir::DType::BF16);
+        let res = g
+            .prepare_variant(&matmul::SPEC, &c, &bindings, Access::ROWS)
+            .unwrap();
+        assert_eq!(res.cluster, 2, "{text}: not clustered");
+        let (bm, bn) = (c.int("BM").unwrap() as usize, c.int("BN").unwrap() as usize);
+        let st = c.int("STAGES").unwrap() as usize * 64;
+        for &(m, n) in &[
+            (1, 8),
+            (bm + 1, bn + 8),
+            (3 * bm, bn),
+            (3 * bm - 5, 2 * bn + 8),
+            (200, 136),
+        ] {
+            for &k in &[0usize, 8, 72, st + 8, 1000] {
+                exact::<bf16>(&g, &mut r, &c, None, m, k, n);
+            }
+            exact::<f16>(&g, &mut r, &c, None, m, 4096, n);
+            exact_in::<bf16>(&g, &mut r, &c, None, (m, 200, n), (0, 1));
+        }
+        // Pairs below, at and above 66 resident clusters; odd and even tile rows.
+        for &(m, n) in &[
+            (bm * 11, bn * 12),
+            (bm * 13, bn * 11 + 8),
+            (bm * 12 + 1, bn * 12),
+            (2048, 2048),
+        ] {
+            exact::<bf16>(&g, &mut r, &c, None, m, 136, n);
+        }
+        let e = full(&matmul_bias_act::SPEC, text);
+        for act in [0, 1] {
+            exact::<bf16>(&g, &mut r, &e, Some(act), 3 * bm + 1, 200, 2 * bn);
+        }
+    }
+}
+
 /// A small run for compute-sanitizer (memcheck, racecheck, synccheck) on the
 /// warp-specialized GEMM.
 #[test]
@@ -336,6 +395,12 @@ fn gpu_hopper_sanitizer_small() {
         200,
         128 * 12,
     );
+    // Clusters of two, cooperative and ping-pong, with a phantom tile (three tile rows).
+    for text in &CLUSTERED[..2] {
+        let c = full(&matmul::SPEC, text);
+        let (bm, bn) = (c.int("BM").unwrap() as usize, c.int("BN").unwrap() as usize);
+        exact::<bf16>(&g, &mut r, &c, None, 3 * bm, 64 * 6 + 8, 2 * bn);
+    }
     // The TF32 path: the producer warpgroup converts B in place (a warp barrier, a proxy
     // fence and the landed / full / empty barriers), on two tiles.
     for text in TF32 {

@@ -15,7 +15,7 @@ use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
 
 #[path = "common/hopper_variant.rs"]
 mod hopper_variant;
-use hopper_variant::variant;
+use hopper_variant::{c_misaligned, variant};
 
 const STAGED: &str = "tk::store_tile_staged<";
 
@@ -46,19 +46,6 @@ fn gemm_cases() -> Vec<(&'static tilekit::KernelSpec, &'static str, DType)> {
             DType::BF16,
         ),
     ]
-}
-
-/// The access class with the GEMM's operands (`a`, `b`: TMA needs them aligned) in rows
-/// and every other tensor `General` (C misaligned; a bias with it).
-fn c_misaligned(k: &tilekit_ir::Kernel) -> Access {
-    let general = k
-        .params
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| matches!(p.kind, tilekit_ir::ParamKind::Tensor { .. }))
-        .filter(|(_, p)| p.name != "a" && p.name != "b")
-        .fold(0u64, |m, (i, _)| m | 1 << i);
-    Access::with_classes(0, general)
 }
 
 fn tf32_variant(c: &str, access: Access) -> (&'static tilekit::KernelSpec, Variant) {

@@ -70,6 +70,7 @@ pub fn compile_resources(
         threads: plan.threads,
         max_threads_per_block: plan.threads,
         compile_seconds: Some(cubin.seconds),
+        cluster: 0,
     };
     let constraints = compiled_constraints_hold(kernel, &v.config, &v.bindings, v.target, &res);
     Ok(CompiledResources {

@@ -77,6 +77,15 @@ pub fn target_check(
             plan.smem_bytes, limits.max_dynamic_smem
         ));
     }
+    // `CLUSTER = 2` where the variant cannot take clusters compiles the `CLUSTER = 1`
+    // variant again: not worth compiling or timing twice.
+    if config.int("CLUSTER").is_some_and(|c| c > 1) && env.cluster() < 2 {
+        return Err(
+            "CLUSTER = 2 does not apply to this variant on this target (`tilekit show --stage \
+             layouts` says why): it is the CLUSTER = 1 variant again"
+                .into(),
+        );
+    }
     // One lowering for both code bounds (issue 33).
     let size = tilekit_codegen::code_size(kernel, config).map_err(|e| e.to_string())?;
     if size.loop_tile_elems > tilekit_codegen::MAX_LOOP_TILE_ELEMS {

@@ -155,12 +155,20 @@ impl<'k> Emitter<'k> {
         self.w
             .line("// producer (one thread): the origins for iteration `iv`, then one TMA load per ring tile");
         self.producer_slice(body, rl)?;
+        let clustered = self.hopper.is_some_and(|h| h.cluster > 1);
         for (k, &r) in rl.rings.iter().enumerate() {
             let o = self.origin(self.ring_origin(r)?)?;
             let z = self.tma_outer_index(k, r)?;
-            self.w.line(&format!(
-                "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o}{z});"
-            ));
+            if clustered && k == 1 {
+                // B's tile is the cluster's: this CTA loads its half, into both CTAs.
+                self.w.line(&format!(
+                    "tk::sm90::tma_load_tile_multicast(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o}); // half of B's panels, multicast to the cluster"
+                ));
+            } else {
+                self.w.line(&format!(
+                    "tk::sm90::tma_load_tile(tk_ring{r}.slot(tk_slot), tk_map{k}, tk_full, {o}{z});"
+                ));
+            }
         }
         self.gemm_in_flight = in_flight;
         let r = self.consumer(&ivn, body, "})) return;");
@@ -172,6 +180,11 @@ impl<'k> Emitter<'k> {
             self.w.line(&format!(
                 "tk::sm90::fence_tile_regs({acc}); // every product retired (the pipeline's last wait)"
             ));
+        }
+        if clustered {
+            self.w.line(
+                "if (tk::sm90::phantom_tile(grid, tk_block)) return; // the cluster's tile past the grid's rows: it loaded its half of B for its partner; nothing after the loop runs",
+            );
         }
         Ok(())
     }

@@ -164,6 +164,8 @@ pub(super) fn chain_plan(
         programs: 1,
         staged_buffers: 0,
         store_map: None,
+        cluster: 1,
+        cluster_refused: None,
     })
 }
 

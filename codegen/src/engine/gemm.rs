@@ -144,6 +144,10 @@ pub(super) fn gemm_plan(
         } else {
             1
         };
+    let (cluster, cluster_refused) = match cluster_of(cx, fill, &tma[1], rl.iv) {
+        Ok(c) => (c, None),
+        Err(why) => (1, Some(why)),
+    };
     Ok(HopperPlan {
         loop_iv: rl.iv,
         consumers: warps / 4,
@@ -153,7 +157,40 @@ pub(super) fn gemm_plan(
         programs,
         staged_buffers: 2,
         store_map: store_map(cx, rl.iv),
+        cluster,
+        cluster_refused,
     })
+}
+
+/// The variant's CTAs per cluster (`cluster.cuh`): 2 where the kernel picks `CLUSTER = 2`
+/// and the pair can share B's tile — bf16/f16 rings (the TF32 producer converts its own
+/// slots), a 2-d grid (pairs of tile rows), the same trips in every program (the two CTAs
+/// consume the ring in step), B a rank-2 tensor whose tile has an even number of 128-byte
+/// panels (one half per CTA); else 1, with the reason (`tilekit show --stage layouts`).
+pub(crate) fn cluster_of(
+    cx: &Cx<'_>,
+    fill: RingFill,
+    b: &(u64, u64, TmaOperand),
+    iv: ValueId,
+) -> Result<u32, String> {
+    if cx.config.int("CLUSTER").unwrap_or(1) < 2 {
+        return Ok(1);
+    }
+    let (_, cols, op) = b;
+    let panels = cols * op.dtype.size_bytes() as u64 / PANEL_BYTES;
+    if fill != RingFill::Tma {
+        Err("CLUSTER = 2 takes bf16/f16 operands (the TF32 producer converts its own slots)".into())
+    } else if cx.kernel.grid.len() != 2 {
+        Err("CLUSTER = 2 takes a 2-d grid (pairs of tile rows)".into())
+    } else if op.rank != 2 || !panels.is_multiple_of(2) {
+        Err(format!(
+            "CLUSTER = 2 splits B's tile in halves: a rank-2 B with an even number of 128-byte panels (this tile has {panels})"
+        ))
+    } else if !uniform_trips(cx.analysis, iv) {
+        Err("CLUSTER = 2 needs the same trips in every program (the pair consumes the ring in step)".into())
+    } else {
+        Ok(2)
+    }
 }
 
 /// The tensor map of the staged store's TMA path: the first `store_tile` after the

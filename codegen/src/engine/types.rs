@@ -120,6 +120,12 @@ pub struct HopperPlan {
     /// of 128 bytes): a rank-2 tensor parameter 16-byte aligned in this variant (`Rows`),
     /// stored from the accumulator after the loop; passed third (`tk_map2`).
     pub store_map: Option<TmaOperand>,
+    /// CTAs per cluster: 2 where the kernel picks `CLUSTER = 2` and the GEMM form allows it
+    /// (`gemm::cluster_of`: the two CTAs run vertically adjacent tiles and load B's tile
+    /// once, multicast; the launch's blocks come in pairs), else 1.
+    pub cluster: u32,
+    /// Why a variant that picks `CLUSTER = 2` runs without clusters (for `--stage layouts`).
+    pub cluster_refused: Option<String>,
 }
 
 impl HopperPlan {

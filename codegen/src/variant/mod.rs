@@ -34,13 +34,15 @@ pub(crate) fn variant_vec(
 }
 
 /// The GEMM ping-pong's roles (two programs per block, `HopperPlan::programs`): the
-/// producer warpgroup fills the ring for the block's tiles in turn order (turn t: tile
-/// `t * G + b`, serpentine as one-program variants), consumer program p (threads p * TK_THREADS ..)
-/// takes the turns t = p, p + 2, .. with `tk_state.order = t` (where its stages start in
-/// the ring) and its `smem` moved past the other program's scratch. A program with no tile
-/// still meets the pipeline's set-up barrier once (`barrier.sync 0`: every thread of the
-/// block), then leaves. `names`: the `run` arguments, the block's shared memory among them.
-fn gemm_pingpong_roles(names: &[String]) -> String {
+/// producer warpgroup fills the ring for the block's tiles in turn order (turn t: the tile
+/// `tk::sm90::turn_tile` gives, serpentine as one-program variants), consumer program p
+/// (threads p * TK_THREADS ..) takes the turns t = p, p + 2, .. with `tk_state.order = t`
+/// (where its stages start in the ring) and its `smem` moved past the other program's
+/// scratch. A program with no tile still meets the pipeline's set-up barriers once
+/// (`tk::sm90::idle_program`: every thread of the block, and of the cluster), then leaves
+/// through the exit's cluster barrier. `names`: the `run` arguments, the block's shared
+/// memory among them.
+fn gemm_pingpong_roles(names: &[String], cluster_exit: &str) -> String {
     let smem = "reinterpret_cast<char*>(tk_smem)";
     let shifted = format!(
         "{smem} + tk_program * tk::sm90::program_span(tilekit_variant::SMEM_BYTES - tilekit_variant::TK_SCRATCH)"
@@ -57,19 +59,16 @@ fn gemm_pingpong_roles(names: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    let tile = [
-        "            const unsigned tk_block = tk_turn * gridDim.x + ((tk_turn & 1u) ? gridDim.x - 1u - blockIdx.x : blockIdx.x);",
-        "            if (tk_block >= tk_tiles) continue;",
-    ];
+    let tile = "            if (!tk::sm90::turn_tile<tilekit_variant::TK_GROUP>(grid, tk_turn, tk_block)) break;";
     let mut lines: Vec<String> = vec![
         "    if (threadIdx.x >= 2 * tilekit_variant::TK_THREADS) {".into(),
         "        tk::sm90::producer_regs<2, tilekit_variant::TK_PRODUCER_REGS>();".into(),
-        "        for (unsigned tk_turn = 0; tk_turn * gridDim.x < tk_tiles; ++tk_turn) {".into(),
+        "        for (unsigned tk_turn = 0, tk_block = 0; ; ++tk_turn) {".into(),
+        tile.into(),
+        format!(
+            "            tilekit_variant::run<tk::sm90::ROLE_PRODUCER>({producer_args}, tk_state, tk_block);"
+        ),
     ];
-    lines.extend(tile.iter().map(|l| l.to_string()));
-    lines.push(format!(
-        "            tilekit_variant::run<tk::sm90::ROLE_PRODUCER>({producer_args}, tk_state, tk_block);"
-    ));
     lines.extend(
         [
             "        }",
@@ -78,27 +77,27 @@ fn gemm_pingpong_roles(names: &[String]) -> String {
             "        const unsigned tk_program = threadIdx.x / tilekit_variant::TK_THREADS;",
             "        // Turn 0 is program 0's: program 1 passes it once (tk::sm90::gemm_turn_wait).",
             "        if (tk_program == 1u) tk::sm90::gemm_turn_pass();",
-            "        // Program 1's first turn is 1: tile G + (G - 1 - b).",
-            "        const unsigned tk_first = gridDim.x + ((gridDim.x - 1u) - blockIdx.x);",
-            "        if (tk_program == 1u && tk_first >= tk_tiles) {",
-            "            // No tile for this program: meet the pipeline's set-up barrier, then leave.",
-            "            asm volatile(\"barrier.sync 0;\\n\" ::: \"memory\");",
-            "            return;",
-            "        }",
-            "        for (unsigned tk_turn = tk_program; tk_turn * gridDim.x < tk_tiles; tk_turn += 2u) {",
+            "        unsigned tk_block = 0;",
+            "        if (tk_program == 1u && !tk::sm90::turn_tile<tilekit_variant::TK_GROUP>(grid, 1u, tk_block)) {",
+            "            // No tile for this program: meet the pipeline's set-up barriers, then leave.",
+            "            tk::sm90::idle_program();",
+            "        } else {",
+            "        for (unsigned tk_turn = tk_program; ; tk_turn += 2u) {",
         ]
         .iter()
         .map(|l| l.to_string()),
     );
-    lines.extend(tile.iter().map(|l| l.to_string()));
+    lines.push(tile.into());
     lines.push("            tk_state.order = (int)tk_turn;".into());
     lines.push(format!(
         "            tilekit_variant::run<tk::sm90::ROLE_CONSUMER>({consumer_args}, tk_state, tk_block);"
     ));
     lines.push("        }".into());
+    lines.push("        }".into());
     lines.push("    }".into());
     let mut out = lines.join("\n");
     out.push('\n');
+    out.push_str(cluster_exit);
     out
 }
 
@@ -139,6 +138,8 @@ pub fn variant_source(
     let programs = hopper.as_ref().map_or(1, |(plan, _, _)| plan.programs);
     // The rings' tensor maps, and C's for the staged store's TMA path.
     let maps = hopper.as_ref().map_or(0, |(plan, _, _)| plan.maps().len());
+    // Clusters of two CTAs (`CLUSTER = 2`, `ops/hopper/cluster.cuh`).
+    let cluster = hopper.as_ref().map_or(1, |(plan, _, _)| plan.cluster);
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -228,6 +229,11 @@ pub fn variant_source(
             "// SCHEDULE = pingpong: the two consumer warpgroups take turns at the tensor cores (named barriers 2 and 3).\n#define TK_PINGPONG 1\n",
         );
     }
+    if cluster > 1 {
+        out.push_str(&format!(
+            "// CLUSTER = {cluster}: clusters of {cluster} CTAs running vertically adjacent tiles; B's tile is loaded once per cluster, multicast (tilekit/ops/hopper/cluster.cuh).\n#define TK_CLUSTER {cluster}\n"
+        ));
+    }
     if programs > 1 {
         out.push_str(
             "// GEMM ping-pong: two programs per block, one consumer warpgroup each, sharing the producer warpgroup and the TMA ring; each program's tk::sync() is its own named barrier (1 or 2).\n#define TK_GEMM_PINGPONG 1\n",
@@ -277,8 +283,13 @@ pub fn variant_source(
         Some(mb) if mb > 1 => format!("{threads}, {mb}"),
         _ => threads.to_string(),
     };
+    let dims = if cluster > 1 {
+        format!("__cluster_dims__({cluster}, 1, 1) ")
+    } else {
+        String::new()
+    };
     out.push_str(&format!(
-        "extern \"C\" __global__ void __launch_bounds__({bounds}) {ENTRY_POINT}({}) {{\n",
+        "extern \"C\" __global__ void __launch_bounds__({bounds}) {dims}{ENTRY_POINT}({}) {{\n",
         params.join(", ")
     ));
     if is_hopper {
@@ -286,15 +297,18 @@ pub fn variant_source(
         // turn with the TMA ring's phase carried across them.
         out.push_str("    extern __shared__ __align__(1024) unsigned char tk_smem[];\n");
         out.push_str("    tk::sm90::pipe_state tk_state;\n");
-        out.push_str(
-            "    const unsigned tk_tiles = (unsigned)(grid.n[0] * grid.n[1] * grid.n[2]);\n",
-        );
+        // With clusters, no CTA leaves while the other may still arrive on its barriers.
+        let cluster_exit = if cluster > 1 {
+            "    tk::sm90::cluster_sync(); // the cluster leaves together\n"
+        } else {
+            ""
+        };
         // Each warpgroup loops over the program's tiles in its own role, so the producer's
         // and the consumers' code never rejoin and `setmaxnreg` moves registers from the
         // producer to the consumers.
         let args = names.join(", ");
         if programs > 1 {
-            out.push_str(&gemm_pingpong_roles(&names));
+            out.push_str(&gemm_pingpong_roles(&names, cluster_exit));
             out.push_str("}\n");
             return Ok(out);
         }
@@ -313,22 +327,21 @@ pub fn variant_source(
                 // The first turn is warpgroup 0's: warpgroup 1 passes it once per program.
                 out.push_str("        tk::sm90::pingpong_init();\n");
             }
-            // Round r gives program b tile r * G + b, or r * G + G - 1 - b on odd rounds (a
-            // serpentine: the tiles of one round are the same set either way, so L2 reuse is
-            // unchanged, but a program that got a light tile in one round gets a heavy one
-            // in the next: a causal attention's tiles differ in work by their query block).
+            // Turn t gives block b tile t * G + b, or t * G + G - 1 - b on odd turns (a
+            // serpentine: the tiles of one turn are the same set either way, so L2 reuse is
+            // unchanged, but a program that got a light tile in one turn gets a heavy one
+            // in the next: a causal attention's tiles differ in work by their query block);
+            // with clusters, the cluster's pair of tiles (`tk::sm90::turn_tile`).
             out.push_str(
-                "        for (unsigned tk_round = 0; tk_round * gridDim.x < tk_tiles; ++tk_round) {\n",
+                "        for (unsigned tk_turn = 0, tk_block = 0; tk::sm90::turn_tile<tilekit_variant::TK_GROUP>(grid, tk_turn, tk_block); ++tk_turn)\n",
             );
-            out.push_str(
-                "            const unsigned tk_block = tk_round * gridDim.x + ((tk_round & 1u) ? gridDim.x - 1u - blockIdx.x : blockIdx.x);\n",
-            );
-            out.push_str("            if (tk_block >= tk_tiles) continue;\n");
             out.push_str(&format!(
-                "            tilekit_variant::run<tk::sm90::{role}>({args}, tk_state, tk_block);\n        }}\n"
+                "            tilekit_variant::run<tk::sm90::{role}>({args}, tk_state, tk_block);\n"
             ));
         }
-        out.push_str("    }\n}\n");
+        out.push_str("    }\n");
+        out.push_str(cluster_exit);
+        out.push_str("}\n");
     } else if lists {
         // Over tensor lists: block b runs program tk_chunk.y of member tk_chunk.x (whose
         // grid has tk_chunk.z programs), its list parameters from the member's row.

@@ -237,6 +237,37 @@ pub(crate) fn launch(
     }
 }
 
+/// The most clusters of a variant with compile-time cluster dimensions (`__cluster_dims__`:
+/// a Hopper-engine variant with `CLUSTER = 2`) the device keeps resident at once, for
+/// blocks of `threads` threads and `smem` bytes of dynamic shared memory
+/// (`cuOccupancyMaxActiveClusters`); `None` where the driver cannot say.
+pub(crate) fn max_active_clusters(
+    func: &CudaFunction,
+    threads: u32,
+    smem: u32,
+    cluster: u32,
+) -> Option<u32> {
+    let config = sys::CUlaunchConfig {
+        gridDimX: cluster.max(1) * 1024,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: threads,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: smem,
+        hStream: std::ptr::null_mut(),
+        attrs: std::ptr::null_mut(),
+        numAttrs: 0,
+    };
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: `config` is a complete launch configuration with no attribute array
+    // (`attrs` null, `numAttrs` 0: the cluster dimensions are the function's own,
+    // compiled in); `func` is a loaded function whose context the caller bound to this
+    // thread; `n` outlives the call, which only writes it.
+    let r = unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, func.cu_function(), &config) };
+    (r == sys::CUresult::CUDA_SUCCESS && n > 0).then_some(n as u32)
+}
+
 /// Copies `dst.len()` elements from device address `src` to `dst`, then waits for the
 /// stream (so everything issued before on it, kernels included, has completed).
 ///

@@ -163,7 +163,14 @@ impl LaunchBackend for CudaDevice {
         }
         // A Hopper-engine variant is persistent: at most one block per SM, each looping
         // over its share of the tiles.
-        let blocks = if loaded.persistent {
+        let blocks = if loaded.cluster > 1 {
+            // Clusters of two CTAs (`tk::sm90::turn_tile`): pairs of tile rows, at most as
+            // many clusters as stay resident.
+            let rows =
+                u32::try_from(checked.grid.first().copied().unwrap_or(1)).unwrap_or(u32::MAX);
+            let pairs = blocks / rows.max(1) * rows.div_ceil(loaded.cluster);
+            pairs.min(loaded.max_clusters) * loaded.cluster
+        } else if loaded.persistent {
             blocks.min(self.info.sm_count.max(1))
         } else {
             blocks

@@ -2,6 +2,7 @@
 //! plans and loaded functions), and loading a variant from memory, the disk cache or NVRTC.
 
 use super::cache::{self, Counters, Lookup};
+use super::ffi;
 use super::in_flight;
 use super::{lock, CudaDevice};
 use crate::cuda::error::CudaLaunchError;
@@ -38,6 +39,10 @@ pub(super) struct Loaded {
     pub tma: Option<Vec<TmaOperand>>,
     /// A persistent variant (the Hopper engine): at most one block per SM.
     pub persistent: bool,
+    /// CTAs per cluster (`CLUSTER = 2` on the Hopper engine), and the most clusters the
+    /// device keeps resident at once (the persistent grid's size in clusters).
+    pub cluster: u32,
+    pub max_clusters: u32,
     pub smem: u32,
     /// Seconds NVRTC took, when this runtime compiled the variant (not a disk-cache hit).
     pub compile_seconds: Option<f64>,
@@ -304,9 +309,19 @@ impl CudaDevice {
             )
             .map_err(err("cuFuncSetAttribute"))?;
         }
+        let cluster = vplan.cluster.max(1);
+        let max_clusters = if cluster > 1 {
+            ffi::max_active_clusters(&func, plan.threads, smem, cluster)
+                .unwrap_or(self.info.sm_count / cluster)
+                .max(1)
+        } else {
+            self.info.sm_count.max(1)
+        };
         Ok(Loaded {
             func,
             plan,
+            cluster,
+            max_clusters,
             tma: vplan
                 .tma
                 .map(|rings| rings.iter().copied().chain(vplan.tma_store).collect()),
@@ -349,6 +364,7 @@ impl CudaDevice {
                 f.max_threads_per_block(),
             )?,
             compile_seconds: loaded.compile_seconds,
+            cluster: loaded.cluster,
         })
     }
 

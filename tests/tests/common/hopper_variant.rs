@@ -1,5 +1,5 @@
-//! A Hopper-engine variant from a configuration literal, shared by `hopper_engine.rs` and
-//! `hopper_pingpong.rs`.
+//! A Hopper-engine variant from a configuration literal, and the access class of a GEMM
+//! whose C is misaligned, shared by the `hopper_*.rs` tests.
 
 use tilekit_codegen::{Access, Target, Variant};
 use tilekit_ir::{Bindings, Config, DType, Kernel};
@@ -20,4 +20,19 @@ pub fn variant(kernel: &Kernel, config: &str, t: DType, access: Access, target: 
         access,
         target,
     }
+}
+
+/// The access class with the GEMM's operands (`a`, `b`: TMA needs them aligned) in rows
+/// and every other tensor `General` (C misaligned: the staged store's word path; a bias
+/// with it).
+#[allow(dead_code)] // not every test file that includes this module reads it
+pub fn c_misaligned(k: &Kernel) -> Access {
+    let general = k
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, tilekit_ir::ParamKind::Tensor { .. }))
+        .filter(|(_, p)| p.name != "a" && p.name != "b")
+        .fold(0u64, |m, (i, _)| m | 1 << i);
+    Access::with_classes(0, general)
 }

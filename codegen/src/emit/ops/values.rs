@@ -14,8 +14,14 @@ impl<'k> Emitter<'k> {
             Op::ProgramId { axis } => self.assign(
                 Self::result(inst)?,
                 &format!(
-                    "tk::program_id<{}, {axis}, TK_GROUP>(grid{})",
+                    "tk::program_id<{}, {axis}, TK_GROUP{}>(grid{})",
                     self.kernel.grid.len(),
+                    // Clusters of two: the scheduler passes the tile in the padded order.
+                    if self.hopper.is_some_and(|h| h.cluster > 1) {
+                        ", tk::sm90::CLUSTER"
+                    } else {
+                        ""
+                    },
                     // A persistent (Hopper-engine) program runs the tile it is given; a
                     // program over tensor lists, its program of its member.
                     if self.hopper.is_some() || !self.kernel.lists.is_empty() {

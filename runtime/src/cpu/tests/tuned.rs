@@ -417,6 +417,7 @@ fn compiled_constraints_see_registers_and_spills() {
         threads: 128,
         max_threads_per_block: 1024,
         compile_seconds: None,
+        cluster: 1,
     };
     let check = |b: i64, r: VariantResources| {
         compiled_constraints_hold(kernel, &block(b), &f32s(), Target::Sm90a, &r)

@@ -41,6 +41,7 @@
 // its descriptor.
 #pragma once
 #include "tilekit/ops/hopper/sm90.cuh"
+#include "tilekit/ops/hopper/cluster.cuh"
 #include "tilekit/ops/hopper/wgmma_ops.cuh"
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/view.cuh"
@@ -198,6 +199,27 @@ TK_DEVICE void tma_load_tile(const tma_tile<T, R, C>& t, const tensor_map* map, 
                     (int)o.c[0]);
 }
 
+/// `tma_load_tile` of an operand both CTAs of a cluster read (`cluster.cuh`): this CTA
+/// issues panels p with p % CLUSTER == its rank, each multicast into the same slot of
+/// every CTA of the cluster and completing on each one's `full` barrier (whose expected
+/// bytes count the whole tile). Without clusters, `tma_load_tile`.
+template <class T, long long R, long long C>
+TK_DEVICE void tma_load_tile_multicast(const tma_tile<T, R, C>& t, const tensor_map* map, unsigned long long* full,
+                                       const coord& o) {
+    using tile = tma_tile<T, R, C>;
+    if constexpr (CLUSTER == 1) {
+        tma_load_tile(t, map, full, o);
+    } else {
+        static_assert(tile::PANELS % CLUSTER == 0, "tk::sm90::tma_load_tile_multicast: panels split evenly over the cluster");
+        const int r = (int)cluster_rank();
+#pragma unroll
+        for (int p = 0; p < tile::PANELS; p += CLUSTER)
+            tma_load_2d_multicast(t.base + (long long)(p + r) * R * 128, map, full,
+                                  (int)(o.c[1] + (long long)(p + r) * tile::PANEL_COLS), (int)o.c[0],
+                                  (unsigned short)((1u << CLUSTER) - 1u));
+    }
+}
+
 /// The same for a ring tile of a row view of a rank-3 tensor (`x.row(z)`): the tensor map
 /// is rank 3 and `z` the view's leading index.
 template <class T, long long R, long long C>
@@ -244,6 +266,14 @@ TK_DEVICE void gemm_turn_pass() {
 #ifdef TK_GEMM_PINGPONG
     asm volatile("bar.arrive %0, %1;\n" ::"r"(4 - (int)threadIdx.x / TK_SYNC_THREADS), "n"(2 * TK_SYNC_THREADS) : "memory");
 #endif
+}
+
+/// A GEMM ping-pong program with no tile: it meets the pipeline's set-up barriers as the
+/// block's other threads do on their first tile (`pipe_init`: the block's, then the
+/// cluster's), then has nothing to run.
+TK_DEVICE void idle_program() {
+    asm volatile("barrier.sync 0;\n" ::: "memory");
+    cluster_sync();
 }
 
 /// The block's shared memory from a program's `smem` (the second ping-pong program's is
@@ -301,7 +331,8 @@ TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&bars[s], full_arrivals);
-            mbar_init(&bars[STAGES + s], CONSUMERS);
+            // With clusters, the consumers of both CTAs release a stage (`cluster.cuh`).
+            mbar_init(&bars[STAGES + s], CONSUMERS * CLUSTER);
             if (SETS == 3) mbar_init(&bars[2 * STAGES + s], 1);
         }
         fence_barrier_init();
@@ -310,6 +341,9 @@ TK_DEVICE void pipe_init(unsigned long long* bars, pipe_state& st, unsigned full
     // `__syncthreads()` (`.aligned`): the producer and the consumers reach this barrier
     // from their own instantiations of `run`, two different instructions.
     asm volatile("barrier.sync 0;\n" ::: "memory");
+    // With clusters: the other CTA's barriers are initialised before anything of this one
+    // arrives on them or multicasts into its ring.
+    cluster_sync();
     st.ready = true;
 }
 
@@ -349,18 +383,18 @@ TK_DEVICE void consume_stages(long long start, long long end, long long step, un
             mbar_wait(&bars[s], (st.it / STAGES) & 1);
             consume(iv, s);
             wgmma_wait<1>();
-            if (leader) mbar_arrive(&bars[STAGES + held]);
+            if (leader) mbar_arrive_cluster(&bars[STAGES + held]);
             held = s;
         }
         gemm_turn_pass(); // every stage of this tile has landed: the ring is the other program's
         wgmma_wait<0>();
-        if (leader) mbar_arrive(&bars[STAGES + held]);
+        if (leader) mbar_arrive_cluster(&bars[STAGES + held]);
     } else {
         for (long long iv = start; iv < end; iv += step, ++st.it) {
             const int s = st.it % STAGES;
             mbar_wait(&bars[s], (st.it / STAGES) & 1);
             consume(iv, s);
-            if (leader) mbar_arrive(&bars[STAGES + s]);
+            if (leader) mbar_arrive_cluster(&bars[STAGES + s]);
         }
         gemm_turn_pass();
     }
@@ -416,6 +450,7 @@ template <int STAGES, int CONSUMERS, long long STAGE_BYTES, int ROLE, class I, c
 TK_DEVICE bool ws_pipeline_filled(long long start, long long end, long long step, unsigned long long* bars,
                                   pipe_state& st, I&& issue, V&& convert, C&& consume) {
     static_assert(STAGES >= 2 && (CONSUMERS == 1 || CONSUMERS == 2), "tk::sm90::ws_pipeline_filled: 2 or more stages, 1 or 2 consumer warpgroups");
+    static_assert(CLUSTER == 1, "tk::sm90::ws_pipeline_filled: no clusters (the TF32 producer converts its own slots)");
     unsigned long long* full = bars;
     unsigned long long* empty = bars + STAGES;
     unsigned long long* landed = bars + 2 * STAGES;

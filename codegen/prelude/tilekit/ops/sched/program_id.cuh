@@ -13,11 +13,19 @@ namespace tk {
 /// most 2^31 - 1 blocks, so the decomposition is done in 32-bit unsigned arithmetic (a
 /// 64-bit `%` is a long software routine per thread); a 1-d grid needs none at all.
 /// `lin` is the program's linear index: blockIdx.x, or the tile a persistent program runs.
-template <int RANK, int AXIS, int GROUP = 1> TK_DEVICE long long program_id(const Grid& g, unsigned lin) {
+/// CLUSTER = 2 (the Hopper engine's clusters of two, `ops/hopper/cluster.cuh`): `lin` is
+/// p0 + n0e * p1 with n0e = n0 rounded up to even, the order already applied by the
+/// scheduler (p0 may be n0: a cluster's phantom tile).
+template <int RANK, int AXIS, int GROUP = 1, int CLUSTER = 1> TK_DEVICE long long program_id(const Grid& g, unsigned lin) {
     static_assert(RANK >= 1 && RANK <= 3, "tk::program_id: grids have 1 to 3 axes");
     static_assert(AXIS >= 0 && AXIS < RANK, "tk::program_id: axis out of range");
     static_assert(GROUP >= 1, "tk::program_id: GROUP_M must be positive");
-    if constexpr (RANK == 1) {
+    static_assert(CLUSTER == 1 || RANK == 2, "tk::program_id: clusters on 2-d grids");
+    if constexpr (CLUSTER == 2) {
+        const unsigned n0e = (unsigned)(g.n[0] + (g.n[0] & 1));
+        if constexpr (AXIS == 0) return (long long)(lin % n0e);
+        return (long long)(lin / n0e);
+    } else if constexpr (RANK == 1) {
         return (long long)lin;
     } else if constexpr (RANK == 2 && GROUP > 1) {
         const unsigned n0 = (unsigned)g.n[0], n1 = (unsigned)g.n[1];
