@@ -107,8 +107,8 @@ pub use emit::{cols_operands, general_operands};
 pub use error::CodegenError;
 pub use lowered::generate;
 pub use plan::{
-    code_size, launch_plan, loop_tile_elems, stream_cost, stream_unroll, stream_unrolls,
-    variant_plan, CodeSize, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS,
+    code_size, launch_plan, loop_tile_elems, smem_layout_unused, stream_cost, stream_unroll,
+    stream_unrolls, variant_plan, CodeSize, LaunchPlan, ResourceEnv, VariantPlan, DEFAULT_THREADS,
     MAX_LOOP_TILE_ELEMS, MAX_STRAIGHT_TILE_ELEMS, MAX_STREAM_COST, STREAM_UNROLL_BUDGET,
 };
 pub use prelude::{prelude_headers, PRELUDE_ENTRY};

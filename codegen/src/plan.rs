@@ -83,6 +83,32 @@ pub fn variant_plan(
     })
 }
 
+/// True when variant `v` runs on the Hopper engine and its code never reads the
+/// shared-memory layout `SMEM` names (the engine's ring tiles are TMA's 128-byte swizzle
+/// whatever `SMEM` says; only other staged tiles would read it): configurations that
+/// differ only in `SMEM` then compile to the same code, which the tuner times once.
+///
+/// ```
+/// # use tilekit_codegen::{smem_layout_unused, Access, Target, Variant};
+/// # use tilekit_ir::{Bindings, Config};
+/// // A kernel with no pipelined loop is never on the Hopper engine.
+/// let mut b = tilekit_ir::KernelBuilder::new("empty");
+/// b.kernel_mut().grid = vec![tilekit_ir::Expr::Int(1)];
+/// let k = b.into_kernel();
+/// let v = Variant { config: Config { values: vec![] }, bindings: Bindings::default(), access: Access::ROWS, target: Target::Sm90a };
+/// assert!(!smem_layout_unused(&k, &v).unwrap());
+/// ```
+pub fn smem_layout_unused(
+    kernel: &Kernel,
+    v: &crate::variant::point::Variant,
+) -> Result<bool, CodegenError> {
+    Ok(match crate::lowered::hopper_lowering(kernel, v)? {
+        // The template defines `TK_SMEM_KIND` once; any other mention reads it.
+        Some((_, lowered, _)) => lowered.template.matches("TK_SMEM_KIND").count() <= 1,
+        None => false,
+    })
+}
+
 /// The launch plan of `kernel` under `config` and `bindings` on the mma.sync engine (what
 /// launch constraints such as `smem_bytes()` read). The configuration must be a point of
 /// the kernel's space.

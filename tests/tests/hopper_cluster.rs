@@ -228,3 +228,46 @@ fn nvrtc_compiles_the_clustered_variants() {
         }
     }
 }
+
+/// On the Hopper engine the library GEMM's code never reads `SMEM` (TMA's swizzle is the
+/// ring's layout), so the tuner times one of the two `SMEM` values; on mma.sync (another
+/// target, or operands the engine cannot take) `SMEM` is the ring's layout and both count.
+#[test]
+fn smem_changes_nothing_on_the_hopper_engine_and_everything_off_it() {
+    use tilekit_codegen::smem_layout_unused;
+    let k = matmul::SPEC.kernel().unwrap();
+    let unused =
+        |c: &str, access, t| smem_layout_unused(k, &variant(k, c, DType::BF16, access, t)).unwrap();
+    let c = "BM=128,BN=256,BK=64,WARPS=8,SMEM=Padded";
+    assert!(unused(c, Access::ROWS, Target::Sm90a));
+    assert!(unused(
+        &format!("{c},CLUSTER=2"),
+        Access::ROWS,
+        Target::Sm90a
+    ));
+    assert!(!unused(c, Access::GENERAL, Target::Sm90a));
+    assert!(!unused(
+        "BM=128,BN=128,BK=32,WARPS=8,SMEM=Padded",
+        Access::ROWS,
+        Target::Sm80
+    ));
+    // The two SMEM values' sources differ only in the template argument.
+    let src = |smem: &str| {
+        let v = variant(
+            k,
+            &format!("BM=128,BN=256,BK=64,WARPS=8,SMEM={smem}"),
+            DType::BF16,
+            Access::ROWS,
+            Target::Sm90a,
+        );
+        variant_source(k, matmul::SPEC.cuda_template, &v).unwrap()
+    };
+    let (a, b) = (src("Padded"), src("Swizzle128"));
+    let differing: Vec<_> = a.lines().zip(b.lines()).filter(|(x, y)| x != y).collect();
+    assert!(
+        differing
+            .iter()
+            .all(|(x, _)| x.starts_with("// Variant:") || x.starts_with("using tilekit_variant")),
+        "{differing:?}"
+    );
+}

@@ -168,12 +168,60 @@ impl Search<'_> {
                         reason,
                     }),
             };
+            let outcome = outcome.or_else(|| {
+                self.same_code_as(&config).map(|other| Outcome::Rejected {
+                    phase: "static/target".into(),
+                    reason: format!(
+                        "the same code as {other} (on the Hopper engine this variant's code \
+                         never reads SMEM): timed once"
+                    ),
+                })
+            });
             reports.push(CandidateReport::new(
                 config,
                 outcome.unwrap_or(Outcome::Pending),
             ));
         }
         reports
+    }
+
+    /// The configuration with the kernel's first declared `SMEM` that compiles to the same
+    /// code as `config` on this problem (`tilekit_codegen::smem_layout_unused`: a Hopper
+    /// variant whose code never reads `SMEM`), when `config` names another value and that
+    /// configuration is itself a candidate; else `None`.
+    fn same_code_as(&self, config: &Config) -> Option<Config> {
+        let (kernel, bindings) = (self.kernel, &self.problem.bindings);
+        let first = kernel
+            .space
+            .params
+            .iter()
+            .find(|p| p.name == "SMEM")?
+            .values
+            .first()?
+            .clone();
+        if config.get("SMEM") == Some(&first) {
+            return None;
+        }
+        let access = self.problem.access(self.spec, config).ok()?;
+        let v = tilekit_codegen::Variant {
+            config: config.for_codegen(),
+            bindings: bindings.clone(),
+            access,
+            target: self.target,
+        };
+        if !tilekit_codegen::smem_layout_unused(kernel, &v).unwrap_or(false) {
+            return None;
+        }
+        let mut other = config.clone();
+        for (name, value) in &mut other.values {
+            if name == "SMEM" {
+                *value = first.clone();
+            }
+        }
+        let candidate = target_check(kernel, &other, bindings, self.target).is_ok()
+            && shape_check(kernel, &other, &self.problem.dims).is_ok()
+            && pad64_check(kernel, &other, &self.problem.dims, bindings).is_ok();
+        candidate.then_some(other)
     }
 
     /// Compiles the pending candidates in parallel (on a GPU: the CPU backend has nothing
