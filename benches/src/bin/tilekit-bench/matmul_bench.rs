@@ -27,6 +27,9 @@ pub(crate) const MATMUL_CONFIGS: &[&str] = &[
     "BM=128,BN=128,BK=64,STAGES=5,WARPS=8,SMEM=Swizzle128",
     "BM=64,BN=256,BK=64,STAGES=5,WARPS=4,SMEM=Swizzle128",
     "BM=64,BN=128,BK=64,STAGES=5,WARPS=4,SMEM=Swizzle128",
+    // Clusters of two (B multicast to a pair of vertically adjacent tiles).
+    "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128,CLUSTER=2",
+    "BM=64,BN=256,BK=64,STAGES=5,WARPS=4,SMEM=Swizzle128,CLUSTER=2",
 ];
 
 /// One matmul shape: the default configuration and [`MATMUL_CONFIGS`], median of 10.
