@@ -6,7 +6,7 @@ ab() {
   for which in new base new base; do
     local bin=.gpu/bin/tilekit; [[ $which == base ]] && bin=.gpu/bin/tilekit-base
     timeout "${AB_TIMEOUT:-60}" $bin bench --seed 7 --rounds 20 "$@" > /tmp/b.txt 2>&1; local rc=$?
-    echo "== $label $which rc $rc" >> $OUT/ab.log; grep -E "^BM|error" /tmp/b.txt >> $OUT/ab.log
-    grep -E "^BM|error" /tmp/b.txt | sed "s/^/$label $which: /" | cut -c1-175
+    echo "== $label $which rc $rc" >> $OUT/ab.log; grep -E "${AB_GREP:-^BM|error}" /tmp/b.txt >> $OUT/ab.log
+    grep -E "${AB_GREP:-^BM|error}" /tmp/b.txt | sed "s/^/$label $which: /" | cut -c1-175
   done
 }
