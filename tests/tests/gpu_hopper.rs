@@ -22,10 +22,12 @@ mod matmul_common;
 use matmul_common::{assert_bitwise, cfg, gpu, small_ints};
 
 /// Hopper-engine configurations of the library GEMMs (`BK` = 64, `BM` = 16 x `WARPS`).
-const HOPPER: [&str; 3] = [
+const HOPPER: [&str; 4] = [
     "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
     "BM=64,BN=128,BK=64,STAGES=5,WARPS=4,SMEM=Padded",
     "BM=128,BN=64,BK=64,STAGES=3,WARPS=8,SMEM=Padded",
+    // BN = 192: three 128-byte panels of B, wgmma m64n192.
+    "BM=128,BN=192,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128",
 ];
 
 /// `s` over the declared defaults of `spec` (a complete configuration).
