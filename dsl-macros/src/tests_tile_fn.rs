@@ -105,3 +105,39 @@ fn the_chain_compiles_the_kernel_with_the_bundle_and_the_ir_is_the_written_out_o
         |c: &crate::Compiled| tilekit_ir::hash::spec_hash(c.kernel.as_ref().expect("kernel"));
     assert_eq!(hash(&with), hash(&inline));
 }
+
+/// A helper's parameter names only the arguments the caller left unnamed: the caller's
+/// variables and kernel parameters keep their names in the generated code (a helper
+/// called with a kernel's `logits` as its `dlogits` does not rename it), while an
+/// unnamed argument (here `x.cols().to_f32()`) takes the parameter's name.
+#[test]
+fn a_helper_does_not_rename_the_callers_values() {
+    let with = compile_with(
+        kernel_attr(),
+        quote! {
+            #[tune(BLOCK = [256])]
+            fn k(x: &Tensor2<f32>, var: &mut Tensor1<f32>) {
+                let cols = arange::<BLOCK>();
+                let keep = cols < x.cols();
+                let row = load(x.row(program_id(0)), cols, keep, 0.0);
+                let (mu, m2) = stats(row, keep, x.cols().to_f32());
+                store(var, program_id(0), m2 / x.cols().to_f32() + mu * 0.0);
+            }
+        },
+        Some(&[("stats".into(), bundle())]),
+        Vec::new(),
+    );
+    assert!(with.errors.is_empty(), "{:?}", with.errors);
+    let k = with.kernel.as_ref().expect("kernel");
+    let names: Vec<&str> = k.value_names.iter().flatten().map(String::as_str).collect();
+    for kept in ["row", "keep", "cols"] {
+        assert!(names.contains(&kept), "`{kept}` lost its name: {names:?}");
+    }
+    // The helper's `v` and `mask` were the caller's `row` and `keep`: no value took them.
+    assert!(
+        !names.contains(&"v") && !names.contains(&"mask"),
+        "{names:?}"
+    );
+    // The unnamed argument took the parameter's name.
+    assert!(names.contains(&"n"), "{names:?}");
+}

@@ -46,27 +46,7 @@ pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         // per trip load unmasked (four 16-byte loads per thread in flight) and share one
         // rescale; the rest, up to four chunks, load masked.
         let whole = n - n % (4 * BLOCK);
-        // Finite, so that exp(mv - m_new) is 0, never NaN, while a lane has seen only -inf.
-        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
-        let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(x.row(row), start + cols).to_f32();
-            let b = load(x.row(row), start + BLOCK + cols).to_f32();
-            let c = load(x.row(row), start + 2 * BLOCK + cols).to_f32();
-            let d = load(x.row(row), start + 3 * BLOCK + cols).to_f32();
-            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
-            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
-            acc = acc * exp(mv - m_new) + e;
-            mv = m_new;
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let v = load(x.row(row), offs, offs < n, T::NEG_INF).to_f32();
-            let m_new = maximum(mv, v);
-            acc = acc * exp(mv - m_new) + exp(v - m_new);
-            mv = m_new;
-        }
-        let m = max(mv, 0);
+        let (m, mv, acc) = crate::helpers::online_max_sum(x, row, cols, n, whole);
         let lse = m + log(sum(acc * exp(mv - m), 0));
         for start in (0..whole).step_by(4 * BLOCK) {
             let a = load(x.row(row).evict_first(), start + cols).to_f32();

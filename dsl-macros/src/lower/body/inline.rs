@@ -135,7 +135,7 @@ impl Lowerer<'_, '_> {
                 decl_loc,
             });
             if !self.clashing_binding(&p.ident) {
-                self.bind(&p.ident.to_string(), v);
+                self.bind_argument(&p.ident.to_string(), v);
             }
         }
         let results = self.helper_body(f, sig);

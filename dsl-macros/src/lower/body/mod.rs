@@ -158,6 +158,24 @@ impl Lowerer<'_, '_> {
         self.bind_opt(name, Some(v));
     }
 
+    /// Binds a `#[tile_fn]` helper's parameter to its argument in the innermost scope,
+    /// naming the value after the parameter only where the caller left it unnamed (a
+    /// kernel parameter or a caller's variable keeps its name in the generated code).
+    fn bind_argument(&mut self, name: &str, v: ValueId) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.to_string(), Some(v));
+        }
+        let named = self
+            .b
+            .kernel_mut()
+            .value_names
+            .get(v.index())
+            .is_some_and(Option::is_some);
+        if !named {
+            self.b.name_value(v, name);
+        }
+    }
+
     /// Rebinds an existing name in the scope that declared it.
     fn assign_opt(&mut self, name: &str, v: Option<ValueId>) -> bool {
         for s in self.scopes.iter_mut().rev() {
