@@ -549,8 +549,9 @@ AWKWARD_SHAPES = ((4097, 4097, 4097), (8192, 768, 50257), (1000, 1000, 1000))
 
 def m_awkward(b, ctx):
     """cuBLAS (torch.matmul) bf16 at the awkward shapes of issue 10 (M x K x N): rows not
-    16-byte aligned (4097, 50257) and a small aligned one; and a user's hand padding (copy
-    into 64-multiple buffers, cuBLAS, slice; the copies timed with it)."""
+    16-byte aligned (4097, 50257) and a small aligned one; a user's hand padding (copy
+    into 64-multiple buffers, cuBLAS, slice; the copies timed with it); and
+    `torch.compile(dynamic=False)` of `a @ b`, which pads by itself."""
     out = {}
     pad = lambda v: (v + 63) // 64 * 64
     for m, k, n in AWKWARD_SHAPES:
@@ -573,6 +574,17 @@ def m_awkward(b, ctx):
         rate(rec, (m * k + k * n + m * n) * 2, None, flops=flops)
         row("awkward", "hand-padded cuBLAS", f"bf16 {m}x{k}x{n}", rec)
         out[f"hand-padded {m}x{k}x{n}"] = rec
+        # torch.compile with static shapes: inductor pads the operands itself (pad_mm).
+        try:
+            torch._dynamo.reset()
+            f = torch.compile(lambda x, y: x @ y, dynamic=False)
+            f(a, w)
+            rec = b.time(lambda i: f(a, w))
+            rate(rec, (m * k + k * n + m * n) * 2, None, flops=flops)
+        except Exception as e:  # noqa: BLE001 - recorded, not fatal
+            rec = {"error": err_str(e)}
+        row("awkward", "torch.compile", f"bf16 {m}x{k}x{n}", rec)
+        out[f"compile {m}x{k}x{n}"] = rec
         del a, w, c, ap, wp
         gc.collect(); torch.cuda.empty_cache()
     return out

@@ -108,7 +108,7 @@ fn show_prints_a_column_major_variant() {
     assert!(cuda.contains("| access a=cols,b=rows,c=rows |"), "{cuda}");
     assert!(
         cuda.contains(
-            "tilekit_matmul<128, 128, 32, 5, 4, 0, 1, __nv_bfloat16, true, true, false, true, 8>"
+            "tilekit_matmul<128, 128, 32, 5, 4, 0, 1, 1, __nv_bfloat16, true, true, false, true, 8>"
         ),
         "{cuda}"
     );

@@ -259,7 +259,7 @@ fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, C
             let _ = match chosen {
                 crate::engine::Engine::Hopper(p) => writeln!(
                     s,
-                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs{}{}",
+                    "  engine ({}): Hopper — TMA ring filled by a producer warpgroup, wgmma on {} consumer warpgroup(s), persistent programs{}{}{}",
                     v.target,
                     p.consumers,
                     if p.programs > 1 {
@@ -270,6 +270,11 @@ fn layouts_stage(kernel: &Kernel, variant: Option<&Variant>) -> Result<String, C
                     match (&p.cluster_refused, p.cluster) {
                         (Some(why), _) => format!("; no clusters: {why}"),
                         (None, 2) => ", in clusters of 2 (vertically adjacent tiles; B's tile loaded once per pair, multicast)".to_string(),
+                        _ => String::new(),
+                    },
+                    match (&p.tail_refused, p.tail_split) {
+                        (Some(why), _) => format!("; no split tail: {why}"),
+                        (None, n) if n > 1 => format!(", the last partial turn's tiles split along K into up to {n} pieces (added in piece order)"),
                         _ => String::new(),
                     }
                 ),

@@ -36,6 +36,10 @@ pub struct VariantPlan {
     /// CTAs per cluster (Hopper engine, `CLUSTER = 2`): the launch's blocks come in pairs,
     /// at most one pair per two SMs, running vertically adjacent tiles; 1 otherwise.
     pub cluster: u32,
+    /// The most K pieces of a tile of the last, partial turn (Hopper engine,
+    /// `TAIL_SPLIT`, `ops/hopper/tail.cuh`): above 1, the variant takes the split's
+    /// workspace (`tk::sm90::tail_args`) after its tensor maps; 1 otherwise.
+    pub tail_split: u32,
 }
 
 /// The launch of variant `v` of `kernel`: [`launch_plan`] on the mma.sync engine; on the
@@ -72,6 +76,7 @@ pub fn variant_plan(
             tma_store: plan.store_map,
             persistent: true,
             cluster: plan.cluster,
+            tail_split: plan.tail_split,
         });
     }
     Ok(VariantPlan {
@@ -80,6 +85,7 @@ pub fn variant_plan(
         tma_store: None,
         persistent: false,
         cluster: 1,
+        tail_split: 1,
     })
 }
 
@@ -334,6 +340,7 @@ pub struct ResourceEnv {
     plan: LaunchPlan,
     hopper: bool,
     cluster: u32,
+    tail_split: u32,
 }
 
 impl ResourceEnv {
@@ -375,6 +382,7 @@ impl ResourceEnv {
             plan: vp.launch,
             hopper: vp.tma.is_some(),
             cluster: vp.cluster,
+            tail_split: vp.tail_split,
         })
     }
 
@@ -393,6 +401,7 @@ impl ResourceEnv {
             plan,
             hopper: false,
             cluster: 1,
+            tail_split: 1,
         }
     }
 
@@ -411,6 +420,12 @@ impl ResourceEnv {
     /// [`ResourceEnv::from_plan`]).
     pub fn cluster(&self) -> u32 {
         self.cluster
+    }
+
+    /// The most K pieces of a tail tile ([`VariantPlan::tail_split`]; 1 for an environment
+    /// made [`ResourceEnv::from_plan`]).
+    pub fn tail_split(&self) -> u32 {
+        self.tail_split
     }
 }
 

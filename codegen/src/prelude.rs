@@ -49,6 +49,7 @@ static HEADERS: &[(&str, &str)] = headers![
     "tilekit/ops/hopper/sm90.cuh",
     "tilekit/ops/hopper/wgmma_ops.cuh",
     "tilekit/ops/hopper/cluster.cuh",
+    "tilekit/ops/hopper/tail.cuh",
     "tilekit/ops/hopper/engine.cuh",
     "tilekit/arch/arch.cuh",
 ];

@@ -139,7 +139,7 @@ pub const SMEM_LAYOUTS: [&str; 6] = [
 
 /// Every reserved tuning name: the one list (also in `docs/semantics.md`, "Names").
 /// `STAGES` and tile extents (`BLOCK`, `BM`, ..) are ordinary names.
-pub const RESERVED: [ReservedName; 7] = [
+pub const RESERVED: [ReservedName; 8] = [
     ReservedName {
         name: "WARPS",
         values: ReservedValues::Ints(1, 32),
@@ -189,6 +189,13 @@ pub const RESERVED: [ReservedName; 7] = [
         launch_only: false,
         when_omitted: Some(OffValue::One),
         meaning: "CTAs per cluster of a Hopper-engine GEMM-form variant (sm_90a): with 2, the blocks run in pairs on vertically adjacent tiles (tiles (2i, j) and (2i + 1, j)) and load B's tile once per pair, each half by one CTA multicast into both (TMA multicast, the stages released by both CTAs' consumers); where the variant cannot take it (another engine, TF32, a grid that is not 2-d, B's tile not an even number of 128-byte panels, trips that differ between programs) it runs without clusters; it changes no result",
+    },
+    ReservedName {
+        name: "TAIL_SPLIT",
+        values: ReservedValues::Ints(1, 8),
+        launch_only: false,
+        when_omitted: Some(OffValue::One),
+        meaning: "the most pieces along K of each tile of a Hopper-engine GEMM-form variant's last, partial wave of persistent programs (sm_90a): with R tiles left after the full waves of P programs, each is split into S = min(TAIL_SPLIT, P / R) pieces run by S programs at once, which add their partial products in a fixed order (piece 0 first), so results are the same on every launch; where the variant cannot take it (another engine, GEMM ping-pong, clusters, trips that differ between programs, a loop carrying more than its one accumulator or one that does not start at zero) it runs without; it changes a result only by the order of the K sum",
     },
 ];
 

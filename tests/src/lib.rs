@@ -117,7 +117,7 @@ pub mod hopper_kernels {
     /// one: on sm_90a the Hopper engine fills its rings with the producer warpgroup
     /// (rounding to TF32, B transposed) and runs TF32 wgmma.
     #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-    #[tune(BM = [128, 64], BN = [256, 128], BK = [32], STAGES = [4, 3], WARPS = [8, 4], CLUSTER = [1, 2])]
+    #[tune(BM = [128, 64], BN = [256, 128], BK = [32], STAGES = [4, 3], WARPS = [8, 4], CLUSTER = [1, 2], TAIL_SPLIT = [1, 4])]
     #[constraint(smem_bytes() <= max_smem())]
     #[shapes(a = [M, K], b = [K, N], bias = [N], c = [M, N])]
     pub fn user_matmul_tf32_bias(
@@ -169,7 +169,7 @@ pub mod hopper_kernels {
     /// The library's GEMM with `SCHEDULE` in its space: `cooperative` keeps one program per
     /// block where `WARPS = 4` would otherwise run two in ping-pong.
     #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-    #[tune(BM = [64, 128], BN = [256, 128], BK = [64], STAGES = [4], WARPS = [4, 8], SCHEDULE = [pingpong, cooperative])]
+    #[tune(BM = [64, 128], BN = [256, 128], BK = [64], STAGES = [4], WARPS = [4, 8], SCHEDULE = [pingpong, cooperative], TAIL_SPLIT = [1, 4])]
     #[shapes(a = [M, K], b = [K, N], c = [M, N])]
     pub fn gemm_scheduled<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, c: &mut Tensor2<T>) {
         let (pm, pn) = (program_id(0), program_id(1));
@@ -213,7 +213,7 @@ pub mod hopper_kernels {
     /// `pm + 1` K tiles): the two ping-pong programs would read different numbers of ring
     /// stages per tile, so it keeps one program per block.
     #[kernel(grid = [cdiv(a.rows(), BM), cdiv(b.cols(), BN)])]
-    #[tune(BM = [64], BN = [256], BK = [64], STAGES = [4], WARPS = [4], CLUSTER = [1, 2])]
+    #[tune(BM = [64], BN = [256], BK = [64], STAGES = [4], WARPS = [4], CLUSTER = [1, 2], TAIL_SPLIT = [1, 4])]
     #[shapes(a = [M, K], b = [K, N], c = [M, N])]
     pub fn gemm_prefix<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, c: &mut Tensor2<T>) {
         let (pm, pn) = (program_id(0), program_id(1));

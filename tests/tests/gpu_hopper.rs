@@ -352,6 +352,91 @@ fn gpu_hopper_clusters_exact_bitwise() {
     }
 }
 
+/// The split tail (`TAIL_SPLIT = 4`, `ops/hopper/tail.cuh`): tile counts just past a full
+/// turn of the persistent grid (the last turn's tiles split in pieces, as many as fit), at
+/// exactly a turn (nothing split) and below it; K from 0 (no trips) through fewer trips
+/// than pieces (empty pieces) to several ring cycles; C misaligned; the fused epilogue;
+/// bitwise against the CPU backend in exact mode. Then random bf16 inputs: 20 launches
+/// bitwise identical (the pieces add in a fixed order), and equal to `TAIL_SPLIT = 1`
+/// within the K sum's rounding.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_hopper_tail_split_exact_and_repeatable() {
+    let g = gpu();
+    if !is_sm90(&g) {
+        eprintln!("SKIPPED: not an sm_90 device");
+        return;
+    }
+    let mut r = tilekit_tests::support::seeded_rng("hopper-tail");
+    for text in [
+        "BM=128,BN=128,BK=64,STAGES=5,WARPS=8,SMEM=Swizzle128,TAIL_SPLIT=4",
+        "BM=128,BN=256,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128,TAIL_SPLIT=4",
+    ] {
+        let c = full(&matmul::SPEC, text);
+        assert_hopper::<bf16>(&g, &matmul::SPEC, &c);
+        let (bm, bn) = (c.int("BM").unwrap() as usize, c.int("BN").unwrap() as usize);
+        // Tile grids (rows x columns) on a 132-SM device: 144 (12 tiles split in 4), 169
+        // (37 in 3), 133 (one in 4), 132 (a whole turn: none), and fewer tiles than SMs,
+        // whose one turn is split over the idle SMs: 50 (in 2), 6 (in 4).
+        for (rows, cols) in [
+            (12usize, 12usize),
+            (13, 13),
+            (19, 7),
+            (11, 12),
+            (5, 10),
+            (2, 3),
+        ] {
+            let (m, n) = (rows * bm - 5, cols * bn);
+            for &k in &[0usize, 8, 72, 200, 1000] {
+                exact::<bf16>(&g, &mut r, &c, None, m, k, n);
+            }
+        }
+        // 11 x 13 = 143 tiles: 11 split in pieces on a 132-SM device.
+        for &k in &[8usize, 72, 1000, 4104] {
+            exact::<bf16>(&g, &mut r, &c, None, 11 * bm - 3, k, 13 * bn);
+        }
+        exact_in::<bf16>(&g, &mut r, &c, None, (11 * bm - 3, 1000, 13 * bn), (0, 1));
+        exact::<f16>(&g, &mut r, &c, None, 11 * bm, 1000, 13 * bn);
+        let e = full(&matmul_bias_act::SPEC, text);
+        for act in [0, 1] {
+            exact::<bf16>(&g, &mut r, &e, Some(act), 11 * bm + 1, 1000, 13 * bn);
+        }
+    }
+    // Random inputs at an awkward shape: repeats identical, close to the whole tiles.
+    let (m, k, n) = (4097usize, 4104usize, 4104usize);
+    let a: Vec<bf16> = r.vec(m * k, 1.0);
+    let b: Vec<bf16> = r.vec(k * n, 1.0);
+    let ag = Tensor2::from_vec(&g, a, [m, k]).unwrap();
+    let bg = Tensor2::from_vec(&g, b, [k, n]).unwrap();
+    let run = |text: &str| {
+        let c = full(&matmul::SPEC, text);
+        let mut cg = Tensor2::full(&g, [m, n], bf16::from_f32(f32::NAN)).unwrap();
+        matmul::launch_with(&g, &c, &ag, &bg, &mut cg).unwrap();
+        cg.to_vec().unwrap()
+    };
+    let split = "BM=128,BN=128,BK=64,STAGES=5,WARPS=8,SMEM=Swizzle128,TAIL_SPLIT=4";
+    let first: Vec<u16> = run(split).iter().map(|x| x.to_bits()).collect();
+    for rep in 1..20 {
+        let now: Vec<u16> = run(split).iter().map(|x| x.to_bits()).collect();
+        assert!(first == now, "repeat {rep} differs from the first");
+    }
+    let whole = run(&split.replace("TAIL_SPLIT=4", "TAIL_SPLIT=1"));
+    let mut differ = 0usize;
+    for (i, (x, y)) in first.iter().zip(&whole).enumerate() {
+        let (x, y) = (bf16::from_bits(*x).to_f64(), y.to_f64());
+        assert!(x.is_finite(), "[{i}] not written: {x}");
+        assert!(
+            (x - y).abs() <= 2e-2 * (1.0 + y.abs()),
+            "[{i}] split {x} whole {y}"
+        );
+        differ += usize::from(x != y);
+    }
+    eprintln!(
+        "TAIL_SPLIT = 4 vs 1 at {m}x{k}x{n}: {differ} of {} elements differ (K-sum order)",
+        m * n
+    );
+}
+
 /// A small run for compute-sanitizer (memcheck, racecheck, synccheck) on the
 /// warp-specialized GEMM.
 #[test]

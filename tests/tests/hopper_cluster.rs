@@ -13,7 +13,7 @@ use tilekit_kernels::{matmul, matmul_bias_act};
 
 #[path = "common/hopper_variant.rs"]
 mod hopper_variant;
-use hopper_variant::{c_misaligned, variant};
+use hopper_variant::{c_misaligned, nvrtc_compiles, variant};
 
 fn plan(spec: &tilekit::KernelSpec, c: &str, t: DType) -> HopperPlan {
     let k = spec.kernel().expect("kernel IR");
@@ -184,47 +184,22 @@ fn the_tuner_skips_cluster_two_where_it_changes_nothing() {
 /// twins are allowed (`hopper_staged_store.rs`).
 #[test]
 fn nvrtc_compiles_the_clustered_variants() {
-    use tilekit_runtime::nvrtc::{compile_cubin, CompileOptions};
     if !tilekit_tests::support::nvrtc_or_skip() {
         return;
     }
-    let opts = CompileOptions::new("sm_90a").expect("options");
     for (spec, allowed) in [(&matmul::SPEC, 0), (&matmul_bias_act::SPEC, 16)] {
         let k = spec.kernel().unwrap();
         for c in [
             "BM=128,BN=256,WARPS=8,CLUSTER=2",
             "BM=64,BN=256,WARPS=4,CLUSTER=2",
         ] {
-            for access in [Access::ROWS, c_misaligned(k)] {
-                let what = format!("{} {c} {access}", k.name);
-                let v = variant(k, c, DType::BF16, access, Target::Sm90a);
-                let src = variant_source(k, spec.cuda_template, &v).unwrap();
-                assert!(src.contains("__cluster_dims__(2, 1, 1)"), "{what}");
-                let cubin = compile_cubin(
-                    &src,
-                    "cluster.cu",
-                    tilekit_codegen::prelude_headers(),
-                    &opts,
-                )
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-                let log = cubin.log.to_lowercase();
-                assert!(
-                    !["serialized", "c7510", "c7514", "c7515", "c7507"]
-                        .iter()
-                        .any(|w| log.contains(w)),
-                    "{what}: {}",
-                    cubin.log
-                );
-                assert!(
-                    cubin.spill_bytes.is_some_and(|b| b <= allowed),
-                    "{what}: {:?} bytes spilled",
-                    cubin.spill_bytes
-                );
-                eprintln!(
-                    "{what}: {:.2} s NVRTC, {:?} registers",
-                    cubin.seconds, cubin.registers
-                );
-            }
+            nvrtc_compiles(
+                spec,
+                c,
+                &[Access::ROWS, c_misaligned(k)],
+                "__cluster_dims__(2, 1, 1)",
+                allowed,
+            );
         }
     }
 }

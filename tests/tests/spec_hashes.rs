@@ -19,13 +19,15 @@ fn shipped_kernels_keep_their_spec_hashes() {
         // 128 x 256 x 64 (session 13). Shipped since session 18 (run 112: the H200's GEMMs,
         // with matmul_bias_act and matmul_batched). 12160912468272879901 until CLUSTER and
         // BN = 192 joined its space (session 30: clusters of two, m64n192; the shipped entries
-        // re-keyed, their configurations unchanged, CLUSTER = 1 when left out).
-        (&matmul::SPEC, 16862760495721586036u64),
+        // re-keyed, their configurations unchanged, CLUSTER = 1 when left out);
+        // 16862760495721586036 until TAIL_SPLIT joined it (session 31: the split tail; the
+        // shipped entries re-keyed, TAIL_SPLIT = 1 when left out).
+        (&matmul::SPEC, 17744542222801737211u64),
         // Shipped since session 20 (run 118: the H200's entry, BN = 128 on the Hopper engine).
         (&attention::SPEC, 17877366583482530676u64),
         // 3793787358164441479 until CLUSTER and BN = 192 joined its space (session 30, as
-        // matmul's).
-        (&matmul_bias_act::SPEC, 3776728247453201260u64),
+        // matmul's); 3776728247453201260 until TAIL_SPLIT joined it (session 31, as matmul's).
+        (&matmul_bias_act::SPEC, 3998295399732128831u64),
         // 11732454333459130508 until its default took the Hopper engine (BK = 64, 8 warps
         // first; session 23, run 136's entry).
         (&matmul_batched::SPEC, 13491365816391205722u64),

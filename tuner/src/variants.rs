@@ -86,6 +86,14 @@ pub fn target_check(
                 .into(),
         );
     }
+    // `TAIL_SPLIT > 1` where the variant cannot split its tail: the same variant again.
+    if config.int("TAIL_SPLIT").is_some_and(|c| c > 1) && env.tail_split() < 2 {
+        return Err(
+            "TAIL_SPLIT does not apply to this variant on this target (`tilekit show --stage \
+             layouts` says why): it is the TAIL_SPLIT = 1 variant again"
+                .into(),
+        );
+    }
     // One lowering for both code bounds (issue 33).
     let size = tilekit_codegen::code_size(kernel, config).map_err(|e| e.to_string())?;
     if size.loop_tile_elems > tilekit_codegen::MAX_LOOP_TILE_ELEMS {

@@ -147,6 +147,22 @@ impl<'k> Emitter<'k> {
                 "// The product stays in flight across iterations: the consumers wait for it one iteration later and release its slots then (ASYNC).",
             );
         }
+        let tail = self.hopper.map_or(1, |h| h.tail_split);
+        if tail > 1 && in_flight.is_none() {
+            return Err(CodegenError::Unsupported(
+                "TAIL_SPLIT without the GEMM form's product in flight".into(),
+            ));
+        }
+        // The split tail (`TAIL_SPLIT`, `tail.cuh`): this program's piece of the loop's trips.
+        let (s, e) = if tail > 1 {
+            self.w.line("// TAIL_SPLIT: a tile of the last, partial turn runs one piece of the loop's trips (tk::sm90::piece_start / piece_end)");
+            (
+                format!("tk::sm90::piece_start({s}, {e}, {st}, tk_state.piece)"),
+                format!("tk::sm90::piece_end({s}, {e}, {st}, tk_state.piece)"),
+            )
+        } else {
+            (s.to_string(), e.to_string())
+        };
         self.w.open(&format!(
             "if (!tk::sm90::ws_pipeline<{stages}, TK_THREADS / 128, {}, TK_ROLE{}>({s}, {e}, {st}, tk_bars, tk_state, [&](const long long {ivn}, const int tk_slot, unsigned long long* tk_full)",
             stage_bytes.join(" + "),
@@ -180,6 +196,11 @@ impl<'k> Emitter<'k> {
             self.w.line(&format!(
                 "tk::sm90::fence_tile_regs({acc}); // every product retired (the pipeline's last wait)"
             ));
+            if tail > 1 {
+                self.w.line(&format!(
+                    "if (!tk::sm90::tail_reduce<TK_THREADS>({acc}, tk_state.piece, tk_state.tail)) return; // TAIL_SPLIT: a piece before the last leaves its partial product; the last adds them, then runs what follows"
+                ));
+            }
         }
         if clustered {
             self.w.line(

@@ -166,6 +166,8 @@ pub(super) fn chain_plan(
         store_map: None,
         cluster: 1,
         cluster_refused: None,
+        tail_split: 1,
+        tail_refused: None,
     })
 }
 

@@ -148,6 +148,11 @@ pub(super) fn gemm_plan(
         Ok(c) => (c, None),
         Err(why) => (1, Some(why)),
     };
+    let (tail_split, tail_refused) = match tail_split_of(cx, rl.iv, dot, (fill, programs, cluster))
+    {
+        Ok(s) => (s, None),
+        Err(why) => (1, Some(why)),
+    };
     Ok(HopperPlan {
         loop_iv: rl.iv,
         consumers: warps / 4,
@@ -159,7 +164,96 @@ pub(super) fn gemm_plan(
         store_map: store_map(cx, rl.iv),
         cluster,
         cluster_refused,
+        tail_split,
+        tail_refused,
     })
+}
+
+/// The most K pieces of each tile of the last, partial wave (`TAIL_SPLIT`,
+/// `ops/hopper/tail.cuh`): the kernel's `TAIL_SPLIT` where the split is sound and the
+/// variant can run it — bf16/f16 rings, one program per block and no clusters (the pieces of a tile run
+/// in different blocks at once), the same trips in every program (each piece takes its
+/// share of them), and a loop that carries only the dot's accumulator, starting from zero
+/// (the pieces' partial products add up to the whole); else 1, with the reason
+/// (`tilekit show --stage layouts`).
+pub(crate) fn tail_split_of(
+    cx: &Cx<'_>,
+    iv: ValueId,
+    dot: &DotSite,
+    (fill, programs, cluster): (RingFill, u32, u32),
+) -> Result<u32, String> {
+    let want = cx.config.int("TAIL_SPLIT").unwrap_or(1);
+    if want < 2 {
+        return Ok(1);
+    }
+    if fill != RingFill::Tma {
+        return Err(
+            "TAIL_SPLIT takes bf16/f16 operands (the TF32 pipeline runs every tile whole)".into(),
+        );
+    }
+    if programs > 1 {
+        return Err("TAIL_SPLIT splits tiles across blocks: not with GEMM ping-pong (two programs per block)".into());
+    }
+    if cluster > 1 {
+        return Err("TAIL_SPLIT does not combine with CLUSTER = 2".into());
+    }
+    if !uniform_trips(cx.analysis, iv) {
+        return Err(
+            "TAIL_SPLIT needs the same trips in every program (each piece takes its share)".into(),
+        );
+    }
+    let Some((inits, body)) = cx.kernel.body.insts.iter().find_map(|i| match &i.op {
+        Op::For { inits, body, .. } if body.args.first() == Some(&iv) => Some((inits, body)),
+        _ => None,
+    }) else {
+        return Err("the pipelined loop is not at the kernel's top level".into());
+    };
+    // The body is `acc = dot(a, b, acc)` and yields it: the pieces' sums add up.
+    let def = |v: ValueId| {
+        cx.analysis
+            .defs
+            .get(v.index())
+            .copied()
+            .flatten()
+            .map(|i| &i.op)
+    };
+    let dot_reads_carried =
+        matches!(def(dot.result), Some(Op::Dot { acc, .. }) if body.args.get(1) == Some(acc));
+    let yields_dot = matches!(body.insts.last().map(|i| &i.op), Some(Op::Yield { values }) if values.as_slice() == [dot.result]);
+    if inits.len() != 1 || !dot_reads_carried || !yields_dot {
+        return Err("TAIL_SPLIT needs a loop that carries only the dot's accumulator".into());
+    }
+    if !is_zero_fill(cx.analysis, inits[0]) {
+        return Err(
+            "TAIL_SPLIT needs the accumulator to start at zero (`zeros` or `full(0.0)`)".into(),
+        );
+    }
+    u32::try_from(want).map_err(|_| format!("TAIL_SPLIT = {want}"))
+}
+
+/// True when `v` is `zeros::<..>()` / `full::<..>(0)`: a `Full` of a literal zero (possibly cast).
+fn is_zero_fill(analysis: &Analysis<'_>, v: ValueId) -> bool {
+    let def = |v: ValueId| {
+        analysis
+            .defs
+            .get(v.index())
+            .copied()
+            .flatten()
+            .map(|i| &i.op)
+    };
+    let Some(Op::Full { value, .. }) = def(v) else {
+        return false;
+    };
+    let mut x = *value;
+    for _ in 0..4 {
+        match def(x) {
+            Some(Op::Cast { x: inner, .. }) => x = *inner,
+            Some(Op::Lit(tilekit_ir::Literal::Float(f))) => return *f == 0.0,
+            Some(Op::Lit(tilekit_ir::Literal::Int(i))) => return *i == 0,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// The variant's CTAs per cluster (`cluster.cuh`): 2 where the kernel picks `CLUSTER = 2`

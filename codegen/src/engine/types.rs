@@ -126,6 +126,12 @@ pub struct HopperPlan {
     pub cluster: u32,
     /// Why a variant that picks `CLUSTER = 2` runs without clusters (for `--stage layouts`).
     pub cluster_refused: Option<String>,
+    /// The most K pieces of each tile of the last, partial wave (`TAIL_SPLIT`,
+    /// `gemm::tail_split_of`; `ops/hopper/tail.cuh`): 1 where the variant runs every tile
+    /// whole. With more, the variant takes the split's workspace after its tensor maps.
+    pub tail_split: u32,
+    /// Why a variant that picks `TAIL_SPLIT > 1` runs every tile whole (`--stage layouts`).
+    pub tail_refused: Option<String>,
 }
 
 impl HopperPlan {

@@ -140,6 +140,8 @@ pub fn variant_source(
     let maps = hopper.as_ref().map_or(0, |(plan, _, _)| plan.maps().len());
     // Clusters of two CTAs (`CLUSTER = 2`, `ops/hopper/cluster.cuh`).
     let cluster = hopper.as_ref().map_or(1, |(plan, _, _)| plan.cluster);
+    // The split tail (`TAIL_SPLIT`, `ops/hopper/tail.cuh`).
+    let tail = hopper.as_ref().map_or(1, |(plan, _, _)| plan.tail_split);
     let lowered = match hopper {
         Some((_, lowered, _)) => lowered,
         None => lower(kernel)?,
@@ -209,6 +211,9 @@ pub fn variant_source(
             ));
             names.push(format!("&tk_map{m}"));
         }
+        if tail > 1 {
+            params.push("const tk::sm90::tail_args tk_tail".to_string());
+        }
     }
 
     let mut out = String::with_capacity(template.len() + 1024);
@@ -232,6 +237,11 @@ pub fn variant_source(
     if cluster > 1 {
         out.push_str(&format!(
             "// CLUSTER = {cluster}: clusters of {cluster} CTAs running vertically adjacent tiles; B's tile is loaded once per cluster, multicast (tilekit/ops/hopper/cluster.cuh).\n#define TK_CLUSTER {cluster}\n"
+        ));
+    }
+    if tail > 1 {
+        out.push_str(&format!(
+            "// TAIL_SPLIT = {tail}: the tiles of the last, partial turn are split along K into up to {tail} pieces run by as many programs, added in piece order (tilekit/ops/hopper/tail.cuh).\n#define TK_TAIL_SPLIT {tail}\n"
         ));
     }
     if programs > 1 {
@@ -332,9 +342,17 @@ pub fn variant_source(
             // unchanged, but a program that got a light tile in one turn gets a heavy one
             // in the next: a causal attention's tiles differ in work by their query block);
             // with clusters, the cluster's pair of tiles (`tk::sm90::turn_tile`).
-            out.push_str(
-                "        for (unsigned tk_turn = 0, tk_block = 0; tk::sm90::turn_tile<tilekit_variant::TK_GROUP>(grid, tk_turn, tk_block); ++tk_turn)\n",
-            );
+            if tail > 1 {
+                // The split tail: the last turn's tiles in pieces (`tk::sm90::turn_piece`).
+                out.push_str("        tk_state.tail = tk_tail;\n");
+                out.push_str(
+                    "        for (unsigned tk_turn = 0, tk_block = 0; tk::sm90::turn_piece<tilekit_variant::TK_GROUP>(grid, tk_turn, tk_block, tk_state.piece); ++tk_turn)\n",
+                );
+            } else {
+                out.push_str(
+                    "        for (unsigned tk_turn = 0, tk_block = 0; tk::sm90::turn_tile<tilekit_variant::TK_GROUP>(grid, tk_turn, tk_block); ++tk_turn)\n",
+                );
+            }
             out.push_str(&format!(
                 "            tilekit_variant::run<tk::sm90::{role}>({args}, tk_state, tk_block);\n"
             ));

@@ -14,7 +14,7 @@ use tilekit::prelude::*;
 // SMEM has no RowMajor: its ldmatrix reads conflict 8 ways, under half the speed of the
 // other layouts (BENCHMARKS runs 23, 27), and it cost a third of the variants.
 #[tune(BM = [128, 64, 256], BN = [256, 128, 64, 192], BK = [64, 32], STAGES = [3, 4, 5, 2],
-       WARPS = [8, 4], SMEM = [Swizzle128, Padded], PAD64 = [false, true], CLUSTER = [1, 2])]
+       WARPS = [8, 4], SMEM = [Swizzle128, Padded], PAD64 = [false, true], CLUSTER = [1, 2], TAIL_SPLIT = [1, 4])]
 #[constraint(smem_bytes() <= max_smem())]
 #[constraint(BM * BN <= 4096 * WARPS)]
 #[shapes(a = [M, K], b = [K, N], c = [M, N])]

@@ -88,6 +88,8 @@ pub(crate) struct CudaDevice {
     pub(super) scratch: Mutex<Vec<Option<super::pad::Scratch>>>,
     /// The last launches over tensor lists, resolved (see `lists`).
     pub(super) list_tables: Mutex<Vec<Arc<super::list_tables::ListEntry>>>,
+    /// The split tail's workspace, once a `TAIL_SPLIT` variant has run (see `tail`).
+    pub(super) tail: Mutex<Option<super::tail::TailWorkspace>>,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -220,6 +222,7 @@ impl CudaDevice {
             capturing: AtomicBool::new(false),
             capture: Mutex::new(None),
             scratch: Mutex::new(Vec::new()),
+            tail: Mutex::new(None),
             list_tables: Mutex::new(Vec::new()),
         })
     }

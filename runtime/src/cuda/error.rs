@@ -55,6 +55,18 @@ pub enum CudaLaunchError {
         /// Bytes needed.
         bytes: usize,
     },
+    /// A `TAIL_SPLIT` variant's first launch in this runtime during a launch-graph capture:
+    /// its workspace is not allocated yet (nothing is allocated during a capture). The
+    /// capture is abandoned; launch the kernel once before `Runtime::capture` (warm-up).
+    #[error(
+        "TAIL_SPLIT needs a {bytes}-byte workspace, which this runtime has not allocated, and \
+         a launch graph is being captured: nothing is allocated during a capture; launch the \
+         kernel once before `Runtime::capture` (warm-up)"
+    )]
+    TailWorkspaceForCapture {
+        /// Bytes needed.
+        bytes: usize,
+    },
     /// A launch over tensor lists during a launch-graph capture whose member and chunk
     /// tables (device memory, built for exactly these members) this runtime does not hold
     /// yet: nothing is allocated during a capture. The capture is abandoned.

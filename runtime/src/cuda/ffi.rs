@@ -191,11 +191,12 @@ pub(crate) fn launch(
     grid: &GridAbi,
     params: &[Slot],
     maps: &[TensorMap],
+    tail: Option<&super::tail::TailAbi>,
 ) -> Result<(), DriverError> {
     stream.context().bind_to_thread()?;
-    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS + 3];
+    let mut inline = [std::ptr::null_mut::<c_void>(); INLINE_ARGS + 4];
     let mut heap = Vec::new();
-    let n = params.len() + 1 + maps.len();
+    let n = params.len() + 1 + maps.len() + usize::from(tail.is_some());
     let ptrs: &mut [*mut c_void] = if n <= inline.len() {
         &mut inline[..n]
     } else {
@@ -205,6 +206,9 @@ pub(crate) fn launch(
     param_pointers(grid, params, ptrs);
     for (p, m) in ptrs[params.len() + 1..].iter_mut().zip(maps) {
         *p = (m as *const TensorMap).cast_mut().cast();
+    }
+    if let (Some(t), Some(last)) = (tail, ptrs.last_mut()) {
+        *last = (t as *const super::tail::TailAbi).cast_mut().cast();
     }
     // SAFETY: `func` is the `tilekit_kernel` entry of a variant generated for exactly this
     // parameter list (the launch was checked against the kernel's IR, directly or through
@@ -216,7 +220,10 @@ pub(crate) fn launch(
     // `TensorAbi`'s seven fields in order; an f32 or i32 in the first 4 bytes, an i64 in
     // 8, native byte order), then, for a Hopper-engine variant, to each tensor map (a
     // `CUtensorMap`, 128 bytes and 64-byte aligned, as its `__grid_constant__
-    // tk::sm90::tensor_map` parameters are; `maps` is empty otherwise). The driver reads only the parameter's size from each pointer,
+    // tk::sm90::tensor_map` parameters are; `maps` is empty otherwise), then, for a
+    // variant with `TAIL_SPLIT`, to its workspace (`TailAbi`: two u64 addresses, as
+    // `tk::sm90::tail_args` lays out two pointers; into the runtime's live workspace
+    // allocation, `tail`). The driver reads only the parameter's size from each pointer,
     // and copies the values before returning (`grid` and `params` outlive this call).
     // Every tensor address points into a live device allocation of this context that
     // holds the whole view (tensor constructors check the view's reach; the allocation

@@ -171,7 +171,7 @@ impl LaunchBackend for CudaDevice {
             let pairs = blocks / rows.max(1) * rows.div_ceil(loaded.cluster);
             pairs.min(loaded.max_clusters) * loaded.cluster
         } else if loaded.persistent {
-            blocks.min(self.info.sm_count.max(1))
+            persistent_blocks(blocks, self.info.sm_count.max(1), loaded.tail_split)
         } else {
             blocks
         };
@@ -232,6 +232,24 @@ impl LaunchBackend for CudaDevice {
     }
 }
 
+/// Blocks of a persistent launch of `tiles` tiles on `sms` SMs: one per SM at most; a
+/// variant that splits its tail (`tail` > 1, `ops/hopper/tail.cuh`) with fewer tiles than
+/// SMs gets `S` blocks per tile (S = min(tail, sms / tiles), at least 2), so that its only
+/// turn is split along K over otherwise idle SMs; the device derives the same S from the
+/// grid it is given.
+fn persistent_blocks(tiles: u32, sms: u32, tail: u32) -> u32 {
+    let s = if tiles > 0 && tiles < sms {
+        tail.min(sms / tiles)
+    } else {
+        1
+    };
+    if s >= 2 {
+        tiles * s
+    } else {
+        tiles.min(sms)
+    }
+}
+
 /// The tensors `spec`'s variants may read column-major or take `General` beside aligned
 /// dot operands (each looked up once per spec).
 fn capable(spec: &KernelSpec, analyzed: &Analyzed) -> Capable {
@@ -274,7 +292,8 @@ impl CudaDevice {
     }
 
     /// Launches a loaded variant on the runtime's stream, with the tensor maps of a
-    /// Hopper-engine variant after its parameters (`call` names it in an error).
+    /// Hopper-engine variant after its parameters and, for a variant that splits its tail
+    /// (`TAIL_SPLIT`), the runtime's tail workspace after them (`call` names it in an error).
     pub(super) fn launch_loaded(
         &self,
         loaded: &Loaded,
@@ -284,6 +303,11 @@ impl CudaDevice {
         maps: &[ffi::TensorMap],
         call: &'static str,
     ) -> Result<(), CudaLaunchError> {
+        let tail = if loaded.tail_split > 1 {
+            Some(self.tail_workspace()?)
+        } else {
+            None
+        };
         ffi::launch(
             &self.stream,
             &loaded.func,
@@ -293,6 +317,7 @@ impl CudaDevice {
             grid,
             params,
             maps,
+            tail.as_ref(),
         )
         .map_err(|e| CudaLaunchError::Driver {
             call,
@@ -390,4 +415,23 @@ pub(crate) fn contiguous_access(
         })
         .collect();
     launch_access(&args, || capable(spec, analyzed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::persistent_blocks;
+
+    #[test]
+    fn persistent_grids_split_small_problems_over_idle_sms() {
+        // At least one tile per SM: one block per SM, whatever the split.
+        assert_eq!(persistent_blocks(1089, 132, 1), 132);
+        assert_eq!(persistent_blocks(1089, 132, 4), 132);
+        assert_eq!(persistent_blocks(132, 132, 4), 132);
+        // Fewer tiles than SMs: S blocks per tile where S >= 2 fits.
+        assert_eq!(persistent_blocks(64, 132, 4), 128);
+        assert_eq!(persistent_blocks(6, 132, 4), 24);
+        assert_eq!(persistent_blocks(100, 132, 4), 100);
+        assert_eq!(persistent_blocks(64, 132, 1), 64);
+        assert_eq!(persistent_blocks(0, 132, 4), 0);
+    }
 }

@@ -55,6 +55,7 @@ mod list_tables;
 pub(crate) mod lists;
 pub(crate) mod pad;
 pub(crate) mod pad_layout;
+mod tail;
 mod timings;
 mod tma;
 mod variants;

@@ -43,6 +43,9 @@ pub(super) struct Loaded {
     /// device keeps resident at once (the persistent grid's size in clusters).
     pub cluster: u32,
     pub max_clusters: u32,
+    /// The most K pieces of a tail tile (`TAIL_SPLIT`): above 1, the variant takes the
+    /// runtime's tail workspace after its tensor maps.
+    pub tail_split: u32,
     pub smem: u32,
     /// Seconds NVRTC took, when this runtime compiled the variant (not a disk-cache hit).
     pub compile_seconds: Option<f64>,
@@ -322,6 +325,7 @@ impl CudaDevice {
             plan,
             cluster,
             max_clusters,
+            tail_split: vplan.tail_split,
             tma: vplan
                 .tma
                 .map(|rings| rings.iter().copied().chain(vplan.tma_store).collect()),

@@ -42,6 +42,7 @@
 #pragma once
 #include "tilekit/ops/hopper/sm90.cuh"
 #include "tilekit/ops/hopper/cluster.cuh"
+#include "tilekit/ops/hopper/tail.cuh"
 #include "tilekit/ops/hopper/wgmma_ops.cuh"
 #include "tilekit/types/tile.cuh"
 #include "tilekit/types/view.cuh"
@@ -242,6 +243,10 @@ struct pipe_state {
     /// the ring (turn t of the block; a consumer program takes every other turn), so that
     /// the program starts reading the ring where that tile's stages are.
     int order = 0;
+    /// The split tail (`tail.cuh`): this tile's piece (set by the wrapper each turn) and
+    /// the workspace (set once).
+    tail_piece piece;
+    tail_args tail{};
 };
 
 /// GEMM ping-pong: the bytes between the two programs' scratch regions (the scratch's
