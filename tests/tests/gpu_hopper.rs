@@ -482,6 +482,14 @@ fn gpu_hopper_sanitizer_small() {
         200,
         128 * 12,
     );
+    // The split tail: 144 tiles of 128x128 (12 split in 4 on 132 SMs; the pieces' partials,
+    // flags and the last piece's sum), and 6 tiles (each over 4 blocks), C misaligned.
+    let tail = full(
+        &matmul::SPEC,
+        "BM=128,BN=128,BK=64,STAGES=5,WARPS=8,SMEM=Swizzle128,TAIL_SPLIT=4",
+    );
+    exact::<bf16>(&g, &mut r, &tail, None, 128 * 12, 200, 128 * 12);
+    exact_in::<bf16>(&g, &mut r, &tail, None, (2 * 128, 1000, 3 * 128), (1, 1));
     // Clusters of two, cooperative and ping-pong, with a phantom tile (three tile rows).
     for text in &CLUSTERED[..2] {
         let c = full(&matmul::SPEC, text);
