@@ -6,12 +6,14 @@
 use super::abi::{launch_access, pack_args, Capable, Slot, EMPTY_SLOT, INLINE_ARGS};
 use super::cache::Counters;
 use super::pad::PadPlan;
+use super::tail::{workspace_bytes, TailAbi, TailWorkspace};
 use super::variants::Loaded;
 use super::{ffi, CudaDevice, DeviceInfo};
 use crate::cuda::error::CudaLaunchError;
 use crate::launch::error::LaunchError;
 use crate::launch::{check, Arg, Checked, Generics, LaunchBackend};
 use crate::spec::{Analyzed, KernelSpec};
+use cudarc::driver::DevicePtr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tilekit_codegen::{Access, ResourceEnv};
@@ -229,6 +231,37 @@ impl LaunchBackend for CudaDevice {
         self.launch_loaded(loaded, *blocks, grid, params, &maps, "cuLaunchKernel")
             .map_err(cuda_err)?;
         Ok(true)
+    }
+}
+
+impl CudaDevice {
+    /// The split tail's workspace (`cuda/tail.rs`), allocated and zeroed on the first call
+    /// outside a capture, then kept for the runtime's life.
+    pub(super) fn tail_workspace(&self) -> Result<TailAbi, CudaLaunchError> {
+        let mut ws = self
+            .tail
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(w) = ws.as_ref() {
+            return Ok(w.abi());
+        }
+        let bytes = workspace_bytes(self.info.sm_count);
+        if self.capturing.load(Ordering::Acquire) {
+            return Err(CudaLaunchError::TailWorkspaceForCapture { bytes });
+        }
+        let buf = self
+            .stream
+            .alloc_zeros::<u8>(bytes)
+            .map_err(|e| CudaLaunchError::Driver {
+                call: "cuMemAlloc (TAIL_SPLIT workspace)",
+                message: e.to_string(),
+            })?;
+        let (ptr, record) = buf.device_ptr(&self.stream);
+        drop(record);
+        let w = TailWorkspace::new(buf, ptr, self.info.sm_count);
+        let abi = w.abi();
+        *ws = Some(w);
+        Ok(abi)
     }
 }
 

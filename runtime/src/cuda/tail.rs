@@ -9,10 +9,7 @@
 //! `sm_count` flags. The flags are zero between launches (each tile's last piece resets
 //! its own), so launches on the runtime's one stream share the buffer in turn.
 
-use super::device::CudaDevice;
-use super::error::CudaLaunchError;
-use cudarc::driver::{CudaSlice, DevicePtr};
-use std::sync::atomic::Ordering;
+use cudarc::driver::CudaSlice;
 
 /// The largest accumulator tile of a Hopper-engine variant, in f32 elements: 128 x 256.
 const MAX_TILE_FLOATS: usize = 128 * 256;
@@ -41,36 +38,23 @@ pub(crate) fn workspace_bytes(sm_count: u32) -> usize {
     sms * MAX_TILE_FLOATS * 4 + sms * 4
 }
 
-impl CudaDevice {
-    /// The split tail's workspace (allocated, zeroed, on the first call outside a capture).
-    pub(super) fn tail_workspace(&self) -> Result<TailAbi, CudaLaunchError> {
-        let mut ws = self
-            .tail
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(w) = ws.as_ref() {
-            return Ok(w.abi);
+impl TailWorkspace {
+    /// The workspace in `buf` (at least [`workspace_bytes`] of a device with `sm_count`
+    /// SMs, zeroed, at device address `ptr`): the partials, then the flags.
+    pub(crate) fn new(buf: CudaSlice<u8>, ptr: u64, sm_count: u32) -> TailWorkspace {
+        let sms = u64::from(sm_count.max(1));
+        TailWorkspace {
+            abi: TailAbi {
+                partials: ptr,
+                flags: ptr + sms * MAX_TILE_FLOATS as u64 * 4,
+            },
+            _buf: buf,
         }
-        let bytes = workspace_bytes(self.info.sm_count);
-        if self.capturing.load(Ordering::Acquire) {
-            return Err(CudaLaunchError::TailWorkspaceForCapture { bytes });
-        }
-        let buf = self
-            .stream
-            .alloc_zeros::<u8>(bytes)
-            .map_err(|e| CudaLaunchError::Driver {
-                call: "cuMemAlloc (TAIL_SPLIT workspace)",
-                message: e.to_string(),
-            })?;
-        let (ptr, record) = buf.device_ptr(&self.stream);
-        drop(record);
-        let sms = self.info.sm_count.max(1) as u64;
-        let abi = TailAbi {
-            partials: ptr,
-            flags: ptr + sms * MAX_TILE_FLOATS as u64 * 4,
-        };
-        *ws = Some(TailWorkspace { abi, _buf: buf });
-        Ok(abi)
+    }
+
+    /// The addresses the kernel takes.
+    pub(crate) fn abi(&self) -> TailAbi {
+        self.abi
     }
 }
 
