@@ -21,6 +21,82 @@ TK_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "
 /// Waits until at most N committed groups of this thread are in flight.
 template <int N> TK_DEVICE void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+/// The 16 bytes at byte offset `b` (0..15, a multiple of sizeof(T) for 2- and 4-byte T)
+/// of the 32 bytes `lo`, `hi` (two aligned 16-byte chunks, `lo` at the lower address):
+/// a word shift by `b / 4` through two selects per word (no local array), then a 2-byte
+/// funnel where `b` is not a multiple of 4. Lanes with different `b` do not diverge.
+TK_DEVICE uint4 realign16(const uint4& lo, const uint4& hi, int b) {
+    const bool two = (b & 8) != 0, one = (b & 4) != 0;
+    // t = words (2 * two) .. (2 * two) + 5 of lo:hi
+    const unsigned t0 = two ? lo.z : lo.x, t1 = two ? lo.w : lo.y, t2 = two ? hi.x : lo.z;
+    const unsigned t3 = two ? hi.y : lo.w, t4 = two ? hi.z : hi.x, t5 = two ? hi.w : hi.y;
+    // u = words one .. one + 4 of t
+    const unsigned u0 = one ? t1 : t0, u1 = one ? t2 : t1, u2 = one ? t3 : t2;
+    const unsigned u3 = one ? t4 : t3, u4 = one ? t5 : t4;
+    if (b & 2) {
+        // __byte_perm(x, y, 0x5432): the high half of x, then the low half of y.
+        return make_uint4(__byte_perm(u0, u1, 0x5432), __byte_perm(u1, u2, 0x5432), __byte_perm(u2, u3, 0x5432),
+                          __byte_perm(u3, u4, 0x5432));
+    }
+    return make_uint4(u0, u1, u2, u3);
+}
+
+/// The interior tile copy of a view whose rows are contiguous (unit last stride) but not
+/// 16-byte aligned (an odd row pitch, a base offset: the general variant of a dot
+/// operand): every thread fills whole 16-byte chunks of `dst`, each from the two aligned
+/// 16-byte chunks of the row that cover it (read-only loads), realigned in registers, and
+/// stored with one 16-byte shared store; BATCH chunks' loads are in flight at once.
+/// Synchronous (complete at return). Returns false, having copied nothing, where it does
+/// not apply: strided rows, a non-positive row stride, a tile crossing the tensor's edge,
+/// or an aligned pair that would reach before the view's first element or past its last
+/// (only a tile at the tensor's very start or end can), so nothing outside the view's span
+/// is read; the caller then copies element by element.
+template <int THREADS, class T, long long ROWS, long long COLS, int K>
+TK_DEVICE bool copy_tile_realigned(const stile<T, ROWS, COLS, K>& dst, const view<T, 2>& v, const coord& o) {
+    constexpr int EPC = 16 / (int)sizeof(T);
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "tk::copy_tile_realigned: 2- or 4-byte elements");
+    static_assert(COLS % EPC == 0, "tk::copy_tile_realigned: whole 16-byte chunks per row");
+    if (v.stride[1] != 1 || v.stride[0] <= 0 || o.c[0] < 0 || o.c[0] + ROWS > v.shape[0] || o.c[1] < 0 ||
+        o.c[1] + COLS > v.shape[1])
+        return false;
+    // Addresses grow with the row and the column: the tile's first and last chunks bound
+    // every aligned pair it reads.
+    const T* tile = v.ptr + o.c[0] * v.stride[0] + o.c[1];
+    const unsigned long long first = reinterpret_cast<unsigned long long>(tile) & ~15ull;
+    const unsigned long long last =
+        reinterpret_cast<unsigned long long>(tile + (ROWS - 1) * v.stride[0] + (COLS - EPC)) & ~15ull;
+    const unsigned long long end =
+        reinterpret_cast<unsigned long long>(v.ptr + (v.shape[0] - 1) * v.stride[0] + v.shape[1]);
+    if (first < reinterpret_cast<unsigned long long>(v.ptr) || last + 32 > end) return false;
+    constexpr int CPR = (int)(COLS / EPC);
+    constexpr int TOTAL = (int)ROWS * CPR;
+    constexpr int BATCH = 4;
+    const int tid = thread_rank();
+#pragma unroll
+    for (int q0 = 0; q0 < TOTAL; q0 += THREADS * BATCH) {
+        uint4 a[BATCH], b[BATCH];
+        int off[BATCH];
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            const int q = q0 + i * THREADS + tid;
+            if (q0 + i * THREADS >= TOTAL || (TOTAL % THREADS != 0 && q >= TOTAL)) continue;
+            const unsigned long long s =
+                reinterpret_cast<unsigned long long>(tile + (q / CPR) * v.stride[0] + (q % CPR) * EPC);
+            const uint4* p = reinterpret_cast<const uint4*>(s & ~15ull);
+            off[i] = (int)(s & 15ull);
+            a[i] = __ldg(p);
+            b[i] = __ldg(p + 1);
+        }
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            const int q = q0 + i * THREADS + tid;
+            if (q0 + i * THREADS >= TOTAL || (TOTAL % THREADS != 0 && q >= TOTAL)) continue;
+            *reinterpret_cast<uint4*>(dst.base + dst.offset(q / CPR, (q % CPR) * 16)) = realign16(a[i], b[i], off[i]);
+        }
+    }
+    return true;
+}
+
 /// Copies the ROWS x COLS tile of `v` at `o` into `dst`, zero outside the tensor (scope:
 /// block, THREADS threads; asynchronous: complete after `cp_async_wait` and a barrier).
 /// With ALIGNED (16-byte aligned rows, unit last stride), whole rows of chunks and an
@@ -71,6 +147,11 @@ TK_DEVICE void copy_tile_async(const stile<T, ROWS, COLS, K>& dst, const view<T,
             }
             return;
         }
+    }
+    // Contiguous rows at any alignment (the general variant of an operand with an odd row
+    // pitch or a base offset): 16-byte loads realigned in registers, for interior tiles.
+    if constexpr ((sizeof(T) == 2 || sizeof(T) == 4) && COLS % EPC == 0 && stile<T, ROWS, COLS, K>::RB % 16 == 0) {
+        if (copy_tile_realigned<THREADS>(dst, v, o)) return;
     }
     for (int e = thread_rank(); e < (int)(ROWS * COLS); e += THREADS) {
         const int r = e / (int)COLS, c = e % (int)COLS;
