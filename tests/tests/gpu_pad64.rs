@@ -3,8 +3,9 @@
 //!
 //! - row-pitch residues 1-7 elements per operand (A, B, both) and a base offset of one
 //!   element: `PAD64 = true` (misaligned operands copied into 64-element-pitch scratch, the
-//!   aligned variant on the copies) and `PAD64 = false` (the general variant) give the same
-//!   bits, and both the CPU backend's (small integers: exact), for bf16, f16 and f32;
+//!   aligned variant on the copies) and `PAD64 = false` (the general variant, its interior
+//!   tiles read by 16-byte loads realigned in registers) give the same bits, and both the
+//!   CPU backend's (small integers: exact), for bf16, f16 and f32;
 //! - C as a misaligned view inside a sentinel-filled buffer (pitch residues, an offset of
 //!   one): with aligned A and B the launch runs the variant with only C `General`
 //!   (`chosen_access`), nothing outside C changes, with and without padded operands;
@@ -26,6 +27,16 @@ const CONFIGS: [&str; 3] = [
     "BM=128,BN=128,BK=32,STAGES=5,WARPS=4,SMEM=Swizzle128",
     "BM=64,BN=64,BK=32,STAGES=2,WARPS=4,SMEM=Padded",
     "BM=128,BN=256,BK=32,STAGES=3,WARPS=8,SMEM=Padded",
+];
+
+/// 16-bit configurations with BK = 64 (one 128-byte panel): with `PAD64 = true` on sm_90a
+/// the Hopper engine runs on the padded copies (the split tail in the third); with
+/// `PAD64 = false` the mma.sync engine's general variant reads the misaligned operands with
+/// realigned 16-byte loads (`tk::copy_tile_realigned`).
+const BK64_CONFIGS: [&str; 3] = [
+    "BM=128,BN=128,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128,TAIL_SPLIT=1",
+    "BM=64,BN=256,BK=64,STAGES=3,WARPS=4,SMEM=Swizzle128,TAIL_SPLIT=1",
+    "BM=128,BN=192,BK=64,STAGES=4,WARPS=8,SMEM=Swizzle128,TAIL_SPLIT=4",
 ];
 
 fn with_pad(base: &str, pad: bool) -> Config {
@@ -104,9 +115,9 @@ fn residue_case<T: Element + Float>(
     }
 }
 
-fn residues<T: Element + Float>(g: &Runtime, shapes: &[(usize, usize, usize)]) {
+fn residues<T: Element + Float>(g: &Runtime, shapes: &[(usize, usize, usize)], configs: &[&str]) {
     let mut r = Rng(0x9ad64);
-    for base in CONFIGS {
+    for &base in configs {
         for &shape in shapes {
             for extra in 1..8 {
                 residue_case::<T>(g, &mut r, base, shape, (extra, 0), (0, 0));
@@ -124,16 +135,22 @@ fn residues<T: Element + Float>(g: &Runtime, shapes: &[(usize, usize, usize)]) {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_pad64_bitwise_identical_every_residue_bf16_f16() {
     let g = gpu();
-    let shapes = [(64, 64, 64), (65, 97, 130), (129, 4097, 66)];
-    residues::<half::bf16>(&g, &shapes);
-    residues::<half::f16>(&g, &shapes);
+    let shapes = [
+        (64, 64, 64),
+        (65, 97, 130),
+        (129, 4097, 66),
+        (130, 200, 300),
+    ];
+    let configs: Vec<&str> = CONFIGS.iter().chain(&BK64_CONFIGS).copied().collect();
+    residues::<half::bf16>(&g, &shapes, &configs);
+    residues::<half::f16>(&g, &shapes, &configs);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_pad64_bitwise_identical_every_residue_f32() {
     let g = gpu();
-    residues::<f32>(&g, &[(64, 64, 64), (65, 97, 130)]);
+    residues::<f32>(&g, &[(64, 64, 64), (65, 97, 130)], &CONFIGS);
 }
 
 /// C `[m, n]` inside a sentinel-filled buffer at row pitch `n + extra`, offset `off`.
