@@ -29,6 +29,7 @@
 #include "tilekit/types/mma_layout.cuh"
 #include "tilekit/ops/memory/vec.cuh"
 #include "tilekit/ops/mma/acc_io.cuh"
+#include "tilekit/ops/mma/async.cuh"
 #include "tilekit/ops/hopper/sm90.cuh"
 
 namespace tk {
@@ -40,6 +41,33 @@ constexpr int STAGED_SLICE = 16 * STAGED_CHUNK;
 
 /// The byte offset of byte `b` of row `r` in a slice (128-byte swizzle).
 TK_DEVICE int staged_at(int r, int b) { return r * STAGED_CHUNK + ((((b >> 4) ^ r) & 7) << 4) + (b & 15); }
+
+/// Word `i` (0..3) of `v`, by selects (no local array).
+TK_DEVICE unsigned word_of(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+/// Stores bytes [from, to) of the 16-byte value `v` to the 16-byte aligned `g` (from and to
+/// even, 0..16), in naturally aligned 2-, 4- and 8-byte pieces: at most three stores for a
+/// range that ends at 16 (the first chunk of a misaligned row) or starts at 0 (its last).
+TK_DEVICE void store_chunk_bytes(char* g, const uint4& v, int from, int to) {
+    int a = from;
+    if ((a & 2) && a + 2 <= to) {
+        *reinterpret_cast<unsigned short*>(g + a) = (unsigned short)(word_of(v, a >> 2) >> 16);
+        a += 2;
+    }
+    if ((a & 4) && a + 4 <= to) {
+        *reinterpret_cast<unsigned*>(g + a) = word_of(v, a >> 2);
+        a += 4;
+    }
+    if (a + 8 <= to) {
+        *reinterpret_cast<uint2*>(g + a) = make_uint2(word_of(v, a >> 2), word_of(v, (a >> 2) + 1));
+        a += 8;
+    }
+    if (a + 4 <= to) {
+        *reinterpret_cast<unsigned*>(g + a) = word_of(v, a >> 2);
+        a += 4;
+    }
+    if (a + 2 <= to) *reinterpret_cast<unsigned short*>(g + a) = (unsigned short)(word_of(v, a >> 2) & 0xffffu);
+}
 
 /// `store_tile(t, origin, x)` for an accumulator-layout tile, staged through `buf` (see the
 /// header comment). `REGION_WARPS`: the warps `buf` has slices for (the template's
@@ -117,6 +145,41 @@ TK_DEVICE void store_tile_staged(const view<T, 2>& v, coord o, const rt<T, shape
                         if (q >= 16 * lpr) break;
                         const int r = q / lpr, k = q % lpr;
                         gstore_vec<16>(base + r * pitch + k * (16 / (int)sizeof(T)), slice + staged_at(r, k * 16));
+                    }
+                } else if (whole && nc * (int)sizeof(T) == STAGED_CHUNK) {
+                    // Rows not 16-byte aligned, every element inside, a whole 128-byte chunk
+                    // per row: 16-byte stores aligned in global memory. A row m bytes past a
+                    // 16-byte boundary covers 9 aligned chunks: the 7 inside, each from two
+                    // slice chunks realigned in registers (8 lanes a row, 4 rows a pass; a
+                    // row with m = 0 stores its 8 slice chunks as they are), then its first
+                    // and last chunks' m and 16 - m bytes in aligned pieces (a lane each).
+#pragma unroll
+                    for (int pass = 0; pass < 4; ++pass) {
+                        const int r = pass * 4 + (l >> 3), j = l & 7;
+                        const unsigned long long at = reinterpret_cast<unsigned long long>(base + r * pitch);
+                        const int m = (int)(at & 15ull);
+                        char* const g = reinterpret_cast<char*>(at & ~15ull);
+                        const uint4 lo = *reinterpret_cast<const uint4*>(slice + staged_at(r, 16 * j));
+                        if (m == 0) {
+                            *reinterpret_cast<uint4*>(g + 16 * j) = lo;
+                        } else if (j < 7) {
+                            const uint4 hi = *reinterpret_cast<const uint4*>(slice + staged_at(r, 16 * (j + 1)));
+                            *reinterpret_cast<uint4*>(g + 16 * (j + 1)) = realign16(lo, hi, 16 - m);
+                        }
+                    }
+                    {
+                        const int r = l >> 1;
+                        const unsigned long long at = reinterpret_cast<unsigned long long>(base + r * pitch);
+                        const int m = (int)(at & 15ull);
+                        char* const g = reinterpret_cast<char*>(at & ~15ull);
+                        const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+                        if (m != 0 && (l & 1) == 0) {
+                            const uint4 first = *reinterpret_cast<const uint4*>(slice + staged_at(r, 0));
+                            store_chunk_bytes(g, realign16(zero, first, 16 - m), m, 16);
+                        } else if (m != 0) {
+                            const uint4 last = *reinterpret_cast<const uint4*>(slice + staged_at(r, 112));
+                            store_chunk_bytes(g + 128, realign16(last, zero, 16 - m), 0, m);
+                        }
                     }
                 } else if (whole) {
                     // Rows not 16-byte aligned, every element inside: row by row, one 4-byte
