@@ -94,7 +94,8 @@ pub use tilekit_macros::{check, constraint, cost, kernel, shapes, tile_fn, tune}
 pub use tilekit_runtime::{
     chosen_access, launch, launch_lists, launch_with, time_median, Access, AccessClass, Arg,
     Element, Float, KernelSpec, LaunchArg, LaunchError, ReadTensor, Runtime, Tensor, Tensor1,
-    Tensor2, Tensor3, TensorError, TensorMut, TensorRef, TimingError, WriteTensor, PAD64_RULE,
+    Tensor2, Tensor3, Tensor4, TensorError, TensorMut, TensorRef, TimingError, WriteTensor,
+    MAX_RANK, PAD64_RULE,
 };
 
 /// The tuner (feature `tune`): tuning a kernel from code, the tuning cache, and
@@ -130,7 +131,8 @@ pub use tilekit_tuner::cli::{cli_main, cli_main_with, Catalog};
 pub mod prelude {
     pub use crate::{
         bf16, check, constraint, cost, f16, kernel, shapes, tile_fn, tune, Config, Float,
-        ReadTensor, Runtime, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, WriteTensor,
+        ReadTensor, Runtime, Tensor, Tensor1, Tensor2, Tensor3, Tensor4, TensorMut, TensorRef,
+        WriteTensor,
     };
 }
 

@@ -78,11 +78,11 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// A tensor with more axes than a tilekit tensor (1 to 3) whose axes cannot be merged
+    /// A tensor with more axes than a tilekit tensor (1 to 4) whose axes cannot be merged
     /// without a copy, or with none.
     #[error(
         "{op}: {what} has shape {shape:?} and strides {strides:?}, which is not a view of 1 \
-         to 3 axes (make it contiguous first)"
+         to 4 axes (make it contiguous first)"
     )]
     Layout {
         /// The operation.

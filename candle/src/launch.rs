@@ -19,7 +19,7 @@ enum Param<'a> {
 }
 
 /// A launch of any `#[kernel]` on candle tensors: inputs are candle tensors (any layout
-/// with 1 to 3 axes: start offset and strides are passed to the kernel as they are),
+/// with 1 to 4 axes: start offset and strides are passed to the kernel as they are),
 /// outputs are new candle tensors of the given shapes and element types, allocated on the
 /// inputs' device (zeroed) and returned in order. It runs on that device: a CUDA tensor's
 /// kernel is launched on candle's stream (no synchronisation), a CPU tensor's on tilekit's

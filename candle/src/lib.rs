@@ -6,6 +6,9 @@
 //! - **Any `#[kernel]` on candle tensors**: [`Launch`] takes candle tensors as inputs (their
 //!   layouts as they are: start offset, strides), returns new candle tensors as outputs, and
 //!   checks the launch as a launch on tilekit tensors is checked.
+//! - **Optimizers on candle `Var`s** ([`optim`]): [`optim::AdamW`], a drop-in for
+//!   `candle_nn::AdamW` (its `Optimizer` trait and `ParamsAdamW`) whose step is one launch
+//!   over every parameter (the library's tensor-list kernels), updating the `Var`s in place.
 //!
 //! Where it runs: a CUDA tensor's kernel is launched on candle's own stream
 //! (`CudaDevice::cuda_stream()`, a per-thread stream for devices from `Device::new_cuda`)
@@ -33,16 +36,19 @@
 //! Module map: `error` ([`Error`]), `dtype` (candle's element types and tilekit's),
 //! `view` (candle layouts as tilekit views), `operand` (the launch at the storage level,
 //! shared by ops and [`Launch`]), `launch` ([`Launch`]), `runtimes` (one runtime per
-//! device), [`ops`] (the library kernels).
+//! device), [`ops`] (the library kernels), `inplace` (one launch writing candle tensors in
+//! place: nested write locks), [`optim`] (optimizers).
 
 // No `unwrap()` or `expect()` on a user's path: errors are values (unit tests may).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod dtype;
 mod error;
+mod inplace;
 mod launch;
 mod operand;
 pub mod ops;
+pub mod optim;
 mod runtimes;
 mod view;
 

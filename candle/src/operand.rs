@@ -212,6 +212,8 @@ fn missing_output(spec: &KernelSpec, i: usize) -> Error {
     }
 }
 
+/// `$ctor` (`TensorArg::host` or `TensorArgMut::host`) over a CPU storage's elements with
+/// a view, or the launch's `UnsupportedDType` for an element type tilekit does not take.
 macro_rules! host_arg {
     ($ctor:path, $storage:expr, $view:expr, $op:expr) => {
         match $storage {
@@ -231,6 +233,8 @@ macro_rules! host_arg {
         }
     };
 }
+
+pub(crate) use host_arg;
 
 fn run_cpu(
     spec: &KernelSpec,
@@ -278,14 +282,15 @@ fn run_cpu(
 }
 
 #[cfg(feature = "cuda")]
-mod cuda {
+pub(crate) mod cuda {
     use super::{missing_output, Dst, Operand, Src};
     use crate::error::{Error, Result};
     use crate::view::View;
-    use candle_core::backend::BackendDevice;
+    use candle_core::backend::{BackendDevice, BackendStorage};
     use candle_core::cuda::CudaStorageSlice as S;
     use candle_core::{CudaDevice, CudaStorage, DType, DeviceLocation};
-    use cudarc::driver::{DevicePtr, DevicePtrMut, SyncOnDrop};
+    use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+    use std::sync::Arc;
     use tilekit_runtime::ir::DType as TkDType;
     use tilekit_runtime::{Arg, KernelSpec, Runtime, ScalarValue, TensorArg, TensorArgMut};
 
@@ -340,6 +345,98 @@ mod cuda {
         }
     }
 
+    /// A writable argument over a CUDA storage's elements viewed by `v`, and the cudarc
+    /// guard that records the kernel's write on `stream` when dropped (after the launch
+    /// was issued).
+    ///
+    /// # Safety
+    ///
+    /// Nothing else may read or write the storage until the launch was issued (the
+    /// caller holds it mutably: an output it owns, or a candle storage's write lock), and
+    /// the launch runs on `stream`.
+    pub(crate) unsafe fn device_out<'s>(
+        op: &'static str,
+        stream: &'s Arc<CudaStream>,
+        ordinal: usize,
+        s: &'s mut CudaStorage,
+        v: &View,
+    ) -> Result<(TensorArgMut<'static>, SyncOnDrop<'s>)> {
+        let dtype = s.dtype();
+        macro_rules! out {
+            ($slice:expr, $dt:expr) => {{
+                let len = $slice.len();
+                let (ptr, g) = $slice.device_ptr_mut(stream);
+                // SAFETY: `ptr` addresses `len` live elements of this device that nothing
+                // else touches until the launch was issued on `stream` (the contract).
+                let a = unsafe {
+                    TensorArgMut::device($dt, ordinal, ptr, len, v.shape(), v.strides(), v.offset)
+                }?;
+                (a, g)
+            }};
+        }
+        Ok(match &mut s.slice {
+            S::F32(x) => out!(x, TkDType::F32),
+            S::F16(x) => out!(x, TkDType::F16),
+            S::BF16(x) => out!(x, TkDType::BF16),
+            S::I32(x) => out!(x, TkDType::I32),
+            S::I64(x) => out!(x, TkDType::I64),
+            _ => return Err(unsupported(op, "an output", dtype)),
+        })
+    }
+
+    /// A read-only argument over a CUDA storage's elements viewed by `v`, and the cudarc
+    /// guard that records the kernel's read on `stream` when dropped.
+    ///
+    /// # Safety
+    ///
+    /// The storage stays borrowed (its candle lock held) until the launch was issued on
+    /// `stream`; candle frees device memory in stream order, after the kernel.
+    pub(crate) unsafe fn device_in<'s>(
+        op: &'static str,
+        stream: &'s Arc<CudaStream>,
+        ordinal: usize,
+        s: &'s CudaStorage,
+        v: &View,
+    ) -> Result<(TensorArg<'static>, SyncOnDrop<'s>)> {
+        macro_rules! inp {
+            ($slice:expr, $dt:expr) => {{
+                let len = $slice.len();
+                let (ptr, g) = $slice.device_ptr(stream);
+                // SAFETY: `ptr` addresses `len` live elements of this device, borrowed
+                // until the launch was issued (the contract).
+                let a = unsafe {
+                    TensorArg::device($dt, ordinal, ptr, len, v.shape(), v.strides(), v.offset)
+                }?;
+                (a, g)
+            }};
+        }
+        Ok(match &s.slice {
+            S::F32(x) => inp!(x, TkDType::F32),
+            S::F16(x) => inp!(x, TkDType::F16),
+            S::BF16(x) => inp!(x, TkDType::BF16),
+            S::I32(x) => inp!(x, TkDType::I32),
+            S::I64(x) => inp!(x, TkDType::I64),
+            _ => return Err(unsupported(op, "an input", s.dtype())),
+        })
+    }
+
+    fn unsupported(op: &'static str, what: &str, dtype: DType) -> Error {
+        Error::UnsupportedDType {
+            op,
+            what: what.into(),
+            dtype,
+            supported: crate::dtype::ELEMENTS,
+        }
+    }
+
+    /// The device ordinal of a candle CUDA device.
+    pub(crate) fn ordinal(dev: &CudaDevice) -> usize {
+        match dev.location() {
+            DeviceLocation::Cuda { gpu_id } => gpu_id,
+            _ => 0,
+        }
+    }
+
     /// Operands passed without a heap allocation: the library's ops have at most seven
     /// (three inputs, an output and two statistics, a scalar); a [`crate::Launch`] with more
     /// takes a `Vec`.
@@ -374,7 +471,7 @@ mod cuda {
         let Some(stream) = rt.cuda_stream() else {
             unreachable!("a CUDA runtime has a stream");
         };
-        let ordinal = dev.location_ordinal();
+        let ordinal = ordinal(dev);
         let (n, n_out) = (operands.len(), outputs.len());
         // The arguments in parameter order (each slot written once below), and the cudarc
         // access guards: reads and writes are recorded when they drop, after the launch was
@@ -395,35 +492,10 @@ mod cuda {
             let Dst::Cuda(s) = d else {
                 return Err(missing_output(spec, i));
             };
-            macro_rules! out {
-                ($slice:expr, $dt:expr) => {{
-                    let len = $slice.len();
-                    let (ptr, g) = $slice.device_ptr_mut(stream);
-                    guards[k] = g;
-                    // SAFETY: `ptr` addresses `len` elements of a live allocation of this
-                    // device, owned by the output (nothing else holds it) until the launch
-                    // was issued on the stream candle orders its work on.
-                    unsafe {
-                        TensorArgMut::device(
-                            $dt,
-                            ordinal,
-                            ptr,
-                            len,
-                            v.shape(),
-                            v.strides(),
-                            v.offset,
-                        )
-                    }?
-                }};
-            }
-            let arg = match &mut s.slice {
-                S::F32(x) => out!(x, TkDType::F32),
-                S::F16(x) => out!(x, TkDType::F16),
-                S::BF16(x) => out!(x, TkDType::BF16),
-                S::I32(x) => out!(x, TkDType::I32),
-                S::I64(x) => out!(x, TkDType::I64),
-                _ => return Err(missing_output(spec, i)),
-            };
+            // SAFETY: the output is owned here (nothing else holds it) until the launch
+            // was issued on the stream candle orders its work on.
+            let (arg, g) = unsafe { device_out(spec.name, stream, ordinal, s, &v) }?;
+            guards[k] = g;
             args[k] = Arg::TensorMut(arg);
         }
         for (k, o) in operands.iter().enumerate() {
@@ -432,44 +504,11 @@ mod cuda {
                     if s.device.id() != dev.id() {
                         return Err(wrong_device(spec.name, dev, s.device.location()));
                     }
-                    macro_rules! inp {
-                        ($slice:expr, $dt:expr) => {{
-                            let len = $slice.len();
-                            let (ptr, g) = $slice.device_ptr(stream);
-                            guards[k] = g;
-                            // SAFETY: `ptr` addresses `len` live elements of this device;
-                            // the candle storage is borrowed (its lock held by the caller)
-                            // until after the launch is issued, and candle frees device
-                            // memory in stream order, after the kernel.
-                            unsafe {
-                                TensorArg::device(
-                                    $dt,
-                                    ordinal,
-                                    ptr,
-                                    len,
-                                    v.shape(),
-                                    v.strides(),
-                                    v.offset,
-                                )
-                            }?
-                        }};
-                    }
-                    Arg::Tensor(match &s.slice {
-                        S::F32(x) => inp!(x, TkDType::F32),
-                        S::F16(x) => inp!(x, TkDType::F16),
-                        S::BF16(x) => inp!(x, TkDType::BF16),
-                        S::I32(x) => inp!(x, TkDType::I32),
-                        S::I64(x) => inp!(x, TkDType::I64),
-                        _ => {
-                            use candle_core::backend::BackendStorage;
-                            return Err(Error::UnsupportedDType {
-                                op: spec.name,
-                                what: "an input".into(),
-                                dtype: s.dtype(),
-                                supported: crate::dtype::ELEMENTS,
-                            });
-                        }
-                    })
+                    // SAFETY: the candle storage is borrowed (its lock held by the caller)
+                    // until after the launch is issued.
+                    let (arg, g) = unsafe { device_in(spec.name, stream, ordinal, s, v) }?;
+                    guards[k] = g;
+                    Arg::Tensor(arg)
                 }
                 Operand::In(Src::Cpu(_), _) => {
                     return Err(wrong_device(spec.name, dev, DeviceLocation::Cpu))
@@ -482,19 +521,5 @@ mod cuda {
         }
         tilekit_runtime::launch(rt, spec, generics, args)?;
         Ok(())
-    }
-
-    /// The device ordinal of a candle CUDA device.
-    trait Ordinal {
-        fn location_ordinal(&self) -> usize;
-    }
-
-    impl Ordinal for CudaDevice {
-        fn location_ordinal(&self) -> usize {
-            match self.location() {
-                DeviceLocation::Cuda { gpu_id } => gpu_id,
-                _ => 0,
-            }
-        }
     }
 }

@@ -1,10 +1,11 @@
 //! Views: how a candle [`Layout`] (shape, strides, start offset) is passed to a tilekit
-//! kernel: as is when it has 1 to 3 axes, or as a matrix of rows (the leading axes merged)
+//! kernel: as is when it has 1 to 4 axes, or as a matrix of rows (the leading axes merged)
 //! for the row-wise library kernels.
 
 use crate::error::{Error, Result};
 use candle_core::Layout;
 use std::fmt;
+use tilekit_runtime::MAX_RANK;
 
 /// Which operand a refusal names (`what` of [`Error::Layout`] and the other errors), made
 /// into a `String` only when something is refused: a launch that passes formats nothing.
@@ -16,6 +17,8 @@ pub(crate) enum What {
     Parameter(usize),
     /// Generic parameter `i` of a [`crate::Launch`] (`"generic parameter {i}"`).
     Generic(usize),
+    /// Member `i` of a list (`"{list} {i}"`: the optimizers' `"parameter 3"`).
+    Member(&'static str, usize),
 }
 
 impl fmt::Display for What {
@@ -24,6 +27,7 @@ impl fmt::Display for What {
             What::Operand(i) => write!(f, "operand {i}"),
             What::Parameter(i) => write!(f, "parameter {i}"),
             What::Generic(i) => write!(f, "generic parameter {i}"),
+            What::Member(list, i) => write!(f, "{list} {i}"),
         }
     }
 }
@@ -32,20 +36,20 @@ impl fmt::Display for What {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct View {
     rank: usize,
-    shape: [usize; 3],
-    strides: [usize; 3],
+    shape: [usize; MAX_RANK],
+    strides: [usize; MAX_RANK],
     /// In elements, from the start of the storage.
     pub offset: usize,
 }
 
 impl View {
-    /// A view of these axes (1 to 3).
+    /// A view of these axes (1 to [`MAX_RANK`]).
     fn new(shape: &[usize], strides: &[usize], offset: usize) -> Option<View> {
         let rank = shape.len();
-        if !(1..=3).contains(&rank) || strides.len() != rank {
+        if !(1..=MAX_RANK).contains(&rank) || strides.len() != rank {
             return None;
         }
-        let (mut s, mut st) = ([0; 3], [0; 3]);
+        let (mut s, mut st) = ([0; MAX_RANK], [0; MAX_RANK]);
         s[..rank].copy_from_slice(shape);
         st[..rank].copy_from_slice(strides);
         Some(View {
@@ -59,14 +63,14 @@ impl View {
     /// A contiguous row-major view of `shape` from element 0 (an output).
     pub fn contiguous(op: &'static str, what: impl fmt::Display, shape: &[usize]) -> Result<View> {
         let rank = shape.len();
-        if !(1..=3).contains(&rank) {
+        if !(1..=MAX_RANK).contains(&rank) {
             let mut strides = vec![1; rank];
             for a in (0..rank.saturating_sub(1)).rev() {
                 strides[a] = strides[a + 1] * shape[a + 1].max(1);
             }
             return Err(layout_error(op, what, shape, &strides));
         }
-        let mut strides = [1; 3];
+        let mut strides = [1; MAX_RANK];
         for a in (0..rank - 1).rev() {
             strides[a] = strides[a + 1] * shape[a + 1].max(1);
         }
@@ -97,7 +101,19 @@ impl View {
             .ok_or_else(|| layout_error(op, what, &[rows, cols], &[row_stride, 1]))
     }
 
-    /// The candle layout as is (1 to 3 axes).
+    /// A contiguous candle layout as one axis of all its elements from its start offset
+    /// (any rank, a scalar included: an optimizer's parameter); a strided layout is
+    /// refused.
+    pub fn flat(op: &'static str, what: impl fmt::Display, layout: &Layout) -> Result<View> {
+        if !layout.is_contiguous() {
+            return Err(layout_error(op, what, layout.dims(), layout.stride()));
+        }
+        let n = layout.shape().elem_count();
+        View::new(&[n], &[1], layout.start_offset())
+            .ok_or_else(|| layout_error(op, what, layout.dims(), layout.stride()))
+    }
+
+    /// The candle layout as is (1 to [`MAX_RANK`] axes).
     pub fn of(op: &'static str, what: impl fmt::Display, layout: &Layout) -> Result<View> {
         View::new(layout.dims(), layout.stride(), layout.start_offset())
             .ok_or_else(|| layout_error(op, what, layout.dims(), layout.stride()))
@@ -229,17 +245,32 @@ mod tests {
     fn what_names_the_operand_only_when_refused() {
         let e = View::rows("t", What::Operand(2), &layout(&[], &[], 0)).unwrap_err();
         assert!(e.to_string().contains("operand 2"), "{e}");
-        let e = View::contiguous("t", What::Parameter(1), &[1, 2, 3, 4]).unwrap_err();
+        let e = View::contiguous("t", What::Parameter(1), &[1, 2, 3, 4, 5]).unwrap_err();
         assert!(
-            matches!(&e, Error::Layout { what, strides, .. } if what == "parameter 1" && strides == &[24, 12, 4, 1]),
+            matches!(&e, Error::Layout { what, strides, .. } if what == "parameter 1" && strides == &[120, 60, 20, 5, 1]),
             "{e:?}"
         );
         assert_eq!(What::Generic(0).to_string(), "generic parameter 0");
+        assert_eq!(
+            What::Member("gradient of parameter", 3).to_string(),
+            "gradient of parameter 3"
+        );
+    }
+
+    #[test]
+    fn flat_views_are_contiguous_layouts_of_any_rank() {
+        let v = View::flat("t", "p", &layout(&[2, 3, 4], &[12, 4, 1], 5)).unwrap();
+        assert_eq!((v.shape(), v.strides(), v.offset), (&[24][..], &[1][..], 5));
+        let v = View::flat("t", "p", &layout(&[], &[], 0)).unwrap();
+        assert_eq!(v.shape(), &[1]);
+        assert!(View::flat("t", "p", &layout(&[3, 2], &[1, 3], 0)).is_err());
     }
 
     #[test]
     fn views_as_is() {
-        assert!(View::of("t", "x", &layout(&[2, 2, 2, 2], &[8, 4, 2, 1], 0)).is_err());
+        assert!(View::of("t", "x", &layout(&[2, 2, 2, 2, 2], &[16, 8, 4, 2, 1], 0)).is_err());
+        let v = View::of("t", "x", &layout(&[2, 2, 2, 2], &[8, 4, 2, 1], 3)).unwrap();
+        assert_eq!((v.shape(), v.offset), (&[2, 2, 2, 2][..], 3));
         let v = View::contiguous("t", "y", &[2, 3, 4]).unwrap();
         assert_eq!(v.strides(), &[12, 4, 1]);
     }

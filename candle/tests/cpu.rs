@@ -74,3 +74,13 @@ fn no_gpu_is_reported_not_panicked() {
 fn attention_matches_candle() {
     common::attention_matches(&Device::Cpu);
 }
+
+#[test]
+fn adamw_matches_candle_nn() {
+    common::adamw_matches(&Device::Cpu);
+}
+
+#[test]
+fn adamw_refusals() {
+    common::adamw_refusals(&Device::Cpu);
+}

@@ -126,3 +126,10 @@ fn runtime_is_reused() {
 fn attention_matches_candle() {
     common::attention_matches(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn adamw_matches_candle_nn() {
+    common::adamw_matches(&gpu());
+    common::adamw_refusals(&gpu());
+}

@@ -9,7 +9,8 @@
 //! - `tk::Grid { long long n[3]; }` (24 bytes): the grid extents, axis 0 first; unused axes 1.
 //! - A tensor parameter is `tk::TensorArg { unsigned long long data; long long shape[3];
 //!   long long stride[3]; }` (56 bytes, 8-byte aligned): the device address, then extents
-//!   and strides in *elements*, axis 0 first; unused axes have extent 1 and stride 0.
+//!   and strides in *elements*, axis 0 first; unused axes have extent 1 and stride 0. A
+//!   rank-4 tensor is a `tk::TensorArg4` (the same with four axes: 72 bytes).
 //! - Scalars by value: f32 → `float`, i32 → `int`, i64 / usize → `long long`,
 //!   bool → `int` (0 or 1).
 //!
@@ -27,6 +28,8 @@ use tilekit_ir::{DType, Param, ParamKind};
 pub const GRID_BYTES: usize = 24;
 /// Size in bytes of `tk::TensorArg`.
 pub const TENSOR_ARG_BYTES: usize = 56;
+/// Size in bytes of `tk::TensorArg4` (a rank-4 tensor parameter).
+pub const TENSOR4_ARG_BYTES: usize = 72;
 /// The exported entry point of every variant.
 pub const ENTRY_POINT: &str = "tilekit_kernel";
 
@@ -40,6 +43,7 @@ pub const ENTRY_POINT: &str = "tilekit_kernel";
 /// ```
 pub fn param_ctype(p: &Param) -> Result<(&'static str, usize), CodegenError> {
     match &p.kind {
+        ParamKind::Tensor { rank: 4, .. } => Ok(("tk::TensorArg4", TENSOR4_ARG_BYTES)),
         ParamKind::Tensor { .. } => Ok(("tk::TensorArg", TENSOR_ARG_BYTES)),
         ParamKind::Scalar { dtype } => match dtype {
             DType::F32 => Ok(("float", 4)),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub enum ParamKind {
     /// `&TensorR<E>` (read) or `&mut TensorR<E>` (written).
     Tensor {
-        /// Rank 1 to 3.
+        /// Rank 1 to 4.
         rank: u8,
         /// Element type.
         elem: Elem,

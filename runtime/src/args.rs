@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::launch::error::LaunchError;
-use crate::tensor::geometry::Geometry;
+use crate::tensor::geometry::{Geometry, MAX_RANK};
 use crate::tensor::host::{HostSlice, HostSliceMut};
 use tilekit_ir::{Bindings, DType, EvalValue, HostFloat, Kernel};
 
@@ -95,17 +95,17 @@ scalar_from!(usize, Usize);
 scalar_from!(bool, Bool);
 
 /// Shape, strides (in elements), offset and element type of a tensor argument, held inline
-/// (tensors have 1 to 3 axes) so that building an argument allocates nothing.
+/// (tensors have 1 to [`MAX_RANK`] axes) so that building an argument allocates nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub dtype: DType,
     pub backend: Backend,
-    /// The tensor's rank `R` (1 to 3 for every tensor a constructor accepts).
+    /// The tensor's rank `R` (1 to [`MAX_RANK`] for every tensor a constructor accepts).
     pub rank: usize,
-    /// Extents of the first `min(rank, 3)` axes; the rest 0.
-    pub dims: [usize; 3],
-    /// Strides of the first `min(rank, 3)` axes; the rest 0.
-    pub stride: [usize; 3],
+    /// Extents of the first `min(rank, MAX_RANK)` axes; the rest 0.
+    pub dims: [usize; MAX_RANK],
+    /// Strides of the first `min(rank, MAX_RANK)` axes; the rest 0.
+    pub stride: [usize; MAX_RANK],
     pub offset: usize,
 }
 
@@ -113,8 +113,8 @@ impl Layout {
     /// The layout of a tensor or view of element type `dtype` on `backend`.
     pub(crate) fn new<const R: usize>(dtype: DType, backend: Backend, g: &Geometry<R>) -> Layout {
         // `n` is a constant per `R`: straight-line copies, no loop.
-        let n = R.min(3);
-        let (mut dims, mut stride) = ([0; 3], [0; 3]);
+        let n = R.min(MAX_RANK);
+        let (mut dims, mut stride) = ([0; MAX_RANK], [0; MAX_RANK]);
         dims[..n].copy_from_slice(&g.shape[..n]);
         stride[..n].copy_from_slice(&g.strides[..n]);
         Layout {
@@ -127,7 +127,7 @@ impl Layout {
         }
     }
 
-    /// The layout of a CUDA tensor (device 0) of rank `shape.len()` (1 to 3) from its
+    /// The layout of a CUDA tensor (device 0) of rank `shape.len()` (1 to [`MAX_RANK`]) from its
     /// extents, strides and offset, in elements.
     pub(crate) fn from_parts(
         shape: &[usize],
@@ -135,8 +135,8 @@ impl Layout {
         offset: usize,
         dtype: DType,
     ) -> Layout {
-        let n = shape.len().min(3);
-        let (mut dims, mut stride) = ([0; 3], [0; 3]);
+        let n = shape.len().min(MAX_RANK);
+        let (mut dims, mut stride) = ([0; MAX_RANK], [0; MAX_RANK]);
         dims[..n].copy_from_slice(&shape[..n]);
         stride[..n].copy_from_slice(&strides[..n.min(strides.len())]);
         Layout {
@@ -151,12 +151,12 @@ impl Layout {
 
     /// The extents.
     pub fn shape(&self) -> &[usize] {
-        &self.dims[..self.rank.min(3)]
+        &self.dims[..self.rank.min(MAX_RANK)]
     }
 
     /// The strides, in elements.
     pub fn strides(&self) -> &[usize] {
-        &self.stride[..self.rank.min(3)]
+        &self.stride[..self.rank.min(MAX_RANK)]
     }
 
     /// Whether no element is addressed twice, by the sufficient test: the axes of extent
@@ -166,9 +166,9 @@ impl Layout {
         if self.shape().contains(&0) {
             return true;
         }
-        // On the stack (a layout has at most 3 axes): this runs on every launch that
+        // On the stack (a layout has at most MAX_RANK axes): this runs on every launch that
         // writes a tensor, memo hits included.
-        let mut buf = [(0usize, 0usize); 3];
+        let mut buf = [(0usize, 0usize); MAX_RANK];
         let mut n = 0;
         for (&s, &d) in self.strides().iter().zip(self.shape()) {
             if d > 1 {

@@ -56,7 +56,8 @@ pub use resources::{compiled_constraints_hold, VariantResources};
 pub use runtime::{Backend, Runtime};
 pub use spec::{KernelSpec, SpecError};
 pub use tensor::{
-    ReadTensor, Tensor, Tensor1, Tensor2, Tensor3, TensorMut, TensorRef, TensorView, WriteTensor,
+    ReadTensor, Tensor, Tensor1, Tensor2, Tensor3, Tensor4, TensorMut, TensorRef, TensorView,
+    WriteTensor, MAX_RANK,
 };
 pub use tilekit_codegen::{Access, AccessClass};
 pub use tilekit_ir as ir;

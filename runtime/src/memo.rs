@@ -129,13 +129,13 @@ impl Hasher for Identity {
 }
 
 /// Most key words of a tensor argument: a header (kind, element type, rank, backend), then
-/// per axis of its [`crate::args::Layout`] (up to 3) the extent and the stride.
-const TENSOR_WORDS: usize = 7;
+/// per axis of its [`crate::args::Layout`] (up to 4) the extent and the stride.
+const TENSOR_WORDS: usize = 9;
 
 /// Key words of a tensor of rank `rank` (see [`TENSOR_WORDS`]).
 #[inline]
 fn tensor_words(rank: usize) -> usize {
-    1 + 2 * rank.min(3)
+    1 + 2 * rank.min(4)
 }
 
 /// Key words of a scalar argument: a header (kind, variant, whether host expressions read
@@ -308,10 +308,10 @@ fn write_args(out: &mut [MaybeUninit<u64>], args: &[Arg<'_>], read: &[bool], h: 
             }
         };
         let header = tensor_header(kind, layout);
-        let [d0, d1, d2] = layout.dims.map(|d| d as u64);
-        let [s0, s1, s2] = layout.stride.map(|s| s as u64);
-        // All seven words are written; the key keeps the header and the axes up to the rank
-        // (the next argument's words overwrite the rest). The hash folds in all six, those
+        let [d0, d1, d2, d3] = layout.dims.map(|d| d as u64);
+        let [s0, s1, s2, s3] = layout.stride.map(|s| s as u64);
+        // All nine words are written; the key keeps the header and the axes up to the rank
+        // (the next argument's words overwrite the rest). The hash folds in all eight, those
         // past the rank being 0.
         let w = &mut out[n..n + TENSOR_WORDS];
         w[0].write(header);
@@ -321,8 +321,15 @@ fn write_args(out: &mut [MaybeUninit<u64>], args: &[Arg<'_>], read: &[bool], h: 
         w[4].write(s1);
         w[5].write(d2);
         w[6].write(s2);
-        h.add(d0 ^ d1.rotate_left(21) ^ d2.rotate_left(42) ^ header.rotate_right(16));
-        h.add(s0 ^ s1.rotate_left(21) ^ s2.rotate_left(42));
+        w[7].write(d3);
+        w[8].write(s3);
+        h.add(
+            d0 ^ d1.rotate_left(16)
+                ^ d2.rotate_left(32)
+                ^ d3.rotate_left(48)
+                ^ header.rotate_right(16),
+        );
+        h.add(s0 ^ s1.rotate_left(16) ^ s2.rotate_left(32) ^ s3.rotate_left(48));
         n += tensor_words(layout.rank);
     }
     n

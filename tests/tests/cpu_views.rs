@@ -234,7 +234,7 @@ fn views_outside_the_storage_are_typed_errors() {
         x.as_strided_mut([2, 30], [1, 1], 0),
         Err(TensorError::ViewOutOfBounds { .. })
     ));
-    // A reshape to rank 4 is a compile error (`Geometry::RANK_SUPPORTED`).
+    // A reshape to rank 5 is a compile error (`Geometry::RANK_SUPPORTED`).
 }
 
 #[test]

@@ -396,3 +396,120 @@ pub fn attention_matches(dev: &Device) {
     let k = rand(&[1, 3, 8, 32], DType::F32, dev);
     assert!(tilekit_candle::attention(&q, &k, &k, 0.125, false).is_err());
 }
+
+/// `tilekit_candle::optim::AdamW` against `candle_nn::AdamW` over five steps of a small
+/// model: f32 parameters of several shapes (a scalar, one without a gradient, one whose
+/// gradient is strided), and 300 parameters (more than one launch's worth); then bf16 and
+/// f16 parameters against candle-nn's AdamW on f32 copies (the master weights), each
+/// parameter the master weights rounded to its type.
+pub fn adamw_matches(dev: &Device) {
+    use candle_core::backprop::GradStore;
+    use candle_nn::Optimizer;
+    use tilekit_candle::optim::{AdamW, ParamsAdamW};
+    let params = ParamsAdamW {
+        lr: 0.05,
+        weight_decay: 0.1,
+        ..Default::default()
+    };
+    let shapes: &[&[usize]] = &[&[], &[7], &[3, 5], &[2, 3, 4], &[4]];
+    let mut shapes: Vec<Vec<usize>> = shapes.iter().map(|s| s.to_vec()).collect();
+    shapes.extend((0..300).map(|i| vec![1 + i % 37]));
+    for dtype in [DType::F32, DType::BF16, DType::F16] {
+        let init: Vec<Tensor> = shapes.iter().map(|s| rand(s, dtype, dev)).collect();
+        // Copies: a `Var` made from a tensor shares its storage.
+        let ours: Vec<Var> = init
+            .iter()
+            .map(|t| Var::from_tensor(&t.copy().unwrap()).unwrap())
+            .collect();
+        // candle-nn's run on f32 copies (for f32: the same values).
+        let theirs: Vec<Var> = init
+            .iter()
+            .map(|t| Var::from_tensor(&t.to_dtype(DType::F32).unwrap().copy().unwrap()).unwrap())
+            .collect();
+        let mut opt = AdamW::new(ours.clone(), params.clone()).unwrap();
+        let mut reference = candle_nn::AdamW::new(theirs.clone(), params.clone()).unwrap();
+        for step in 0..5 {
+            let (mut g_ours, mut g_theirs) = (GradStore::default(), GradStore::default());
+            for (i, (o, t)) in ours.iter().zip(&theirs).enumerate() {
+                if i == 4 {
+                    continue; // no gradient: left as it is
+                }
+                let g = rand(o.dims(), dtype, dev);
+                // Parameter 2's gradient strided: the transpose of a contiguous one.
+                let g = if i == 2 {
+                    rand(&[5, 3], dtype, dev).t().unwrap()
+                } else {
+                    g
+                };
+                g_theirs.insert(t.as_tensor(), g.to_dtype(DType::F32).unwrap());
+                g_ours.insert(o.as_tensor(), g);
+            }
+            opt.step(&g_ours).unwrap();
+            reference.step(&g_theirs).unwrap();
+            assert_eq!(opt.steps(), step + 1);
+        }
+        for (i, ((o, t), x0)) in ours.iter().zip(&theirs).zip(&init).enumerate() {
+            let master = match dtype {
+                DType::F32 => o.as_tensor().clone(),
+                _ => opt.master_weights(o).unwrap().clone(),
+            };
+            let d = max_diff(&master, t.as_tensor());
+            assert!(d < 1e-5, "{dtype:?} parameter {i}: master differs by {d}");
+            if dtype != DType::F32 {
+                let rounded = master.to_dtype(dtype).unwrap();
+                assert_eq!(
+                    max_diff(o.as_tensor(), &rounded),
+                    0.0,
+                    "{dtype:?} parameter {i}"
+                );
+            }
+            if i == 4 {
+                assert_eq!(
+                    max_diff(o.as_tensor(), x0),
+                    0.0,
+                    "parameter 4 had no gradient"
+                );
+            } else {
+                assert!(
+                    max_diff(o.as_tensor(), x0) > 0.0,
+                    "{dtype:?} parameter {i} did not move"
+                );
+            }
+        }
+    }
+}
+
+/// What `optim::AdamW` refuses, with nothing changed: f64 parameters, two parameters
+/// sharing a storage, a gradient of the wrong shape or element type, a non-finite
+/// learning rate (the kernel's check; the step count stays).
+pub fn adamw_refusals(dev: &Device) {
+    use candle_core::backprop::GradStore;
+    use tilekit_candle::optim::{AdamW, ParamsAdamW};
+    let e = AdamW::new(
+        vec![Var::zeros(3, DType::F64, dev).unwrap()],
+        ParamsAdamW::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("F64"), "{e}");
+    let w = Var::from_tensor(&rand(&[4], DType::F32, dev)).unwrap();
+    let before = w.as_tensor().copy().unwrap();
+    let mut opt = AdamW::new(vec![w.clone(), w.clone()], ParamsAdamW::default()).unwrap();
+    let mut g = GradStore::default();
+    g.insert(w.as_tensor(), rand(&[4], DType::F32, dev));
+    let e = opt.step(&g).unwrap_err();
+    assert!(e.to_string().contains("share one storage"), "{e}");
+    let mut opt = AdamW::new(vec![w.clone()], ParamsAdamW::default()).unwrap();
+    for bad in [rand(&[5], DType::F32, dev), rand(&[4], DType::BF16, dev)] {
+        let mut g = GradStore::default();
+        g.insert(w.as_tensor(), bad);
+        assert!(opt.step(&g).is_err());
+    }
+    opt.set_params(ParamsAdamW {
+        lr: f64::NAN,
+        ..Default::default()
+    });
+    let e = opt.step(&g).unwrap_err();
+    assert!(e.to_string().contains("lr"), "{e}");
+    assert_eq!(opt.steps(), 0);
+    assert_eq!(max_diff(w.as_tensor(), &before), 0.0);
+}

@@ -301,8 +301,8 @@ fn run_params(kernel: &Kernel, hopper: Option<&HopperPlan>) -> Result<Vec<String
     let mut params = vec!["const tk::Grid& grid".to_string()];
     for (i, p) in kernel.params.iter().enumerate() {
         let (ct, _) = param_ctype(p)?;
-        let ct = if ct == "tk::TensorArg" {
-            "const tk::TensorArg&".to_string()
+        let ct = if ct.starts_with("tk::TensorArg") {
+            format!("const {ct}&")
         } else {
             format!("const {ct}")
         };

@@ -29,7 +29,7 @@ pub struct Signature {
     pub rejected: Vec<Ident>,
 }
 
-const PARAM_HELP: &str = "kernel parameters are `&Tensor1<T>`, `&Tensor2<T>`, `&Tensor3<T>` (read), the same with `&mut` (written), lists of them (`&[Tensor1<T>]`, `&mut [Tensor1<T>]`), or scalars `f32`, `i32`, `i64`, `usize`, `bool`";
+const PARAM_HELP: &str = "kernel parameters are `&Tensor1<T>` to `&Tensor4<T>` (read), the same with `&mut` (written), lists of them (`&[Tensor1<T>]`, `&mut [Tensor1<T>]`), or scalars `f32`, `i32`, `i64`, `usize`, `bool`";
 
 /// Parses an element type name: a declared generic or a concrete dtype.
 pub fn parse_elem(ty: &Type, generics: &[Ident]) -> Option<Elem> {
@@ -42,12 +42,13 @@ pub fn parse_elem(ty: &Type, generics: &[Ident]) -> Option<Elem> {
     (d != DType::Bool && d != DType::F64).then_some(Elem::Concrete(d))
 }
 
-/// The rank of `Tensor1`, `Tensor2`, `Tensor3`.
+/// The rank of `Tensor1` to `Tensor4`.
 pub fn tensor_rank(name: &str) -> Option<u8> {
     match name {
         "Tensor1" => Some(1),
         "Tensor2" => Some(2),
         "Tensor3" => Some(3),
+        "Tensor4" => Some(4),
         _ => None,
     }
 }
@@ -70,9 +71,9 @@ fn parse_param_type(ty: &Type, generics: &[Ident], cx: &mut Ctxt) -> Option<(Par
                 let higher_rank = name
                     .strip_prefix("Tensor")
                     .and_then(|n| n.parse::<u32>().ok())
-                    .is_some_and(|n| n > 3);
+                    .is_some_and(|n| n > 4);
                 let help = if higher_rank {
-                    "tensors have rank 1 to 3: take the data as a `&Tensor3<T>` (a `[B, S, H, D]` tensor reshaped to `[B * S, H, D]`) and select with views (`x.row(i)`, `x.narrow(..)`)"
+                    "tensors have rank 1 to 4: take the data as a `&Tensor4<T>` (merge leading axes with a reshape: a contiguous `[A, B, S, H, D]` is an `[A * B, S, H, D]` tensor) and select with views (`x.row(i)`, `x.narrow(..)`)"
                 } else {
                     PARAM_HELP
                 };

@@ -7,6 +7,10 @@ use crate::dtype::DType;
 use crate::op::{Loc, ValueId};
 use crate::shape::{Dim, Shape};
 
+/// The highest rank of a view `load_tile`/`store_tile` read or write (tiles have rank 1
+/// to 3; a rank-4 tensor is read through its rows).
+const MAX_TILE_VIEW_RANK: u8 = 3;
+
 impl Checker<'_> {
     /// A shape query `x.shape(axis)`: an i64 scalar.
     pub(super) fn tensor_dim(&mut self, tensor: ValueId, axis: u8, loc: Loc) -> Option<Ty> {
@@ -254,6 +258,16 @@ impl Checker<'_> {
         None
     }
 
+    /// A `load_tile`/`store_tile` through a rank-4 view: tiles have rank 1 to 3.
+    fn rank4_tile(&mut self, param: usize, op: &str, loc: Loc) {
+        let name = self.param_name(param);
+        self.err_help(
+            loc,
+            format!("`{op}` through a rank-4 view of `{name}`: tiles have rank 1 to 3"),
+            format!("take a row first: `{op}({name}.row(b), ..)` is a rank-3 view (and `.row(b).row(h)` a rank-2 one)"),
+        );
+    }
+
     /// `load_tile(x, origin, shape)`: a tile of that shape.
     pub(super) fn load_tile(
         &mut self,
@@ -267,6 +281,10 @@ impl Checker<'_> {
         let mut ok = self.dims_ok(shape, loc);
         for o in origin {
             ok &= self.int_scalar(*o, "a tile origin", loc);
+        }
+        if rank > MAX_TILE_VIEW_RANK {
+            self.rank4_tile(param, "load_tile", loc);
+            return Some(Ty::Error);
         }
         if origin.len() != usize::from(rank) || shape.len() != usize::from(rank) {
             self.err(
@@ -301,6 +319,10 @@ impl Checker<'_> {
             self.int_scalar(*o, "a tile origin", loc);
         }
         let (ve, vs, weak) = self.expect_tile(value, loc, "the value of `store_tile`")?;
+        if rank > MAX_TILE_VIEW_RANK {
+            self.rank4_tile(param, "store_tile", loc);
+            return Some(Ty::Error);
+        }
         if origin.len() != usize::from(rank) || vs.rank() != usize::from(rank) {
             self.err(
                 loc,

@@ -192,11 +192,11 @@ impl<'k> Checker<'k> {
         }
         for p in &k.params {
             if let ParamKind::Tensor { rank, elem, .. } = &p.kind {
-                if !(1..=3).contains(rank) {
+                if !(1..=4).contains(rank) {
                     self.err(
                         p.loc,
                         format!(
-                            "tensor `{}` has rank {rank}; ranks 1 to 3 are supported",
+                            "tensor `{}` has rank {rank}; ranks 1 to 4 are supported",
                             p.name
                         ),
                     );

@@ -5,6 +5,7 @@
 use super::ffi;
 use crate::cuda::error::CudaLaunchError;
 use crate::launch::{Arg, Layout, ScalarValue};
+use crate::tensor::geometry::MAX_RANK;
 
 use tilekit_codegen::{Access, AccessClass};
 use tilekit_ir::Param;
@@ -86,9 +87,9 @@ pub(crate) fn launch_access(args: &[Arg<'_>], capable: impl Fn() -> Capable) -> 
     }
 }
 
-/// `tk::TensorArg` of a tensor whose allocation starts at `base`: axes past the rank have
-/// extent 1 and stride 0; an extent or stride beyond `i64` saturates (one test for all six,
-/// the clamping out of line).
+/// `tk::TensorArg` (`tk::TensorArg4` for rank 4) of a tensor whose allocation starts at
+/// `base`: axes past the rank have extent 1 and stride 0; an extent or stride beyond `i64`
+/// saturates (one test for all, the clamping out of line).
 #[inline]
 pub(super) fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
     let es = layout.dtype.size_bytes() as u64;
@@ -104,14 +105,18 @@ pub(super) fn tensor_abi(base: u64, layout: &Layout) -> ffi::TensorAbi {
     let stride = |a: usize| if a < rank { strides[a] as i64 } else { 0 };
     ffi::TensorAbi {
         data,
-        shape: [dim(0), dim(1), dim(2)],
-        stride: [stride(0), stride(1), stride(2)],
+        shape: [dim(0), dim(1), dim(2), dim(3)],
+        stride: [stride(0), stride(1), stride(2), stride(3)],
+        rank4: rank == 4,
     }
 }
 
 #[cold]
-fn saturated(dims: [usize; 3], strides: [usize; 3]) -> ([usize; 3], [usize; 3]) {
-    let cap = |v: [usize; 3]| v.map(|x| x.min(i64::MAX as usize));
+fn saturated(
+    dims: [usize; MAX_RANK],
+    strides: [usize; MAX_RANK],
+) -> ([usize; MAX_RANK], [usize; MAX_RANK]) {
+    let cap = |v: [usize; MAX_RANK]| v.map(|x| x.min(i64::MAX as usize));
     (cap(dims), cap(strides))
 }
 
@@ -136,8 +141,9 @@ pub(super) fn pack_args(
         let Some(base) = base else {
             return Err(no_device_pointer(params, i));
         };
-        for (w, v) in slot.iter_mut().zip(tensor_abi(base, layout).words()) {
-            w.write(v);
+        let abi = tensor_abi(base, layout);
+        for (w, v) in slot.iter_mut().zip(&abi.words()[..abi.len()]) {
+            w.write(*v);
         }
     }
     Ok(())
@@ -364,10 +370,19 @@ pub(super) mod tests {
     fn abi_packing() {
         let t = tensor_abi(0x1000, &layout(&[3, 5], &[8, 1], 2, DType::F32));
         assert_eq!(t.data, 0x1008);
-        assert_eq!(t.shape, [3, 5, 1]);
-        assert_eq!(t.stride, [8, 1, 0]);
+        assert_eq!(t.shape, [3, 5, 1, 1]);
+        assert_eq!(t.stride, [8, 1, 0, 0]);
+        assert_eq!(t.len(), 7);
+        assert_eq!(t.words()[..7], [0x1008, 3, 5, 1, 8, 1, 0]);
         let t = tensor_abi(0x1000, &layout(&[7], &[1], 0, DType::BF16));
-        assert_eq!((t.shape, t.stride), ([7, 1, 1], [1, 0, 0]));
+        assert_eq!((t.shape, t.stride), ([7, 1, 1, 1], [1, 0, 0, 0]));
+        // Rank 4: a `tk::TensorArg4`, nine words.
+        let t = tensor_abi(
+            0x1000,
+            &layout(&[2, 3, 4, 5], &[60, 5, 15, 1], 1, DType::F16),
+        );
+        assert_eq!(t.len(), 9);
+        assert_eq!(t.words(), [0x1002, 2, 3, 4, 5, 60, 5, 15, 1]);
     }
 
     #[test]
@@ -391,8 +406,10 @@ pub(super) mod tests {
         // SAFETY (test): `pack_args` wrote every word of a tensor's slot and the first word
         // of a scalar's.
         let word = |i: usize, w: usize| unsafe { slots[i][w].assume_init() };
-        let tensor: Vec<u64> = (0..SLOT_WORDS).map(|w| word(0, w)).collect();
-        assert_eq!(tensor, tensor_abi(0x1000, &t).words());
+        let abi = tensor_abi(0x1000, &t);
+        let tensor: Vec<u64> = (0..abi.len()).map(|w| word(0, w)).collect();
+        assert_eq!(tensor, abi.words()[..abi.len()]);
+        assert!(abi.len() <= SLOT_WORDS);
         let first4 = |i: usize| word(i, 0).to_ne_bytes()[..4].try_into().unwrap();
         assert_eq!(f32::from_ne_bytes(first4(1)), -2.5);
         assert_eq!(i32::from_ne_bytes(first4(2)), -7);

@@ -5,7 +5,7 @@
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaStream, DeviceRepr, DriverError};
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use tilekit_codegen::abi::{GRID_BYTES, TENSOR_ARG_BYTES};
+use tilekit_codegen::abi::{GRID_BYTES, TENSOR4_ARG_BYTES, TENSOR_ARG_BYTES};
 
 /// `tk::Grid`: the grid extents, axis 0 first, unused axes 1.
 #[repr(C)]
@@ -14,56 +14,79 @@ pub(crate) struct GridAbi {
     pub n: [i64; 3],
 }
 
-/// `tk::TensorArg`: device address of element `[0, ..]`, extents and strides in elements,
-/// axis 0 first; unused axes have extent 1 and stride 0.
-#[repr(C)]
+/// `tk::TensorArg` (rank 1 to 3) or `tk::TensorArg4` (rank 4): device address of element
+/// `[0, ..]`, extents and strides in elements, axis 0 first; unused axes have extent 1 and
+/// stride 0. The kernel receives [`TensorAbi::words`], not this struct's bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TensorAbi {
     pub data: u64,
-    pub shape: [i64; 3],
-    pub stride: [i64; 3],
+    pub shape: [i64; 4],
+    pub stride: [i64; 4],
+    /// Passed as `tk::TensorArg4` (9 words) rather than `tk::TensorArg` (7).
+    pub rank4: bool,
 }
 
 /// `tk::TensorArg`'s 8-byte fields.
 pub(crate) const TENSOR_ABI_WORDS: usize = 7;
 
+/// `tk::TensorArg4`'s 8-byte fields.
+pub(crate) const TENSOR4_ABI_WORDS: usize = 9;
+
 /// Parameters packed on the stack (more take one allocation per launch).
 pub(super) const INLINE_ARGS: usize = 8;
 
-/// Words of a parameter slot: a `tk::TensorArg`, the largest parameter.
-pub(super) const SLOT_WORDS: usize = TENSOR_ABI_WORDS;
+/// Words of a parameter slot: a `tk::TensorArg4`, the largest parameter.
+pub(super) const SLOT_WORDS: usize = TENSOR4_ABI_WORDS;
 
 /// One kernel parameter's bytes as the ABI lays them out, written in place by
-/// `abi::pack_args`: a tensor's `tk::TensorArg` (its seven 8-byte fields in order), or a scalar
-/// in its first 4 or 8 bytes (the driver reads only the parameter's size; the rest stays
-/// unwritten).
+/// `abi::pack_args`: a tensor's `tk::TensorArg` or `tk::TensorArg4` (its 8-byte fields in
+/// order), or a scalar in its first 4 or 8 bytes (the driver reads only the parameter's
+/// size; the rest stays unwritten).
 pub(super) type Slot = [MaybeUninit<u64>; SLOT_WORDS];
 
 /// An unwritten slot (what `abi::pack_args` writes into).
 pub(super) const EMPTY_SLOT: Slot = [MaybeUninit::uninit(); SLOT_WORDS];
 
 impl TensorAbi {
-    /// The fields in order, as their bytes lie in memory (a `#[repr(C)]` struct of 8-byte
-    /// integers without padding, checked below).
+    /// The fields in order as the kernel's struct lays them out (8-byte integers without
+    /// padding): `data`, the extents, the strides; only the first [`TensorAbi::len`] words
+    /// are the argument (3 axes each, or 4 for `tk::TensorArg4`).
     #[inline]
-    pub(crate) fn words(&self) -> [u64; TENSOR_ABI_WORDS] {
-        let [s0, s1, s2] = self.shape.map(|v| v as u64);
-        let [t0, t1, t2] = self.stride.map(|v| v as u64);
-        [self.data, s0, s1, s2, t0, t1, t2]
+    pub(crate) fn words(&self) -> [u64; TENSOR4_ABI_WORDS] {
+        let [s0, s1, s2, s3] = self.shape.map(|v| v as u64);
+        let [t0, t1, t2, t3] = self.stride.map(|v| v as u64);
+        if self.rank4 {
+            [self.data, s0, s1, s2, s3, t0, t1, t2, t3]
+        } else {
+            [self.data, s0, s1, s2, t0, t1, t2, 0, 0]
+        }
+    }
+
+    /// How many of [`TensorAbi::words`] the kernel reads.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        if self.rank4 {
+            TENSOR4_ABI_WORDS
+        } else {
+            TENSOR_ABI_WORDS
+        }
+    }
+
+    /// The `tk::TensorArg` words of a tensor of rank 1 to 3 (list members, copies).
+    #[inline]
+    pub(crate) fn words3(&self) -> [u64; TENSOR_ABI_WORDS] {
+        let w = self.words();
+        [w[0], w[1], w[2], w[3], w[4], w[5], w[6]]
     }
 }
 
 const _: () = assert!(std::mem::size_of::<GridAbi>() == GRID_BYTES);
-const _: () = assert!(std::mem::size_of::<TensorAbi>() == TENSOR_ARG_BYTES);
-const _: () = assert!(std::mem::size_of::<TensorAbi>() == TENSOR_ABI_WORDS * 8);
-const _: () = assert!(std::mem::align_of::<TensorAbi>() == 8);
+const _: () = assert!(TENSOR_ABI_WORDS * 8 == TENSOR_ARG_BYTES);
+const _: () = assert!(TENSOR4_ABI_WORDS * 8 == TENSOR4_ARG_BYTES);
 
 // SAFETY: `#[repr(C)]` with only integer fields and no padding (24 bytes, checked above):
 // byte-for-byte the `tk::Grid` of the prelude's `abi.cuh`.
 unsafe impl DeviceRepr for GridAbi {}
-// SAFETY: `#[repr(C)]`, one u64 then six i64, no padding (56 bytes, 8-aligned, checked
-// above): byte-for-byte the `tk::TensorArg` of the prelude's `abi.cuh`.
-unsafe impl DeviceRepr for TensorAbi {}
 
 /// Every driver entry point the runtime reaches through cudarc (directly or through its
 /// safe API). cudarc resolves each at its first call and panics when one is missing, so

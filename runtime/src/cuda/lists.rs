@@ -58,7 +58,7 @@ fn member_abi(a: &Arg<'_>) -> Option<[u64; 7]> {
         Arg::TensorMut(t) => (&t.layout, t.device),
         Arg::Scalar(_) => return None,
     };
-    Some(tensor_abi(device?, layout).words())
+    Some(tensor_abi(device?, layout).words3())
 }
 
 /// A scalar's words in a key: its type and value.

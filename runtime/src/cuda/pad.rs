@@ -188,8 +188,8 @@ fn copy_view(layout: &Layout, transposed: bool) -> Layout {
     let mut l = layout.clone();
     if l.rank == 1 {
         l.rank = 2;
-        l.dims = [1, layout.dims[0], 1];
-        l.stride = [layout.dims[0].max(1), layout.stride[0], 0];
+        l.dims = [1, layout.dims[0], 1, 0];
+        l.stride = [layout.dims[0].max(1), layout.stride[0], 0, 0];
     } else if transposed {
         l.dims.swap(0, 1);
         l.stride.swap(0, 1);
@@ -353,7 +353,7 @@ impl CudaDevice {
                 let x = tensor_abi(base, &copy_view(&src.layout, step.pad.transposed));
                 let y = tensor_abi(ptr, &copy_view(&step.pad.layout, step.pad.transposed));
                 for (slot, t) in slots.iter_mut().zip([x, y]) {
-                    for (w, v) in slot.iter_mut().zip(t.words()) {
+                    for (w, v) in slot.iter_mut().zip(t.words3()) {
                         w.write(v);
                     }
                 }
@@ -368,7 +368,7 @@ impl CudaDevice {
             }
             if let Some(slot) = params.get_mut(step.param) {
                 let abi = tensor_abi(ptr, &step.pad.layout);
-                for (w, v) in slot.iter_mut().zip(abi.words()) {
+                for (w, v) in slot.iter_mut().zip(abi.words3()) {
                     w.write(v);
                 }
                 replaced.push((step.param, abi));

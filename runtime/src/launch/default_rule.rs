@@ -46,7 +46,7 @@ pub(crate) fn default_for_args(kernel: &Kernel, default: Config, args: &[Arg<'_>
         .filter(|(i, _)| mask >> i & 1 == 1)
         .filter_map(|(_, a)| a.layout())
         .map(|l| {
-            let n: u64 = l.dims[..l.rank.min(3)].iter().map(|&d| d as u64).product();
+            let n: u64 = l.shape().iter().map(|&d| d as u64).product();
             n.saturating_mul(l.dtype.size_bytes() as u64)
                 .saturating_mul(2)
         })

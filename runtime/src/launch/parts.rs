@@ -1,7 +1,7 @@
 //! Tensor arguments from parts: a view (shape, strides, start offset) over elements no
 //! tilekit [`crate::Tensor`] owns — a host slice, or a device allocation of another
 //! framework (tilekit-candle passes candle's tensors this way) — checked as the tensor
-//! constructors check a view: rank 1 to 3, sizes that fit in 63 bits, and every element
+//! constructors check a view: rank 1 to 4, sizes that fit in 63 bits, and every element
 //! the view addresses inside the data. A launch then checks these arguments exactly as it
 //! checks tensors (element types, backend and device ordinal, alignment class, overlap).
 
@@ -9,6 +9,7 @@ use crate::args::{Layout, TensorArg, TensorArgMut};
 use crate::backend::Backend;
 use crate::element::Element;
 use crate::tensor::error::TensorError;
+use crate::tensor::geometry::MAX_RANK;
 use crate::tensor::{HostSlice, HostSliceMut};
 use half::{bf16, f16};
 use std::any::TypeId;
@@ -41,7 +42,7 @@ fn layout(
             });
         }
     }
-    let (mut dims, mut stride) = ([0; 3], [0; 3]);
+    let (mut dims, mut stride) = ([0; MAX_RANK], [0; MAX_RANK]);
     dims[..rank].copy_from_slice(shape);
     stride[..rank].copy_from_slice(strides);
     Ok(Layout {
@@ -221,9 +222,10 @@ mod tests {
             TensorArg::host(&data, &[3, 4], &[4, 1], 1),
             Err(TensorError::ViewOutOfBounds { last: 12, .. })
         ));
+        assert!(TensorArg::host(&data, &[1, 2, 3, 2], &[12, 6, 2, 1], 0).is_ok());
         assert!(matches!(
-            TensorArg::host(&data, &[1, 1, 1, 1], &[1, 1, 1, 1], 0),
-            Err(TensorError::Rank { rank: 4 })
+            TensorArg::host(&data, &[1, 1, 1, 1, 1], &[1, 1, 1, 1, 1], 0),
+            Err(TensorError::Rank { rank: 5 })
         ));
         assert!(TensorArg::host(&data, &[2, 2], &[1], 0).is_err());
         // Empty views address nothing.

@@ -4,8 +4,8 @@
 /// Why a tensor could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TensorError {
-    /// Tensors have rank 1 to 3.
-    #[error("tensors have rank 1 to 3, not {rank}")]
+    /// Tensors have rank 1 to 4.
+    #[error("tensors have rank 1 to 4, not {rank}")]
     Rank {
         /// The requested rank.
         rank: usize,

@@ -7,7 +7,8 @@ use crate::tensor::error::TensorError;
 
 /// Shape, strides (in elements) and offset of a tensor or view of rank `R`.
 ///
-/// Invariant (kept by every constructor and transformation): the rank is 1 to 3, the
+/// Invariant (kept by every constructor and transformation): the rank is 1 to
+/// [`MAX_RANK`], the
 /// element count and every address fit in 63 bits, and every index of the view is inside
 /// the storage it was checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,9 +33,12 @@ pub(crate) fn row_major<const R: usize>(shape: &[usize; R]) -> Result<[usize; R]
     Ok(strides)
 }
 
+/// The highest rank of a tensor or view (`Tensor4`: `[B, S, H, D]` data).
+pub const MAX_RANK: usize = 4;
+
 /// Checks rank and extents; returns the number of elements (at most `i64::MAX`).
 pub(crate) fn check_shape(shape: &[usize]) -> Result<usize, TensorError> {
-    if !(1..=3).contains(&shape.len()) {
+    if !(1..=MAX_RANK).contains(&shape.len()) {
         return Err(TensorError::Rank { rank: shape.len() });
     }
     let overflow = || TensorError::Overflow {
@@ -73,11 +77,11 @@ pub(crate) fn reach(
 }
 
 impl<const R: usize> Geometry<R> {
-    /// Evaluated by every constructor: a tensor of rank 0 or above 3 is a compile error
-    /// where it is named (`Tensor::<f32, 4>::zeros`), not a run-time one.
+    /// Evaluated by every constructor: a tensor of rank 0 or above 4 is a compile error
+    /// where it is named (`Tensor::<f32, 5>::zeros`), not a run-time one.
     pub(crate) const RANK_SUPPORTED: () = assert!(
-        R >= 1 && R <= 3,
-        "tilekit tensors have rank 1 to 3: hold [B, S, H, D] data as [B * S, H, D] (reshape) and take views"
+        R >= 1 && R <= MAX_RANK,
+        "tilekit tensors have rank 1 to 4: merge axes with a reshape (a contiguous [A, B, S, H, D] is an [A * B, S, H, D] tensor)"
     );
 
     /// A contiguous row-major geometry at offset 0.

@@ -1,4 +1,4 @@
-//! [`Tensor`]: an n-d array (rank 1 to 3) on one backend, with a shape, strides in elements
+//! [`Tensor`]: an n-d array (rank 1 to 4) on one backend, with a shape, strides in elements
 //! and an offset, so that strided views can be passed to kernels as they are; and views of
 //! it ([`TensorRef`], [`TensorMut`]) that borrow its storage under another geometry.
 //!
@@ -7,8 +7,8 @@
 //! ```compile_fail
 //! use tilekit_runtime::{Runtime, Tensor};
 //! let rt = Runtime::cpu();
-//! // error: "tilekit tensors have rank 1 to 3: hold [B, S, H, D] data as [B * S, H, D] ..."
-//! let t = Tensor::<f32, 4>::zeros(&rt, [2, 3, 4, 5]);
+//! // error: "tilekit tensors have rank 1 to 4: merge axes with a reshape ..."
+//! let t = Tensor::<f32, 5>::zeros(&rt, [2, 3, 4, 5, 6]);
 //! ```
 //!
 //! A tensor made with a CUDA [`Runtime`] lives in device memory: constructors upload,
@@ -33,6 +33,7 @@ mod view;
 
 pub use error::TensorError;
 pub(crate) use geometry::Geometry;
+pub use geometry::MAX_RANK;
 pub(crate) use host::{HostSlice, HostSliceMut};
 pub use interop::TensorView;
 pub use operand::{ReadTensor, WriteTensor};
@@ -43,7 +44,7 @@ use crate::runtime::Runtime;
 use geometry::check_shape;
 use storage::{device_error, host_filled, host_vec, upload, DeviceBuf, Owner, Storage};
 
-/// An n-d array of `T` with `R` axes (1 to 3).
+/// An n-d array of `T` with `R` axes (1 to 4).
 ///
 /// Element `[i, j, ..]` lives at `offset + i * strides[0] + j * strides[1] + ..` of its
 /// storage (strides are in elements). Extents may be zero: an empty tensor has no elements,
@@ -90,6 +91,19 @@ pub type Tensor1<T> = Tensor<T, 1>;
 pub type Tensor2<T> = Tensor<T, 2>;
 /// A rank-3 tensor.
 pub type Tensor3<T> = Tensor<T, 3>;
+/// A rank-4 tensor (`[B, S, H, D]` activations). Kernels take a row of it (`x.row(b)`, a
+/// rank-3 view) before reading tiles, and the host takes views of it as of any rank
+/// (`x.permute([0, 2, 1, 3])` is the head-major `[B, H, S, D]` view, no copy).
+///
+/// ```
+/// use tilekit_runtime::{Runtime, Tensor4};
+/// let rt = Runtime::cpu();
+/// let x = Tensor4::from_fn(&rt, [2, 3, 4, 5], |[b, s, h, d]| (((b * 3 + s) * 4 + h) * 5 + d) as f32).unwrap();
+/// let heads = x.permute([0, 2, 1, 3]).unwrap();
+/// assert_eq!(heads.shape(), [2, 4, 3, 5]);
+/// assert_eq!(heads.strides(), [60, 5, 20, 1]);
+/// ```
+pub type Tensor4<T> = Tensor<T, 4>;
 
 impl<T: Element, const R: usize> Tensor<T, R> {
     fn store(&self) -> &Storage<T> {

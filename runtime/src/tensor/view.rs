@@ -171,7 +171,7 @@ impl<'a, T: Element, const R: usize> TensorRef<'a, T, R> {
         Ok(self.with(self.geom.narrow(axis, start, len)?))
     }
 
-    /// The same elements under another shape (rank 1 to 3, the same element count); the
+    /// The same elements under another shape (rank 1 to 4, the same element count); the
     /// view must be contiguous ([`TensorError::NotContiguous`] otherwise).
     pub fn reshape<const S: usize>(
         self,

@@ -1,5 +1,5 @@
 //! Inputs of a tuning problem as data: host vectors of any element type ([`HostVec`]),
-//! tensors of any element type and rank 1 to 3 ([`DynTensor`]) and a full argument list
+//! tensors of any element type and rank 1 to 4 ([`DynTensor`]) and a full argument list
 //! ([`ArgSet`]) built from a kernel's parameters, its `#[shapes]` and a seed.
 
 use super::problem::TuneProblem;
@@ -203,7 +203,7 @@ impl HostVec {
     }
 }
 
-/// A tensor of any supported element type and rank 1 to 3.
+/// A tensor of any supported element type and rank 1 to 4.
 #[derive(Debug)]
 pub enum DynTensor {
     /// f32 tensors.
@@ -218,7 +218,7 @@ pub enum DynTensor {
     I64(Ranked<i64>),
 }
 
-/// A tensor of element type `T` and rank 1 to 3.
+/// A tensor of element type `T` and rank 1 to 4.
 #[derive(Debug)]
 pub enum Ranked<T: Element> {
     /// Rank 1.
@@ -227,6 +227,8 @@ pub enum Ranked<T: Element> {
     R2(Tensor<T, 2>),
     /// Rank 3.
     R3(Tensor<T, 3>),
+    /// Rank 4.
+    R4(Tensor<T, 4>),
 }
 
 fn ranked<T: Element>(rt: &Runtime, data: Vec<T>, shape: &[usize]) -> Result<Ranked<T>, TuneError> {
@@ -235,6 +237,7 @@ fn ranked<T: Element>(rt: &Runtime, data: Vec<T>, shape: &[usize]) -> Result<Ran
         [a] => Ranked::R1(Tensor::from_vec(rt, data, [a]).map_err(e)?),
         [a, b] => Ranked::R2(Tensor::from_vec(rt, data, [a, b]).map_err(e)?),
         [a, b, c] => Ranked::R3(Tensor::from_vec(rt, data, [a, b, c]).map_err(e)?),
+        [a, b, c, d] => Ranked::R4(Tensor::from_vec(rt, data, [a, b, c, d]).map_err(e)?),
         _ => {
             return Err(TuneError::Problem(format!(
                 "tensors of rank {} are not supported",
@@ -250,6 +253,7 @@ impl<T: Element> Ranked<T> {
             Ranked::R1(t) => Arg::from(t),
             Ranked::R2(t) => Arg::from(t),
             Ranked::R3(t) => Arg::from(t),
+            Ranked::R4(t) => Arg::from(t),
         }
     }
 
@@ -258,6 +262,7 @@ impl<T: Element> Ranked<T> {
             Ranked::R1(t) => Arg::from(t),
             Ranked::R2(t) => Arg::from(t),
             Ranked::R3(t) => Arg::from(t),
+            Ranked::R4(t) => Arg::from(t),
         }
     }
 
@@ -267,6 +272,7 @@ impl<T: Element> Ranked<T> {
             (Ranked::R1(d), Ranked::R1(s)) => d.copy_from(s),
             (Ranked::R2(d), Ranked::R2(s)) => d.copy_from(s),
             (Ranked::R3(d), Ranked::R3(s)) => d.copy_from(s),
+            (Ranked::R4(d), Ranked::R4(s)) => d.copy_from(s),
             _ => {
                 return Err(TuneError::Problem(
                     "a copy between tensors of two ranks".into(),
@@ -281,6 +287,7 @@ impl<T: Element> Ranked<T> {
             Ranked::R1(t) => t.to_vec(),
             Ranked::R2(t) => t.to_vec(),
             Ranked::R3(t) => t.to_vec(),
+            Ranked::R4(t) => t.to_vec(),
         };
         r.map_err(|e| TuneError::Runtime(e.to_string()))
     }

@@ -18,8 +18,16 @@ struct TensorArg {
     long long stride[3];
 };
 
+/// A rank-4 tensor argument (`&Tensor4<T>`): the same with four axes.
+struct TensorArg4 {
+    unsigned long long data;
+    long long shape[4];
+    long long stride[4];
+};
+
 static_assert(sizeof(Grid) == 24, "tk::Grid must be 24 bytes (3 x i64)");
 static_assert(sizeof(TensorArg) == 56, "tk::TensorArg must be 56 bytes (u64 + 3 x i64 + 3 x i64)");
 static_assert(alignof(TensorArg) == 8, "tk::TensorArg must be 8-byte aligned");
+static_assert(sizeof(TensorArg4) == 72, "tk::TensorArg4 must be 72 bytes (u64 + 4 x i64 + 4 x i64)");
 
 } // namespace tk

@@ -520,8 +520,8 @@ fn a_written_tensor_must_not_meet_another_arguments_memory() {
         dtype: DType::F32,
         backend: Backend::Cuda { ordinal: 0 },
         rank: 2,
-        dims: [4, 5, 0],
-        stride: [5, 1, 0],
+        dims: [4, 5, 0, 0],
+        stride: [5, 1, 0, 0],
         offset,
     };
     let args = |x_at: u64, x_offset: usize, y_at: u64| {
@@ -723,8 +723,8 @@ fn a_tensor_of_another_device_is_refused() {
         dtype: DType::F32,
         backend: Backend::Cuda { ordinal },
         rank: 2,
-        dims: [4, 5, 0],
-        stride: [5, 1, 0],
+        dims: [4, 5, 0, 0],
+        stride: [5, 1, 0, 0],
         offset: 0,
     };
     let args = |x: usize, y: usize| device_args(layout(x), 0x1000, layout(y), 0x2000);
