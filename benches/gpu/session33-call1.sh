@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 33, call 1 (nvidia-h200; .gpu packed with PACK_TESTS="rank4 gpu_kernels
+# Session 33, call 1 (nvidia-h200; .gpu packed with PACK_TESTS="rank4 stochastic_round gpu_kernels
 # tensor_lists gpu_views gpu_training_kernels", then `cargo xtask candle-pack`):
 #  1. the rank-4 GPU test (permuted [B,H,S,D] views, [BM,1,BD] tiles from q.row(b)) and,
 #     since every launch's argument words changed (tk::TensorArg4; 9-word ABI slots), the
@@ -13,7 +13,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64 TILEKIT_CUDA_ROOT=/usr/local/cuda T
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 start=$(date +%s)
 t() { echo "t $(( $(date +%s) - start )) s"; }
-for x in rank4 tensor_lists gpu_views gpu_kernels gpu_training_kernels; do
+for x in rank4 stochastic_round tensor_lists gpu_views gpu_kernels gpu_training_kernels; do
   X=$(ls .gpu/tests/$x-* 2>/dev/null | head -1)
   [[ -z $X ]] && { echo "$x not packed"; continue; }
   echo "== $x" >> $OUT/tests.log

@@ -37,6 +37,12 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::Cmp { op, a, b } => format!("cmp {} {} {}", op.symbol(), v(k, *a), v(k, *b)),
         Op::Select { cond, a, b } => format!("select {} {} {}", v(k, *cond), v(k, *a), v(k, *b)),
         Op::Fma { a, b, c } => format!("fma {} {} {}", v(k, *a), v(k, *b), v(k, *c)),
+        Op::StochasticRound { x, seed, index } => format!(
+            "stochastic_round {} {} {}",
+            v(k, *x),
+            v(k, *seed),
+            v(k, *index)
+        ),
         Op::Cast { x, to } => format!("cast {} to {to}", v(k, *x)),
         Op::Reduce { op, x, axis } => format!("reduce_{} {} axis {axis}", op.name(), v(k, *x)),
         Op::ExpandDims { x, axis } => format!("expand_dims {} axis {axis}", v(k, *x)),

@@ -57,6 +57,7 @@ pub fn shapes_work(kernel: &Kernel, param: usize) -> bool {
                 | Op::Binary { .. }
                 | Op::Cmp { .. }
                 | Op::Fma { .. }
+                | Op::StochasticRound { .. }
                 | Op::Cast { .. }
                 | Op::ExpandDims { .. }
                 | Op::Full { .. } => true,

@@ -35,13 +35,14 @@ pub use helpers::{adamw_update, welford};
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
 pub use optim::{
-    adamw_step, adamw_step_list, adamw_step_master_list, clip_grad_norm_list, sgd_step_list, AdamW,
-    Sgd,
+    adamw_step, adamw_step_list, adamw_step_master_list, adamw_step_master_list_sr,
+    clip_grad_norm_list, sgd_step_list, AdamW, Sgd,
 };
 
 pub use ops::adamw::adamw;
 pub use ops::adamw_list::adamw_list;
 pub use ops::adamw_master_list::adamw_master_list;
+pub use ops::adamw_master_sr_list::adamw_master_sr_list;
 pub use ops::attention::attention;
 pub use ops::attention_bwd_delta::attention_bwd_delta;
 pub use ops::attention_bwd_dkdv::attention_bwd_dkdv;
@@ -134,6 +135,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &adamw::SPEC,
     &adamw_list::SPEC,
     &adamw_master_list::SPEC,
+    &adamw_master_sr_list::SPEC,
     &sgd_list::SPEC,
     &sumsq_list::SPEC,
     &clip_list::SPEC,

@@ -171,6 +171,67 @@ pub fn adamw_step_master_list<T: Float>(
     )
 }
 
+/// [`adamw_step_master_list`] for bf16 parameters with stochastic rounding (the
+/// [`adamw_master_sr_list`](crate::adamw_master_sr_list) kernel): each parameter is the new
+/// master weight rounded to one of its two bf16 neighbours, the farther with probability its
+/// distance over the step, from a random stream that depends on `seed` and `step` only (so a
+/// step is reproducible, on either backend, and successive steps draw different bits).
+/// Lists and refusals as [`adamw_step_list`].
+///
+/// ```
+/// use tilekit::prelude::*;
+/// use tilekit_kernels::{adamw_step_master_list_sr, AdamW};
+/// let rt = Runtime::cpu();
+/// let n = 4096;
+/// let mut master = vec![Tensor1::<f32>::full(&rt, [n], 1.0).unwrap()];
+/// let mut p = vec![Tensor1::<bf16>::full(&rt, [n], bf16::ONE).unwrap()];
+/// let g = vec![Tensor1::<bf16>::full(&rt, [n], bf16::from_f32(-1.0)).unwrap()];
+/// let (mut m, mut v) = (vec![Tensor1::<f32>::zeros(&rt, [n]).unwrap()], vec![Tensor1::<f32>::zeros(&rt, [n]).unwrap()]);
+/// // lr = 2^-10: 1 + 2^-10 lies an eighth of the way from bf16's 1.0 to 1.0078125.
+/// let h = AdamW { lr: 1.0 / 1024.0, weight_decay: 0.0, ..AdamW::default() };
+/// adamw_step_master_list_sr(&rt, &mut master, &mut p, &g, &mut m, &mut v, &h, 1, 42).unwrap();
+/// let up = p[0].to_vec().unwrap().iter().filter(|x| x.to_f32() > 1.0).count();
+/// assert!((n / 8 - 150..n / 8 + 150).contains(&up)); // about one in eight rounds up
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn adamw_step_master_list_sr(
+    rt: &Runtime,
+    master: &mut [impl WriteTensor<f32, 1>],
+    p: &mut [impl WriteTensor<bf16, 1>],
+    g: &[impl ReadTensor<bf16, 1>],
+    m: &mut [impl WriteTensor<f32, 1>],
+    v: &mut [impl WriteTensor<f32, 1>],
+    h: &AdamW,
+    step: u64,
+    seed: u64,
+) -> Result<(), LaunchError> {
+    let step = i64::try_from(step).unwrap_or(i64::MAX);
+    crate::adamw_master_sr_list::launch(
+        rt,
+        master,
+        p,
+        g,
+        m,
+        v,
+        h.lr,
+        h.beta1,
+        h.beta2,
+        h.eps,
+        h.weight_decay,
+        step,
+        step_seed(seed, step),
+    )
+}
+
+/// The random stream of step `step` from a base `seed`: both mixed (SplitMix64's
+/// finalizer), so neighbouring steps and seeds share no bits.
+fn step_seed(seed: u64, step: i64) -> i64 {
+    let mut z = seed ^ (step as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) as i64
+}
+
 /// SGD's hyper-parameters, as `torch.optim.SGD`'s (`Default`: `lr` 1e-3, no momentum,
 /// dampening or weight decay, not Nesterov).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -25,6 +25,7 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     // largest member (GPT-2 small's token embedding, 50257 x 768).
     ("adamw_list", "38597376", "f32"),
     ("adamw_master_list", "38597376", "bf16"),
+    ("adamw_master_sr_list", "38597376", "bf16"),
     ("sgd_list", "38597376", "f32"),
     ("sumsq_list", "38597376", "f32"),
     ("clip_list", "38597376", "f32"),

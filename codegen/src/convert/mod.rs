@@ -122,6 +122,7 @@ fn op_name(op: &Op) -> String {
         Op::Reduce { op, .. } => op.name().to_string(),
         Op::Select { .. } => "where_".into(),
         Op::Fma { .. } => "fma".into(),
+        Op::StochasticRound { .. } => "stochastic_round".into(),
         Op::Cast { .. } => "cast".into(),
         Op::ExpandDims { .. } => "expand_dims".into(),
         Op::Trans { .. } => "trans".into(),
@@ -331,6 +332,17 @@ impl<'k> Walk<'_, 'k> {
                 let l = self.layout(r);
                 for (k, v) in [a, b, c].into_iter().enumerate() {
                     self.want(at(k), *v, &elem, &shape, l);
+                }
+            }
+            (Op::StochasticRound { x, seed, index }, Some((r, (_, shape)))) => {
+                // The value read as f32, the seed a scalar, the index in its own integer type.
+                let l = self.layout(r);
+                self.want(at(0), *x, &Elem::Concrete(DType::F32), &shape, l);
+                if let Some((se, _)) = self.ty(*seed) {
+                    self.want(at(1), *seed, &se, &shape, l);
+                }
+                if let Some((ie, _)) = self.ty(*index) {
+                    self.want(at(2), *index, &ie, &shape, l);
                 }
             }
             (Op::Cast { x, .. }, Some((r, _))) => {

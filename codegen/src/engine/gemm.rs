@@ -350,6 +350,7 @@ fn uniform_trips(analysis: &Analysis<'_>, iv: ValueId) -> bool {
             Op::Binary { a: x, b: y, .. } | Op::Cmp { a: x, b: y, .. } => ok(x) && ok(y),
             Op::Select { cond, a: x, b: y } => ok(cond) && ok(x) && ok(y),
             Op::Fma { a: x, b: y, c } => ok(x) && ok(y) && ok(c),
+            Op::StochasticRound { x, seed, index } => ok(x) && ok(seed) && ok(index),
             _ => false,
         }
     }
@@ -384,6 +385,7 @@ fn prefix_is_register_only(kernel: &Kernel, layouts: &Layouts, iv: ValueId) -> R
             | Op::Cmp { .. }
             | Op::Select { .. }
             | Op::Fma { .. }
+            | Op::StochasticRound { .. }
             | Op::Cast { .. } => inst
                 .results
                 .iter()

@@ -63,7 +63,11 @@ fn wants(a: &Analysis, of: &[Option<Layout>], yields: &YieldTargets, u: &Use) ->
     let v = *u.inst.op.operands().get(u.operand)?;
     let r = u.inst.results.first().copied();
     let w = match &u.inst.op {
-        Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
+        Op::Binary { .. }
+        | Op::Cmp { .. }
+        | Op::Select { .. }
+        | Op::Fma { .. }
+        | Op::StochasticRound { .. } => {
             let r = r?;
             project(lay(r)?, a.shape(r)?, a.shape(v)?)
         }
@@ -278,7 +282,11 @@ fn forward(a: &Analysis, b: &Block, of: &mut [Option<Layout>], changed: &mut boo
                     set(of, r, Layout::Slice { acc, axis: *axis }, changed);
                 }
             }
-            Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
+            Op::Binary { .. }
+            | Op::Cmp { .. }
+            | Op::Select { .. }
+            | Op::Fma { .. }
+            | Op::StochasticRound { .. } => {
                 let Some(r) = r else { continue };
                 let rs = a.shape(r).cloned();
                 let same: Vec<Layout> = inst
@@ -373,6 +381,7 @@ fn creatable(op: &Op) -> bool {
             | Op::Cmp { .. }
             | Op::Select { .. }
             | Op::Fma { .. }
+            | Op::StochasticRound { .. }
             | Op::ExpandDims { .. }
     )
 }

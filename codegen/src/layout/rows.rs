@@ -111,7 +111,11 @@ fn step(
                     set(of, r, l, changed);
                 }
             }
-            Op::Binary { .. } | Op::Cmp { .. } | Op::Select { .. } | Op::Fma { .. } => {
+            Op::Binary { .. }
+            | Op::Cmp { .. }
+            | Op::Select { .. }
+            | Op::Fma { .. }
+            | Op::StochasticRound { .. } => {
                 let Some(r) = r else { continue };
                 let rs = a.shape(r).cloned();
                 let mut same = inst

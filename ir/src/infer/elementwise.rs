@@ -138,6 +138,56 @@ impl Checker<'_> {
         Some(Ty::Tile { elem, shape, weak })
     }
 
+    /// `stochastic_round(x, seed, index)`: a float `x`, an integer scalar `seed`, an integer
+    /// `index` broadcasting with `x`; bf16 of the broadcast shape.
+    pub(super) fn stochastic_round(
+        &mut self,
+        x: ValueId,
+        seed: ValueId,
+        index: ValueId,
+        loc: Loc,
+    ) -> Option<Ty> {
+        const OP: &str = "stochastic_round";
+        let (xe, xs, _) = self.expect_tile(x, loc, "the value of `stochastic_round`")?;
+        let (se, ss, _) = self.expect_tile(seed, loc, "the seed of `stochastic_round`")?;
+        let (ie, is, _) = self.expect_tile(index, loc, "the index of `stochastic_round`")?;
+        let mut ok = true;
+        if !xe.is_float() {
+            self.err_help(
+                loc,
+                format!("dtype mismatch: `{OP}` of {xe} values"),
+                "it rounds floats to bf16: convert first, e.g. `.to_f32()`",
+            );
+            ok = false;
+        }
+        if !se.is_int() || !ss.is_scalar() {
+            let found = if ss.is_scalar() {
+                format!("{se}")
+            } else {
+                format!("a tile of shape {ss}")
+            };
+            self.err_help(
+                loc,
+                format!("the seed of `{OP}` must be an integer scalar, found {found}"),
+                "pass a kernel parameter, e.g. `seed: i64`, and vary it per step",
+            );
+            ok = false;
+        }
+        if !ie.is_int() {
+            self.err_help(
+                loc,
+                format!("the index of `{OP}` must be integers, found {ie}"),
+                "pass each element's identity, e.g. its offsets `program_id(0) * BLOCK + arange::<BLOCK>()`",
+            );
+            ok = false;
+        }
+        let shape = self.broadcast(&xs, &is, loc, OP)?;
+        if !ok {
+            return Some(Ty::Error);
+        }
+        Some(Ty::tile(Elem::of(DType::BF16), shape))
+    }
+
     /// A comparison: a mask of the broadcast shape.
     pub(super) fn cmp(&mut self, op: CmpOp, a: ValueId, b: ValueId, loc: Loc) -> Option<Ty> {
         let (ta, tb) = (self.ty(a), self.ty(b));

@@ -246,6 +246,7 @@ impl<'k> Checker<'k> {
             Op::Cmp { op, a, b } => self.cmp(*op, *a, *b, loc),
             Op::Select { cond, a, b } => self.select(*cond, *a, *b, loc),
             Op::Fma { a, b, c } => self.fma([*a, *b, *c], loc),
+            Op::StochasticRound { x, seed, index } => self.stochastic_round(*x, *seed, *index, loc),
             Op::Cast { x, to } => self.cast(*x, to, loc),
             // tiles.rs
             Op::Arange { n } => self.arange(n, loc),

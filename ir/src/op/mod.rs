@@ -124,6 +124,20 @@ pub enum Op {
         /// Addend.
         c: ValueId,
     },
+    /// `stochastic_round(x, seed, index)`: each element of the float `x` rounded to bf16
+    /// toward one of its two neighbours, the farther one with probability its distance over
+    /// the step (so the expected value is `x`): the 16 bits below bf16's precision plus 16
+    /// random bits of a hash of `(seed, index)`, truncated. `seed` an integer scalar, `index`
+    /// an integer tile (the element's identity) broadcasting with `x`; infinities and NaN
+    /// round to nearest. Result bf16, the broadcast shape.
+    StochasticRound {
+        /// The values (any float type, read as f32).
+        x: ValueId,
+        /// The random stream (an integer scalar).
+        seed: ValueId,
+        /// Each element's counter in the stream (an integer tile or scalar).
+        index: ValueId,
+    },
     /// Elementwise conversion (`to_f32()`, `cast::<T>()`).
     Cast {
         /// Operand.
@@ -332,6 +346,7 @@ impl Op {
                 | Op::Cmp { .. }
                 | Op::Select { .. }
                 | Op::Fma { .. }
+                | Op::StochasticRound { .. }
                 | Op::Cast { .. }
         )
     }
@@ -389,6 +404,7 @@ impl Op {
                 v
             }
             Op::Fma { a, b, c } => vec![*a, *b, *c],
+            Op::StochasticRound { x, seed, index } => vec![*x, *seed, *index],
             Op::Full { value, .. } => vec![*value],
             Op::Load {
                 view,

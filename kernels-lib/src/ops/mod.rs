@@ -3,6 +3,7 @@
 pub mod adamw;
 pub mod adamw_list;
 pub mod adamw_master_list;
+pub mod adamw_master_sr_list;
 pub mod attention;
 pub mod attention_bwd_delta;
 pub mod attention_bwd_dkdv;

@@ -306,6 +306,68 @@ pub(crate) fn fma(a: &Tile, b: &Tile, c: &Tile, dtype: DType, exact: bool) -> Re
     })
 }
 
+/// The random stream of `stochastic_round`: SplitMix64's finalizer of `seed` times the
+/// golden-ratio increment plus `index` (wrapping), as the prelude's
+/// `tk::detail::stochastic_bits` computes it.
+pub(crate) fn stochastic_bits(seed: i64, index: i64) -> u64 {
+    let mut z = (seed as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(index as u64);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `x` (an f32) rounded to bf16 stochastically with the random stream's element `(seed,
+/// index)`: its top 16 bits added to the 16 bits below bf16's precision, then truncated;
+/// infinities and NaN rounded to nearest.
+pub(crate) fn stochastic_round_bf16(x: f32, seed: i64, index: i64) -> f32 {
+    let b = x.to_bits();
+    if b & 0x7f80_0000 == 0x7f80_0000 {
+        return half::bf16::from_f32(x).to_f32();
+    }
+    let r = (stochastic_bits(seed, index) >> 48) as u32;
+    f32::from_bits(b.wrapping_add(r) & 0xffff_0000)
+}
+
+/// `stochastic_round(x, seed, index)`: bf16 of the broadcast shape of `x` and `index`
+/// (`seed` a scalar). In exact mode the values are not rounded (the expectation).
+pub(crate) fn stochastic_round(
+    x: &Tile,
+    seed: &Tile,
+    index: &Tile,
+    exact: bool,
+) -> Result<Tile, String> {
+    let shape = broadcast_shape(&x.shape, &index.shape)?;
+    let (sx, si) = (source(&x.shape, &shape)?, source(&index.shape, &shape)?);
+    let (Data::F(xv), Data::I(sv), Data::I(iv)) = (&x.data, &seed.data, &index.data) else {
+        return Err(
+            "malformed IR: `stochastic_round` of a non-float value or a non-integer seed or index"
+                .into(),
+        );
+    };
+    let Some(&s) = sv.first() else {
+        return Err("malformed IR: `stochastic_round` without a seed".into());
+    };
+    let n: usize = shape.iter().product();
+    let v = (0..n)
+        .map(|i| {
+            let xi = xv[sx.at(i)];
+            if exact {
+                xi
+            } else {
+                f64::from(stochastic_round_bf16(xi as f32, s, iv[si.at(i)]))
+            }
+        })
+        .collect();
+    Ok(Tile {
+        dtype: DType::BF16,
+        weak: false,
+        shape,
+        data: Data::F(v),
+    })
+}
+
 /// A binary op with broadcasting. `dtype` is the result's (inferred) element type; the
 /// result is weak only if both operands are.
 pub(crate) fn binary(

@@ -6,7 +6,7 @@ use crate::emit::{layout_name, Emitter};
 use crate::error::CodegenError;
 use crate::layout::Layout;
 use crate::names::{elem_ctype, shape_type};
-use tilekit_ir::{BinOp, CmpOp, Inst, Op, Ty, UnaryOp};
+use tilekit_ir::{BinOp, CmpOp, DType, Elem, Inst, Op, Ty, UnaryOp};
 
 /// The prelude's functor of a unary op (`tk::op::<name>`): the DSL name
 /// ([`UnaryOp::name`]), but for `not`, a C++ alternative token, which is `lnot`.
@@ -137,6 +137,17 @@ impl<'k> Emitter<'k> {
                 let be = self.coerce((inst, 1), *b, &elem, &shape, l)?;
                 let ce = self.coerce((inst, 2), *c, &elem, &shape, l)?;
                 self.assign(r, &format!("tk::fma({ae}, {be}, {ce})"))
+            }
+            Op::StochasticRound { x, seed, index } => {
+                let r = Self::result(inst)?;
+                let (_, shape) = self.ty(r)?;
+                let l = self.layout(r);
+                let xe = self.coerce((inst, 0), *x, &Elem::Concrete(DType::F32), &shape, l)?;
+                let (se, _) = self.ty(*seed)?;
+                let se = self.coerce((inst, 1), *seed, &se, &shape, l)?;
+                let (ie, _) = self.ty(*index)?;
+                let ie = self.coerce((inst, 2), *index, &ie, &shape, l)?;
+                self.assign(r, &format!("tk::stochastic_round({xe}, {se}, {ie})"))
             }
             Op::Cast { x, to } => {
                 let r = Self::result(inst)?;

@@ -48,6 +48,7 @@ impl<'k> Emitter<'k> {
             | Op::Cmp { .. }
             | Op::Select { .. }
             | Op::Fma { .. }
+            | Op::StochasticRound { .. }
             | Op::Cast { .. } => self.elementwise(inst),
             Op::Arange { .. }
             | Op::ExpandDims { .. }

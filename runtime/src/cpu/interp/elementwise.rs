@@ -1,4 +1,4 @@
-//! Elementwise ops: unary math, binary arithmetic and math, `fma`, comparisons, `where_` and casts (the tile
+//! Elementwise ops: unary math, binary arithmetic and math, `fma`, `stochastic_round`, comparisons, `where_` and casts (the tile
 //! math is `cpu::elementwise` and `cpu::tile`).
 
 use super::Program;
@@ -55,6 +55,21 @@ impl Program<'_> {
             self.tile(b)?,
             self.tile(c)?,
             d,
+            self.plan.exact,
+        )
+    }
+
+    /// `stochastic_round(x, seed, index)`: bf16.
+    pub(super) fn stochastic_round(
+        &self,
+        x: ValueId,
+        seed: ValueId,
+        index: ValueId,
+    ) -> Result<Tile, String> {
+        elementwise::stochastic_round(
+            self.tile(x)?,
+            self.tile(seed)?,
+            self.tile(index)?,
             self.plan.exact,
         )
     }

@@ -207,6 +207,9 @@ impl<'a> Program<'a> {
                 Op::Cmp { op, a, b } => Some(self.compare(*op, *a, *b)?.into()),
                 Op::Select { cond, a, b } => Some(self.select(*cond, *a, *b, first)?.into()),
                 Op::Fma { a, b, c } => Some(self.fma([*a, *b, *c], first)?.into()),
+                Op::StochasticRound { x, seed, index } => {
+                    Some(self.stochastic_round(*x, *seed, *index)?.into())
+                }
                 Op::Cast { x, to } => Some(self.cast(*x, to)?.into()),
                 // Reductions and shapes (`shape`).
                 Op::Arange { n } => Some(self.arange(n)?.into()),

@@ -99,6 +99,44 @@ template <class A, class B, class C> TK_DEVICE auto fma(const A& a, const B& b, 
     }
 }
 
+namespace detail {
+/// The random stream of `stochastic_round`: SplitMix64's finalizer of `seed` times the
+/// golden-ratio increment plus `index` (the CPU backend's `stochastic_bits`, bit for bit).
+TK_DEVICE unsigned long long stochastic_bits(long long seed, long long index) {
+    unsigned long long z = (unsigned long long)seed * 0x9e3779b97f4a7c15ULL + (unsigned long long)index;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/// `x` rounded to bf16 stochastically: the stream's top 16 bits added to the 16 bits below
+/// bf16's precision, then truncated (the farther neighbour with probability its distance
+/// over the step); infinities and NaN rounded to nearest.
+TK_DEVICE __nv_bfloat16 stochastic_round_bf16(float x, long long seed, long long index) {
+    unsigned int b = __float_as_uint(x);
+    if ((b & 0x7f800000u) == 0x7f800000u) return __float2bfloat16_rn(x);
+    b += (unsigned int)(stochastic_bits(seed, index) >> 48);
+    return __ushort_as_bfloat16((unsigned short)(b >> 16));
+}
+} // namespace detail
+
+/// `stochastic_round(x, seed, index)`: the f32 `x` rounded to bf16 stochastically with the
+/// random stream's element `(seed, index)`; tile operands of one shape and layout.
+template <class X, class S, class I> TK_DEVICE auto stochastic_round(const X& x, const S& seed, const I& index) {
+    static_assert(is_same<typename elem_of<X>::type, float>::value, "tk::stochastic_round: the value is an f32 (cast first)");
+    static_assert(!is_tile<S>::value, "tk::stochastic_round: the seed is a scalar");
+    using R = typename result_of<__nv_bfloat16, X, I>::type;
+    if constexpr (is_tile<R>::value) {
+        R r;
+#pragma unroll
+        for (int s = 0; s < R::SLOTS; ++s)
+            r.v[s] = detail::stochastic_round_bf16(at(x, s), (long long)seed, (long long)at(index, s));
+        return r;
+    } else {
+        return detail::stochastic_round_bf16(x, (long long)seed, (long long)index);
+    }
+}
+
 /// `where_(c, a, b)`; every tile operand has the result's shape.
 template <class C, class A, class B> TK_DEVICE auto select(const C& c, const A& a, const B& b) {
     using E = typename elem_of<A>::type;

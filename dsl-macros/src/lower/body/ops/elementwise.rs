@@ -91,6 +91,12 @@ impl Lowerer<'_, '_> {
         Some(self.push(Op::Fma { a, b, c }, call.span))
     }
 
+    /// `stochastic_round(x, seed, index)`: `x` rounded to bf16 stochastically.
+    pub(super) fn stochastic_round_call(&mut self, call: &Call) -> Option<ValueId> {
+        let [x, seed, index] = self.three_args(call, "stochastic_round(x, seed, index)")?;
+        Some(self.push(Op::StochasticRound { x, seed, index }, call.span))
+    }
+
     /// `a.mul_add(b, c)` (Rust's spelling of `fma(a, b, c)`).
     pub(super) fn mul_add_method(&mut self, mc: &Method) -> Option<ValueId> {
         let [a, b, c] = self.recv_and_two(mc, "a.mul_add(b, c)")?;

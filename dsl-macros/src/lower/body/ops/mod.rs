@@ -161,6 +161,7 @@ const CALLS: &[CallOp] = &[
     CallOp::new("powi", |l, c| l.binary_call(c, BinOp::Powi)),
     CallOp::new("atan2", |l, c| l.binary_call(c, BinOp::Atan2)),
     CallOp::new("fma", |l, c| l.fma_call(c)),
+    CallOp::new("stochastic_round", |l, c| l.stochastic_round_call(c)),
     CallOp::new("cdiv", |l, c| l.cdiv(c)),
     // only as the range of a `for` loop (lowered there)
     CallOp::new("pipelined", |l, c| l.pipelined_outside_for(c)).unlisted(),
