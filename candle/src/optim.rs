@@ -58,6 +58,8 @@ pub struct AdamW {
     params: ParamsAdamW,
     steps: u64,
     slots: Vec<Slot>,
+    /// The base seed of stochastic rounding for bf16 parameters (`None`: to nearest).
+    stochastic: Option<u64>,
 }
 
 impl AdamW {
@@ -106,7 +108,30 @@ impl AdamW {
             params,
             steps: 0,
             slots,
+            stochastic: None,
         })
+    }
+
+    /// Rounds bf16 parameters to their new master weights stochastically (unbiased: the
+    /// farther bf16 neighbour with probability its distance over the step) instead of to
+    /// nearest, from a random stream of `seed` and the step
+    /// ([`adamw_step_master_list_sr`](tilekit_kernels::adamw_step_master_list_sr)); f32 and
+    /// f16 parameters are unaffected. Off by default.
+    ///
+    /// ```
+    /// use candle_core::{DType, Device, Tensor, Var};
+    /// use tilekit_candle::optim::{AdamW, ParamsAdamW};
+    /// let w = Var::from_tensor(&Tensor::ones(4096, DType::BF16, &Device::Cpu).unwrap()).unwrap();
+    /// let h = ParamsAdamW { lr: 1.0 / 1024.0, weight_decay: 0.0, ..Default::default() };
+    /// let mut opt = AdamW::new(vec![w.clone()], h).unwrap().with_stochastic_rounding(42);
+    /// let loss = (w.as_tensor().to_dtype(DType::F32).unwrap() * -1.0).unwrap().sum_all().unwrap();
+    /// opt.step(&loss.backward().unwrap()).unwrap(); // 1 + 2^-10: an eighth of a bf16 step
+    /// let up = w.to_dtype(DType::F32).unwrap().to_vec1::<f32>().unwrap().iter().filter(|&&x| x > 1.0).count();
+    /// assert!((512 - 150..512 + 150).contains(&up)); // about one in eight rounds up, not none
+    /// ```
+    pub fn with_stochastic_rounding(mut self, seed: u64) -> AdamW {
+        self.stochastic = Some(seed);
+        self
     }
 
     /// Steps taken (the bias corrections' exponent of the next step is one more).
@@ -253,10 +278,23 @@ impl AdamW {
         targets.extend(slots.iter().map(|s| &s.v));
         target_names.extend(names("second moment of parameter"));
         let n = part.len();
-        let spec: &'static KernelSpec = if master {
-            &tilekit_kernels::adamw_master_list::SPEC
+        // Stochastic rounding: bf16 parameters only, its stream's seed one more scalar.
+        let stochastic = match self.stochastic {
+            Some(seed) if dtype == DType::BF16 => {
+                Some(tilekit_kernels::stochastic_step_seed(seed, self.steps + 1))
+            }
+            _ => None,
+        };
+        let spec: &'static KernelSpec = match (master, stochastic) {
+            (true, Some(_)) => &tilekit_kernels::adamw_master_sr_list::SPEC,
+            (true, None) => &tilekit_kernels::adamw_master_list::SPEC,
+            _ => &tilekit_kernels::adamw_list::SPEC,
+        };
+        // The SR kernel is bf16 only, not generic.
+        let generics: &[tilekit_runtime::ir::DType] = if stochastic.is_some() {
+            &[]
         } else {
-            &tilekit_kernels::adamw_list::SPEC
+            std::slice::from_ref(&generic)
         };
         launch_in_place(
             op,
@@ -276,7 +314,10 @@ impl AdamW {
                 args.push(take(n)); // first moments
                 args.push(take(n)); // second moments
                 args.extend(scalars());
-                launch_lists(rt, spec, None, &[generic], args)?;
+                if let Some(seed) = stochastic {
+                    args.push(LaunchArg::One(Arg::Scalar(ScalarValue::I64(seed))));
+                }
+                launch_lists(rt, spec, None, generics, args)?;
                 Ok(())
             }),
         )

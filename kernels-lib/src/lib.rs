@@ -36,7 +36,7 @@ pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};
 pub use optim::{
     adamw_step, adamw_step_list, adamw_step_master_list, adamw_step_master_list_sr,
-    clip_grad_norm_list, sgd_step_list, AdamW, Sgd,
+    clip_grad_norm_list, sgd_step_list, stochastic_step_seed, AdamW, Sgd,
 };
 
 pub use ops::adamw::adamw;

@@ -219,14 +219,21 @@ pub fn adamw_step_master_list_sr(
         h.eps,
         h.weight_decay,
         step,
-        step_seed(seed, step),
+        stochastic_step_seed(seed, step as u64),
     )
 }
 
-/// The random stream of step `step` from a base `seed`: both mixed (SplitMix64's
-/// finalizer), so neighbouring steps and seeds share no bits.
-fn step_seed(seed: u64, step: i64) -> i64 {
-    let mut z = seed ^ (step as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+/// The `seed` argument [`adamw_step_master_list_sr`] passes to
+/// [`adamw_master_sr_list`](crate::adamw_master_sr_list) at step `step` from a base `seed`:
+/// both mixed (SplitMix64's finalizer), so neighbouring steps and seeds share no bits.
+///
+/// ```
+/// use tilekit_kernels::stochastic_step_seed;
+/// assert_ne!(stochastic_step_seed(7, 1), stochastic_step_seed(7, 2));
+/// assert_eq!(stochastic_step_seed(7, 1), stochastic_step_seed(7, 1));
+/// ```
+pub fn stochastic_step_seed(seed: u64, step: u64) -> i64 {
+    let mut z = seed ^ step.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     (z ^ (z >> 31)) as i64

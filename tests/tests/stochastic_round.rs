@@ -264,22 +264,21 @@ fn gpu_stochastic_round_matches_cpu_bit_for_bit() {
     };
     let (gm, gp, gmm, gv) = run_step(&gpu);
     let (cm, cp, cmm, cv) = run_step(&Runtime::cpu());
-    // Where both backends' master weights agree bit for bit (all but a few: the GPU may
-    // contract or approximate differently), so do the stochastically rounded parameters.
-    let (mut same_master, mut n) = (0usize, 0usize);
-    for (k, (gms, cms)) in gm.iter().zip(&cm).enumerate() {
-        for (i, (a, b)) in gms.iter().zip(cms).enumerate() {
-            n += 1;
-            if a.to_bits() == b.to_bits() {
-                same_master += 1;
-                assert_eq!(gp[k][i], cp[k][i], "member {k} element {i}: master {a:e}");
+    // On each backend the parameters are exactly the documented rounding of its own final
+    // master weights with step 3's stream (the backends' master weights may differ in the
+    // last bits: the GPU's division and square root round differently).
+    let seed = tilekit_kernels::stochastic_step_seed(99, 3);
+    for (backend, ms, ps) in [("gpu", &gm, &gp), ("cpu", &cm, &cp)] {
+        for (k, (mk, pk)) in ms.iter().zip(ps.iter()).enumerate() {
+            for (i, (&w, &b)) in mk.iter().zip(pk).enumerate() {
+                assert_eq!(
+                    b,
+                    bits(reference(w, seed, i as i64)),
+                    "{backend} member {k} element {i}: master {w:e}"
+                );
             }
         }
     }
-    assert!(
-        same_master * 100 >= n * 99,
-        "{same_master} of {n} master weights agree"
-    );
     for (what, a, b) in [("master", gm, cm), ("m", gmm, cmm), ("v", gv, cv)] {
         for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
             assert!(
