@@ -8,7 +8,8 @@
 //!   checks the launch as a launch on tilekit tensors is checked.
 //! - **Optimizers on candle `Var`s** ([`optim`]): [`optim::AdamW`], a drop-in for
 //!   `candle_nn::AdamW` (its `Optimizer` trait and `ParamsAdamW`) whose step is one launch
-//!   over every parameter (the library's tensor-list kernels), updating the `Var`s in place.
+//!   over every parameter (the library's tensor-list kernels), updating the `Var`s in place;
+//!   [`optim::Sgd`] (momentum, Nesterov) and [`optim::clip_grad_norm`].
 //!
 //! Where it runs: a CUDA tensor's kernel is launched on candle's own stream
 //! (`CudaDevice::cuda_stream()`, a per-thread stream for devices from `Device::new_cuda`)

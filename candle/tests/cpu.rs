@@ -84,3 +84,13 @@ fn adamw_matches_candle_nn() {
 fn adamw_refusals() {
     common::adamw_refusals(&Device::Cpu);
 }
+
+#[test]
+fn sgd_matches_torch_sgd() {
+    common::sgd_matches(&Device::Cpu);
+}
+
+#[test]
+fn clip_grad_norm_matches_candle() {
+    common::clip_matches(&Device::Cpu);
+}

@@ -133,3 +133,10 @@ fn adamw_matches_candle_nn() {
     common::adamw_matches(&gpu());
     common::adamw_refusals(&gpu());
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sgd_and_clip_match() {
+    common::sgd_matches(&gpu());
+    common::clip_matches(&gpu());
+}

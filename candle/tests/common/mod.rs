@@ -513,3 +513,150 @@ pub fn adamw_refusals(dev: &Device) {
     assert_eq!(opt.steps(), 0);
     assert_eq!(max_diff(w.as_tensor(), &before), 0.0);
 }
+
+/// `optim::Sgd` against PyTorch's SGD written with candle ops, four steps, momentum with
+/// dampening and weight decay, then Nesterov; parameter 1 gets its first gradient at the
+/// second step (its buffer starts then, as PyTorch's); 300 more parameters (two launches).
+pub fn sgd_matches(dev: &Device) {
+    use candle_core::backprop::GradStore;
+    use tilekit_candle::optim::{ParamsSgd, Sgd};
+    for h in [
+        ParamsSgd {
+            lr: 0.1,
+            momentum: 0.9,
+            dampening: 0.25,
+            weight_decay: 0.01,
+            nesterov: false,
+        },
+        ParamsSgd {
+            lr: 0.05,
+            momentum: 0.8,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: true,
+        },
+    ] {
+        let mut shapes: Vec<Vec<usize>> = vec![vec![3, 4], vec![5], vec![]];
+        shapes.extend((0..300).map(|i| vec![1 + i % 19]));
+        let init: Vec<Tensor> = shapes.iter().map(|s| rand(s, DType::F32, dev)).collect();
+        let vars: Vec<Var> = init
+            .iter()
+            .map(|t| Var::from_tensor(&t.copy().unwrap()).unwrap())
+            .collect();
+        let mut opt = Sgd::new(vars.clone(), h).unwrap();
+        let mut p: Vec<Tensor> = init.clone();
+        let mut buf: Vec<Option<Tensor>> = vec![None; init.len()];
+        let f = |x: f32| f64::from(x);
+        for step in 0..4 {
+            let mut g = GradStore::default();
+            let mut gs = Vec::new();
+            for (i, v) in vars.iter().enumerate() {
+                if i == 1 && step == 0 {
+                    gs.push(None);
+                    continue;
+                }
+                let gi = rand(v.dims(), DType::F32, dev);
+                g.insert(v.as_tensor(), gi.clone());
+                gs.push(Some(gi));
+            }
+            opt.step(&g).unwrap();
+            // The reference: torch.optim.SGD's update with candle ops.
+            for i in 0..p.len() {
+                let Some(gi) = &gs[i] else { continue };
+                let d = (gi + (&p[i] * f(h.weight_decay)).unwrap()).unwrap();
+                let b = match &buf[i] {
+                    None => d.clone(),
+                    Some(b) => ((b * f(h.momentum)).unwrap()
+                        + (&d * (1.0 - f(h.dampening))).unwrap())
+                    .unwrap(),
+                };
+                let upd = if h.nesterov {
+                    (&d + (&b * f(h.momentum)).unwrap()).unwrap()
+                } else {
+                    b.clone()
+                };
+                buf[i] = Some(b);
+                p[i] = (&p[i] - (upd * f(h.lr)).unwrap()).unwrap();
+            }
+        }
+        for (i, (v, want)) in vars.iter().zip(&p).enumerate() {
+            let d = max_diff(v.as_tensor(), want);
+            assert!(d < 1e-5, "{h:?} parameter {i}: {d}");
+        }
+    }
+    // Refused: a bf16 parameter, a NaN learning rate (nothing changes).
+    assert!(Sgd::new(
+        vec![Var::zeros(2, DType::BF16, dev).unwrap()],
+        ParamsSgd::default()
+    )
+    .is_err());
+    let w = Var::from_tensor(&rand(&[4], DType::F32, dev).copy().unwrap()).unwrap();
+    let before = w.as_tensor().copy().unwrap();
+    let mut opt = Sgd::new(
+        vec![w.clone()],
+        ParamsSgd {
+            lr: f32::NAN,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut g = GradStore::default();
+    g.insert(w.as_tensor(), rand(&[4], DType::F32, dev));
+    assert!(opt.step(&g).is_err());
+    assert_eq!(max_diff(w.as_tensor(), &before), 0.0);
+}
+
+/// `optim::clip_grad_norm` against the norm computed with candle ops: f32 and bf16
+/// gradients, clipping and not clipping; a bad `max_norm` refused with nothing written.
+pub fn clip_matches(dev: &Device) {
+    use candle_core::backprop::GradStore;
+    use tilekit_candle::optim::clip_grad_norm;
+    for dtype in [DType::F32, DType::BF16] {
+        for max_norm in [1.0f32, 1e6] {
+            let shapes: Vec<Vec<usize>> = (0..40).map(|i| vec![1 + (i * 7) % 23]).collect();
+            let vars: Vec<Var> = shapes
+                .iter()
+                .map(|s| Var::zeros(s.as_slice(), dtype, dev).unwrap())
+                .collect();
+            let mut g = GradStore::default();
+            let mut orig = Vec::new();
+            for v in &vars {
+                let gi = rand(v.dims(), dtype, dev);
+                orig.push(gi.copy().unwrap());
+                g.insert(v.as_tensor(), gi);
+            }
+            let norm = clip_grad_norm(&vars, &g, max_norm).unwrap();
+            let want: f32 = orig
+                .iter()
+                .map(|t| {
+                    t.to_dtype(DType::F32)
+                        .unwrap()
+                        .sqr()
+                        .unwrap()
+                        .sum_all()
+                        .unwrap()
+                        .to_scalar::<f32>()
+                        .unwrap()
+                })
+                .sum::<f32>()
+                .sqrt();
+            let got = norm.to_scalar::<f32>().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-4 * want,
+                "{dtype:?}: norm {got} vs {want}"
+            );
+            let coef = (max_norm / (want + 1e-6)).min(1.0);
+            for (v, o) in vars.iter().zip(&orig) {
+                let scaled = (o.to_dtype(DType::F32).unwrap() * f64::from(coef)).unwrap();
+                let d = max_diff(g.get(v.as_tensor()).unwrap(), &scaled);
+                assert!(d <= tol(dtype) * 3.0, "{dtype:?} max_norm {max_norm}: {d}");
+            }
+        }
+    }
+    let v = Var::zeros(3, DType::F32, dev).unwrap();
+    let mut g = GradStore::default();
+    g.insert(v.as_tensor(), rand(&[3], DType::F32, dev));
+    let before = g.get(v.as_tensor()).unwrap().copy().unwrap();
+    assert!(clip_grad_norm(std::slice::from_ref(&v), &g, f32::NAN).is_err());
+    assert_eq!(max_diff(g.get(v.as_tensor()).unwrap(), &before), 0.0);
+}

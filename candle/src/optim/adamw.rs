@@ -1,9 +1,9 @@
-//! Optimizers over candle [`Var`]s: [`AdamW`], a drop-in for `candle_nn::AdamW` (the same
-//! [`ParamsAdamW`] and [`Optimizer`] trait) whose step is one tilekit launch over all the
+//! [`AdamW`]: a drop-in for `candle_nn::AdamW` whose step is one tilekit launch over all the
 //! parameters of an element type (the library's tensor-list kernels
-//! [`adamw_list`](tilekit_kernels::adamw_list) and
-//! [`adamw_master_list`](tilekit_kernels::adamw_master_list)), where candle's runs a dozen
-//! tensor ops per parameter.
+//! [`adamw_list`](tilekit_kernels::adamw_list),
+//! [`adamw_master_list`](tilekit_kernels::adamw_master_list) and
+//! [`adamw_master_sr_list`](tilekit_kernels::adamw_master_sr_list)), where candle's runs a
+//! dozen tensor ops per parameter.
 
 use crate::error::{Error, Result};
 use crate::inplace::{launch_in_place, MAX_TARGETS};
@@ -11,7 +11,7 @@ use crate::view::What;
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Tensor, Var};
 use candle_nn::Optimizer;
-pub use candle_nn::ParamsAdamW;
+use candle_nn::ParamsAdamW;
 use tilekit_runtime::{launch_lists, Arg, KernelSpec, LaunchArg, ScalarValue};
 
 /// Parameters per launch: four tensors of each are written (master weights, parameter,
@@ -168,41 +168,7 @@ impl AdamW {
     pub fn step(&mut self, grads: &GradStore) -> Result<()> {
         const OP: &str = "tilekit_candle::optim::AdamW::step";
         // Every gradient checked (and made contiguous) before the first launch.
-        let mut members: Vec<(usize, Tensor)> = Vec::with_capacity(self.slots.len());
-        for (i, s) in self.slots.iter().enumerate() {
-            let Some(g) = grads.get(s.var.as_tensor()) else {
-                continue;
-            };
-            let what = || What::Member("gradient of parameter", i).to_string();
-            if g.dtype() != s.var.dtype() {
-                return Err(Error::DTypeMismatch {
-                    op: OP,
-                    what: what(),
-                    expected: s.var.dtype(),
-                    found: g.dtype(),
-                });
-            }
-            if g.dims() != s.var.dims() {
-                return Err(Error::Shape {
-                    op: OP,
-                    message: format!(
-                        "{} has shape {:?}, its parameter {:?}",
-                        what(),
-                        g.dims(),
-                        s.var.dims()
-                    ),
-                });
-            }
-            if !g.device().same_device(s.var.device()) {
-                return Err(Error::DeviceMismatch {
-                    op: OP,
-                    what: what(),
-                    expected: s.var.device().location(),
-                    found: g.device().location(),
-                });
-            }
-            members.push((i, g.contiguous()?));
-        }
+        let members = super::checked_grads(OP, self.slots.iter().map(|s| &s.var), grads)?;
         let step = self.steps + 1;
         let h = [
             self.params.lr,
