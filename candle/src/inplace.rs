@@ -238,7 +238,7 @@ mod cuda {
     use super::{Body, Chain, Held};
     use crate::error::{Error, Result};
     use crate::operand::cuda::{device_in, device_out, ordinal};
-    use candle_core::backend::{BackendDevice, BackendStorage};
+    use candle_core::backend::BackendDevice;
     use candle_core::Storage;
     use cudarc::driver::SyncOnDrop;
     use tilekit_runtime::Arg;
