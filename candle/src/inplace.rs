@@ -158,6 +158,8 @@ impl Chain<'_, '_> {
 /// a rank-1 argument of all its elements (every one must be contiguous), on the runtime
 /// of their device (all on one). Refused before any lock: more than [`MAX_TARGETS`]
 /// targets, two targets sharing a storage, a source sharing a target's, a strided tensor.
+/// The device is the first target's: with no targets nothing runs (callers launch
+/// non-empty parts of their lists only).
 pub(crate) fn launch_in_place(
     op: &'static str,
     targets: &[&Tensor],
