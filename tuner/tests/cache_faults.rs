@@ -359,7 +359,10 @@ fn child_reads_damage_that_makes_sled_panic() {
     let base = TuneCache::at(base);
     let mut rng = Rng(0xBAD_5EED);
     let (mut panics, mut trials) = (0, 0);
-    while panics < 3 && trials < 60 {
+    // Up to 600 trials: which damage makes sled panic depends on where sled's background
+    // flushes left its pages, so on a loaded machine the first 60 may hold none (CI, session
+    // 33: 0 in 60; 3 in under 60 elsewhere).
+    while panics < 3 && trials < 600 {
         trials += 1;
         let dir = tempfile::tempdir().unwrap();
         let cache = cache_in(dir.path());
