@@ -58,6 +58,7 @@ pub use error::{Error, Result};
 pub use launch::Launch;
 pub use ops::{
     attention, attention_backward, cross_entropy, layer_norm, layer_norm_with_stats,
-    log_softmax_last_dim, rms_norm, rms_norm_residual, softmax_last_dim,
+    log_softmax_last_dim, rms_norm, rms_norm_residual, scaled_dot_product_attention,
+    softmax_last_dim,
 };
 pub use runtimes::register_kernels;

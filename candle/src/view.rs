@@ -154,6 +154,20 @@ impl View {
         .ok_or_else(err)
     }
 
+    /// A `[B, H, S, D]` candle layout as attention's `[B * H, S, D]` (the batch and head
+    /// axes merged without a copy: see [`heads_stride`]); any other layout is refused.
+    pub fn heads(op: &'static str, what: impl fmt::Display, layout: &Layout) -> Result<View> {
+        let (dims, strides) = (layout.dims(), layout.stride());
+        let err = || layout_error(op, &what, dims, strides);
+        let z_stride = heads_stride(dims, strides).ok_or_else(err)?;
+        View::new(
+            &[dims[0] * dims[1], dims[2], dims[3]],
+            &[z_stride, strides[2], strides[3]],
+            layout.start_offset(),
+        )
+        .ok_or_else(err)
+    }
+
     /// The extents.
     pub fn shape(&self) -> &[usize] {
         &self.shape[..self.rank]
@@ -162,6 +176,18 @@ impl View {
     /// The strides, in elements.
     pub fn strides(&self) -> &[usize] {
         &self.strides[..self.rank]
+    }
+}
+
+/// The stride of the merged `B * H` axis of a rank-4 `[B, H, S, D]` layout, where the two
+/// merge without a copy (`B`'s stride is `H`'s times `H`, or either extent is 1); `None`
+/// for any other layout.
+pub(crate) fn heads_stride(dims: &[usize], strides: &[usize]) -> Option<usize> {
+    match (dims, strides) {
+        ([_, 1, _, _], [sb, ..]) => Some(*sb),
+        ([1, _, _, _], [_, sh, ..]) => Some(*sh),
+        ([_, h, _, _], [sb, sh, _, _]) if *sb == sh * h => Some(*sh),
+        _ => None,
     }
 }
 
@@ -264,6 +290,30 @@ mod tests {
         let v = View::flat("t", "p", &layout(&[], &[], 0)).unwrap();
         assert_eq!(v.shape(), &[1]);
         assert!(View::flat("t", "p", &layout(&[3, 2], &[1, 3], 0)).is_err());
+    }
+
+    #[test]
+    fn heads_merge_batch_and_head_axes_where_no_copy_is_needed() {
+        // Contiguous [2, 3, 5, 64]: Z = 6 rows of 5 x 64, stride 320.
+        let l = layout(&[2, 3, 5, 64], &[960, 320, 64, 1], 7);
+        let v = View::heads("t", "q", &l).unwrap();
+        assert_eq!(
+            (v.shape(), v.strides(), v.offset),
+            (&[6, 5, 64][..], &[320, 64, 1][..], 7)
+        );
+        // [B, S, H, D] transposed to [B, H, S, D]: B and H do not merge (B > 1)...
+        let t = layout(&[2, 3, 5, 64], &[960, 64, 192, 1], 0);
+        assert!(View::heads("t", "q", &t).is_err());
+        // ... unless B = 1 (the head stride serves) or H = 1 (the batch stride serves).
+        let one = layout(&[1, 3, 5, 64], &[960, 64, 192, 1], 0);
+        assert_eq!(
+            View::heads("t", "q", &one).unwrap().strides(),
+            &[64, 192, 1]
+        );
+        let h1 = layout(&[2, 1, 5, 64], &[640, 320, 64, 1], 0);
+        assert_eq!(View::heads("t", "q", &h1).unwrap().strides(), &[640, 64, 1]);
+        // Not rank 4.
+        assert!(View::heads("t", "q", &layout(&[6, 5, 64], &[320, 64, 1], 0)).is_err());
     }
 
     #[test]

@@ -76,6 +76,11 @@ fn attention_matches_candle() {
 }
 
 #[test]
+fn attention_block_trains_like_candle() {
+    common::attention_block_trains_like_candle(&Device::Cpu);
+}
+
+#[test]
 fn adamw_matches_candle_nn() {
     common::adamw_matches(&Device::Cpu);
 }

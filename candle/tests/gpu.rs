@@ -129,6 +129,12 @@ fn attention_matches_candle() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
+fn attention_block_trains_like_candle() {
+    common::attention_block_trains_like_candle(&gpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
 fn adamw_matches_candle_nn() {
     common::adamw_matches(&gpu());
     common::adamw_refusals(&gpu());

@@ -1,11 +1,17 @@
 //! Attention on candle tensors `[B, H, S, D]`: the library's
-//! [`attention`](tilekit_kernels::attention) forward, and its two-pass backward, through
-//! [`crate::Launch`] (no gradient is recorded: the backward is its own call, as
-//! [`crate::cross_entropy`]'s gradient is).
+//! [`attention`](tilekit_kernels::attention) forward and its two-pass backward, as two
+//! explicit calls through [`crate::Launch`] ([`attention`], [`attention_backward`]: no
+//! gradient recorded), or as one differentiable op ([`scaled_dot_product_attention`]: a
+//! candle `CustomOp3` whose backward is candle's autograd calling the library's backward
+//! with the log-sum-exp the forward kept).
 
 use crate::error::{Error, Result};
+use crate::operand::{self, Operand, Src};
+use crate::view::{heads_stride, View, What};
 use crate::Launch;
-use candle_core::{DType, Tensor};
+use candle_core::op::BackpropOp;
+use candle_core::{CpuStorage, CustomOp3, DType, Layout, Shape, Tensor};
+use std::sync::Mutex;
 
 const OP: &str = "tilekit-attention";
 
@@ -266,4 +272,168 @@ pub fn attention_backward(
         second[0].reshape(k.dims())?,
         second[1].reshape(k.dims())?,
     ))
+}
+
+/// `q`, `k` or `v` as the differentiable op takes it: as is where its batch and head axes
+/// merge without a copy and its rows are contiguous, else a contiguous copy (recorded by
+/// candle's autograd like any op).
+fn mergeable(t: &Tensor) -> Result<Tensor> {
+    let l = t.layout();
+    let rows_contiguous = l.stride().last() == Some(&1);
+    if rows_contiguous && heads_stride(l.dims(), l.stride()).is_some() {
+        Ok(t.clone())
+    } else {
+        Ok(t.contiguous()?)
+    }
+}
+
+/// The differentiable forward: `o` from candle's operands, the log-sum-exp kept for the
+/// backward (candle's `bwd` sees only the operands, `o` and `dout`).
+struct Sdpa {
+    dims: Heads,
+    scalars: Scalars,
+    lse: Mutex<Option<Tensor>>,
+}
+
+impl Sdpa {
+    /// Runs the forward kernel on the storages; keeps the log-sum-exp, returns `o`.
+    fn run(&self, srcs: [(Src<'_>, &Layout); 3]) -> Result<(operand::Dst, Shape)> {
+        let Heads { b, h, sq, d, .. } = self.dims;
+        let q = srcs[0].0;
+        let generic = crate::dtype::float(OP, What::Operand(0), q.dtype())?;
+        let place = q.place();
+        let z = b * h;
+        let mut operands = [Operand::Scalar(0i64.into()); 10];
+        for (i, (src, layout)) in srcs.iter().enumerate() {
+            operands[i] = Operand::In(*src, View::heads(OP, What::Operand(i), layout)?);
+        }
+        operands[3] = Operand::Out(0, View::contiguous(OP, "o", &[z, sq, d])?);
+        operands[4] = Operand::Out(1, View::contiguous(OP, "lse", &[z, sq])?);
+        let Scalars {
+            scale,
+            heads,
+            kv_heads,
+            causal,
+        } = self.scalars;
+        operands[5] = Operand::Scalar(scale.into());
+        operands[6] = Operand::Scalar(heads.into());
+        operands[7] = Operand::Scalar(kv_heads.into());
+        operands[8] = Operand::Scalar(causal.into());
+        let mut outs = [
+            place.alloc(q.dtype(), z * sq * d, false)?,
+            place.alloc(DType::F32, z * sq, false)?,
+        ];
+        operand::run(
+            place,
+            &tilekit_kernels::attention::SPEC,
+            &[generic],
+            &operands[..9],
+            &mut outs,
+        )?;
+        let [o, lse] = outs;
+        let lse = Tensor::from_storage(lse.into_storage(), (b, h, sq), BackpropOp::none(), false);
+        *self.lse.lock().unwrap_or_else(|e| e.into_inner()) = Some(lse);
+        Ok((o, Shape::from((b, h, sq, d))))
+    }
+}
+
+impl CustomOp3 for Sdpa {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        match self.run([(Src::Cpu(s1), l1), (Src::Cpu(s2), l2), (Src::Cpu(s3), l3)])? {
+            (operand::Dst::Cpu(o), shape) => Ok((o, shape)),
+            #[cfg(feature = "cuda")]
+            (operand::Dst::Cuda(_), _) => unreachable!("a CPU launch allocates on the CPU"),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+        match self.run([
+            (Src::Cuda(s1), l1),
+            (Src::Cuda(s2), l2),
+            (Src::Cuda(s3), l3),
+        ])? {
+            (operand::Dst::Cuda(o), shape) => Ok((o, shape)),
+            (operand::Dst::Cpu(_), _) => unreachable!("a CUDA launch allocates on the device"),
+        }
+    }
+
+    fn bwd(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        o: &Tensor,
+        dout: &Tensor,
+    ) -> candle_core::Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let lse = self.lse.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let lse = lse.ok_or_else(|| Error::Shape {
+            op: OP,
+            message: "the backward ran before the forward kept its log-sum-exp".into(),
+        })?;
+        let Scalars { scale, causal, .. } = self.scalars;
+        let (dq, dk, dv) = attention_backward(q, k, v, o, &lse, dout, scale, causal)?;
+        Ok((Some(dq), Some(dk), Some(dv)))
+    }
+}
+
+/// [`attention`]'s output `o` as a differentiable op: candle's autograd
+/// (`loss.backward()`) runs the library's backward ([`attention_backward`]) with the
+/// log-sum-exp this forward kept, and gives `q`, `k` and `v` their gradients. Operands and
+/// refusals are [`attention`]'s; a `[B, H, S, D]` operand whose batch and head axes do not
+/// merge without a copy (a transposed `[B, S, H, D]` tensor with `B > 1`) is copied first.
+///
+/// ```
+/// use candle_core::{DType, Device, Tensor, Var};
+/// let dev = Device::Cpu;
+/// let q = Var::zeros((1, 1, 1, 64), DType::F32, &dev).unwrap();
+/// let k = Var::zeros((1, 1, 2, 64), DType::F32, &dev).unwrap();
+/// let v = Var::ones((1, 1, 2, 64), DType::F32, &dev).unwrap();
+/// let o = tilekit_candle::scaled_dot_product_attention(&q, &k, &v, 0.125, false).unwrap();
+/// let grads = o.sum_all().unwrap().backward().unwrap();
+/// // Equal scores: each value row gets half of the upstream gradient (ones).
+/// let dv = grads.get(&v).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+/// assert!(dv.iter().all(|x| (x - 0.5).abs() < 1e-6));
+/// ```
+pub fn scaled_dot_product_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    scale: f32,
+    causal: bool,
+) -> Result<Tensor> {
+    let dims = Heads::of(q, k, v)?;
+    let scalars = Scalars {
+        scale,
+        heads: dims.h as i64,
+        kv_heads: dims.hk as i64,
+        causal,
+    };
+    let (q, k, v) = (mergeable(q)?, mergeable(k)?, mergeable(v)?);
+    let op = Sdpa {
+        dims,
+        scalars,
+        lse: Mutex::new(None),
+    };
+    Ok(q.apply_op3(&k, &v, op)?)
 }

@@ -7,6 +7,8 @@
 //! - [`rms_norm`] (`CustomOp2`) and [`layer_norm`] (`CustomOp3`), with backward
 //!   (`rmsnorm_bwd` / `layernorm_bwd` and the deterministic `partial_sum` for the weight
 //!   gradients);
+//! - [`scaled_dot_product_attention`] (`CustomOp3`, `[B, H, S, D]`): with backward (the
+//!   library's two-pass attention backward, from the log-sum-exp its forward kept);
 //! - several outputs at once, through [`crate::Launch`] (no gradient):
 //!   [`layer_norm_with_stats`], [`rms_norm_residual`], [`cross_entropy`], [`attention`]
 //!   (`[B, H, S, D]`, causal or full, grouped-query heads) and its [`attention_backward`].
@@ -20,7 +22,7 @@ mod fused;
 mod norm;
 mod softmax;
 
-pub use attention::{attention, attention_backward};
+pub use attention::{attention, attention_backward, scaled_dot_product_attention};
 pub use fused::{cross_entropy, layer_norm_with_stats, rms_norm_residual};
 pub use norm::{layer_norm, rms_norm};
 pub use softmax::{log_softmax_last_dim, softmax_last_dim};

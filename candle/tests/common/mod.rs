@@ -397,6 +397,100 @@ pub fn attention_matches(dev: &Device) {
     assert!(tilekit_candle::attention(&q, &k, &k, 0.125, false).is_err());
 }
 
+/// Largest difference relative to the largest magnitude of `want`.
+fn rel_diff(got: &Tensor, want: &Tensor) -> f32 {
+    let scale = want
+        .to_dtype(DType::F32)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    max_diff(got, want) / scale.max(1e-30)
+}
+
+/// One transformer block's attention half, trained one step both ways: `y = x +
+/// attention(rms_norm(x) W_q, rms_norm(x) W_k, rms_norm(x) W_v) W_o` with grouped-query heads
+/// (4 query heads, 2 key/value heads, D = 64), the heads split from `[B, S, H * D]`
+/// projections by a transpose (strided `[B, H, S, D]` views), causal and full. Through
+/// tilekit-candle's differentiable ops (`rms_norm`, `scaled_dot_product_attention`) and
+/// through candle's own ops: `y` and the gradients of `sum(y * probe)` for `x`, the norm's
+/// weight and the four projections agree (f32).
+pub fn attention_block_trains_like_candle(dev: &Device) {
+    let (b, s, e, h, hk, d) = (2, 33, 96, 4, 2, 64);
+    let eps = 1e-5;
+    let scale = 1.0 / (d as f64).sqrt();
+    let var = |shape: &[usize], k: f64| {
+        Var::from_tensor(&(rand(shape, DType::F32, dev) * k).unwrap()).unwrap()
+    };
+    let x = var(&[b, s, e], 1.0);
+    let g = Var::from_tensor(&Tensor::rand(0.5f32, 1.5, e, dev).unwrap()).unwrap();
+    let (wq, wk, wv) = (
+        var(&[e, h * d], 0.1),
+        var(&[e, hk * d], 0.1),
+        var(&[e, hk * d], 0.1),
+    );
+    let wo = var(&[h * d, e], 0.05);
+    let probe = rand(&[b, s, e], DType::F32, dev);
+    let rms_candle = |x: &Tensor| {
+        let ms = x.sqr().unwrap().mean_keepdim(D::Minus1).unwrap();
+        let r = (ms + eps).unwrap().sqrt().unwrap();
+        x.broadcast_div(&r).unwrap().broadcast_mul(&g).unwrap()
+    };
+    for causal in [true, false] {
+        let block = |tilekit: bool| {
+            let xn = if tilekit {
+                tilekit_candle::rms_norm(&x, &g, eps as f32).unwrap()
+            } else {
+                rms_candle(&x)
+            };
+            let heads = |w: &Var, n: usize| {
+                xn.broadcast_matmul(w)
+                    .unwrap()
+                    .reshape((b, s, n, d))
+                    .unwrap()
+                    .transpose(1, 2)
+                    .unwrap()
+            };
+            let (q, k, v) = (heads(&wq, h), heads(&wk, hk), heads(&wv, hk));
+            let o = if tilekit {
+                tilekit_candle::scaled_dot_product_attention(&q, &k, &v, scale as f32, causal)
+                    .unwrap()
+            } else {
+                attention_reference(&q, &k, &v, scale, causal)
+            };
+            let o = o.transpose(1, 2).unwrap().contiguous().unwrap();
+            let o = o.reshape((b, s, h * d)).unwrap();
+            (x.as_tensor() + o.broadcast_matmul(&wo).unwrap()).unwrap()
+        };
+        let (got, want) = (block(true), block(false));
+        let what = format!("attention block causal={causal}");
+        let diff = rel_diff(&got, &want);
+        assert!(diff < 1e-5, "{what}: y off by {diff} (relative)");
+        let grads = |y: &Tensor| (y * &probe).unwrap().sum_all().unwrap().backward().unwrap();
+        let (gg, gw) = (grads(&got), grads(&want));
+        for (name, p) in [
+            ("x", &x),
+            ("rms weight", &g),
+            ("w_q", &wq),
+            ("w_k", &wk),
+            ("w_v", &wv),
+            ("w_o", &wo),
+        ] {
+            let got = gg
+                .get(p)
+                .unwrap_or_else(|| panic!("{what}: no gradient for {name}"));
+            let want = gw.get(p).expect("candle's gradient");
+            let diff = rel_diff(got, want);
+            assert!(diff < 2e-4, "{what}: d{name} off by {diff} (relative)");
+        }
+    }
+}
+
 /// `tilekit_candle::optim::AdamW` against `candle_nn::AdamW` over five steps of a small
 /// model: f32 parameters of several shapes (a scalar, one without a gradient, one whose
 /// gradient is strided), and 300 parameters (more than one launch's worth); then bf16 and
