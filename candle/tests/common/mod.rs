@@ -9,8 +9,14 @@ use candle_core::{DType, Device, Tensor, Var, D};
 /// The largest absolute difference.
 pub fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
     assert_eq!(a.dims(), b.dims(), "shapes differ");
-    let d = (a.to_dtype(DType::F32).unwrap() - b.to_dtype(DType::F32).unwrap()).unwrap();
-    d.abs()
+    max_abs(&(a.to_dtype(DType::F32).unwrap() - b.to_dtype(DType::F32).unwrap()).unwrap())
+}
+
+/// The largest magnitude, as f32.
+pub fn max_abs(t: &Tensor) -> f32 {
+    t.to_dtype(DType::F32)
+        .unwrap()
+        .abs()
         .unwrap()
         .flatten_all()
         .unwrap()
@@ -399,18 +405,7 @@ pub fn attention_matches(dev: &Device) {
 
 /// Largest difference relative to the largest magnitude of `want`.
 fn rel_diff(got: &Tensor, want: &Tensor) -> f32 {
-    let scale = want
-        .to_dtype(DType::F32)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .flatten_all()
-        .unwrap()
-        .max(0)
-        .unwrap()
-        .to_scalar::<f32>()
-        .unwrap();
-    max_diff(got, want) / scale.max(1e-30)
+    max_diff(got, want) / max_abs(want).max(1e-30)
 }
 
 /// One transformer block's attention half, trained one step both ways: `y = x +
