@@ -26,11 +26,13 @@ pub mod helpers;
 mod loss;
 mod ops;
 mod optim;
+mod varlen_lengths;
 
 pub use activation::{matmul_bias_activation, Activation};
 pub use attention_backward::attention_backward;
 pub use folded::{linear_batchnorm, BatchNorm, FoldError, FoldedBatchNorm};
 pub use helpers::{adamw_update, welford};
+pub use varlen_lengths::{attention_varlen_checked, VarlenError, VarlenLengths};
 
 pub use backward::{layernorm_backward, partial_rows, rmsnorm_backward};
 pub use loss::{count_valid_labels, CrossEntropyReduction};

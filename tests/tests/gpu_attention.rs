@@ -3,11 +3,17 @@
 //! small awkward shapes, full and causal; grouped-query heads; the default launch at 4097
 //! queries and keys (partial last blocks, every mask path); three repeats bitwise equal;
 //! the backward (both passes) on the covering subsets of its two kernels' spaces, and 20
-//! backward runs bitwise identical.
+//! backward runs bitwise identical; grouped-query attention at 32/8 heads forward and
+//! backward; the backward at 4097 and the forward at 4096 against the reference on sampled
+//! rows and keys (every output element checked written); small cases for
+//! compute-sanitizer.
 
 mod common;
 
-use common::attention::{check, check_backward, check_inputs, Case, Inputs};
+use common::attention::{
+    check, check_backward, check_backward_sampled, check_inputs, check_rows, check_varlen,
+    random_inputs, spread, Case, Packed,
+};
 use common::gpu::{covering_cases, precompile};
 use tilekit::ir::DType;
 use tilekit::prelude::*;
@@ -99,12 +105,7 @@ fn gpu_attention_covering_configs_match_the_reference() {
         causal: true,
     };
     let pp = Config::parse("BM=128,BN=128,D=128,WARPS=8,STAGES=2,SCHEDULE=pingpong").unwrap();
-    let mut r = common::rng("attention pingpong tiles");
-    let inputs = Inputs::<bf16> {
-        q: r.vec(many.z * many.m * many.d, 2.0),
-        k: r.vec(many.zk() * many.n * many.d, 2.0),
-        v: r.vec(many.zk() * many.n * many.d, 2.0),
-    };
+    let inputs = random_inputs::<bf16>(many, "attention pingpong tiles");
     let first = check_inputs(&rt, many, Some(&pp), tol(DType::BF16), &inputs).expect("pingpong");
     for _ in 0..2 {
         let again =
@@ -137,12 +138,7 @@ fn gpu_attention_default_launch_at_4097() {
             kv_heads: 1,
             causal,
         };
-        let mut r = common::rng(&format!("attention repeats {c:?}"));
-        let inputs = Inputs::<bf16> {
-            q: r.vec(c.z * c.m * c.d, 2.0),
-            k: r.vec(c.zk() * c.n * c.d, 2.0),
-            v: r.vec(c.zk() * c.n * c.d, 2.0),
-        };
+        let inputs = random_inputs::<bf16>(c, &format!("attention repeats {c:?}"));
         let first = check_inputs(&rt, c, None, tol(DType::BF16), &inputs).expect("default");
         for _ in 0..2 {
             let again = check_inputs(&rt, c, None, tol(DType::BF16), &inputs).expect("default");
@@ -313,7 +309,6 @@ fn gpu_attention_sanitizer_small() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn gpu_attention_varlen_matches_the_reference() {
-    use common::attention::{check_varlen, Packed};
     let rt = gpu();
     let configs = [
         None,
@@ -336,5 +331,131 @@ fn gpu_attention_varlen_matches_the_reference() {
             assert!(check_varlen::<bf16>(&rt, &p, cfg.as_ref(), tol(DType::BF16)).is_some());
             assert!(check_varlen::<f16>(&rt, &p, cfg.as_ref(), tol(DType::F16)).is_some());
         }
+    }
+}
+
+/// Grouped-query attention at Llama's ratio, 32 query heads over 8 key/value heads (B = 1,
+/// S = 257: a partial last block; D = 128, bf16), full and causal: the forward and the
+/// backward (dk and dv summed over each group of 4 query heads) against the f64 reference
+/// on every element.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_gqa_32_over_8_heads_forward_and_backward() {
+    let rt = gpu();
+    for causal in [false, true] {
+        let c = Case {
+            z: 32,
+            m: 257,
+            n: 257,
+            d: 128,
+            heads: 32,
+            kv_heads: 8,
+            causal,
+        };
+        assert!(run(&rt, DType::BF16, c, None));
+        drop(check_backward::<bf16>(&rt, c, (3e-2, 3e-2)));
+    }
+}
+
+/// The backward at 4097 queries and keys (B = 1, one head: partial last blocks on both
+/// axes, 65 key blocks per query block), full and causal, D = 128 bf16 and D = 64 f16: dq of
+/// 64 query rows and dk, dv of 64 keys spread over the sequence (the first and the last
+/// included) against the f64 reference; every gradient element written (NaN-poisoned
+/// before).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_backward_at_4097_on_sampled_rows_and_keys() {
+    let rt = gpu();
+    let sample = spread(4097, 64);
+    for causal in [false, true] {
+        for d in [128, 64] {
+            let c = Case {
+                z: 1,
+                m: 4097,
+                n: 4097,
+                d,
+                heads: 1,
+                kv_heads: 1,
+                causal,
+            };
+            if d == 128 {
+                drop(check_backward_sampled::<bf16>(
+                    &rt,
+                    c,
+                    (3e-2, 3e-2),
+                    &sample,
+                    &sample,
+                ));
+            } else {
+                drop(check_backward_sampled::<f16>(
+                    &rt,
+                    c,
+                    (4e-3, 4e-3),
+                    &sample,
+                    &sample,
+                ));
+            }
+        }
+    }
+}
+
+/// The forward at B = 1, H = 2, S = 4096, D = 128 (bf16; the default launch), full and
+/// causal: `o` and `lse` of 64 query rows per head spread over the sequence (the first and
+/// the last included) against the f64 reference, and every element of `o` and `lse` written
+/// (NaN-poisoned before).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_forward_at_4096_on_sampled_rows() {
+    let rt = gpu();
+    let rows = spread(4096, 64);
+    for causal in [false, true] {
+        let c = Case {
+            z: 2,
+            m: 4096,
+            n: 4096,
+            d: 128,
+            heads: 2,
+            kv_heads: 2,
+            causal,
+        };
+        let inputs = random_inputs::<bf16>(c, &format!("attention sampled rows {c:?}"));
+        assert!(check_rows(&rt, c, None, tol(DType::BF16), &inputs, &rows).is_some());
+    }
+}
+
+/// More small cases for compute-sanitizer (memcheck, racecheck, synccheck), beside
+/// [`gpu_attention_sanitizer_small`]: D = 256 (bf16, causal) and f16 (D = 64, full)
+/// forward and backward, and `attention_varlen` (sequences of zero queries and of zero
+/// keys, partial blocks; bf16 at D = 128 and f16 at D = 64, full and causal).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_sanitizer_more() {
+    let rt = gpu();
+    let small = |d, causal| Case {
+        z: 2,
+        m: 65,
+        n: 70,
+        d,
+        heads: 2,
+        kv_heads: 1,
+        causal,
+    };
+    let wide = small(256, true);
+    assert!(run(&rt, DType::BF16, wide, None));
+    drop(check_backward::<bf16>(&rt, wide, (3e-2, 3e-2)));
+    let half = small(64, false);
+    assert!(run(&rt, DType::F16, half, None));
+    drop(check_backward::<f16>(&rt, half, (4e-3, 4e-3)));
+    for causal in [false, true] {
+        let p = |d| Packed {
+            seq_q: vec![65, 0, 3],
+            seq_k: vec![70, 5, 0],
+            d,
+            heads: 2,
+            kv_heads: 1,
+            causal,
+        };
+        assert!(check_varlen::<bf16>(&rt, &p(128), None, tol(DType::BF16)).is_some());
+        assert!(check_varlen::<f16>(&rt, &p(64), None, tol(DType::F16)).is_some());
     }
 }

@@ -19,8 +19,13 @@ use tilekit::prelude::*;
 /// sequence's end do nothing). The cumulative lengths are read on the device and clamped
 /// to the tensors' extents (a malformed `cu` gives wrong sequences, never an access outside
 /// the tensors); the output rows are written through `o.row(h).narrow(start, len)`, so a
-/// block never writes into the next sequence. On sm_90a the loop runs on the Hopper
-/// engine, as `attention`'s.
+/// block never writes into the next sequence. This launch does not check the lengths'
+/// values (they are on the device): with a malformed `cu` or a `max_seqlen_q` below the
+/// longest query sequence, some output rows are wrong or never written. Check them on the
+/// host with [`VarlenLengths`](crate::VarlenLengths) (which also gives the exact
+/// `max_seqlen_q`) or launch through
+/// [`attention_varlen_checked`](crate::attention_varlen_checked). On sm_90a the loop runs
+/// on the Hopper engine, as `attention`'s.
 ///
 /// ```
 /// use tilekit::prelude::*;

@@ -1,10 +1,11 @@
-//! The attention forward's tests on either backend: a problem, its f64 reference, and one
-//! checked run.
+//! The attention tests on either backend: a problem, its f64 reference (whole, or on
+//! sampled query rows and keys for long sequences), and one checked run.
 
-use super::{assert_close, f64s, rng};
+use super::{assert_close, dot, f64s, rng};
+use rayon::prelude::*;
 use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
-use tilekit_kernels::attention;
+use tilekit_kernels::{attention, VarlenError};
 
 /// One problem: `z` query heads in all (`batch * heads`), `m` queries, `n` keys, dimension
 /// `d`, `heads` query heads per batch sharing `kv_heads` key/value heads.
@@ -26,44 +27,121 @@ impl Case {
     }
 }
 
-/// `(o, lse)` in f64: per query head, its key/value head `zk`, scores `q k^T * scale`
-/// masked by the causal band (bottom-right aligned), softmax, then `p v`; a row that sees
-/// no key has `o = 0` and `lse = +inf`.
-pub fn attention_ref(c: Case, q: &[f64], k: &[f64], v: &[f64], scale: f64) -> (Vec<f64>, Vec<f64>) {
-    let (mut o, mut lse) = (vec![0.0; c.z * c.m * c.d], vec![0.0; c.z * c.m]);
-    let group = c.heads / c.kv_heads;
-    for z in 0..c.z {
-        let zk = z / c.heads * c.kv_heads + z % c.heads / group;
-        for i in 0..c.m {
-            let qi = &q[(z * c.m + i) * c.d..][..c.d];
-            let seen = |j: usize| !c.causal || j as i64 <= i as i64 + c.n as i64 - c.m as i64;
-            let s: Vec<f64> = (0..c.n)
-                .map(|j| {
-                    let kj = &k[(zk * c.n + j) * c.d..][..c.d];
-                    if seen(j) {
-                        scale * qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f64>()
-                    } else {
-                        f64::NEG_INFINITY
-                    }
-                })
-                .collect();
-            let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            if mx == f64::NEG_INFINITY {
-                lse[z * c.m + i] = f64::INFINITY;
-                continue;
+/// Query head `z`'s key/value head (query heads `h` of a batch share key/value head
+/// `h / (heads / kv_heads)`).
+fn kv_head(c: Case, z: usize) -> usize {
+    z / c.heads * c.kv_heads + z % c.heads / (c.heads / c.kv_heads)
+}
+
+/// Whether query `i` sees key `j` (the causal band is aligned at the bottom right).
+fn sees(c: Case, i: usize, j: usize) -> bool {
+    !c.causal || j as i64 <= i as i64 + c.n as i64 - c.m as i64
+}
+
+/// Row `r` (`d` elements) of a row-major `[.., d]` tensor.
+fn row(t: &[f64], r: usize, d: usize) -> &[f64] {
+    &t[r * d..][..d]
+}
+
+/// Row `i` of query head `z` in f64, `(o_i, lse_i)`: scores `q_i k^T * scale` of the keys
+/// it sees, softmax, then `p v`; a row that sees no key has `o_i = 0`, `lse_i = +inf`.
+pub fn attention_row(
+    c: Case,
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    scale: f64,
+    z: usize,
+    i: usize,
+) -> (Vec<f64>, f64) {
+    let (d, zk) = (c.d, kv_head(c, z));
+    let qi = row(q, z * c.m + i, d);
+    let s: Vec<f64> = (0..c.n)
+        .map(|j| {
+            if sees(c, i, j) {
+                scale * dot(qi, row(k, zk * c.n + j, d))
+            } else {
+                f64::NEG_INFINITY
             }
-            let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
-            let l: f64 = p.iter().sum();
-            lse[z * c.m + i] = mx + l.ln();
-            for (j, pj) in p.iter().enumerate() {
-                let vj = &v[(zk * c.n + j) * c.d..][..c.d];
-                for (oe, ve) in o[(z * c.m + i) * c.d..][..c.d].iter_mut().zip(vj) {
-                    *oe += pj / l * ve;
-                }
-            }
+        })
+        .collect();
+    let mx = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let mut o = vec![0.0; d];
+    if mx == f64::NEG_INFINITY {
+        return (o, f64::INFINITY);
+    }
+    let p: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+    let l: f64 = p.iter().sum();
+    for (j, pj) in p.iter().enumerate() {
+        for (oe, ve) in o.iter_mut().zip(row(v, zk * c.n + j, d)) {
+            *oe += pj / l * ve;
         }
     }
+    (o, mx + l.ln())
+}
+
+/// `(o, lse)` in f64 ([`attention_row`] of every row of every query head, on all cores).
+pub fn attention_ref(c: Case, q: &[f64], k: &[f64], v: &[f64], scale: f64) -> (Vec<f64>, Vec<f64>) {
+    let rows: Vec<(Vec<f64>, f64)> = (0..c.z * c.m)
+        .into_par_iter()
+        .map(|r| attention_row(c, q, k, v, scale, r / c.m, r % c.m))
+        .collect();
+    let (mut o, mut lse) = (
+        Vec::with_capacity(c.z * c.m * c.d),
+        Vec::with_capacity(c.z * c.m),
+    );
+    for (oi, li) in rows {
+        o.extend(oi);
+        lse.push(li);
+    }
     (o, lse)
+}
+
+/// `count` indices spread evenly over `0..n`, the first and (for `count >= 2`) the last
+/// included; all of them when `count >= n`.
+pub fn spread(n: usize, count: usize) -> Vec<usize> {
+    if count >= n {
+        return (0..n).collect();
+    }
+    let mut out: Vec<usize> = (0..count)
+        .map(|t| t * (n - 1) / (count - 1).max(1))
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Asserts that no element of `got` is NaN (every element of a NaN-poisoned output was
+/// written).
+pub fn assert_written<T: Element>(what: &str, got: &[T]) {
+    if let Some(i) = got.iter().position(|x| x.to_f64().is_nan()) {
+        panic!("{what}: element {i} of {} never written (NaN)", got.len());
+    }
+}
+
+/// Checks a log-sum-exp read back against the reference: `+inf` exactly where the row sees
+/// no key, elsewhere within 1e-4 (the GPU's exp and log are a few ulp off, its sums in
+/// another order).
+fn assert_lse(what: &str, got: &[f32], want: &[f64]) {
+    let (mut finite_got, mut finite_want) = (Vec::new(), Vec::new());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        if w.is_infinite() {
+            assert_eq!(
+                *g,
+                f32::INFINITY,
+                "{what}: lse[{i}] of a row that sees no key"
+            );
+        } else {
+            finite_got.push(*g);
+            finite_want.push(*w);
+        }
+    }
+    assert_close(
+        &format!("{what}: lse"),
+        &finite_got,
+        &finite_want,
+        1e-4,
+        1e-4,
+    );
 }
 
 /// Runs one case on `rt` (default configuration, or `config`) from fresh random inputs:
@@ -74,13 +152,18 @@ pub fn check<T: Element + Float>(
     config: Option<&Config>,
     tol: (f64, f64),
 ) -> Option<(Vec<T>, Vec<f32>)> {
-    let mut r = rng(&format!("attention {c:?} {:?} {config:?}", T::DTYPE));
-    let inputs = Inputs {
+    let inputs = random_inputs(c, &format!("attention {c:?} {:?} {config:?}", T::DTYPE));
+    check_inputs(rt, c, config, tol, &inputs)
+}
+
+/// Fresh random inputs of `c` (uniform in [-2, 2]), seeded by `what`.
+pub fn random_inputs<T: Element>(c: Case, what: &str) -> Inputs<T> {
+    let mut r = rng(what);
+    Inputs {
         q: r.vec(c.z * c.m * c.d, 2.0),
         k: r.vec(c.zk() * c.n * c.d, 2.0),
         v: r.vec(c.zk() * c.n * c.d, 2.0),
-    };
-    check_inputs(rt, c, config, tol, &inputs)
+    }
 }
 
 /// `q`, `k` and `v` of a case, row-major.
@@ -106,9 +189,30 @@ pub fn check_inputs<T: Element + Float>(
     tol: (f64, f64),
     inputs: &Inputs<T>,
 ) -> Option<(Vec<T>, Vec<f32>)> {
+    check_rows(rt, c, config, tol, inputs, &(0..c.m).collect::<Vec<_>>())
+}
+
+/// [`check_inputs`] with the reference computed on query rows `rows` of every head alone
+/// ([`attention_row`]: a large case's check on a sample); every element of `o` and `lse`
+/// must still be written (no NaN left).
+pub fn check_rows<T: Element + Float>(
+    rt: &Runtime,
+    c: Case,
+    config: Option<&Config>,
+    tol: (f64, f64),
+    inputs: &Inputs<T>,
+    rows: &[usize],
+) -> Option<(Vec<T>, Vec<f32>)> {
     let Inputs { q, k, v } = inputs;
     let scale = 1.0 / (c.d as f32).sqrt();
-    let (want_o, want_lse) = attention_ref(c, &f64s(q), &f64s(k), &f64s(v), scale as f64);
+    let picked: Vec<(usize, usize)> = (0..c.z)
+        .flat_map(|z| rows.iter().map(move |&i| (z, i)))
+        .collect();
+    let (qf, kf, vf) = (f64s(q), f64s(k), f64s(v));
+    let want: Vec<(Vec<f64>, f64)> = picked
+        .par_iter()
+        .map(|&(z, i)| attention_row(c, &qf, &kf, &vf, scale as f64, z, i))
+        .collect();
     let qt = Tensor3::from_vec(rt, q.clone(), [c.z, c.m, c.d]).unwrap();
     let kt = Tensor3::from_vec(rt, k.clone(), [c.zk(), c.n, c.d]).unwrap();
     let vt = Tensor3::from_vec(rt, v.clone(), [c.zk(), c.n, c.d]).unwrap();
@@ -127,31 +231,18 @@ pub fn check_inputs<T: Element + Float>(
         Err(LaunchError::Constraint { .. }) if config.is_some() => return None,
         Err(e) => panic!("{what}: {e}"),
     }
-    let o = o.to_vec().unwrap();
-    assert_close(&format!("{what}: o"), &o, &want_o, tol.0, tol.1);
-    let got_lse = lse.to_vec().unwrap();
-    let (mut finite_got, mut finite_want) = (Vec::new(), Vec::new());
-    for (i, (g, w)) in got_lse.iter().zip(&want_lse).enumerate() {
-        if w.is_infinite() {
-            assert_eq!(
-                *g,
-                f32::INFINITY,
-                "{what}: lse[{i}] of a row that sees no key"
-            );
-        } else {
-            finite_got.push(*g);
-            finite_want.push(*w);
-        }
-    }
-    // The log-sum-exp of f32 scores: within 1e-4 on either backend (the GPU's exp and log
-    // are a few ulp off, its sums in another order).
-    assert_close(
-        &format!("{what}: lse"),
-        &finite_got,
-        &finite_want,
-        1e-4,
-        1e-4,
-    );
+    let (o, got_lse) = (o.to_vec().unwrap(), lse.to_vec().unwrap());
+    assert_written(&format!("{what}: o"), &o);
+    assert_written(&format!("{what}: lse"), &got_lse);
+    let got_o: Vec<T> = picked
+        .iter()
+        .flat_map(|&(z, i)| o[(z * c.m + i) * c.d..][..c.d].iter().copied())
+        .collect();
+    let want_o: Vec<f64> = want.iter().flat_map(|(oi, _)| oi.iter().copied()).collect();
+    assert_close(&format!("{what}: o"), &got_o, &want_o, tol.0, tol.1);
+    let got_l: Vec<f32> = picked.iter().map(|&(z, i)| got_lse[z * c.m + i]).collect();
+    let want_l: Vec<f64> = want.iter().map(|(_, l)| *l).collect();
+    assert_lse(&what, &got_l, &want_l);
     Some((o, got_lse))
 }
 
@@ -166,45 +257,88 @@ pub fn attention_bwd_ref(
     dout: &[f64],
     scale: f64,
 ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-    let (o, lse) = attention_ref(c, q, k, v, scale);
+    let (rows, cols): (Vec<usize>, Vec<usize>) = ((0..c.m).collect(), (0..c.n).collect());
+    attention_bwd_sampled_ref(c, q, k, v, dout, scale, &rows, &cols)
+}
+
+/// [`attention_bwd_ref`] on a sample: `dq` of query rows `rows` of every query head
+/// (`[z, rows.len(), d]`), `dk` and `dv` of keys `cols` of every key/value head (`[zk,
+/// cols.len(), d]`). The log-sum-exp and `rowsum(dout * o)` of every row come first (each
+/// key's gradient sums over all rows), on all cores; then each sampled row or key alone.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_bwd_sampled_ref(
+    c: Case,
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    dout: &[f64],
+    scale: f64,
+    rows: &[usize],
+    cols: &[usize],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
     let d = c.d;
-    let (mut dq, mut dk, mut dv) = (
-        vec![0.0; c.z * c.m * d],
-        vec![0.0; c.zk() * c.n * d],
-        vec![0.0; c.zk() * c.n * d],
-    );
-    let group = c.heads / c.kv_heads;
-    let row = |t: &[f64], i: usize| t[i * d..(i + 1) * d].to_vec();
-    let dotp = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    for z in 0..c.z {
-        let zk = z / c.heads * c.kv_heads + z % c.heads / group;
-        for i in 0..c.m {
-            let l = lse[z * c.m + i];
-            if l.is_infinite() {
-                continue;
-            }
-            let (qi, doi, oi) = (
-                row(q, z * c.m + i),
-                row(dout, z * c.m + i),
-                row(&o, z * c.m + i),
-            );
-            let delta = dotp(&doi, &oi);
-            for j in 0..c.n {
-                if c.causal && j as i64 > i as i64 + c.n as i64 - c.m as i64 {
-                    continue;
-                }
-                let (kj, vj) = (row(k, zk * c.n + j), row(v, zk * c.n + j));
-                let p = (scale * dotp(&qi, &kj) - l).exp();
-                let ds = p * (dotp(&doi, &vj) - delta);
-                for e in 0..d {
-                    dv[(zk * c.n + j) * d + e] += p * doi[e];
-                    dq[(z * c.m + i) * d + e] += ds * kj[e] * scale;
-                    dk[(zk * c.n + j) * d + e] += ds * qi[e] * scale;
-                }
-            }
+    let stats: Vec<(f64, f64)> = (0..c.z * c.m)
+        .into_par_iter()
+        .map(|r| {
+            let (o, l) = attention_row(c, q, k, v, scale, r / c.m, r % c.m);
+            (l, dot(row(dout, r, d), &o))
+        })
+        .collect();
+    // `(p, ds)` of query head z's row i and key j; None where the key is masked or the row
+    // sees no key.
+    let pair = |z: usize, i: usize, j: usize| -> Option<(f64, f64)> {
+        let (l, delta) = stats[z * c.m + i];
+        if l.is_infinite() || !sees(c, i, j) {
+            return None;
         }
-    }
-    (dq, dk, dv)
+        let (qr, kr) = (z * c.m + i, kv_head(c, z) * c.n + j);
+        let p = (scale * dot(row(q, qr, d), row(k, kr, d)) - l).exp();
+        Some((p, p * (dot(row(dout, qr, d), row(v, kr, d)) - delta)))
+    };
+    let dq_rows: Vec<(usize, usize)> = (0..c.z)
+        .flat_map(|z| rows.iter().map(move |&i| (z, i)))
+        .collect();
+    let dq: Vec<Vec<f64>> = dq_rows
+        .par_iter()
+        .map(|&(z, i)| {
+            let mut g = vec![0.0; d];
+            for j in 0..c.n {
+                if let Some((_, ds)) = pair(z, i, j) {
+                    let kj = row(k, kv_head(c, z) * c.n + j, d);
+                    for (ge, ke) in g.iter_mut().zip(kj) {
+                        *ge += ds * ke * scale;
+                    }
+                }
+            }
+            g
+        })
+        .collect();
+    let group = c.heads / c.kv_heads;
+    let key_cols: Vec<(usize, usize)> = (0..c.zk())
+        .flat_map(|zk| cols.iter().map(move |&j| (zk, j)))
+        .collect();
+    let dkv: Vec<(Vec<f64>, Vec<f64>)> = key_cols
+        .par_iter()
+        .map(|&(zk, j)| {
+            let (mut gk, mut gv) = (vec![0.0; d], vec![0.0; d]);
+            // The query heads reading key/value head zk.
+            let first = zk / c.kv_heads * c.heads + zk % c.kv_heads * group;
+            for z in first..first + group {
+                for i in 0..c.m {
+                    if let Some((p, ds)) = pair(z, i, j) {
+                        let (qi, doi) = (row(q, z * c.m + i, d), row(dout, z * c.m + i, d));
+                        for e in 0..d {
+                            gv[e] += p * doi[e];
+                            gk[e] += ds * qi[e] * scale;
+                        }
+                    }
+                }
+            }
+            (gk, gv)
+        })
+        .collect();
+    let (dk, dv): (Vec<Vec<f64>>, Vec<Vec<f64>>) = dkv.into_iter().unzip();
+    (dq.concat(), dk.concat(), dv.concat())
 }
 
 /// Runs the forward then [`tilekit_kernels::attention_backward`] on `rt` from fresh random
@@ -215,6 +349,20 @@ pub fn check_backward<T: Element + Float>(
     rt: &Runtime,
     c: Case,
     tol: (f64, f64),
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    let (rows, cols): (Vec<usize>, Vec<usize>) = ((0..c.m).collect(), (0..c.n).collect());
+    check_backward_sampled(rt, c, tol, &rows, &cols)
+}
+
+/// [`check_backward`] with the reference on a sample ([`attention_bwd_sampled_ref`]): `dq`
+/// of query rows `rows`, `dk` and `dv` of keys `cols`, of every head; every gradient
+/// element must still be written (no NaN left).
+pub fn check_backward_sampled<T: Element + Float>(
+    rt: &Runtime,
+    c: Case,
+    tol: (f64, f64),
+    rows: &[usize],
+    cols: &[usize],
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     let mut r = rng(&format!("attention backward {c:?} {:?}", T::DTYPE));
     let q: Vec<T> = r.vec(c.z * c.m * c.d, 2.0);
@@ -239,13 +387,15 @@ pub fn check_backward<T: Element + Float>(
     .unwrap();
     // The reference's o is exact where the kernel's is rounded to T: delta differs by T's
     // rounding of o, which the tolerance covers.
-    let (wq, wk, wv) = attention_bwd_ref(
+    let (wq, wk, wv) = attention_bwd_sampled_ref(
         c,
         &f64s(&q),
         &f64s(&k),
         &f64s(&v),
         &f64s(&dout),
         scale as f64,
+        rows,
+        cols,
     );
     let what = format!("attention backward {c:?}");
     let (dq, dk, dv) = (
@@ -253,9 +403,22 @@ pub fn check_backward<T: Element + Float>(
         dk.to_vec().unwrap(),
         dv.to_vec().unwrap(),
     );
-    assert_close(&format!("{what}: dq"), &dq, &wq, tol.0, tol.1);
-    assert_close(&format!("{what}: dk"), &dk, &wk, tol.0, tol.1);
-    assert_close(&format!("{what}: dv"), &dv, &wv, tol.0, tol.1);
+    // The sampled rows of every head, in the reference's order.
+    let pick = |g: &[T], heads: usize, len: usize, idx: &[usize]| -> Vec<T> {
+        (0..heads)
+            .flat_map(|z| idx.iter().map(move |&i| z * len + i))
+            .flat_map(|r| g[r * c.d..][..c.d].iter().copied())
+            .collect()
+    };
+    for (name, g, want, heads, len, idx) in [
+        ("dq", &dq, &wq, c.z, c.m, rows),
+        ("dk", &dk, &wk, c.zk(), c.n, cols),
+        ("dv", &dv, &wv, c.zk(), c.n, cols),
+    ] {
+        assert_written(&format!("{what}: {name}"), g);
+        let got = pick(g, heads, len, idx);
+        assert_close(&format!("{what}: {name}"), &got, want, tol.0, tol.1);
+    }
     (dq, dk, dv)
 }
 
@@ -272,7 +435,8 @@ pub struct Packed {
 }
 
 /// Runs `attention_varlen` on `rt` over fresh random `[T, H, D]` packed inputs, read
-/// through head-major permuted views (no copy), into NaN-poisoned outputs, and checks every
+/// through head-major permuted views (no copy), into NaN-poisoned outputs (without
+/// `config`, through [`tilekit_kernels::attention_varlen_checked`]), and checks every
 /// sequence's rows against [`attention_ref`] of that sequence alone (`o` within `tol`, the
 /// log-sum-exp within 1e-4, `+inf` where a row sees no key); `config` as in
 /// [`check_inputs`] (`None` when it does not fit). Returns `o` as `[T, H, D]`.
@@ -317,9 +481,15 @@ pub fn check_varlen<T: Element + Float>(
             Some(cfg) => tilekit_kernels::attention_varlen::launch_with(
                 rt, cfg, &qv, &kv, &vv, &mut ov, &mut lse, &cu_q, &cu_k, max_q, scale, p.causal,
             ),
-            None => tilekit_kernels::attention_varlen::launch(
-                rt, &qv, &kv, &vv, &mut ov, &mut lse, &cu_q, &cu_k, max_q, scale, p.causal,
-            ),
+            // The default launch goes through the host check of the lengths (it launches
+            // the kernel with the same `max_seqlen_q`).
+            None => tilekit_kernels::attention_varlen_checked(
+                rt, &qv, &kv, &vv, &mut ov, &mut lse, &cq, &ck, scale, p.causal,
+            )
+            .map_err(|e| match e {
+                VarlenError::Launch(e) => e,
+                e => panic!("{what}: lengths refused: {e}"),
+            }),
         };
         match launched {
             Ok(()) => {}
@@ -372,16 +542,7 @@ pub fn check_varlen<T: Element + Float>(
             tol.0,
             tol.1,
         );
-        let (mut fg, mut fw) = (Vec::new(), Vec::new());
-        for (i, (g, w)) in got_l.iter().zip(&want_lse).enumerate() {
-            if w.is_infinite() {
-                assert_eq!(*g, f32::INFINITY, "{what}: sequence {b} lse[{i}]");
-            } else {
-                fg.push(*g);
-                fw.push(*w);
-            }
-        }
-        assert_close(&format!("{what}: sequence {b} lse"), &fg, &fw, 1e-4, 1e-4);
+        assert_lse(&format!("{what}: sequence {b}"), &got_l, &want_lse);
     }
     Some(o)
 }
