@@ -423,15 +423,10 @@ fn gpu_attention_forward_at_4096_on_sampled_rows() {
     }
 }
 
-/// More small cases for compute-sanitizer (memcheck, racecheck, synccheck), beside
-/// [`gpu_attention_sanitizer_small`]: D = 256 (bf16, causal) and f16 (D = 64, full)
-/// forward and backward, and `attention_varlen` (sequences of zero queries and of zero
-/// keys, partial blocks; bf16 at D = 128 and f16 at D = 64, full and causal).
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn gpu_attention_sanitizer_more() {
-    let rt = gpu();
-    let small = |d, causal| Case {
+/// The small case of the sanitizer tests beside [`gpu_attention_sanitizer_small`]: two
+/// sequences of 65 queries and 70 keys, two query heads over one key/value head.
+fn sanitizer_case(d: usize, causal: bool) -> Case {
+    Case {
         z: 2,
         m: 65,
         n: 70,
@@ -439,13 +434,36 @@ fn gpu_attention_sanitizer_more() {
         heads: 2,
         kv_heads: 1,
         causal,
-    };
-    let wide = small(256, true);
+    }
+}
+
+/// For compute-sanitizer (memcheck, racecheck, synccheck), beside
+/// [`gpu_attention_sanitizer_small`]: D = 256 (bf16, causal) forward and backward.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_sanitizer_d256() {
+    let rt = gpu();
+    let wide = sanitizer_case(256, true);
     assert!(run(&rt, DType::BF16, wide, None));
     drop(check_backward::<bf16>(&rt, wide, (3e-2, 3e-2)));
-    let half = small(64, false);
+}
+
+/// For compute-sanitizer: f16 (D = 64, full) forward and backward.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_sanitizer_f16() {
+    let rt = gpu();
+    let half = sanitizer_case(64, false);
     assert!(run(&rt, DType::F16, half, None));
     drop(check_backward::<f16>(&rt, half, (4e-3, 4e-3)));
+}
+
+/// For compute-sanitizer: `attention_varlen` (sequences of zero queries and of zero keys,
+/// partial blocks; bf16 at D = 128 and f16 at D = 64, full and causal).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_attention_sanitizer_varlen() {
+    let rt = gpu();
     for causal in [false, true] {
         let p = |d| Packed {
             seq_q: vec![65, 0, 3],
