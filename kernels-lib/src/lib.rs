@@ -66,6 +66,7 @@ pub use ops::log_softmax_bwd::log_softmax_bwd;
 pub use ops::matmul::matmul;
 pub use ops::matmul_batched::matmul_batched;
 pub use ops::matmul_bias_act::matmul_bias_act;
+pub use ops::matmul_residual::matmul_residual;
 pub use ops::matmul_scale_shift::matmul_scale_shift;
 pub use ops::partial_sum::partial_sum;
 pub use ops::residual_add::residual_add;
@@ -109,6 +110,7 @@ pub static ALL: &[&tilekit::KernelSpec] = &[
     &matmul::SPEC,
     &matmul_bias_act::SPEC,
     &matmul_scale_shift::SPEC,
+    &matmul_residual::SPEC,
     &matmul_batched::SPEC,
     &log_softmax::SPEC,
     &softmax_online::SPEC,

@@ -19,6 +19,9 @@ pub const REPRESENTATIVE: &[(&str, &str, &str)] = &[
     ("matmul_bias_act", "4097x4097x4097", "bf16"),
     // Linear + BatchNorm folded into one GEMM (`linear_batchnorm`).
     ("matmul_scale_shift", "8192x4096x4096", "bf16"),
+    // A block's output projection added to the residual stream (GPT-2 small's MLP down
+    // projection over 8192 tokens).
+    ("matmul_residual", "8192x3072x768", "bf16"),
     // One AdamW step over 64 Mi f32 parameters (issue 30's single-tensor target).
     ("adamw", "67108864", "f32"),
     // The tensor-list form: a launch over a model's parameters takes the entry of its

@@ -13,8 +13,8 @@ use half::{bf16, f16};
 use tilekit::prelude::*;
 use tilekit::{Config, Element, LaunchError};
 use tilekit_kernels::{
-    linear_batchnorm, matmul_bias_act, matmul_scale_shift, Activation, BatchNorm, FoldError,
-    FoldedBatchNorm,
+    linear_batchnorm, matmul_bias_act, matmul_residual, matmul_scale_shift, Activation, BatchNorm,
+    FoldError, FoldedBatchNorm,
 };
 
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
@@ -437,4 +437,214 @@ fn gpu_matmul_bias_act_matches_cpu() {
     gpu_cases::<bf16>(&g, tilekit::ir::DType::BF16);
     gpu_cases::<f16>(&g, tilekit::ir::DType::F16);
     gpu_cases::<f32>(&g, tilekit::ir::DType::F32);
+}
+
+// ---------------------------------------------------------------------------------------
+// `matmul_residual`: C = alpha * (A @ B) + bias + residual.
+
+/// The residual epilogue's inputs, rounded to `T`, and its f64 reference.
+struct Residual<T> {
+    a: Vec<T>,
+    b: Vec<T>,
+    bias: Vec<T>,
+    res: Vec<T>,
+}
+
+impl<T: Float> Residual<T> {
+    fn random(r: &mut Rng, (m, k, n): (usize, usize, usize)) -> Self {
+        Residual {
+            a: r.vec(m * k, 1.0),
+            b: r.vec(k * n, 1.0),
+            bias: r.vec(n, 1.0),
+            res: r.vec(m * n, 2.0),
+        }
+    }
+
+    /// Small integers: every f32 sum of the GPU and the CPU backend is exact.
+    fn exact(r: &mut Rng, (m, k, n): (usize, usize, usize)) -> Self {
+        Residual {
+            a: small_ints(r, m * k),
+            b: small_ints(r, k * n),
+            bias: small_ints(r, n),
+            res: small_ints(r, m * n),
+        }
+    }
+
+    fn reference(&self, (m, k, n): (usize, usize, usize), alpha: f64) -> Vec<f64> {
+        let base = reference(
+            &f64s(&self.a),
+            &f64s(&self.b),
+            &vec![0.0; n],
+            m,
+            k,
+            n,
+            Activation::None,
+        );
+        let (bias, res) = (f64s(&self.bias), f64s(&self.res));
+        (0..m * n)
+            .map(|e| alpha * base[e] + bias[e % n] + res[e])
+            .collect()
+    }
+
+    /// Launches with `cfg` (A and the residual strided and misaligned when `views`) into a
+    /// NaN-poisoned C.
+    fn run(
+        &self,
+        rt: &Runtime,
+        cfg: Option<&Config>,
+        (m, k, n): (usize, usize, usize),
+        alpha: f32,
+        views: bool,
+    ) -> Result<Vec<T>, LaunchError> {
+        let two = |d: &[T], r: usize, c: usize| {
+            if views {
+                strided(rt, d, r, c)
+            } else {
+                Tensor2::from_vec(rt, d.to_vec(), [r, c]).unwrap()
+            }
+        };
+        let a = two(&self.a, m, k);
+        let res = two(&self.res, m, n);
+        let b = Tensor2::from_vec(rt, self.b.clone(), [k, n]).unwrap();
+        let bias = Tensor1::from_vec(rt, self.bias.clone(), [n]).unwrap();
+        let mut c = Tensor2::<T>::full(rt, [m, n], T::from_f64(f64::NAN)).unwrap();
+        match cfg {
+            Some(cfg) => matmul_residual::launch_with(rt, cfg, &a, &b, &bias, &res, &mut c, alpha)?,
+            None => matmul_residual::launch(rt, &a, &b, &bias, &res, &mut c, alpha)?,
+        }
+        Ok(c.to_vec().unwrap())
+    }
+}
+
+#[test]
+fn cpu_matmul_residual_matches_f64_reference() {
+    let rt = Runtime::cpu();
+    let mut r = rng("matmul_residual cpu");
+    for &(m, k, n, views, alpha) in &[
+        (1, 1, 1, false, 1.0f32),
+        (7, 13, 5, true, -0.5),
+        (65, 64, 33, true, 2.0),
+        (64, 100, 129, false, 0.125),
+    ] {
+        let dims = (m, k, n);
+        let f = Residual::<f32>::random(&mut r, dims);
+        let got = f.run(&rt, None, dims, alpha, views).unwrap();
+        let what = format!("matmul_residual f32 {m}x{k}x{n} alpha={alpha} views={views}");
+        assert_close(
+            &what,
+            &got,
+            &f.reference(dims, alpha as f64),
+            tol::<f32>(k),
+            1e-6,
+        );
+        let h = Residual::<bf16>::random(&mut r, dims);
+        let got = h.run(&rt, None, dims, alpha, views).unwrap();
+        let what = format!("matmul_residual bf16 {m}x{k}x{n} alpha={alpha} views={views}");
+        assert_close(
+            &what,
+            &got,
+            &h.reference(dims, alpha as f64),
+            tol::<bf16>(k),
+            1e-6,
+        );
+    }
+    let dims = (33, 17, 70);
+    let h = Residual::<f16>::random(&mut r, dims);
+    let got = h.run(&rt, None, dims, 1.0, true).unwrap();
+    assert_close(
+        "matmul_residual f16",
+        &got,
+        &h.reference(dims, 1.0),
+        tol::<f16>(17),
+        1e-6,
+    );
+}
+
+#[test]
+fn matmul_residual_refuses_bad_launches_and_writes_nothing() {
+    let rt = Runtime::cpu();
+    let a = Tensor2::<f32>::zeros(&rt, [4, 8]).unwrap();
+    let b = Tensor2::<f32>::zeros(&rt, [8, 6]).unwrap();
+    let bias = Tensor1::<f32>::zeros(&rt, [6]).unwrap();
+    let res = Tensor2::<f32>::zeros(&rt, [4, 6]).unwrap();
+    let sentinel = 7.25f32;
+    let mut c = Tensor2::<f32>::full(&rt, [4, 6], sentinel).unwrap();
+    for alpha in [f32::NAN, f32::INFINITY] {
+        let e = matmul_residual::launch(&rt, &a, &b, &bias, &res, &mut c, alpha);
+        assert!(
+            matches!(e, Err(LaunchError::ArgConstraint { .. })),
+            "alpha {alpha}: {e:?}"
+        );
+    }
+    // A residual of another shape, a bias of another length.
+    let wrong = Tensor2::<f32>::zeros(&rt, [4, 5]).unwrap();
+    let e = matmul_residual::launch(&rt, &a, &b, &bias, &wrong, &mut c, 1.0);
+    assert!(matches!(e, Err(LaunchError::Shape { .. })), "{e:?}");
+    let short = Tensor1::<f32>::zeros(&rt, [5]).unwrap();
+    let e = matmul_residual::launch(&rt, &a, &b, &short, &res, &mut c, 1.0);
+    assert!(matches!(e, Err(LaunchError::Shape { .. })), "{e:?}");
+    assert!(
+        c.to_vec().unwrap().iter().all(|&x| x == sentinel),
+        "a refused launch wrote C"
+    );
+}
+
+/// Every covering configuration (PAD64 both ways) on the GPU against the CPU backend:
+/// bitwise on small integers (alpha = 2, exact), within tolerance on random inputs;
+/// A and the residual strided and misaligned, then contiguous.
+fn gpu_residual_cases<T: Float>(g: &Runtime, dtype_filter: tilekit::ir::DType) {
+    let cases: Vec<Config> = covering_cases(&matmul_residual::SPEC)
+        .into_iter()
+        .filter(|(_, d)| *d == dtype_filter)
+        .map(|(c, _)| c)
+        .collect();
+    let cpu = Runtime::cpu();
+    let mut r = rng("matmul_residual gpu");
+    for &(m, k, n, views) in &[
+        (1, 1, 1, false),
+        (65, 64, 63, true),
+        (129, 4097, 65, false),
+        (257, 96, 300, true),
+    ] {
+        let dims = (m, k, n);
+        let exact = Residual::<T>::exact(&mut r, dims);
+        let want_exact = exact.run(&cpu, None, dims, 2.0, views).unwrap();
+        let random = Residual::<T>::random(&mut r, dims);
+        let want = random.run(&cpu, None, dims, -0.75, views).unwrap();
+        let bits = |v: &[T]| v.iter().map(|x| x.to_f64().to_bits()).collect::<Vec<_>>();
+        for cfg in &cases {
+            match exact.run(g, Some(cfg), dims, 2.0, views) {
+                Ok(got) => assert_eq!(
+                    bits(&got),
+                    bits(&want_exact),
+                    "exact {m}x{k}x{n} views={views} {cfg} {:?}",
+                    T::DTYPE
+                ),
+                Err(LaunchError::Constraint { .. }) => continue,
+                Err(e) => panic!("{cfg}: the CPU ran it but the GPU refused: {e}"),
+            }
+            let got = random.run(g, Some(cfg), dims, -0.75, views).unwrap();
+            assert_close(
+                &format!("gpu residual {m}x{k}x{n} views={views} {cfg}"),
+                &got,
+                &f64s(&want),
+                tol::<T>(k),
+                1e-5,
+            );
+        }
+        // The launch a user makes (declared default or tuned entry).
+        let got = exact.run(g, None, dims, 2.0, views).unwrap();
+        assert_eq!(bits(&got), bits(&want_exact), "launch() {m}x{k}x{n}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_matmul_residual_matches_cpu() {
+    let g = gpu();
+    let cases = covering_cases(&matmul_residual::SPEC);
+    precompile(&g, &[&matmul_residual::SPEC], &cases);
+    gpu_residual_cases::<bf16>(&g, tilekit::ir::DType::BF16);
+    gpu_residual_cases::<f16>(&g, tilekit::ir::DType::F16);
+    gpu_residual_cases::<f32>(&g, tilekit::ir::DType::F32);
 }

@@ -6,9 +6,9 @@
 use tilekit_kernels::{
     attention, attention_bwd_delta, attention_bwd_dkdv, attention_bwd_dq, attention_varlen,
     bias_add, bias_gelu, cross_entropy, gelu, gelu_bwd, layernorm, layernorm_bwd, log_softmax,
-    matmul, matmul_batched, matmul_bias_act, partial_sum, residual_add, rmsnorm, rmsnorm_bwd,
-    rmsnorm_residual, scale, scale_chain, silu, silu_bwd, softmax, softmax_bwd, softmax_online,
-    swiglu, swiglu_bwd,
+    matmul, matmul_batched, matmul_bias_act, matmul_residual, partial_sum, residual_add, rmsnorm,
+    rmsnorm_bwd, rmsnorm_residual, scale, scale_chain, silu, silu_bwd, softmax, softmax_bwd,
+    softmax_online, swiglu, swiglu_bwd,
 };
 
 #[test]
@@ -31,6 +31,7 @@ fn shipped_kernels_keep_their_spec_hashes() {
         // 11732454333459130508 until its default took the Hopper engine (BK = 64, 8 warps
         // first; session 23, run 136's entry).
         (&matmul_batched::SPEC, 13491365816391205722u64),
+        (&matmul_residual::SPEC, 3131359144541606563),
         // The attention backward on the Hopper engine (session 23, runs 133 and 137).
         (&attention_bwd_delta::SPEC, 11479657037123434028),
         // 3317674842707326872 until both score products moved before the softmax (session

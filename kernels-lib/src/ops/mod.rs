@@ -25,6 +25,7 @@ pub mod log_softmax_bwd;
 pub mod matmul;
 pub mod matmul_batched;
 pub mod matmul_bias_act;
+pub mod matmul_residual;
 pub mod matmul_scale_shift;
 pub mod partial_sum;
 pub mod residual_add;
