@@ -89,18 +89,32 @@ pub use dump::{dump, Stage};
 /// (`tuner/tests/cache.rs`, `shipped_entries_keep_the_unrolling_they_were_tuned_with`).
 pub const CODEGEN_VERSION: u32 = 4;
 
-/// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>`.
+/// The code-generator identity of a kernel's template: `v<CODEGEN_VERSION>-<fnv1a64>` of
+/// the template's lines without its full-line comments. Those comments name source lines
+/// (`// attention_varlen.rs:101`, "the dot at line 102"): an edit above a kernel, a doc
+/// comment, moves them without changing the code, and must not drop the kernel's tuned
+/// entries (session 34: a doc edit sent `attention_varlen` to its declared default). Code
+/// lines, their trailing comments included, count whole.
 ///
 /// ```
 /// let a = tilekit_codegen::codegen_id("template A");
 /// assert!(a.starts_with(&format!("v{}-", tilekit_codegen::CODEGEN_VERSION)));
 /// assert_ne!(a, tilekit_codegen::codegen_id("template B"));
+/// // A moved source line in a comment is the same template; a changed code line is not.
+/// let at = |line: u32, code: &str| format!("    // k.rs:{line}\n    {code}\n");
+/// let id = |t: &str| tilekit_codegen::codegen_id(t);
+/// assert_eq!(id(&at(10, "x = 1;")), id(&at(12, "x = 1;")));
+/// assert_ne!(id(&at(10, "x = 1;")), id(&at(10, "x = 2;")));
 /// ```
 pub fn codegen_id(template: &str) -> String {
-    format!(
-        "v{CODEGEN_VERSION}-{:016x}",
-        tilekit_ir::hash::fnv1a64(template.as_bytes())
-    )
+    use tilekit_ir::hash::{fnv1a64_extend, FNV1A64_START};
+    let h = template
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .fold(FNV1A64_START, |h, l| {
+            fnv1a64_extend(fnv1a64_extend(h, l.as_bytes()), b"\n")
+        });
+    format!("v{CODEGEN_VERSION}-{h:016x}")
 }
 pub use access::{valid_accesses, Access, AccessClass};
 pub use emit::{cols_operands, general_operands};

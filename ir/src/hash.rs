@@ -52,9 +52,23 @@ pub fn normalized(kernel: &Kernel) -> Kernel {
     k
 }
 
+/// FNV-1a's 64-bit offset basis: the state [`fnv1a64_extend`] starts from.
+pub const FNV1A64_START: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// FNV-1a, 64 bit.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_extend(FNV1A64_START, bytes)
+}
+
+/// FNV-1a 64 continued from the state `h` over `bytes`: hashing in pieces, without
+/// gathering them first.
+///
+/// ```
+/// use tilekit_ir::hash::{fnv1a64, fnv1a64_extend, FNV1A64_START};
+/// let h = fnv1a64_extend(fnv1a64_extend(FNV1A64_START, b"tile"), b"kit");
+/// assert_eq!(h, fnv1a64(b"tilekit"));
+/// ```
+pub fn fnv1a64_extend(mut h: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
