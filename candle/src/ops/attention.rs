@@ -5,6 +5,9 @@
 //! candle `CustomOp3` whose backward is candle's autograd calling the library's backward
 //! with the log-sum-exp the forward kept).
 
+use super::custom::on_cpu;
+#[cfg(feature = "cuda")]
+use super::custom::on_cuda;
 use crate::error::{Error, Result};
 use crate::operand::{self, Operand, Src};
 use crate::view::{heads_stride, View, What};
@@ -297,13 +300,18 @@ struct Sdpa {
 
 impl Sdpa {
     /// Runs the forward kernel on the storages; keeps the log-sum-exp, returns `o`.
-    fn run(&self, srcs: [(Src<'_>, &Layout); 3]) -> Result<(operand::Dst, Shape)> {
+    fn run(&self, srcs: &[(Src<'_>, &Layout)]) -> Result<(operand::Dst, Shape)> {
         let Heads { b, h, sq, d, .. } = self.dims;
-        let q = srcs[0].0;
+        let Some(&(q, _)) = srcs.first() else {
+            return Err(Error::Shape {
+                op: OP,
+                message: "no operand".into(),
+            });
+        };
         let generic = crate::dtype::float(OP, What::Operand(0), q.dtype())?;
         let place = q.place();
         let z = b * h;
-        let mut operands = [Operand::Scalar(0i64.into()); 10];
+        let mut operands = [Operand::Scalar(0i64.into()); 9];
         for (i, (src, layout)) in srcs.iter().enumerate() {
             operands[i] = Operand::In(*src, View::heads(OP, What::Operand(i), layout)?);
         }
@@ -327,7 +335,7 @@ impl Sdpa {
             place,
             &tilekit_kernels::attention::SPEC,
             &[generic],
-            &operands[..9],
+            &operands,
             &mut outs,
         )?;
         let [o, lse] = outs;
@@ -351,11 +359,7 @@ impl CustomOp3 for Sdpa {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        match self.run([(Src::Cpu(s1), l1), (Src::Cpu(s2), l2), (Src::Cpu(s3), l3)])? {
-            (operand::Dst::Cpu(o), shape) => Ok((o, shape)),
-            #[cfg(feature = "cuda")]
-            (operand::Dst::Cuda(_), _) => unreachable!("a CPU launch allocates on the CPU"),
-        }
+        on_cpu([(s1, l1), (s2, l2), (s3, l3)], |s| self.run(s))
     }
 
     #[cfg(feature = "cuda")]
@@ -368,14 +372,7 @@ impl CustomOp3 for Sdpa {
         s3: &candle_core::CudaStorage,
         l3: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        match self.run([
-            (Src::Cuda(s1), l1),
-            (Src::Cuda(s2), l2),
-            (Src::Cuda(s3), l3),
-        ])? {
-            (operand::Dst::Cuda(o), shape) => Ok((o, shape)),
-            (operand::Dst::Cpu(_), _) => unreachable!("a CUDA launch allocates on the device"),
-        }
+        on_cuda([(s1, l1), (s2, l2), (s3, l3)], |s| self.run(s))
     }
 
     fn bwd(

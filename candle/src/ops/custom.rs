@@ -103,11 +103,7 @@ impl RowKernel {
         &self,
         srcs: [(&CpuStorage, &Layout); N],
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        match self.run(&srcs.map(|(s, l)| (Src::Cpu(s), l)))? {
-            (Dst::Cpu(s), shape) => Ok((s, shape)),
-            #[cfg(feature = "cuda")]
-            (Dst::Cuda(_), _) => unreachable!("a CPU launch allocates on the CPU"),
-        }
+        on_cpu(srcs, |s| self.run(s))
     }
 
     /// [`RowKernel::run`] on CUDA storages, for `cuda_fwd`.
@@ -116,9 +112,31 @@ impl RowKernel {
         &self,
         srcs: [(&candle_core::CudaStorage, &Layout); N],
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
-        match self.run(&srcs.map(|(s, l)| (Src::Cuda(s), l)))? {
-            (Dst::Cuda(s), shape) => Ok((s, shape)),
-            (Dst::Cpu(_), _) => unreachable!("a CUDA launch allocates on the device"),
-        }
+        on_cuda(srcs, |s| self.run(s))
+    }
+}
+
+/// A storage-level forward (`run`: operands in, one output out) on CPU storages, for a
+/// `CustomOp`'s `cpu_fwd`.
+pub(crate) fn on_cpu<'a, const N: usize>(
+    srcs: [(&'a CpuStorage, &'a Layout); N],
+    run: impl FnOnce(&[(Src<'a>, &'a Layout)]) -> Result<(Dst, Shape)>,
+) -> candle_core::Result<(CpuStorage, Shape)> {
+    match run(&srcs.map(|(s, l)| (Src::Cpu(s), l)))? {
+        (Dst::Cpu(s), shape) => Ok((s, shape)),
+        #[cfg(feature = "cuda")]
+        (Dst::Cuda(_), _) => unreachable!("a CPU launch allocates on the CPU"),
+    }
+}
+
+/// [`on_cpu`] on CUDA storages, for `cuda_fwd`.
+#[cfg(feature = "cuda")]
+pub(crate) fn on_cuda<'a, const N: usize>(
+    srcs: [(&'a candle_core::CudaStorage, &'a Layout); N],
+    run: impl FnOnce(&[(Src<'a>, &'a Layout)]) -> Result<(Dst, Shape)>,
+) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
+    match run(&srcs.map(|(s, l)| (Src::Cuda(s), l)))? {
+        (Dst::Cuda(s), shape) => Ok((s, shape)),
+        (Dst::Cpu(_), _) => unreachable!("a CUDA launch allocates on the device"),
     }
 }
