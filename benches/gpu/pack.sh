@@ -13,7 +13,7 @@ grep -qx '/.gpu/' "$excl" 2>/dev/null || echo '/.gpu/' >> "$excl"
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/tests
 targets=(
   -p tilekit-tests --test gpu_matmul --test gpu_matmul_cols --test gpu_kernels --test gpu_graphs --test gpu_views
-  --test gpu_training_kernels --test gpu_activations --test gpu_unaligned_rows --test stencil --test nvrtc_variants --test epilogues --test gpu_pad64 --test batched --test gpu_hopper --test gpu_attention --test gpu_devices --test concat --test hopper_engine --test tensor_lists --test gpu_launch_constraints --test rank4 --test stochastic_round
+  --test gpu_training_kernels --test gpu_activations --test gpu_unaligned_rows --test stencil --test nvrtc_variants --test epilogues --test gpu_pad64 --test batched --test gpu_hopper --test gpu_attention --test gpu_devices --test concat --test hopper_engine --test tensor_lists --test gpu_launch_constraints --test rank4 --test stochastic_round --test shared_row
   -p tilekit-benches --test user2d --test attention
   -p tilekit-tuner --test tune_gpu
 )

@@ -51,6 +51,7 @@ mod params;
 pub mod plan;
 pub mod prelude;
 mod schedule;
+mod shared_rows;
 pub mod smem;
 pub mod target;
 mod threads;

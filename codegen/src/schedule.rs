@@ -238,6 +238,11 @@ impl<'k> Facts<'_, 'k> {
             Ty::Tile { shape, .. } => shape.clone(),
             _ => return None,
         };
+        // A shared row's loads stay where they are: their barriers are planned in program
+        // order (`crate::shared_rows`).
+        if crate::shared_rows::shared_root(self.defs, *view).is_some() {
+            return None;
+        }
         if shape.rank() != 1 || self.layout(result) != Layout::Blocked {
             return None;
         }
@@ -256,10 +261,11 @@ impl<'k> Facts<'_, 'k> {
 
     /// Whether `inst` loads a scalar (a saved mean, a label): one access, no branch.
     fn scalar_load(&self, inst: &Inst) -> bool {
-        let Op::Load { offsets, .. } = &inst.op else {
+        let Op::Load { offsets, view, .. } = &inst.op else {
             return false;
         };
-        self.is_int_scalar(*offsets)
+        crate::shared_rows::shared_root(self.defs, *view).is_none()
+            && self.is_int_scalar(*offsets)
             && inst
                 .results
                 .iter()

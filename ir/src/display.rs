@@ -27,6 +27,7 @@ fn op_text(k: &Kernel, op: &Op) -> String {
         Op::TuneValue { name } => format!("tune {name}"),
         Op::ScalarParam { index } => format!("scalar_param {index}"),
         Op::TensorParam { index } => format!("tensor_param {index}"),
+        Op::SharedRow { elem, len } => format!("shared_row {elem} {len}"),
         Op::TensorDim { tensor, axis } => format!("dim {} {axis}", v(k, *tensor)),
         Op::Row { tensor, index } => format!("row {} {}", v(k, *tensor), v(k, *index)),
         Op::Narrow { tensor, start, len } => {

@@ -47,7 +47,7 @@ pub use covering::pairwise_cover;
 pub use diag::Diagnostic;
 pub use dtype::{Bindings, DType, Elem};
 pub use expr::{EvalError, EvalValue, Expr, ExprEnv, ExprOp, Func, HostFloat, Phase};
-pub use infer::{infer, infer_promoting, Ty, Types};
+pub use infer::{infer, infer_promoting, Ty, Types, SHARED_ROW};
 pub use kernel::{Constraint, DerivedDim, InputGen, Kernel, Param, ParamKind, Problem};
 pub use op::{
     BinOp, Block, CachePolicy, CmpOp, Inst, Literal, Loc, Op, Precision, ReduceOp, Scope, UnaryOp,

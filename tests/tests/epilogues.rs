@@ -197,7 +197,23 @@ fn folded_case<T: Float>(m: usize, k: usize, n: usize, act: Activation, r: &mut 
         n,
         Activation::None,
     );
-    let big = pre.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    // The folded shift `(bias - mean) * scale + beta` and the product cancel: a result near 0
+    // carries the rounding of its terms (a seed of CI's gave a 1x1x1 pre-activation of 1.7e-4
+    // from terms near 1, off by 8.7e-9 in f32), so the bound also scales with the largest sum
+    // of the terms' magnitudes.
+    let terms = (0..m * n).map(|e| {
+        let (i, j) = (e / n, e % n);
+        let scale = f64::from(gamma[j]) / (f64::from(var[j]) + f64::from(bn.eps)).sqrt();
+        let dot: f64 = (0..k)
+            .map(|p| (x_[i * k + p].to_f64() * w_[p * n + j].to_f64()).abs())
+            .sum();
+        scale.abs() * (dot + bias64[j].abs() + f64::from(mean[j]).abs()) + f64::from(beta[j]).abs()
+    });
+    let big = pre
+        .iter()
+        .map(|v| v.abs())
+        .chain(terms)
+        .fold(0.0f64, f64::max);
     assert_close(
         &format!("linear_batchnorm {m}x{k}x{n} {act:?}"),
         &y.to_vec().unwrap(),

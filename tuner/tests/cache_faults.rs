@@ -272,16 +272,20 @@ fn child_importer() {
     importer_child();
 }
 
-/// Every entry of the database, with its value, is in the backup.
-fn assert_backup_covers_database(cache: &TuneCache, what: &str) -> usize {
-    let db = raw_entries(cache);
+/// Every entry of the database (`db`, read with sled directly), with its value, is in the
+/// backup; returns the backup's entry count.
+fn assert_backup_covers(
+    db: &BTreeMap<(Origin, tilekit_tuner::cache::CacheKey), tilekit_tuner::cache::TunedValue>,
+    cache: &TuneCache,
+    what: &str,
+) -> usize {
     let backup: BTreeMap<_, _> = cache
         .read_backup()
         .entries
         .into_iter()
         .map(|e| ((e.value.provenance.origin, e.key), e.value))
         .collect();
-    for (k, v) in &db {
+    for (k, v) in db {
         assert_eq!(backup.get(k), Some(v), "{what}: the backup lacks {}", k.1);
     }
     backup.len()
@@ -324,12 +328,33 @@ fn sigkill_in_the_middle_of_an_import_never_leaves_the_backup_behind() {
         child.wait().unwrap();
         acknowledged += done as usize * batch;
         let what = format!("round {round}");
-        // Before anything repairs it: the backup holds everything the database holds.
-        let in_backup = assert_backup_covers_database(&cache, &what);
-        let loaded = cache.load(&[softmax()]);
-        assert_eq!(loaded.recovery, None, "{what}");
-        assert!(loaded.entries.len() >= acknowledged, "{what}");
-        assert_eq!(loaded.entries.len(), in_backup, "{what}");
+        let in_backup = match try_raw_entries(&cache) {
+            Ok(db) => {
+                // Before anything repairs it: the backup holds everything the database holds,
+                // and the database opens as it is.
+                let in_backup = assert_backup_covers(&db, &cache, &what);
+                let loaded = cache.load(&[softmax()]);
+                assert_eq!(loaded.recovery, None, "{what}");
+                assert!(loaded.entries.len() >= acknowledged, "{what}");
+                assert_eq!(loaded.entries.len(), in_backup, "{what}");
+                in_backup
+            }
+            Err(e) => {
+                // sled 0.34 is not proof against a SIGKILL in the middle of its own write
+                // (about 1 run in 6 here: "Read corrupted data" on the next open). What the
+                // cache promises then: the next load rebuilds from the backup and loses
+                // nothing it acknowledged.
+                eprintln!("{what}: sled refused the killed importer's database: {e}");
+                let loaded = cache.load(&[softmax()]);
+                let r = loaded
+                    .recovery
+                    .as_ref()
+                    .expect("sled's refusal is recovered");
+                assert_eq!(r.lost(), Some(0), "{what}: {r}");
+                assert!(loaded.entries.len() >= acknowledged, "{what}: {r}");
+                loaded.entries.len()
+            }
+        };
         // And damage afterwards loses nothing.
         damage_database(&cache, DbDamage::Garbage, &mut rng);
         let after = cache.load(&[softmax()]);

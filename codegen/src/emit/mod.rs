@@ -104,6 +104,8 @@ pub(crate) struct Emitter<'k> {
     /// Inside a load run: the run's interior test (a C++ `bool`) and the loads it covers
     /// (`Emitter::run_interior_test`).
     run_test: Option<(String, Vec<tilekit_ir::ValueId>)>,
+    /// The block barriers between `shared_row` accesses (`crate::shared_rows`).
+    shared_barriers: crate::shared_rows::Barriers,
 }
 
 /// What a reload produces: the converted value, the element type, the shape, the layout.
@@ -229,6 +231,7 @@ pub(crate) fn lower_with<'k>(
         .and_then(|f| f.to_str())
         .map(str::to_string)
         .unwrap_or_else(|| format!("{}.rs", kernel.name));
+    let shared_barriers = crate::shared_rows::barriers(&kernel.body, &defs);
     let mut e = Emitter {
         kernel,
         types: analysis.types,
@@ -251,6 +254,7 @@ pub(crate) fn lower_with<'k>(
         staged_slices: Vec::new(),
         reloads: Vec::new(),
         run_test: None,
+        shared_barriers,
         hopper,
         layouts,
     };
@@ -368,6 +372,8 @@ impl<'k> Emitter<'k> {
         loop {
             match self.defs.get(v.index()).copied().flatten() {
                 Some(Op::Row { tensor, .. } | Op::Narrow { tensor, .. }) => v = *tensor,
+                // A shared row is 16-byte aligned with unit stride in every variant.
+                Some(Op::SharedRow { .. }) => return "true".to_string(),
                 Some(Op::TensorParam { index }) => {
                     return match self.kernel.params.get(*index) {
                         Some(p) if *index < 64 && self.layouts.general >> index & 1 == 1 => {
@@ -437,6 +443,21 @@ impl<'k> Emitter<'k> {
 
     fn inst(&mut self, inst: &'k Inst) -> Result<(), CodegenError> {
         self.source_line(inst);
+        if self.shared_barriers.before(inst) {
+            self.w.line(&format!(
+                "tk::sync(); // [block] shared_row: {} waits for the other threads' {}",
+                match inst.op {
+                    Op::Store { .. } => "this store",
+                    Op::For { .. } => "the loop",
+                    _ => "this load",
+                },
+                match inst.op {
+                    Op::Store { .. } => "loads before it",
+                    Op::Load { .. } => "stores before it",
+                    _ => "accesses before it",
+                }
+            ));
+        }
         self.settle_reads(inst);
         match &inst.op {
             Op::For { .. } | Op::If { .. } => {

@@ -84,6 +84,10 @@ fn hopper_plan(cx: &Cx<'_>, target: Target, threads: u32) -> Result<HopperPlan, 
     if !cx.kernel.lists.is_empty() {
         return Err("tensor lists run on the mma.sync engine".into());
     }
+    if uses_shared_row(&cx.kernel.body) {
+        // Its barriers are block-wide; the warp-specialized roles do not all reach them.
+        return Err("a `shared_row` runs on the mma.sync engine".into());
+    }
     let [rl] = cx.layouts.loops.as_slice() else {
         return Err("not exactly one pipelined loop with rings".into());
     };
@@ -93,4 +97,14 @@ fn hopper_plan(cx: &Cx<'_>, target: Target, threads: u32) -> Result<HopperPlan, 
         [dot] => gemm::gemm_plan(cx, rl, dot, warps),
         dots => chain::chain_plan(cx, rl, dots, warps),
     }
+}
+
+/// Whether `b` (or a block nested in it) makes a `shared_row`.
+fn uses_shared_row(b: &tilekit_ir::Block) -> bool {
+    b.insts.iter().any(|i| {
+        matches!(i.op, tilekit_ir::Op::SharedRow { .. })
+            || crate::analyze::nested_blocks(&i.op)
+                .into_iter()
+                .any(uses_shared_row)
+    })
 }

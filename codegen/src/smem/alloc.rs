@@ -29,6 +29,8 @@ pub(crate) enum PartKey {
     /// A tile that `slice`s read, copied once where it is defined into a region every
     /// slice of it reads its window from (persistent: the slices need not be adjacent).
     SliceSource(ValueId),
+    /// A `shared_row` buffer (persistent: the program's own, alive for the whole kernel).
+    SharedRow(ValueId),
     /// The scratch of the op defining this value: a reduction, `trans`, `slice`, `cat`,
     /// a `dot`'s staged operands.
     Op(ValueId),

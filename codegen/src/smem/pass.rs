@@ -371,6 +371,15 @@ impl<'k> Planner<'_, 'k> {
         let r = inst.results.first().copied();
         let rt = r.and_then(|r| Some((r, self.ty(r)?)));
         match (&inst.op, rt) {
+            (Op::SharedRow { elem, len }, _) => {
+                if let Some(r) = r {
+                    self.alloc.persistent(
+                        PartKey::SharedRow(r),
+                        format!("shared_row {len} x {elem} (line {})", inst.loc.line),
+                        vec![vec![Factor::Dim(len.clone()), Factor::SizeOf(elem.clone())]],
+                    );
+                }
+            }
             (Op::For { .. }, _) => self.for_loop(inst),
             (
                 Op::If {

@@ -2,7 +2,7 @@
 //! views with offsets and masks) and `load_tile`/`store_tile` (rectangular tiles at an
 //! origin).
 
-use super::{Checker, Ty};
+use super::{Checker, Ty, SHARED_ROW};
 use crate::dtype::DType;
 use crate::op::{Loc, ValueId};
 use crate::shape::{Dim, Shape};
@@ -199,6 +199,10 @@ impl Checker<'_> {
     ) -> Option<Ty> {
         let (param, rank, elem, mutable) =
             self.expect_tensor(view, loc, "the first argument of `atomic_add`")?;
+        if param == SHARED_ROW {
+            self.shared_row_refused("atomic_add", loc);
+            return Some(Ty::Error);
+        }
         self.writable(param, mutable, loc);
         if rank != 1 {
             self.err_help(
@@ -278,6 +282,10 @@ impl Checker<'_> {
     ) -> Option<Ty> {
         let (param, rank, elem, _) =
             self.expect_tensor(tensor, loc, "the first argument of `load_tile`")?;
+        if param == SHARED_ROW {
+            self.shared_row_refused("load_tile", loc);
+            return Some(Ty::Error);
+        }
         let mut ok = self.dims_ok(shape, loc);
         for o in origin {
             ok &= self.int_scalar(*o, "a tile origin", loc);
@@ -314,6 +322,10 @@ impl Checker<'_> {
     ) -> Option<Ty> {
         let (param, rank, elem, mutable) =
             self.expect_tensor(tensor, loc, "the first argument of `store_tile`")?;
+        if param == SHARED_ROW {
+            self.shared_row_refused("store_tile", loc);
+            return Some(Ty::Error);
+        }
         self.writable(param, mutable, loc);
         for o in origin {
             self.int_scalar(*o, "a tile origin", loc);
@@ -344,5 +356,14 @@ impl Checker<'_> {
             );
         }
         None
+    }
+
+    /// `op` given a `shared_row`, which only `load` and `store` read and write.
+    fn shared_row_refused(&mut self, op: &str, loc: Loc) {
+        self.err_help(
+            loc,
+            format!("`{op}` of a `shared_row`: a shared row is read and written with `load` and `store`"),
+            "`load(row, offsets, mask, other)` / `store(row, offsets, value, mask)` with offsets such as `start + arange::<BLOCK>()`",
+        );
     }
 }

@@ -33,6 +33,10 @@ use crate::shape::Shape;
 
 pub use promote::infer_promoting;
 
+/// The `param` of a [`Ty::Tensor`] that is a program's `shared_row` buffer, not a kernel
+/// argument.
+pub const SHARED_ROW: usize = usize::MAX;
+
 /// The type of an IR value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ty {
@@ -48,7 +52,7 @@ pub enum Ty {
     },
     /// A tensor argument or a view of one (`x.row(i)` has one less rank).
     Tensor {
-        /// The parameter it refers to.
+        /// The parameter it refers to ([`SHARED_ROW`] for a `shared_row` buffer).
         param: usize,
         /// Remaining rank.
         rank: u8,
@@ -174,6 +178,9 @@ impl<'k> Checker<'k> {
 
     /// The name of parameter `p`.
     fn param_name(&self, p: usize) -> String {
+        if p == SHARED_ROW {
+            return "shared_row".to_string();
+        }
         self.kernel
             .params
             .get(p)
@@ -240,6 +247,7 @@ impl<'k> Checker<'k> {
             Op::TuneValue { name } => Some(self.tune_value(name, loc)),
             Op::ScalarParam { index } => Some(self.scalar_param(*index, loc)),
             Op::TensorParam { index } => Some(self.tensor_param(*index, loc)),
+            Op::SharedRow { elem, len } => self.shared_row(elem, len, loc),
             // elementwise.rs
             Op::Unary { op, x } => self.unary(*op, *x, loc),
             Op::Binary { op, a, b } => self.binary(*op, *a, *b, loc),

@@ -532,3 +532,83 @@ fn cat_adds_the_extents_along_its_axis_and_needs_the_others_equal() {
     );
     assert!(k.to_string().contains("cat %"));
 }
+
+/// `shared_row::<T, BLOCK>()` is a writable rank-1 view that `load` and `store` take; a
+/// `load_tile` of it and a zero extent are errors, each at its own line.
+#[test]
+fn shared_row_is_a_writable_row_for_load_and_store_only() {
+    let mut b = base();
+    let buf = b.push(
+        Op::SharedRow {
+            elem: Elem::Generic("T".into()),
+            len: Dim::param("BLOCK"),
+        },
+        at(1),
+    );
+    let cols = b.push(
+        Op::Arange {
+            n: Dim::param("BLOCK"),
+        },
+        at(2),
+    );
+    let v = b.push(
+        Op::Load {
+            view: buf,
+            offsets: cols,
+            mask: None,
+            other: None,
+            cache: Default::default(),
+        },
+        at(3),
+    );
+    b.push_void(
+        Op::Store {
+            view: buf,
+            offsets: cols,
+            value: v,
+            mask: None,
+            cache: Default::default(),
+        },
+        at(4),
+    );
+    let zero = b.push(Op::Lit(Literal::Int(0)), at(5));
+    b.push(
+        Op::LoadTile {
+            tensor: buf,
+            origin: vec![zero],
+            shape: vec![Dim::param("BLOCK")],
+        },
+        at(5),
+    );
+    b.push(
+        Op::SharedRow {
+            elem: Elem::of(DType::F32),
+            len: Dim::Const(0),
+        },
+        at(6),
+    );
+    let k = b.into_kernel();
+    let (t, diags) = infer(&k);
+    assert_eq!(
+        t.of(buf),
+        &Ty::Tensor {
+            param: SHARED_ROW,
+            rank: 1,
+            elem: Elem::Generic("T".into()),
+            mutable: true,
+        }
+    );
+    assert_eq!(
+        t.of(v),
+        &Ty::tile(
+            Elem::Generic("T".into()),
+            Shape::new(vec![Dim::param("BLOCK")])
+        )
+    );
+    let lines: Vec<u32> = diags.iter().map(|d| d.loc.line).collect();
+    assert_eq!(lines, vec![5, 6], "{diags:?}");
+    assert!(
+        diags[0].message.contains("`load_tile` of a `shared_row`"),
+        "{diags:?}"
+    );
+}

@@ -1,11 +1,11 @@
 //! Typing of the values a kernel starts from: program ids and counts, literals, tuning
 //! values and parameters.
 
-use super::{Checker, Ty};
+use super::{Checker, Ty, SHARED_ROW};
 use crate::dtype::{DType, Elem};
 use crate::kernel::ParamKind;
 use crate::op::{Literal, Loc};
-use crate::shape::Shape;
+use crate::shape::{Dim, Shape};
 use crate::space::TuneValue;
 
 /// A literal: a weakly typed scalar that adopts the other operand's element type.
@@ -71,6 +71,20 @@ impl Checker<'_> {
                 Ty::Error
             }
         }
+    }
+
+    /// `shared_row::<E, N>()`: a writable rank-1 view of the program's shared memory
+    /// (`param` [`SHARED_ROW`]); its extent is checked as a tile extent.
+    pub(super) fn shared_row(&mut self, elem: &Elem, len: &Dim, loc: Loc) -> Option<Ty> {
+        if !self.dims_ok(std::slice::from_ref(len), loc) {
+            return Some(Ty::Error);
+        }
+        Some(Ty::Tensor {
+            param: SHARED_ROW,
+            rank: 1,
+            elem: elem.clone(),
+            mutable: true,
+        })
     }
 
     /// A tensor parameter.

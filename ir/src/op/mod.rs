@@ -304,6 +304,18 @@ pub enum Op {
         /// Scalar bool: where false, nothing is added.
         mask: Option<ValueId>,
     },
+    /// `shared_row::<E, N>()`: a writable rank-1 view of `len` elements of `elem` in the
+    /// program's own shared memory (uninitialised; alive for the whole program), read and
+    /// written with `load`/`store` like a tensor's row: a row kept on chip, so a wide-row
+    /// kernel reads DRAM once. On CUDA the accesses of one program meet at block barriers
+    /// the code generator places (a read after a write, a write after a read); on the CPU
+    /// backend each program has its own buffer. (After `AtomicAdd`: spec hashes stay.)
+    SharedRow {
+        /// Element type.
+        elem: Elem,
+        /// Extent (elements): a literal, a tuning parameter or a linear expression of them.
+        len: Dim,
+    },
 }
 
 impl Op {
@@ -379,7 +391,8 @@ impl Op {
             | Op::Lit(_)
             | Op::TuneValue { .. }
             | Op::ScalarParam { .. }
-            | Op::TensorParam { .. } => vec![],
+            | Op::TensorParam { .. }
+            | Op::SharedRow { .. } => vec![],
             Op::TensorDim { tensor, .. } => vec![*tensor],
             Op::Row { tensor, index } => vec![*tensor, *index],
             Op::Narrow { tensor, start, len } => vec![*tensor, *start, *len],

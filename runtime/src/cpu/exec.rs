@@ -75,6 +75,7 @@ pub(crate) fn execute(
                 .map(|&d| to_i64(d))
                 .collect::<Result<_, _>>()?,
             bad_row: None,
+            shared: None,
         }));
     }
 

@@ -45,6 +45,19 @@ fn try_map<S, A>(v: &[S], f: impl Fn(&S) -> A) -> Result<Vec<A>, String> {
 }
 
 impl Scratch {
+    /// `n` zeros of `dtype` (a `shared_row`'s storage; its reads of unwritten elements are
+    /// refused before they get here).
+    pub(crate) fn zeroed(dtype: DType, n: usize) -> Result<Scratch, String> {
+        Ok(match dtype {
+            DType::F32 => Scratch::F32((0..n).map(|_| AtomicU32::new(0)).collect()),
+            DType::F16 => Scratch::F16((0..n).map(|_| AtomicU16::new(0)).collect()),
+            DType::BF16 => Scratch::BF16((0..n).map(|_| AtomicU16::new(0)).collect()),
+            DType::I32 => Scratch::I32((0..n).map(|_| AtomicI32::new(0)).collect()),
+            DType::I64 => Scratch::I64((0..n).map(|_| AtomicI64::new(0)).collect()),
+            other => return Err(format!("a `shared_row` of {other} elements")),
+        })
+    }
+
     /// A copy of `s`, allocated fallibly (`Err` says how many bytes were refused).
     pub(crate) fn copy_of(s: HostSlice<'_>) -> Result<Scratch, String> {
         Ok(match s {
@@ -191,6 +204,9 @@ pub(crate) struct View {
     /// every lane is masked off (`load`/`store` touch no memory there); an access that would
     /// touch memory is the error.
     pub bad_row: Option<String>,
+    /// Set on a view of the program's `shared_row` buffer `k` (`param` is then unused): its
+    /// accesses go to the program's own buffer (`cpu::shared_row`), not to a tensor.
+    pub shared: Option<usize>,
 }
 
 impl View {
@@ -215,6 +231,7 @@ impl View {
             shape: self.shape[1..].to_vec(),
             strides: self.strides[1..].to_vec(),
             bad_row,
+            shared: self.shared,
         })
     }
 
@@ -244,6 +261,7 @@ impl View {
             shape,
             strides: self.strides.clone(),
             bad_row,
+            shared: self.shared,
         })
     }
 
@@ -443,7 +461,7 @@ impl Mem<'_> {
 }
 
 /// The extent and stride of a rank-1 `view` that `op` writes, and its integer offsets.
-fn rank1_offsets<'t>(
+pub(crate) fn rank1_offsets<'t>(
     view: &View,
     offsets: &'t Tile,
     op: &str,
@@ -466,9 +484,9 @@ fn element(d: &Data, i: usize) -> Result<Num, String> {
     .ok_or_else(|| "malformed IR: a mask stored to a tensor".to_string())
 }
 
-type Mask<'m> = Option<(&'m [bool], super::tile::Source)>;
+pub(crate) type Mask<'m> = Option<(&'m [bool], super::tile::Source)>;
 
-fn mask_of<'m>(mask: Option<&'m Tile>, shape: &[usize]) -> Result<Mask<'m>, String> {
+pub(crate) fn mask_of<'m>(mask: Option<&'m Tile>, shape: &[usize]) -> Result<Mask<'m>, String> {
     match mask {
         None => Ok(None),
         Some(Tile {

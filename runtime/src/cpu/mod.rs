@@ -24,6 +24,7 @@ mod interp;
 mod launch;
 mod memory;
 mod reduce;
+mod shared_row;
 mod tile;
 
 #[cfg(test)]

@@ -153,6 +153,14 @@ pub fn child(name: &str) -> std::process::Command {
 pub fn raw_entries(
     cache: &TuneCache,
 ) -> std::collections::BTreeMap<(Origin, CacheKey), TunedValue> {
+    try_raw_entries(cache).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`raw_entries`], or sled's own error when sled refuses to open the database (after 5 s
+/// of retries, so a lock still held by a process that is exiting is waited for).
+pub fn try_raw_entries(
+    cache: &TuneCache,
+) -> Result<std::collections::BTreeMap<(Origin, CacheKey), TunedValue>, sled::Error> {
     let start = std::time::Instant::now();
     let db = loop {
         match sled::open(cache.path()) {
@@ -160,13 +168,13 @@ pub fn raw_entries(
             Err(_) if start.elapsed() < std::time::Duration::from_secs(5) => {
                 std::thread::sleep(std::time::Duration::from_millis(10))
             }
-            Err(e) => panic!("{e}"),
+            Err(e) => return Err(e),
         }
     };
     let mut out = std::collections::BTreeMap::new();
     for (origin, tree) in [(Origin::Local, "local"), (Origin::Imported, "imported")] {
-        for kv in db.open_tree(tree).unwrap().iter() {
-            let (k, v) = kv.unwrap();
+        for kv in db.open_tree(tree)?.iter() {
+            let (k, v) = kv?;
             let (Ok(k), Ok(mut v)) = (CacheKey::from_bytes(&k), TunedValue::from_bytes(&v)) else {
                 continue;
             };
@@ -174,7 +182,7 @@ pub fn raw_entries(
             out.insert((origin, k), v);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Copies the cache at `from` (its directory and the files beside it) into `to`.

@@ -67,4 +67,19 @@ template <class T, int R> TK_DEVICE view<T, R> narrow(const view<T, R>& x, long 
     return v;
 }
 
+/// `shared_row::<T, N>()`: a rank-1 view of `n` elements at `p` in the block's shared
+/// memory (16-byte aligned, unit stride). Accessed with policy `SHARED_MEM`.
+template <class T> TK_DEVICE view<T, 1> shared_view(char* p, long long n) {
+    view<T, 1> v;
+    v.ptr = reinterpret_cast<T*>(p);
+    v.shape[0] = n;
+    v.stride[0] = 1;
+#pragma unroll
+    for (int i = 1; i < 3; ++i) {
+        v.shape[i] = 1;
+        v.stride[i] = 0;
+    }
+    return v;
+}
+
 } // namespace tk

@@ -156,9 +156,20 @@ impl<'k> Emitter<'k> {
                     if !pure {
                         self.loop_tiles.extend(ops.iter().map(|(s, _)| s.clone()));
                     }
+                    // A loop that reads or writes a shared row (`shared_row`) is not unrolled
+                    // and not counted in the streaming budget: counted, log_softmax's kept-row
+                    // loops took every streaming loop of the kernel from 4 trips to 1, and
+                    // unrolled like the others they ran no faster (BENCHMARKS runs 214-215)
+                    // for twice the NVRTC time.
+                    let shared = body.insts.iter().any(|i| match &i.op {
+                        Op::Load { view, .. } | Op::Store { view, .. } => {
+                            crate::shared_rows::shared_root(&self.defs, *view).is_some()
+                        }
+                        _ => false,
+                    });
                     if pure {
                         self.w.line("#pragma unroll 32");
-                    } else if reduces {
+                    } else if reduces || shared {
                         self.w.line("#pragma unroll 1");
                     } else {
                         self.stream_loops.push(ops);

@@ -145,6 +145,28 @@ impl<'k> Emitter<'k> {
                 Ok(())
             }
             Op::LoadTile { .. } => self.load_tile(inst),
+            Op::SharedRow { elem, len } => {
+                let r = Self::result(inst)?;
+                let off = self.smem.persistent_offset(&PartKey::SharedRow(r))?;
+                let name = self.cname(r);
+                let n = dim_expr(len);
+                self.w.line(&format!(
+                    "// [block] shared_row: {n} x {elem} of the program's shared memory (16-byte aligned, unit stride), read and written by `load`/`store`"
+                ));
+                self.w.line(&format!(
+                    "const auto {name} = tk::shared_view<{}>(smem + {off}, (long long)({n}));",
+                    elem_ctype(elem)
+                ));
+                self.define(
+                    r,
+                    Val::View {
+                        name,
+                        elem: elem.clone(),
+                        rank: 1,
+                    },
+                );
+                Ok(())
+            }
             Op::AtomicAdd {
                 view,
                 offset,
@@ -534,7 +556,7 @@ impl<'k> Emitter<'k> {
         cache: CachePolicy,
     ) -> Result<(), CodegenError> {
         let r = Self::result(inst)?;
-        let cp = cache_arg(cache);
+        let cp = self.access_policy(view, cache);
         let (v, elem, _) = self.view(view)?;
         let al = self.aligned_flag(view);
         let (_, oelem, shape, _) = self.tile(offsets)?;
@@ -630,7 +652,7 @@ impl<'k> Emitter<'k> {
         (value, mask): (ValueId, Option<ValueId>),
         cache: CachePolicy,
     ) -> Result<(), CodegenError> {
-        let cp = cache_arg(cache);
+        let cp = self.access_policy(view, cache);
         let (v, elem, _) = self.view(view)?;
         let al = self.aligned_flag(view);
         let (_, _, shape, _) = self.tile(offsets)?;
@@ -663,6 +685,19 @@ impl<'k> Emitter<'k> {
             }
         }
         Ok(())
+    }
+}
+
+impl Emitter<'_> {
+    /// The trailing template argument of a `load`/`store` through `view`: `, tk::SHARED_MEM`
+    /// for a `shared_row` (plain shared-memory accesses; a cache hint does not apply),
+    /// else the hint's ([`cache_arg`]).
+    fn access_policy(&self, view: ValueId, cache: CachePolicy) -> String {
+        if crate::shared_rows::shared_root(&self.defs, view).is_some() {
+            ", tk::SHARED_MEM".to_string()
+        } else {
+            cache_arg(cache)
+        }
     }
 }
 

@@ -65,7 +65,8 @@ impl<'k> Emitter<'k> {
             | Op::Store { .. }
             | Op::LoadTile { .. }
             | Op::StoreTile { .. }
-            | Op::AtomicAdd { .. } => self.memory(inst),
+            | Op::AtomicAdd { .. }
+            | Op::SharedRow { .. } => self.memory(inst),
             Op::Dot {
                 a,
                 b,

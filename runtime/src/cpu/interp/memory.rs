@@ -3,8 +3,13 @@
 
 use super::Program;
 use crate::cpu::memory::View;
+use crate::cpu::shared_row::SharedRow;
 use crate::cpu::tile::Tile;
-use tilekit_ir::{DType, Dim, ValueId};
+use tilekit_ir::{DType, Dim, Elem, ValueId};
+
+/// The most shared memory one block may have on a supported GPU (sm_90: 227 KB); a larger
+/// `shared_row` is refused on the CPU backend too, as no GPU could run it.
+const SHARED_ROW_MAX_BYTES: u64 = 232_448;
 
 impl Program<'_> {
     /// The root view of tensor parameter `index`.
@@ -50,6 +55,31 @@ impl Program<'_> {
         v.narrow(s, n, self.name(v.param))
     }
 
+    /// `shared_row::<E, N>()`: a new buffer of the program's own, refused past the most
+    /// shared memory a block may have on any supported GPU.
+    pub(super) fn shared_row(&self, elem: &Elem, len: &Dim) -> Result<View, String> {
+        let n = self.plan.dim(len)?;
+        let dtype = elem
+            .resolve(&self.plan.checked.bindings)
+            .ok_or_else(|| format!("malformed IR: the element type {elem} of a `shared_row`"))?;
+        let bytes = n as u64 * dtype.size_bytes() as u64;
+        if bytes > SHARED_ROW_MAX_BYTES {
+            return Err(format!(
+                "a `shared_row` of {n} x {dtype} ({bytes} bytes) is more shared memory than a block may have ({SHARED_ROW_MAX_BYTES} bytes on sm_90)"
+            ));
+        }
+        let mut shared = self.shared.borrow_mut();
+        shared.push(SharedRow::new(dtype, n)?);
+        Ok(View {
+            param: 0,
+            offset: 0,
+            shape: vec![n as i64],
+            strides: vec![1],
+            bad_row: None,
+            shared: Some(shared.len() - 1),
+        })
+    }
+
     /// `load(view, offsets, mask, other)`.
     pub(super) fn load(
         &self,
@@ -60,6 +90,12 @@ impl Program<'_> {
     ) -> Result<Tile, String> {
         let mask = mask.map(|m| self.tile(m)).transpose()?;
         let other = other.map(|o| self.tile(o)).transpose()?;
+        let v = self.view(view)?;
+        if let Some(k) = v.shared {
+            return self.shared_buf(k, |b| {
+                b.load(v, self.tile(offsets)?, mask, other, self.plan.exact)
+            });
+        }
         self.mem.load(
             self.view(view)?,
             self.tile(offsets)?,
@@ -78,6 +114,18 @@ impl Program<'_> {
         mask: Option<ValueId>,
     ) -> Result<(), String> {
         let mask = mask.map(|m| self.tile(m)).transpose()?;
+        let v = self.view(view)?;
+        if let Some(k) = v.shared {
+            return self.shared_buf(k, |b| {
+                b.store(
+                    v,
+                    self.tile(offsets)?,
+                    self.tile(value)?,
+                    mask,
+                    self.plan.exact,
+                )
+            });
+        }
         self.mem.store(
             self.view(view)?,
             self.tile(offsets)?,
@@ -139,5 +187,18 @@ impl Program<'_> {
             .iter()
             .map(|o| self.int(*o, "a tile origin"))
             .collect()
+    }
+
+    /// Runs `f` on the program's shared row `k`.
+    fn shared_buf<R>(
+        &self,
+        k: usize,
+        f: impl FnOnce(&mut SharedRow) -> Result<R, String>,
+    ) -> Result<R, String> {
+        let mut shared = self.shared.borrow_mut();
+        let b = shared
+            .get_mut(k)
+            .ok_or_else(|| format!("malformed IR: shared row {k} of the program"))?;
+        f(b)
     }
 }

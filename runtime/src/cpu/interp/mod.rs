@@ -15,6 +15,7 @@ mod shape;
 mod values;
 
 use super::memory::{Mem, View};
+use super::shared_row::SharedRow;
 use super::tile::{adopt, Tile};
 use crate::launch::Checked;
 use tilekit_ir::{limits, Block, DType, Dim, Op, Ty, ValueId};
@@ -113,6 +114,8 @@ pub(crate) struct Program<'a> {
     mem: &'a Mem<'a>,
     pid: [i64; 3],
     vals: Vec<Option<Value>>,
+    /// The program's own `shared_row` buffers, in the order it made them.
+    shared: std::cell::RefCell<Vec<SharedRow>>,
 }
 
 impl<'a> Program<'a> {
@@ -122,6 +125,7 @@ impl<'a> Program<'a> {
             mem,
             pid,
             vals: vec![None; plan.checked.kernel.num_values()],
+            shared: Default::default(),
         }
     }
 
@@ -221,6 +225,7 @@ impl<'a> Program<'a> {
                 Op::Full { elem, shape, value } => Some(self.full(elem, shape, *value)?.into()),
                 // Tensors and memory (`memory`).
                 Op::TensorParam { index } => Some(Value::View(self.tensor_param(*index)?)),
+                Op::SharedRow { elem, len } => Some(Value::View(self.shared_row(elem, len)?)),
                 Op::TensorDim { tensor, axis } => Some(self.tensor_dim(*tensor, *axis)?.into()),
                 Op::Row { tensor, index } => Some(Value::View(self.row(*tensor, *index)?)),
                 Op::Narrow { tensor, start, len } => {

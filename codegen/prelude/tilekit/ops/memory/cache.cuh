@@ -17,7 +17,47 @@ enum cache_policy : int {
     EVICT_FIRST = 1,
     /// Kept: an `L2::evict_last` policy, for a first read the same program reads again.
     EVICT_LAST = 2,
+    /// Not global at all: the view is a `shared_row` in the block's shared memory
+    /// (`ld.shared` / `st.shared`, no hint).
+    SHARED_MEM = 3,
 };
+
+/// One shared-memory word of W bytes (1, 2, 4, 8 or 16) at generic address `p`.
+template <int W> TK_DEVICE typename word<W>::type sload(const void* p) {
+    using Wt = typename word<W>::type;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    if constexpr (W == 16) {
+        uint4 r;
+        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a));
+        return r;
+    } else if constexpr (W == 8) {
+        uint2 r;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "r"(a));
+        return r;
+    } else if constexpr (W == 4) {
+        unsigned int r;
+        asm volatile("ld.shared.u32 %0, [%1];" : "=r"(r) : "r"(a));
+        return r;
+    } else {
+        (void)a;
+        return *reinterpret_cast<const Wt*>(p);
+    }
+}
+
+/// One shared-memory word of W bytes written at generic address `p`.
+template <int W> TK_DEVICE void sstore(void* p, typename word<W>::type v) {
+    const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+    if constexpr (W == 16) {
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    } else if constexpr (W == 8) {
+        asm volatile("st.shared.v2.u32 [%0], {%1, %2};" ::"r"(a), "r"(v.x), "r"(v.y) : "memory");
+    } else if constexpr (W == 4) {
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+    } else {
+        (void)a;
+        *reinterpret_cast<typename word<W>::type*>(p) = v;
+    }
+}
 
 /// The `createpolicy` operand of an evict-last access (a constant; not volatile, so the
 /// compiler hoists and shares it).
@@ -113,7 +153,7 @@ template <int CP, int W> TK_DEVICE void gstore(void* p, typename word<W>::type v
 
 /// One element read with policy CP (`*p` for CACHE_NORMAL).
 template <int CP, class T> TK_DEVICE T load_elem(const T* p) {
-    if constexpr (CP == CACHE_NORMAL || (sizeof(T) & (sizeof(T) - 1)) != 0 || sizeof(T) > 16) {
+    if constexpr (CP == CACHE_NORMAL || CP == SHARED_MEM || (sizeof(T) & (sizeof(T) - 1)) != 0 || sizeof(T) > 16) {
         return *p;
     } else {
         T r;
@@ -124,7 +164,7 @@ template <int CP, class T> TK_DEVICE T load_elem(const T* p) {
 
 /// One element written with policy CP (`*p = v` for CACHE_NORMAL).
 template <int CP, class T> TK_DEVICE void store_elem(T* p, const T& v) {
-    if constexpr (CP == CACHE_NORMAL || (sizeof(T) & (sizeof(T) - 1)) != 0 || sizeof(T) > 16) {
+    if constexpr (CP == CACHE_NORMAL || CP == SHARED_MEM || (sizeof(T) & (sizeof(T) - 1)) != 0 || sizeof(T) > 16) {
         *p = v;
     } else {
         gstore<CP, (int)sizeof(T)>(p, *reinterpret_cast<const typename word<(int)sizeof(T)>::type*>(&v));
@@ -136,6 +176,12 @@ template <int CP, class T> TK_DEVICE void store_elem(T* p, const T& v) {
 template <int BYTES, int CP> TK_DEVICE void vload(void* dst, const void* src) {
     if constexpr (CP == CACHE_NORMAL) {
         vcopy<BYTES>(dst, src);
+    } else if constexpr (CP == SHARED_MEM) {
+        constexpr int W = BYTES < 16 ? BYTES : 16;
+        using Wt = typename word<W>::type;
+#pragma unroll
+        for (int i = 0; i < BYTES / W; ++i)
+            reinterpret_cast<Wt*>(dst)[i] = sload<W>(reinterpret_cast<const Wt*>(src) + i);
     } else {
         constexpr int W = BYTES < 16 ? BYTES : 16;
         using Wt = typename word<W>::type;
@@ -149,6 +195,12 @@ template <int BYTES, int CP> TK_DEVICE void vload(void* dst, const void* src) {
 template <int BYTES, int CP> TK_DEVICE void vstore(void* dst, const void* src) {
     if constexpr (CP == CACHE_NORMAL) {
         gstore_vec<BYTES>(dst, src);
+    } else if constexpr (CP == SHARED_MEM) {
+        constexpr int W = BYTES < 16 ? BYTES : 16;
+        using Wt = typename word<W>::type;
+#pragma unroll
+        for (int i = 0; i < BYTES / W; ++i)
+            sstore<W>(reinterpret_cast<Wt*>(dst) + i, reinterpret_cast<const Wt*>(src)[i]);
     } else {
         constexpr int W = BYTES < 16 ? BYTES : 16;
         using Wt = typename word<W>::type;

@@ -1,5 +1,6 @@
-//! Tile construction: `arange::<N>()` (0..N) and `zeros::<E, D0, ..>()` /
-//! `full::<E, D0, ..>(value)` (a tile filled with one value).
+//! Tile construction: `arange::<N>()` (0..N), `zeros::<E, D0, ..>()` /
+//! `full::<E, D0, ..>(value)` (a tile filled with one value) and `shared_row::<E, N>()` (a
+//! row of the program's shared memory, read and written with `load`/`store`).
 
 use super::Call;
 use crate::lower::body::Lowerer;
@@ -47,6 +48,27 @@ impl Lowerer<'_, '_> {
                 elem: elem?,
                 shape: dims?,
                 value: value?,
+            },
+            span,
+        ))
+    }
+
+    /// `shared_row::<E, N>()`.
+    pub(super) fn shared_row(&mut self, call: &Call) -> Option<ValueId> {
+        let (a, gen, span) = (&call.expr.args, call.generics, call.span);
+        if gen.len() != 2 || !a.is_empty() {
+            self.cx.error(
+                span,
+                "usage: `shared_row::<E, N>()`: element type E, extent N (a literal, a tuning parameter or a linear expression of them)",
+            );
+            return None;
+        }
+        let elem = self.generic_elem(&gen[0]);
+        let len = self.generic_dim(&gen[1]);
+        Some(self.push(
+            Op::SharedRow {
+                elem: elem?,
+                len: len?,
             },
             span,
         ))

@@ -123,6 +123,7 @@ const CALLS: &[CallOp] = &[
     CallOp::new("atomic_add", |l, c| l.atomic_add(c)),
     CallOp::new("load_tile", |l, c| l.load_tile(c)),
     CallOp::new("store_tile", |l, c| l.store_tile(c)),
+    CallOp::new("shared_row", |l, c| l.shared_row(c)).generic(),
     // matrix
     CallOp::new("dot", |l, c| l.dot(c, Precision::Ieee)),
     CallOp::new("dot_tf32", |l, c| l.dot(c, Precision::Tf32)),
