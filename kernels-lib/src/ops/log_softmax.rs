@@ -3,9 +3,8 @@ use tilekit::prelude::*;
 /// y = log_softmax(x) = x - max(x) - log(sum(exp(x - max(x)))) along rows, any row length,
 /// statistics in f32.
 ///
-/// A row that fits `BLOCK` stays on chip: one read of `x`, one write of `y`. A wider row of
-/// at most `KEEP` elements is kept in a `shared_row` as the online pass reads it, and `y` is
-/// written from there. A wider row (a vocabulary of 50257 past `KEEP`) is read in `BLOCK` chunks, four per trip, with a per-lane online
+/// A row that fits `BLOCK` stays on chip: one read of `x`, one write of `y`. A wider row
+/// (a vocabulary of 50257) is read in `BLOCK` chunks, four per trip, with a per-lane online
 /// maximum and running sum (rescaled when the lane's maximum grows, reduced across the
 /// block once after the loop), then read again (from L2 when it fits) to write `y`. The
 /// second pass's loads and the stores of `y` are marked `.evict_first()`, so that streamed
@@ -28,10 +27,7 @@ use tilekit::prelude::*;
 // 128 registers, the same results bit for bit; ptxas schedules the loop differently).
 // MIN_BLOCKS = 1 (no request) stays in the space: at WARPS=32 a request for two programs
 // caps registers at 32.
-// KEEP: the capacity (elements) of the shared row that keeps a wide row on chip; 8 (the
-// default until measured on the H200) never holds a row wider than BLOCK, so the row is
-// streamed twice, as before `shared_row`.
-#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 4, 32], MIN_BLOCKS = [2, 1], KEEP = [8, 53248])]
+#[tune(BLOCK = [4096, 1024, 2048, 8192], WARPS = [8, 16, 4, 32], MIN_BLOCKS = [2, 1])]
 #[shapes(x = [M, N], y = [M, N])]
 #[cost(flops = 5 * M * N)]
 pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
@@ -44,76 +40,6 @@ pub fn log_softmax<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {
         let z = v - max(v, 0);
         let lse = log(sum(exp(z), 0));
         store(y.row(row), cols, (z - lse).cast::<T>(), mask);
-    } else if n <= KEEP {
-        // The row kept on chip: each chunk the online pass reads from DRAM is also stored,
-        // as loaded, into a shared row of the program's, and `y` is written from there (one
-        // read of `x` from DRAM, none from L2).
-        let kept = shared_row::<T, KEEP>();
-        let whole = n - n % (4 * BLOCK);
-        let mut mv = full::<f32, BLOCK>(-3.4028234663852886e38);
-        let mut acc = zeros::<f32, BLOCK>();
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let ra = load(x.row(row), start + cols);
-            let rb = load(x.row(row), start + BLOCK + cols);
-            let rc = load(x.row(row), start + 2 * BLOCK + cols);
-            let rd = load(x.row(row), start + 3 * BLOCK + cols);
-            store(kept, start + cols, ra);
-            store(kept, start + BLOCK + cols, rb);
-            store(kept, start + 2 * BLOCK + cols, rc);
-            store(kept, start + 3 * BLOCK + cols, rd);
-            let a = ra.to_f32();
-            let b = rb.to_f32();
-            let c = rc.to_f32();
-            let d = rd.to_f32();
-            let m_new = maximum(mv, maximum(maximum(a, b), maximum(c, d)));
-            let e = (exp(a - m_new) + exp(b - m_new)) + (exp(c - m_new) + exp(d - m_new));
-            acc = acc * exp(mv - m_new) + e;
-            mv = m_new;
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let mask = offs < n;
-            let r = load(x.row(row), offs, mask, T::NEG_INF);
-            store(kept, offs, r, mask);
-            let v = r.to_f32();
-            let m_new = maximum(mv, v);
-            acc = acc * exp(mv - m_new) + exp(v - m_new);
-            mv = m_new;
-        }
-        let m = max(mv, 0);
-        let lse = m + log(sum(acc * exp(mv - m), 0));
-        for start in (0..whole).step_by(4 * BLOCK) {
-            let a = load(kept, start + cols).to_f32();
-            let b = load(kept, start + BLOCK + cols).to_f32();
-            let c = load(kept, start + 2 * BLOCK + cols).to_f32();
-            let d = load(kept, start + 3 * BLOCK + cols).to_f32();
-            store(
-                y.row(row).evict_first(),
-                start + cols,
-                (a - lse).cast::<T>(),
-            );
-            store(
-                y.row(row).evict_first(),
-                start + BLOCK + cols,
-                (b - lse).cast::<T>(),
-            );
-            store(
-                y.row(row).evict_first(),
-                start + 2 * BLOCK + cols,
-                (c - lse).cast::<T>(),
-            );
-            store(
-                y.row(row).evict_first(),
-                start + 3 * BLOCK + cols,
-                (d - lse).cast::<T>(),
-            );
-        }
-        for start in (whole..n).step_by(BLOCK) {
-            let offs = start + cols;
-            let mask = offs < n;
-            let v = load(kept, offs, mask, 0.0).to_f32();
-            store(y.row(row).evict_first(), offs, (v - lse).cast::<T>(), mask);
-        }
     } else {
         // Per lane a running maximum `mv` and a sum `acc` of exp(x - mv): no block-wide
         // step inside the loop, the lanes are combined once after it. Four whole chunks

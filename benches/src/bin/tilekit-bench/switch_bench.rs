@@ -35,10 +35,7 @@ use tilekit_tuner::tune::TuneProblem;
 type B = half::bf16;
 
 const SAMPLES: usize = 15;
-const CONFIGS: [&str; 2] = [
-    "BLOCK=4096,WARPS=8,MIN_BLOCKS=2,KEEP=8",
-    "BLOCK=1024,WARPS=16,KEEP=8",
-];
+const CONFIGS: [&str; 2] = ["BLOCK=4096,WARPS=8,MIN_BLOCKS=2", "BLOCK=1024,WARPS=16"];
 
 /// What is queued before a timed launch's start event.
 #[derive(Clone, Copy)]
