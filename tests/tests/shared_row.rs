@@ -343,12 +343,23 @@ fn gpu_shared_row_matches_the_cpu_backend_bitwise() {
             assert_eq!(bits(&g), bits(&c), "{cfg} cols {cols}");
         }
     }
+    // The kept log-softmax: `exp` and `log` are the GPU's fast approximations, so within one
+    // bf16 ulp of the CPU backend (run 216: bitwise equality failed there, as for the
+    // library's own log_softmax); a missing barrier gives values off by far more.
     for cfg in configs(&log_softmax_kept::SPEC) {
         for cols in [4097, 50257, 53248] {
             let seed = r.next_u64();
             let g = run_kept_log_softmax(&gpu, &cfg, 64, cols, seed, true);
             let c = run_kept_log_softmax(&cpu, &cfg, 64, cols, seed, true);
-            assert_eq!(g, c, "log_softmax_kept {cfg} cols {cols}");
+            for (i, (a, b)) in g.iter().zip(&c).enumerate() {
+                let same_sign = (a ^ b) & 0x8000 == 0;
+                assert!(
+                    same_sign && a.abs_diff(*b) <= 1,
+                    "log_softmax_kept {cfg} cols {cols} [{i}]: GPU {:?} CPU {:?}",
+                    half::bf16::from_bits(*a),
+                    half::bf16::from_bits(*b)
+                );
+            }
         }
     }
 }
