@@ -199,6 +199,191 @@ impl Walk<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tilekit_ir::{Dim, Elem, KernelBuilder, Loc, Op};
+
+    /// Every instruction's op by its result (the plan's `defs`).
+    fn defs(b: &Block, out: &mut Vec<Option<Op>>) {
+        for i in &b.insts {
+            for r in &i.results {
+                if out.len() <= r.index() {
+                    out.resize(r.index() + 1, None);
+                }
+                out[r.index()] = Some(i.op.clone());
+            }
+            for nb in crate::analyze::nested_blocks(&i.op) {
+                defs(nb, out);
+            }
+        }
+    }
+
+    /// A kernel body under construction: a shared row, an `arange` and a scalar 0.
+    struct Body {
+        b: KernelBuilder,
+        row: ValueId,
+        offs: ValueId,
+        zero: ValueId,
+    }
+
+    impl Body {
+        fn new() -> Body {
+            let mut b = KernelBuilder::new("k");
+            let row = b.push(
+                Op::SharedRow {
+                    elem: Elem::of(tilekit_ir::DType::F32),
+                    len: Dim::Const(64),
+                },
+                Loc::default(),
+            );
+            let offs = b.push(Op::Arange { n: Dim::Const(64) }, Loc::default());
+            let zero = b.push(Op::Lit(tilekit_ir::Literal::Int(0)), Loc::default());
+            Body { b, row, offs, zero }
+        }
+
+        fn load(&mut self) -> ValueId {
+            self.b.push(
+                Op::Load {
+                    view: self.row,
+                    offsets: self.offs,
+                    mask: None,
+                    other: None,
+                    cache: Default::default(),
+                },
+                Loc::default(),
+            )
+        }
+
+        fn store(&mut self, value: ValueId) {
+            self.b.push_void(
+                Op::Store {
+                    view: self.row,
+                    offsets: self.offs,
+                    value,
+                    mask: None,
+                    cache: Default::default(),
+                },
+                Loc::default(),
+            );
+        }
+
+        /// A loop whose body `f` builds.
+        fn for_loop(&mut self, f: impl FnOnce(&mut Body)) {
+            let iv = self.b.new_value();
+            self.b.begin_block(vec![iv]);
+            f(self);
+            self.b
+                .push_void(Op::Yield { values: vec![] }, Loc::default());
+            let body = self.b.end_block();
+            let z = self.zero;
+            self.b.push_void(
+                Op::For {
+                    start: z,
+                    end: z,
+                    step: z,
+                    stages: None,
+                    inits: vec![],
+                    body,
+                },
+                Loc::default(),
+            );
+        }
+
+        /// Which instructions a barrier precedes, as (path of block indices, op name) in
+        /// program order: `"load"`, `"store"` or `"for"`.
+        fn marked(self) -> Vec<String> {
+            let k = self.b.into_kernel();
+            let mut owned = Vec::new();
+            defs(&k.body, &mut owned);
+            let refs: Vec<Option<&Op>> = owned.iter().map(Option::as_ref).collect();
+            let plan = barriers(&k.body, &refs);
+            let mut out = Vec::new();
+            fn walk(b: &Block, plan: &Barriers, at: &str, out: &mut Vec<String>) {
+                for (n, i) in b.insts.iter().enumerate() {
+                    let name = match i.op {
+                        Op::Load { .. } => "load",
+                        Op::Store { .. } => "store",
+                        Op::For { .. } => "for",
+                        _ => "",
+                    };
+                    if plan.before(i) {
+                        out.push(format!("{at}{n} {name}"));
+                    }
+                    for (m, nb) in crate::analyze::nested_blocks(&i.op).into_iter().enumerate() {
+                        walk(nb, plan, &format!("{at}{n}.{m}/"), out);
+                    }
+                }
+            }
+            walk(&k.body, &plan, "", &mut out);
+            out
+        }
+    }
+
+    #[test]
+    fn one_barrier_between_a_storing_loop_and_a_reading_loop() {
+        let mut k = Body::new();
+        let z = k.zero;
+        k.for_loop(|k| k.store(z));
+        k.for_loop(|k| {
+            k.load();
+        });
+        k.for_loop(|k| {
+            k.load();
+        });
+        // insts: shared_row, arange, lit, for (stores), for (loads), for (loads)
+        assert_eq!(k.marked(), vec!["4 for"]);
+    }
+
+    #[test]
+    fn a_loop_that_reads_then_writes_waits_at_both_inside() {
+        let mut k = Body::new();
+        let z = k.zero;
+        k.store(z);
+        k.for_loop(|k| {
+            let v = k.load();
+            k.store(v);
+        });
+        // The first trip's load follows the store before the loop: the barrier before the
+        // loop. Inside: the store follows the load, and the next trip's load the store.
+        assert_eq!(k.marked(), vec!["4 for", "4.0/0 load", "4.0/1 store"]);
+    }
+
+    #[test]
+    fn a_store_on_one_branch_orders_the_load_after_the_branch() {
+        let mut k = Body::new();
+        k.load();
+        k.b.begin_block(vec![]);
+        let z = k.zero;
+        k.store(z);
+        k.b.push_void(Op::Yield { values: vec![] }, Loc::default());
+        let then_block = k.b.end_block();
+        k.b.begin_block(vec![]);
+        k.b.push_void(Op::Yield { values: vec![] }, Loc::default());
+        let else_block = k.b.end_block();
+        let cond =
+            k.b.push(Op::Lit(tilekit_ir::Literal::Bool(true)), Loc::default());
+        k.b.push_void(
+            Op::If {
+                cond,
+                then_block,
+                else_block,
+            },
+            Loc::default(),
+        );
+        k.load();
+        // insts: shared_row, arange, lit, load, lit, if (store | nothing), load: the store
+        // waits for the load before it, the last load for the store on one path.
+        assert_eq!(k.marked(), vec!["5.0/0 store", "6 load"]);
+    }
+
+    #[test]
+    fn straight_line_stores_then_loads_wait_once() {
+        let mut k = Body::new();
+        let z = k.zero;
+        k.store(z);
+        k.store(z);
+        k.load();
+        k.load();
+        assert_eq!(k.marked(), vec!["5 load"]);
+    }
 
     #[test]
     fn states_conflict_on_read_after_write_and_write_after_read() {
