@@ -21,18 +21,37 @@
 use std::collections::HashSet;
 use tilekit_ir::{Block, Inst, Op, ValueId};
 
-/// The `shared_row` a view is rooted at (through `.row()` / `.narrow()`, which a rank-1
-/// buffer never has, and nothing else), if it is one.
-pub(crate) fn shared_root(defs: &[Option<&Op>], view: ValueId) -> Option<ValueId> {
+/// The op a view is rooted at: through `.row()` and `.narrow()` to the tensor parameter or
+/// `shared_row` that made it (`None` for a block argument or a malformed chain).
+pub(crate) fn view_root<'k>(defs: &[Option<&'k Op>], view: ValueId) -> Option<&'k Op> {
     let mut v = view;
     for _ in 0..defs.len() + 1 {
         match defs.get(v.index()).copied().flatten()? {
             Op::Row { tensor, .. } | Op::Narrow { tensor, .. } => v = *tensor,
-            Op::SharedRow { .. } => return Some(v),
-            _ => return None,
+            op => return Some(op),
         }
     }
     None
+}
+
+/// The `shared_row` a view is rooted at, if it is one.
+pub(crate) fn shared_root(defs: &[Option<&Op>], view: ValueId) -> Option<ValueId> {
+    matches!(view_root(defs, view), Some(Op::SharedRow { .. })).then_some(view)
+}
+
+/// The shared-row access `op` makes: a `load` or `store` through a view rooted at a
+/// `shared_row`.
+fn access_of(defs: &[Option<&Op>], op: &Op) -> Option<Access> {
+    match op {
+        Op::Load { view, .. } if shared_root(defs, *view).is_some() => Some(Access::Load),
+        Op::Store { view, .. } if shared_root(defs, *view).is_some() => Some(Access::Store),
+        _ => None,
+    }
+}
+
+/// Whether `op` loads from or stores to a shared row.
+pub(crate) fn accesses_shared_row(defs: &[Option<&Op>], op: &Op) -> bool {
+    access_of(defs, op).is_some()
 }
 
 /// The accesses to shared rows since the last barrier.
@@ -116,13 +135,7 @@ struct Walk<'d, 'k> {
 impl Walk<'_, '_> {
     /// The shared-row access `inst` makes, if any.
     fn access(&self, inst: &Inst) -> Option<Access> {
-        match &inst.op {
-            Op::Load { view, .. } if shared_root(self.defs, *view).is_some() => Some(Access::Load),
-            Op::Store { view, .. } if shared_root(self.defs, *view).is_some() => {
-                Some(Access::Store)
-            }
-            _ => None,
-        }
+        access_of(self.defs, &inst.op)
     }
 
     /// The first shared-row access of `b` in program order (nested blocks included).

@@ -368,22 +368,16 @@ impl<'k> Emitter<'k> {
     /// The alignment flag a load or store through `view` takes: `TK_ALIGNED_<name>` when
     /// the view is (a row of) a tensor parameter of [`Layouts::general`], else `ALIGNED`.
     pub(super) fn aligned_flag(&self, view: tilekit_ir::ValueId) -> String {
-        let mut v = view;
-        loop {
-            match self.defs.get(v.index()).copied().flatten() {
-                Some(Op::Row { tensor, .. } | Op::Narrow { tensor, .. }) => v = *tensor,
-                // A shared row is 16-byte aligned with unit stride in every variant.
-                Some(Op::SharedRow { .. }) => return "true".to_string(),
-                Some(Op::TensorParam { index }) => {
-                    return match self.kernel.params.get(*index) {
-                        Some(p) if *index < 64 && self.layouts.general >> index & 1 == 1 => {
-                            aligned_param(&p.name)
-                        }
-                        _ => "ALIGNED".to_string(),
-                    };
+        match crate::shared_rows::view_root(&self.defs, view) {
+            // A shared row is 16-byte aligned with unit stride in every variant.
+            Some(Op::SharedRow { .. }) => "true".to_string(),
+            Some(Op::TensorParam { index }) => match self.kernel.params.get(*index) {
+                Some(p) if *index < 64 && self.layouts.general >> index & 1 == 1 => {
+                    aligned_param(&p.name)
                 }
-                _ => return "ALIGNED".to_string(),
-            }
+                _ => "ALIGNED".to_string(),
+            },
+            _ => "ALIGNED".to_string(),
         }
     }
 

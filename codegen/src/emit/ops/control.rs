@@ -161,12 +161,10 @@ impl<'k> Emitter<'k> {
                     // loops took every streaming loop of the kernel from 4 trips to 1, and
                     // unrolled like the others they ran no faster (BENCHMARKS runs 214-215)
                     // for twice the NVRTC time.
-                    let shared = body.insts.iter().any(|i| match &i.op {
-                        Op::Load { view, .. } | Op::Store { view, .. } => {
-                            crate::shared_rows::shared_root(&self.defs, *view).is_some()
-                        }
-                        _ => false,
-                    });
+                    let shared = body
+                        .insts
+                        .iter()
+                        .any(|i| crate::shared_rows::accesses_shared_row(&self.defs, &i.op));
                     if pure {
                         self.w.line("#pragma unroll 32");
                     } else if reduces || shared {
