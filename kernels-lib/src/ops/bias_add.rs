@@ -14,7 +14,7 @@ use tilekit::prelude::*;
 /// assert_eq!(y.to_vec().unwrap(), vec![11.0, 22.0, 13.0, 24.0]);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], bias = [N], y = [M, N])]
 #[cost(flops = M * N)]
 pub fn bias_add<T: Float>(x: &Tensor2<T>, bias: &Tensor1<T>, y: &mut Tensor2<T>) {

@@ -16,7 +16,7 @@ use tilekit::prelude::*;
 /// assert!(y[0] == 0.0 && (y[1] - 0.841_344_7).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], bias = [N], y = [M, N], approximate = false)]
 #[cost(flops = 9 * M * N)]
 pub fn bias_gelu<T: Float>(

@@ -21,7 +21,7 @@ use tilekit::prelude::*;
 /// assert!((y[2] - 0.841_344_7).abs() < 1e-6 && (y[3] - 2.995_950_5).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], y = [M, N], approximate = false)]
 #[cost(flops = 8 * M * N)]
 pub fn gelu<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>, approximate: bool) {

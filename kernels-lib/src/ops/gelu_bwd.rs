@@ -23,7 +23,7 @@ use tilekit::prelude::*;
 /// assert!((dx[0] - 1.0).abs() < 1e-6 && (dx[1] - 1.083_315_5).abs() < 1e-5);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], dy = [M, N], dx = [M, N], approximate = false)]
 #[cost(flops = 14 * M * N)]
 pub fn gelu_bwd<T: Float>(x: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T>, approximate: bool) {

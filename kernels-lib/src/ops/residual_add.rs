@@ -13,7 +13,7 @@ use tilekit::prelude::*;
 /// assert_eq!(y.to_vec().unwrap(), vec![1.5, -2.0]);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], r = [M, N], y = [M, N])]
 #[cost(flops = M * N)]
 pub fn residual_add<T: Float>(x: &Tensor2<T>, r: &Tensor2<T>, y: &mut Tensor2<T>) {

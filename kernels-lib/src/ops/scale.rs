@@ -11,7 +11,7 @@ use tilekit::prelude::*;
 /// assert_eq!(y.to_vec().unwrap(), vec![0.5, -1.0]);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [2048, 1024, 4096, 8192], WARPS = [4, 8, 2])]
 #[check(s.is_finite())]
 #[shapes(x = [M, N], y = [M, N], s = 0.5)]
 #[cost(flops = M * N)]

@@ -13,7 +13,7 @@ use tilekit::prelude::*;
 /// assert!(y[0] == 0.0 && (y[1] - 0.731_058_6).abs() < 1e-6 && y[2].abs() < 1e-11);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], y = [M, N])]
 #[cost(flops = 4 * M * N)]
 pub fn silu<T: Float>(x: &Tensor2<T>, y: &mut Tensor2<T>) {

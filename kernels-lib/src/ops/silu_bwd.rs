@@ -15,7 +15,7 @@ use tilekit::prelude::*;
 /// assert!(dx[0] == 2.0 && (dx[1] - s * (1.0 + 2.0 * (1.0 - s))).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(x.cols(), BLOCK), x.rows()])]
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(x = [M, N], dy = [M, N], dx = [M, N])]
 #[cost(flops = 7 * M * N)]
 pub fn silu_bwd<T: Float>(x: &Tensor2<T>, dy: &Tensor2<T>, dx: &mut Tensor2<T>) {

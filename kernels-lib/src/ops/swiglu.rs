@@ -17,7 +17,7 @@ use tilekit::prelude::*;
 /// assert!(y[0] == 0.0 && (y[1] - 2.0 * 0.731_058_6).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(a.cols(), BLOCK), a.rows()])]
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(a = [M, N], b = [M, N], y = [M, N])]
 #[cost(flops = 5 * M * N)]
 pub fn swiglu<T: Float>(a: &Tensor2<T>, b: &Tensor2<T>, y: &mut Tensor2<T>) {

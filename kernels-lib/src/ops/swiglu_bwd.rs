@@ -19,7 +19,7 @@ use tilekit::prelude::*;
 /// assert!((da[1] - 2.0 * s * (2.0 - s)).abs() < 1e-6 && (db[1] - s).abs() < 1e-6);
 /// ```
 #[kernel(grid = [cdiv(a.cols(), BLOCK), a.rows()])]
-#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8])]
+#[tune(BLOCK = [1024, 2048, 4096, 8192], WARPS = [4, 8, 2])]
 #[shapes(a = [M, N], b = [M, N], dy = [M, N], da = [M, N], db = [M, N])]
 #[cost(flops = 10 * M * N)]
 pub fn swiglu_bwd<T: Float>(
