@@ -175,42 +175,11 @@ fn cpu_cat_joins_tiles_along_each_axis_in_every_configuration() {
 
 #[test]
 fn cat_variants_compile_with_nvrtc() {
-    use tilekit_codegen::Target;
     if !tilekit_tests::support::nvrtc_or_skip() {
         return;
     }
-    let mut jobs = Vec::new();
-    for spec in [&joins::SPEC, &rope_half::SPEC] {
-        let kernel = spec.kernel().expect("kernel IR");
-        for v in tilekit_tuner::covering_variants(kernel, &[Target::Sm80, Target::Sm90a]) {
-            jobs.push((spec, v.to_variant()));
-        }
-    }
-    let opts80 = tilekit_runtime::nvrtc::CompileOptions::new("sm_80").expect("options");
-    let opts90 = tilekit_runtime::nvrtc::CompileOptions::new("sm_90a").expect("options");
-    for (spec, v) in &jobs {
-        let kernel = spec.kernel().expect("IR");
-        let src = tilekit_codegen::variant_source(kernel, spec.cuda_template, v).expect("source");
-        if let Ok(dir) = std::env::var("TK_DUMP_CAT") {
-            let _ = std::fs::write(
-                format!("{dir}/{}-{}-{:?}.cu", spec.name, v.config, v.target),
-                &src,
-            );
-        }
-        let opts = if v.target == Target::Sm80 {
-            &opts80
-        } else {
-            &opts90
-        };
-        tilekit_runtime::nvrtc::compile_cubin(
-            &src,
-            "cat.cu",
-            tilekit_codegen::prelude_headers(),
-            opts,
-        )
-        .unwrap_or_else(|e| panic!("{} {}: {e}", spec.name, v.config));
-    }
-    assert!(jobs.len() >= 4, "{} variants", jobs.len());
+    let n = common::nvrtc::compile_covering(&[&joins::SPEC, &rope_half::SPEC], "cat.cu");
+    assert!(n >= 4, "{n} variants");
 }
 
 #[test]

@@ -292,37 +292,14 @@ fn shared_row_barrier_sits_between_the_loops() {
 
 #[test]
 fn shared_row_variants_compile_with_nvrtc() {
-    use tilekit_codegen::Target;
     if !tilekit_tests::support::nvrtc_or_skip() {
         return;
     }
-    let opts80 = tilekit_runtime::nvrtc::CompileOptions::new("sm_80").expect("options");
-    let opts90 = tilekit_runtime::nvrtc::CompileOptions::new("sm_90a").expect("options");
-    let mut variants = Vec::new();
-    for spec in [&reverse_rows::SPEC, &log_softmax_kept::SPEC] {
-        let kernel = spec.kernel().expect("kernel IR");
-        for v in tilekit_tuner::covering_variants(kernel, &[Target::Sm80, Target::Sm90a]) {
-            variants.push((spec, v));
-        }
-    }
-    for (spec, v) in &variants {
-        let v = v.to_variant();
-        let kernel = spec.kernel().expect("kernel IR");
-        let src = tilekit_codegen::variant_source(kernel, spec.cuda_template, &v).expect("source");
-        let opts = if v.target == Target::Sm80 {
-            &opts80
-        } else {
-            &opts90
-        };
-        tilekit_runtime::nvrtc::compile_cubin(
-            &src,
-            "shared_row.cu",
-            tilekit_codegen::prelude_headers(),
-            opts,
-        )
-        .unwrap_or_else(|e| panic!("{} {}: {e}", spec.name, v.config));
-    }
-    assert!(variants.len() >= 8, "{} variants", variants.len());
+    let n = common::nvrtc::compile_covering(
+        &[&reverse_rows::SPEC, &log_softmax_kept::SPEC],
+        "shared_row.cu",
+    );
+    assert!(n >= 8, "{n} variants");
 }
 
 /// Every configuration on the GPU equals the CPU backend bitwise (the barrier between the

@@ -5,6 +5,7 @@
 
 pub mod attention;
 pub mod gpu;
+pub mod nvrtc;
 
 use tilekit::prelude::*;
 use tilekit::Element;
